@@ -1,0 +1,72 @@
+"""The one place Nova reads its environment (NOVA_* variables), as a typed, scoped snapshot."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Config:
+    """Nova's settings. `device` is 'cuda', 'cpu' or '' (auto: cuda when usable, else cpu)."""
+
+    device: str = ""
+    dump_dir: Path | None = None
+    cache_dir: Path = Path.home() / ".cache" / "nova"
+    cache_enabled: bool = True
+    arch: str = "sm_90"
+    cpu_workers: int = 0  # 0: one worker thread per core
+    debug_bounds: bool = False
+
+    @staticmethod
+    def from_environ(environ: dict[str, str] | None = None) -> Config:
+        env = os.environ if environ is None else environ
+        base = Config()
+        dump = env.get("NOVA_DUMP_DIR")
+        cache = env.get("NOVA_CACHE_DIR")
+        return Config(
+            device=env.get("NOVA_DEVICE", base.device).strip().lower(),
+            dump_dir=Path(dump) if dump else None,
+            cache_dir=Path(cache) if cache else base.cache_dir,
+            cache_enabled=env.get("NOVA_CACHE", "1") not in ("0", "off", "false"),
+            arch=env.get("NOVA_ARCH", base.arch),
+            cpu_workers=int(env.get("NOVA_CPU_WORKERS", "0") or 0),
+            debug_bounds=env.get("NOVA_DEBUG_BOUNDS", "0") not in ("0", "", "off", "false"),
+        )
+
+
+_current: Config | None = None
+
+
+def get() -> Config:
+    """The active configuration (read from the environment on first use)."""
+    global _current
+    if _current is None:
+        _current = Config.from_environ()
+    return _current
+
+
+@contextlib.contextmanager
+def scoped(**changes: object) -> Iterator[Config]:
+    """Temporarily override settings (tests use this instead of touching os.environ)."""
+    global _current
+    previous = get()
+    names = {f.name for f in fields(Config)}
+    unknown = set(changes) - names
+    if unknown:
+        raise TypeError(f"unknown config fields: {sorted(unknown)}")
+    _current = replace(previous, **changes)  # type: ignore[arg-type]
+    try:
+        yield _current
+    finally:
+        _current = previous
+
+
+def reload() -> Config:
+    """Re-read the environment (after a test or tool changed it)."""
+    global _current
+    _current = None
+    return get()

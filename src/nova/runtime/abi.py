@@ -1,0 +1,252 @@
+"""The runtime ABI: the one contract between compiled host code and Nova's runtime.
+
+The host lowering (compiler side) declares exactly these functions and emits calls to them; the
+runtime binds each name to an implementation for the chosen device when it links a .nova file
+(native code for `cuda`, so no launch passes through Python; ctypes callbacks for `cpu`).
+Nothing else may be called by compiled host code except libc. docs/abi.md explains the rules.
+
+Conventions (all C calling convention, x86-64 SysV):
+- `ptr` is an opaque 64-bit pointer. Device pointers are `ptr` too (a CUdeviceptr on `cuda`, a host
+  address on `cpu`). Streams, events, modules and functions are opaque handles; the null stream
+  handle means the program's default stream (a non-blocking stream owned by the executor).
+- Every fallible function returns an `i32` status: 0 on success. On failure the runtime has recorded
+  the error (call, cause, kernel) and the host code must call `nova_rt_raise()` at once, which
+  never returns: it unwinds to the `nova_rt_call_entry` frame, and the executor raises a NovaError.
+  Results come back through out-pointers (`out`).
+- Entry points: for each public host function `@f`, the host code exports
+  `void __nova_entry_f(ptr args, ptr results)`; `args[i]` points to the i-th argument's storage
+  (a scalar value, or a ranked memref descriptor), `results[i]` to storage for the i-th result.
+  The executor calls it through `nova_rt_call_entry(entry, args, results) -> i32`.
+- Memref descriptors are MLIR's: `{ptr allocated, ptr aligned, i64 offset, [R x i64] sizes,
+  [R x i64] strides}`; an unranked memref is `{i64 rank, ptr descriptor}`.
+- Kernel parameters travel as a `void**` array, one entry per *expanded* parameter: a ranked memref
+  expands to allocated, aligned, offset, sizes..., strides... (upstream MLIR's bare convention is
+  not used); scalars are passed by value of their LLVM type (index → i64).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from enum import StrEnum
+
+ABI_VERSION = 1
+
+ENTRY_PREFIX = "__nova_entry_"
+"""Exported wrapper for public host function `f` is `__nova_entry_f`."""
+
+DEVICE_MODULE_PREFIX = "__nova_devmod_"
+"""The DeviceModuleDescriptor global for gpu.module `m` is `__nova_devmod_m`."""
+
+MODULE_HANDLE_PREFIX = "__nova_modhandle_"
+"""Per-program global caching the loaded module handle (loaded once, on first use)."""
+
+CPU_KERNEL_SUFFIX = ""
+"""In a device module's CPU object, kernel `k` is exported under its own name `k`."""
+
+
+class CType(StrEnum):
+    """The C types that cross the ABI, spelled as LLVM IR types."""
+
+    VOID = "void"
+    PTR = "ptr"
+    I8 = "i8"
+    I16 = "i16"
+    I32 = "i32"
+    I64 = "i64"
+    F32 = "float"
+    F64 = "double"
+
+
+CTYPES: dict[CType, object] = {
+    CType.VOID: None,
+    CType.PTR: ctypes.c_void_p,
+    CType.I8: ctypes.c_int8,
+    CType.I16: ctypes.c_int16,
+    CType.I32: ctypes.c_int32,
+    CType.I64: ctypes.c_int64,
+    CType.F32: ctypes.c_float,
+    CType.F64: ctypes.c_double,
+}
+
+
+@dataclass(frozen=True)
+class AbiFunction:
+    """One runtime function: its symbol, result type, named parameters and meaning."""
+
+    name: str
+    result: CType
+    params: tuple[tuple[str, CType], ...]
+    doc: str
+
+    @property
+    def fallible(self) -> bool:
+        """True when the function returns a status that host code must check."""
+        return self.result is CType.I32 and self.name not in _INFALLIBLE_I32
+
+    def ctypes_prototype(self) -> type:
+        """A ctypes CFUNCTYPE matching this function (for the cpu device's callbacks)."""
+        return ctypes.CFUNCTYPE(CTYPES[self.result], *(CTYPES[t] for _, t in self.params))
+
+
+_INFALLIBLE_I32: frozenset[str] = frozenset({"nova_rt_call_entry"})
+
+P = CType.PTR
+I32 = CType.I32
+I64 = CType.I64
+
+
+def _fn(name: str, result: CType, doc: str, *params: tuple[str, CType]) -> AbiFunction:
+    return AbiFunction(name, result, tuple(params), doc)
+
+
+_GRID = (("grid_x", I64), ("grid_y", I64), ("grid_z", I64))
+_BLOCK = (("block_x", I64), ("block_y", I64), ("block_z", I64))
+_CLUSTER = (("cluster_x", I64), ("cluster_y", I64), ("cluster_z", I64))
+_LAUNCH_TAIL = (("shared_bytes", I32), ("stream", P), ("params", P), ("num_params", I64))
+
+ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
+    # --- control ---------------------------------------------------------------------------
+    _fn("nova_rt_raise", CType.VOID,
+        "Unwind to the current nova_rt_call_entry frame after a failed status. Never returns."),
+    _fn("nova_rt_call_entry", I32,
+        "Run entry(args, results) under an unwind frame; 0 on success, else the error was raised.",
+        ("entry", P), ("args", P), ("results", P)),
+    _fn("nova_rt_host_assert_fail", I32,
+        "A host-side cf.assert failed with `message` (NUL-terminated). Always returns nonzero.",
+        ("message", P)),
+    # --- modules and kernels ----------------------------------------------------------------
+    _fn("nova_rt_module_load", I32,
+        "Load the device module described by a DeviceModuleDescriptor; *out = module handle.",
+        ("out", P), ("descriptor", P)),
+    _fn("nova_rt_module_get_function", I32,
+        "Look up kernel `name` (NUL-terminated) in `module`; *out = function handle.",
+        ("out", P), ("module", P), ("name", P)),
+    _fn("nova_rt_launch", I32,
+        "Launch `function` on `stream` with a void** parameter array (non-blocking).",
+        ("function", P), *_GRID, *_BLOCK, *_LAUNCH_TAIL),
+    _fn("nova_rt_launch_cluster", I32,
+        "Launch `function` with thread-block clusters of cluster_x*y*z blocks (sm_90+).",
+        ("function", P), *_CLUSTER, *_GRID, *_BLOCK, *_LAUNCH_TAIL),
+    # --- streams and events -----------------------------------------------------------------
+    _fn("nova_rt_stream_create", I32, "Create a non-blocking stream; *out = handle.", ("out", P)),
+    _fn("nova_rt_stream_destroy", I32, "Destroy a stream (after its work completes).",
+        ("stream", P)),
+    _fn("nova_rt_stream_synchronize", I32, "Block the host until `stream` is idle.",
+        ("stream", P)),
+    _fn("nova_rt_stream_wait_event", I32,
+        "Make future work on `stream` wait for `event` (no host blocking).",
+        ("stream", P), ("event", P)),
+    _fn("nova_rt_event_create", I32, "Create an event (timing disabled); *out = handle.",
+        ("out", P)),
+    _fn("nova_rt_event_destroy", I32, "Destroy an event.", ("event", P)),
+    _fn("nova_rt_event_record", I32, "Record `event` on `stream`.", ("event", P), ("stream", P)),
+    _fn("nova_rt_event_synchronize", I32, "Block the host until `event` has completed.",
+        ("event", P)),
+    # --- memory -----------------------------------------------------------------------------
+    _fn("nova_rt_mem_alloc", I32,
+        "Allocate `size` bytes of device memory (host_shared != 0: managed memory visible to "
+        "host code) ordered on `stream`; *out = device pointer.",
+        ("out", P), ("size", I64), ("stream", P), ("host_shared", I32)),
+    _fn("nova_rt_mem_free", I32, "Free memory from nova_rt_mem_alloc, ordered on `stream`.",
+        ("pointer", P), ("stream", P)),
+    _fn("nova_rt_memcpy", I32, "Copy `size` bytes (any direction, unified addressing) on stream.",
+        ("dst", P), ("src", P), ("size", I64), ("stream", P)),
+    _fn("nova_rt_memset32", I32, "Fill `count` 32-bit words at dst with `value` on stream.",
+        ("dst", P), ("value", I32), ("count", I64), ("stream", P)),
+    _fn("nova_rt_memset16", I32, "Fill `count` 16-bit words at dst with `value` on stream.",
+        ("dst", P), ("value", I32), ("count", I64), ("stream", P)),
+    _fn("nova_rt_memset8", I32, "Fill `count` bytes at dst with `value` on stream.",
+        ("dst", P), ("value", I32), ("count", I64), ("stream", P)),
+    _fn("nova_rt_host_register", I32, "Page-lock host memory for device access.",
+        ("pointer", P), ("size", I64)),
+    _fn("nova_rt_host_unregister", I32, "Undo nova_rt_host_register.", ("pointer", P)),
+    # --- runner utilities (mlir-runner's text, exactly) -----------------------------------
+    _fn("nova_rt_print_memref_f32", CType.VOID, "printMemrefF32", ("rank", I64), ("desc", P)),
+    _fn("nova_rt_print_memref_f64", CType.VOID, "printMemrefF64", ("rank", I64), ("desc", P)),
+    _fn("nova_rt_print_memref_i8", CType.VOID, "printMemrefI8", ("rank", I64), ("desc", P)),
+    _fn("nova_rt_print_memref_i16", CType.VOID, "printMemrefI16", ("rank", I64), ("desc", P)),
+    _fn("nova_rt_print_memref_i32", CType.VOID, "printMemrefI32", ("rank", I64), ("desc", P)),
+    _fn("nova_rt_print_memref_i64", CType.VOID, "printMemrefI64", ("rank", I64), ("desc", P)),
+    _fn("nova_rt_print_f32", CType.VOID, "printF32", ("value", CType.F32)),
+    _fn("nova_rt_print_f64", CType.VOID, "printF64", ("value", CType.F64)),
+    _fn("nova_rt_print_i64", CType.VOID, "printI64 (signed)", ("value", I64)),
+    _fn("nova_rt_print_u64", CType.VOID, "printU64 (unsigned)", ("value", I64)),
+    _fn("nova_rt_print_newline", CType.VOID, "printNewline"),
+    _fn("nova_rt_print_comma", CType.VOID, "printComma"),
+    _fn("nova_rt_print_open", CType.VOID, "printOpen: '( '"),
+    _fn("nova_rt_print_close", CType.VOID, "printClose: ' )'"),
+    _fn("nova_rt_print_string", CType.VOID, "printString of a NUL-terminated string",
+        ("text", P)),
+)
+
+ABI_BY_NAME: dict[str, AbiFunction] = {f.name: f for f in ABI_FUNCTIONS}
+
+RUNNER_UTILS: dict[str, str] = {
+    "printMemrefF32": "nova_rt_print_memref_f32",
+    "printMemrefF64": "nova_rt_print_memref_f64",
+    "printMemrefI8": "nova_rt_print_memref_i8",
+    "printMemrefI16": "nova_rt_print_memref_i16",
+    "printMemrefI32": "nova_rt_print_memref_i32",
+    "printMemrefI64": "nova_rt_print_memref_i64",
+    "printF32": "nova_rt_print_f32",
+    "printF64": "nova_rt_print_f64",
+    "printI64": "nova_rt_print_i64",
+    "printU64": "nova_rt_print_u64",
+    "printNewline": "nova_rt_print_newline",
+    "printComma": "nova_rt_print_comma",
+    "printOpen": "nova_rt_print_open",
+    "printClose": "nova_rt_print_close",
+}
+"""MLIR runner-utility functions a program may declare and call, and the ABI function each maps to.
+`printMemref*` take an unranked memref (`memref<*xT>`), lowered to (rank, descriptor pointer)."""
+
+
+class DeviceModuleDescriptor(ctypes.Structure):
+    """What `nova_rt_module_load` receives: every image of one gpu.module, embedded in the host
+    object. Sizes are in bytes; an absent image has a null pointer and size 0. The PTX is
+    NUL-terminated (size excludes the NUL)."""
+
+    _fields_ = (
+        ("abi_version", ctypes.c_int64),
+        ("name", ctypes.c_char_p),
+        ("ptx", ctypes.c_void_p),
+        ("ptx_size", ctypes.c_int64),
+        ("cubin", ctypes.c_void_p),
+        ("cubin_size", ctypes.c_int64),
+        ("cpu_object", ctypes.c_void_p),
+        ("cpu_object_size", ctypes.c_int64),
+    )
+
+
+DEVICE_MODULE_DESCRIPTOR_LLVM = "{ i64, ptr, ptr, i64, ptr, i64, ptr, i64 }"
+"""The same struct as LLVM IR, for the host lowering."""
+
+
+class CpuLaunch(ctypes.Structure):
+    """What a CPU-device kernel entry receives besides its void** params.
+
+    A device module's CPU object exports, for each kernel `k`:
+        i32 k(ptr params, ptr launch)      ; launch points to a CpuLaunch
+    It runs blocks with linear ids [block_begin, block_end) of the grid, each with all of its
+    threads and GPU semantics, and returns 0, or nonzero after writing a NUL-terminated message
+    into `error` (assert failure or trap: which block and thread, and the message).
+    `dynamic_shared` is scratch for dynamic workgroup memory of `dynamic_shared_bytes` per block.
+    """
+
+    _fields_ = (
+        ("grid", ctypes.c_int64 * 3),
+        ("block", ctypes.c_int64 * 3),
+        ("cluster", ctypes.c_int64 * 3),
+        ("block_begin", ctypes.c_int64),
+        ("block_end", ctypes.c_int64),
+        ("dynamic_shared", ctypes.c_void_p),
+        ("dynamic_shared_bytes", ctypes.c_int64),
+        ("error", ctypes.c_char * 512),
+    )
+
+
+CPU_LAUNCH_LLVM = "{ [3 x i64], [3 x i64], [3 x i64], i64, i64, ptr, i64, [512 x i8] }"
+"""The same struct as LLVM IR, for the CPU kernel lowering."""
+
+CPU_KERNEL_RESULT = CType.I32

@@ -1,0 +1,1 @@
+"""Nova runtime.cpu package."""
