@@ -20,6 +20,7 @@ class Config:
     arch: str = "sm_90"
     cpu_workers: int = 0  # 0: one worker thread per core
     debug_bounds: bool = False
+    debug: bool = False  # NOVA_DEBUG: CLIs print tracebacks of internal errors
 
     @staticmethod
     def from_environ(environ: dict[str, str] | None = None) -> Config:
@@ -35,6 +36,7 @@ class Config:
             arch=env.get("NOVA_ARCH", base.arch),
             cpu_workers=int(env.get("NOVA_CPU_WORKERS", "0") or 0),
             debug_bounds=env.get("NOVA_DEBUG_BOUNDS", "0") not in ("0", "", "off", "false"),
+            debug=env.get("NOVA_DEBUG", "0") not in ("0", "", "off", "false"),
         )
 
 
