@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install Nova into ./.venv (created if missing). Usage: scripts/install.sh [test]
+#   no argument: Nova + the CUDA driver bindings (harmless without a GPU)
+#   test:        also the test tools (pytest, xdist, hypothesis, filecheck, lit, ruff) and, where
+#                apt-get works, upstream mlir-opt (LLVM 22) used as an oracle by differential tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv >/dev/null 2>&1 || python3 -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+if [ "${1:-}" = "test" ]; then
+  python -m pip install -q -e '.[cuda,test]'
+  if ! command -v /usr/lib/llvm-22/bin/mlir-opt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    # Optional oracle: differential tests skip cleanly without it.
+    (apt-get install -y -q mlir-22-tools >/dev/null 2>&1 \
+      || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mlir-22-tools >/dev/null 2>&1)) \
+      || echo "note: mlir-22-tools not installed; mlir-opt differential tests will be skipped"
+  fi
+else
+  python -m pip install -q -e '.[cuda]'
+fi
