@@ -1,0 +1,39 @@
+"""Regenerate docs/abi.md from src/nova/runtime/abi.py (the one source of truth for the ABI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nova.runtime import abi
+
+
+def render() -> str:
+    rules = abi.__doc__.split("Conventions (all C calling convention, x86-64 SysV):")[1].strip()
+    lines = [
+        f"# Nova runtime ABI (version {abi.ABI_VERSION})", "",
+        "The contract between compiled host code and Nova's runtime. It is defined once, in",
+        "`src/nova/runtime/abi.py`; the host lowering declares these functions from that table and",
+        "the runtime binds each symbol to the chosen device's implementation when it links a",
+        "`.nova` file. This page is generated from that table (`python scripts/gen_abi_doc.py`).",
+        "", "## Rules", "", rules.replace("\n- ", "\n\n- "), "", "## Functions", "",
+        "| function | returns | parameters | meaning |", "|---|---|---|---|",
+    ]
+    for f in abi.ABI_FUNCTIONS:
+        params = ", ".join(f"{t.value} {n}" for n, t in f.params) or "—"
+        ret = f.result.value + (" (status)" if f.fallible else "")
+        lines.append(f"| `{f.name}` | {ret} | {params} | {f.doc} |")
+    lines += ["", "## Runner utilities", "",
+              "MLIR programs declare these (e.g. `func.func private @printMemrefF32(memref<*xf32>)`)"
+              " and the host lowering maps each call to the ABI function:", "",
+              "| MLIR name | ABI function |", "|---|---|"]
+    lines += [f"| `{k}` | `{v}` |" for k, v in abi.RUNNER_UTILS.items()]
+    lines += ["", "## Structures", "",
+              f"`DeviceModuleDescriptor` (`{abi.DEVICE_MODULE_DESCRIPTOR_LLVM}`):", "",
+              "\n".join(f"- `{n}`" for n, _ in abi.DeviceModuleDescriptor._fields_), "",
+              f"`CpuLaunch` (`{abi.CPU_LAUNCH_LLVM}`):", "", (abi.CpuLaunch.__doc__ or "").strip(), "",
+              "\n".join(f"- `{n}`" for n, _ in abi.CpuLaunch._fields_), ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    Path(__file__).resolve().parents[1].joinpath("docs", "abi.md").write_text(render())
