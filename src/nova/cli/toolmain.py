@@ -1,0 +1,86 @@
+"""What every Nova command-line tool shares: reading inputs, writing outputs, reporting errors.
+
+`run_tool` is the one top-level handler: a NovaError prints as an MLIR-style diagnostic
+(`file:line:col: error: ...`, the source line and a caret) and exits 1; any other exception is an
+internal error that exits 2 with a one-line message (and a traceback when NOVA_DEBUG is set).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from nova.errors import DiagnosticError, NovaError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_INTERNAL = 2
+
+
+class InputError(NovaError):
+    """An input file that cannot be read or an output file that cannot be written."""
+
+
+def format_error(exc: NovaError) -> str:
+    """The text a tool prints for a NovaError: the located diagnostic, or `error: message`."""
+    if isinstance(exc, DiagnosticError):
+        return exc.render()
+    return f"error: {exc}"
+
+
+def read_input(path: str) -> tuple[str, str]:
+    """Read a source file ('-' is stdin); returns (text, name used in diagnostics)."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(path).read_text(encoding="utf-8"), path
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read '{path}': {_reason(exc)}") from None
+
+
+def write_output(path: str | None, data: str | bytes) -> None:
+    """Write a result to `path`, or to stdout when `path` is None or '-'."""
+    if path is None or path == "-":
+        if isinstance(data, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(data)
+            sys.stdout.flush()
+        return
+    try:
+        if isinstance(data, bytes):
+            Path(path).write_bytes(data)
+        else:
+            Path(path).write_text(data, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write '{path}': {_reason(exc)}") from None
+
+
+def _reason(exc: Exception) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def run_tool(prog: str, body: Callable[[], int]) -> int:
+    """Run a tool's body and turn every failure into a message on stderr and an exit status."""
+    try:
+        return body()
+    except NovaError as exc:
+        print(format_error(exc), file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as exc:
+        from nova import config
+
+        if config.get().debug:
+            traceback.print_exc(file=sys.stderr)
+        hint = "" if config.get().debug else " (set NOVA_DEBUG=1 for a traceback)"
+        print(f"{prog}: internal error: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)
+        return EXIT_INTERNAL

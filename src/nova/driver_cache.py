@@ -1,0 +1,118 @@
+"""The compile cache: finished .nova bytes on disk, keyed by everything that determines them.
+
+The key is a SHA-256 over the source text, its file name, the compile options, Nova's version plus
+a fingerprint of the compiler's own sources (so an edited compiler never returns stale bundles),
+the xDSL and llvmlite versions, and the ptxas in use. Entries are written atomically and carry a
+digest of their contents, so a torn or corrupted entry reads as a miss. Nothing here imports xDSL
+or llvmlite: a cache hit costs a few stat() calls and one file read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from functools import cache
+from pathlib import Path
+
+_DIGEST = 32
+# Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
+_COMPILER_PARTS = ("frontend", "ir", "passes", "backends", "bundle", "driver.py", "errors.py")
+
+
+def _dist_version(package: str) -> str:
+    """A package's installed version, read from its dist-info directory name (no import)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return "absent"
+    site = Path(spec.origin).parent.parent
+    for entry in site.glob(f"{package}-*.dist-info"):
+        return entry.name.removesuffix(".dist-info").split("-", 1)[1]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@cache
+def _compiler_fingerprint() -> str:
+    """Hash of (path, size, mtime) of every compiler source file: changes whenever one is edited."""
+    root = Path(__file__).parent
+    digest = hashlib.sha256()
+    for part in _COMPILER_PARTS:
+        path = root / part
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                stat = file.stat()
+            except OSError:
+                continue
+            digest.update(f"{file.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+@cache
+def environment_fingerprint() -> dict[str, str]:
+    """The parts of the cache key that describe the compiler, not the input."""
+    import nova
+
+    return {
+        "nova": nova.__version__,
+        "compiler": _compiler_fingerprint(),
+        "xdsl": _dist_version("xdsl"),
+        "llvmlite": _dist_version("llvmlite"),
+        "ptxas": shutil.which("ptxas") or "",
+    }
+
+
+def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
+    """The SHA-256 key of one compilation."""
+    payload = json.dumps(
+        {"text": text, "filename": filename, "options": options, **environment_fingerprint()},
+        sort_keys=True, default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class BundleCache:
+    """A directory of cached bundles: `<dir>/bundles/<key[:2]>/<key>.nova`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory / "bundles"
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.nova"
+
+    def get(self, key: str) -> bytes | None:
+        """The cached bytes for `key`, or None (missing, unreadable or corrupt entries)."""
+        path = self._path(key)
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        digest, data = raw[:_DIGEST], raw[_DIGEST:]
+        if len(raw) < _DIGEST or hashlib.sha256(data).digest() != digest:
+            path.unlink(missing_ok=True)
+            return None
+        return data
+
+    def put(self, key: str, data: bytes) -> None:
+        """Store `data` atomically; a cache that cannot be written is silently skipped."""
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(hashlib.sha256(data).digest() + data)
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            return
