@@ -1,0 +1,143 @@
+"""Link a .nova file's host object into the process with llvmlite MCJIT (no C compiler, no files).
+
+Before linking, every undefined symbol of the object is checked: it must be a runtime ABI function
+(bound with `llvm.add_symbol` to the chosen device's implementation), or come from libc, libm or
+libgcc_s (compiler builtins); anything else is rejected with a BundleFormatError naming it, since
+MCJIT would otherwise abort the whole process on an unresolved relocation. `add_symbol` is process
+wide, so binding and linking happen under one lock: each program keeps the addresses it was linked
+against even when a later program binds the same names to another device.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import struct
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+from nova.errors import BundleFormatError
+from nova.runtime.abi import ABI_BY_NAME
+from nova.runtime.native_support import host_target_machine
+
+_LINK_LOCK = threading.Lock()
+_SYSTEM_LIBRARIES = ("c", "m", "gcc_s")
+
+_LINKER_DEFINED = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # provided by the JIT linker itself
+_SHT_SYMTAB = 2
+_STB_LOCAL = 0
+
+
+def undefined_symbols(obj: bytes, name: str = "<bundle>") -> list[str]:
+    """Names of the global symbols an ELF64 relocatable object references but does not define."""
+    try:
+        return _undefined_symbols(obj)
+    except (struct.error, IndexError, ValueError) as exc:
+        raise BundleFormatError(f"{name}: malformed host object (symbol table: {exc})") from None
+
+
+def _undefined_symbols(obj: bytes) -> list[str]:
+    if obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
+        raise ValueError("not a little-endian ELF64 object")
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    names: list[str] = []
+    for index in range(shnum):
+        header = struct.unpack_from("<IIQQQQIIQQ", obj, shoff + index * shentsize)
+        if header[1] != _SHT_SYMTAB:
+            continue
+        sym_offset, sym_size, strtab_index, entsize = header[4], header[5], header[6], header[9]
+        strtab = struct.unpack_from("<IIQQQQIIQQ", obj, shoff + strtab_index * shentsize)
+        str_offset = strtab[4]
+        for sym in range(sym_offset, sym_offset + sym_size, entsize or 24):
+            st_name, st_info, _other, st_shndx = struct.unpack_from("<IBBH", obj, sym)
+            if st_shndx != 0 or st_name == 0 or (st_info >> 4) == _STB_LOCAL:
+                continue
+            end = obj.index(b"\0", str_offset + st_name)
+            names.append(obj[str_offset + st_name:end].decode())
+    return names
+
+
+def _system_libraries() -> list[ctypes.CDLL]:
+    libraries = []
+    for short in _SYSTEM_LIBRARIES:
+        path = ctypes.util.find_library(short)
+        if path is None:
+            continue
+        try:
+            libraries.append(ctypes.CDLL(path))
+        except OSError:
+            continue
+    return libraries
+
+
+_SYSTEM = _system_libraries()
+
+
+def _in_system_library(symbol: str) -> bool:
+    for library in _SYSTEM:
+        try:
+            getattr(library, symbol)
+        except AttributeError:
+            continue
+        return True
+    return False
+
+
+def check_symbols(obj: bytes, bindings: Mapping[str, int], name: str = "<bundle>") -> None:
+    """Raise BundleFormatError unless every undefined symbol of `obj` resolves as allowed."""
+    for symbol in undefined_symbols(obj, name):
+        if symbol in bindings or symbol in _LINKER_DEFINED:
+            continue
+        if symbol in ABI_BY_NAME:
+            raise BundleFormatError(
+                f"{name}: host code calls runtime function '{symbol}', which this device "
+                "does not provide")
+        if symbol.startswith("nova_rt_"):
+            raise BundleFormatError(
+                f"{name}: host code references unknown runtime function '{symbol}' (not in the "
+                "runtime ABI of this Nova; was the file built by another version?)")
+        if not _in_system_library(symbol):
+            raise BundleFormatError(
+                f"{name}: host code references undefined symbol '{symbol}', which is neither a "
+                "runtime ABI function nor in libc/libm")
+
+
+@dataclass
+class LinkedObject:
+    """A host object linked into the process. Keep it alive as long as its code may run."""
+
+    engine: llvm.ExecutionEngine
+    name: str
+
+    def function_address(self, symbol: str) -> int:
+        """Address of a defined function; BundleFormatError when the object lacks it."""
+        address = self.engine.get_function_address(symbol)
+        if not address:
+            raise BundleFormatError(f"{self.name}: host object does not define '{symbol}'")
+        return address
+
+    def global_address(self, symbol: str) -> int:
+        """Address of a defined global variable; BundleFormatError when the object lacks it."""
+        address = self.engine.get_global_value_address(symbol)
+        if not address:
+            raise BundleFormatError(f"{self.name}: host object does not define '{symbol}'")
+        return address
+
+
+def link_object(obj: bytes, bindings: Mapping[str, int], name: str = "<bundle>") -> LinkedObject:
+    """Check, bind (`llvm.add_symbol`) and link `obj`; returns the live engine holding its code."""
+    check_symbols(obj, bindings, name)
+    with _LINK_LOCK:
+        for symbol, address in bindings.items():
+            llvm.add_symbol(symbol, address)
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
+        try:
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+        except RuntimeError as exc:
+            raise BundleFormatError(f"{name}: cannot link host object: {exc}") from None
+    return LinkedObject(engine, name)
