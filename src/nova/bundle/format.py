@@ -7,6 +7,7 @@ module is shared by the compiler (writer) and the runtime (reader) and imports n
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -20,6 +21,17 @@ MANIFEST_SECTION = ".nova.manifest"
 SEAL_SECTION = ".nova.seal"
 SEAL_MAGIC = b"NOVASEAL"
 SEAL_SIZE = 8 + 32  # magic + SHA-256 of the whole file with the digest bytes zeroed
+SEAL_DIGEST_OFFSET = 8  # where the digest starts inside the seal section
+
+ABI_VERSION = 1
+"""The runtime ABI version this format carries; equals `nova.runtime.abi.ABI_VERSION` (a test
+checks). Repeated here so the bundle reader does not import the runtime package."""
+
+CPU_ARCH = "x86_64"
+"""`Payload.arch` of CPU-device objects."""
+
+DEVICE_MODULE_SYMBOL_PREFIX = "__nova_devmod_"
+"""Descriptor global of device module `m` (same as `nova.runtime.abi.DEVICE_MODULE_PREFIX`)."""
 
 
 class PayloadKind(StrEnum):
@@ -28,6 +40,18 @@ class PayloadKind(StrEnum):
     PTX = "ptx"
     CUBIN = "cubin"
     CPU_OBJECT = "cpuobj"
+
+
+def seal_digest(file_bytes: bytes, seal_offset: int) -> bytes:
+    """SHA-256 of the whole file with the 32 digest bytes of the seal (at `seal_offset` +
+    SEAL_DIGEST_OFFSET) taken as zero: what `.nova.seal` must hold after its magic."""
+    start = seal_offset + SEAL_DIGEST_OFFSET
+    end = start + SEAL_SIZE - SEAL_DIGEST_OFFSET
+    digest = hashlib.sha256()
+    digest.update(memoryview(file_bytes)[:start])
+    digest.update(bytes(end - start))
+    digest.update(memoryview(file_bytes)[end:])
+    return digest.digest()
 
 
 def payload_section(kind: PayloadKind, module: str) -> str:
@@ -109,53 +133,155 @@ class Manifest:
     format: str = FORMAT_NAME
     format_version: int = FORMAT_VERSION
     producer: str = PRODUCER
-    abi_version: int = 1
+    abi_version: int = ABI_VERSION
     host_triple: str = HOST_TRIPLE
     extra: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
+        """The manifest's JSON text (stable: sorted keys), as stored in `.nova.manifest`."""
         return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    def module(self, name: str) -> DeviceModule | None:
+        """The device module called `name`, or None."""
+        return next((m for m in self.modules if m.name == name), None)
+
+    def entry(self, name: str) -> EntryPoint | None:
+        """The entry point called `name`, or None."""
+        return next((e for e in self.entries if e.name == name), None)
 
     @staticmethod
     def from_json(text: str) -> Manifest:
-        """Parse a manifest; raises KeyError/TypeError/ValueError on schema mismatch (the reader
-        turns those into BundleFormatError)."""
-        raw = json.loads(text)
+        """Parse a manifest; raises ValueError naming the offending field on any schema mismatch
+        (the reader turns it into BundleFormatError)."""
+        try:
+            raw = json.loads(text)
+        except RecursionError:
+            raise ValueError("manifest JSON is nested too deeply") from None
+        return Manifest.from_dict(raw)
+
+    @staticmethod
+    def from_dict(raw: object) -> Manifest:
+        """Build a manifest from decoded JSON, checking every field's presence and type."""
+        obj = _Obj(raw, "manifest")
         return Manifest(
-            arch=raw["arch"],
-            entries=tuple(
-                EntryPoint(e["name"], e["symbol"], _types(e["args"]), _types(e["results"]))
-                for e in raw["entries"]
-            ),
-            modules=tuple(_module(m) for m in raw["modules"]),
-            source_name=raw.get("source_name", ""),
-            format=raw["format"],
-            format_version=int(raw["format_version"]),
-            producer=raw["producer"],
-            abi_version=int(raw["abi_version"]),
-            host_triple=raw["host_triple"],
-            extra=dict(raw.get("extra", {})),
+            arch=obj.str("arch"),
+            entries=tuple(_entry(e) for e in obj.list("entries")),
+            modules=tuple(_module(m) for m in obj.list("modules")),
+            source_name=obj.str("source_name", ""),
+            format=obj.str("format"),
+            format_version=obj.int("format_version"),
+            producer=obj.str("producer"),
+            abi_version=obj.int("abi_version"),
+            host_triple=obj.str("host_triple"),
+            extra=obj.str_dict("extra"),
         )
 
 
-def _types(items: list[dict]) -> tuple[TypeSpec, ...]:
-    return tuple(TypeSpec(t["kind"], t["dtype"], t["mlir"], tuple(t["shape"])) for t in items)
+class _Obj:
+    """A JSON object under validation; `path` names it in error messages."""
+
+    def __init__(self, raw: object, path: str) -> None:
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: expected a JSON object, found {_json_kind(raw)}")
+        self.raw = raw
+        self.path = path
+
+    def _get(self, key: str, default: object) -> object:
+        if key in self.raw:
+            return self.raw[key]
+        if default is _MISSING:
+            raise ValueError(f"{self.path}: missing field '{key}'")
+        return default
+
+    def str(self, key: str, default: object = None) -> str:
+        value = self._get(key, _MISSING if default is None else default)
+        if not isinstance(value, str):
+            raise ValueError(f"{self.path}.{key}: expected a string, found {_json_kind(value)}")
+        return value
+
+    def int(self, key: str, default: object = None, minimum: int | None = None) -> int:
+        value = self._get(key, _MISSING if default is None else default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{self.path}.{key}: expected an integer, found {_json_kind(value)}")
+        if minimum is not None and value < minimum:
+            raise ValueError(f"{self.path}.{key}: {value} is below the minimum {minimum}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise ValueError(f"{self.path}.{key}: expected true/false, found {_json_kind(value)}")
+        return value
+
+    def list(self, key: str) -> list[_Obj]:
+        value = self._get(key, _MISSING)
+        if not isinstance(value, list):
+            raise ValueError(f"{self.path}.{key}: expected a list, found {_json_kind(value)}")
+        return [_Obj(item, f"{self.path}.{key}[{i}]") for i, item in enumerate(value)]
+
+    def int_list(self, key: str) -> tuple[int, ...]:
+        value = self._get(key, _MISSING)
+        if not isinstance(value, list) or any(
+                isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise ValueError(f"{self.path}.{key}: expected a list of integers")
+        return tuple(value)
+
+    def str_dict(self, key: str) -> dict[str, str]:
+        value = self._get(key, {})
+        if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
+            raise ValueError(f"{self.path}.{key}: expected an object of strings")
+        return dict(value)
 
 
-def _module(raw: dict) -> DeviceModule:
+_MISSING = object()
+
+
+def _json_kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "an integer", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _types(items: list[_Obj]) -> tuple[TypeSpec, ...]:
+    specs = []
+    for t in items:
+        shape = t.int_list("shape")
+        if any(d < -1 for d in shape):
+            raise ValueError(f"{t.path}.shape: sizes must be >= 0, or -1 for dynamic")
+        specs.append(TypeSpec(t.str("kind"), t.str("dtype"), t.str("mlir"), shape))
+    return tuple(specs)
+
+
+def _entry(e: _Obj) -> EntryPoint:
+    return EntryPoint(e.str("name"), e.str("symbol"), _types(e.list("args")),
+                      _types(e.list("results")))
+
+
+def _module(m: _Obj) -> DeviceModule:
+    name = m.str("name")
     kernels = tuple(
         Kernel(
-            k["name"],
-            _types(k["args"]),
-            tuple(KernelParam(p["llvm_type"], int(p["size"]), int(p["arg_index"]))
-                  for p in k["params"]),
-            int(k.get("static_shared_bytes", 0)),
-            bool(k.get("uses_barriers", False)),
+            k.str("name"),
+            _types(k.list("args")),
+            tuple(KernelParam(p.str("llvm_type"), p.int("size", minimum=1),
+                              p.int("arg_index", minimum=0)) for p in k.list("params")),
+            k.int("static_shared_bytes", 0, minimum=0),
+            k.bool("uses_barriers", False),
         )
-        for k in raw["kernels"]
+        for k in m.list("kernels")
     )
-    payloads = tuple(
-        Payload(PayloadKind(p["kind"]), p["section"], int(p["size"]), p["sha256"], p["arch"])
-        for p in raw["payloads"]
-    )
-    return DeviceModule(raw["name"], kernels, payloads)
+    payloads = []
+    for p in m.list("payloads"):
+        kind_text = p.str("kind")
+        try:
+            kind = PayloadKind(kind_text)
+        except ValueError:
+            known = ", ".join(k.value for k in PayloadKind)
+            raise ValueError(f"{p.path}.kind: unknown payload kind '{kind_text}' "
+                             f"(known: {known})") from None
+        digest = p.str("sha256")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ValueError(f"{p.path}.sha256: expected 64 lowercase hex digits")
+        payloads.append(Payload(kind, p.str("section"), p.int("size", minimum=0), digest,
+                                p.str("arch")))
+    return DeviceModule(name, kernels, tuple(payloads))
