@@ -1,0 +1,81 @@
+"""The table of Nova's passes and the pipeline runner that nova-opt and the driver share.
+
+Each pass lives in `nova/passes/<snake_name>.py`, is registered here under its kebab-case name
+(`outline-kernels` -> `outline_kernels.py`), and has a golden test of the same name in
+`tests/filecheck/passes/`. Pipelines use MLIR's syntax: `"a,b{opt=1}"`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from nova.errors import PassError
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass
+
+# kebab-case pass name -> class name; the module is the name in snake case.
+_PASS_CLASSES: dict[str, str] = {
+    "outline-kernels": "OutlineKernelsPass",
+    "sink-index-computations": "SinkIndexComputationsPass",
+}
+
+
+def module_for(name: str) -> str:
+    """The module that defines pass `name`: kebab-case name -> `nova.passes.<snake_case>`."""
+    return "nova.passes." + name.replace("-", "_")
+
+
+def _load_passes() -> dict[str, type[ModulePass]]:
+    passes: dict[str, type[ModulePass]] = {}
+    for name, class_name in _PASS_CLASSES.items():
+        cls = getattr(importlib.import_module(module_for(name)), class_name)
+        assert cls.name == name, f"{class_name}.name is {cls.name!r}, registered as {name!r}"
+        passes[name] = cls
+    return passes
+
+
+PASSES: dict[str, type[ModulePass]] = _load_passes()
+
+
+def parse_pipeline(pipeline: str) -> list[ModulePass]:
+    """Instantiate the passes of a pipeline string such as `"outline-kernels,async-region"`.
+
+    Raises PassError naming the unknown pass (and the known ones) or the malformed option.
+    """
+    from xdsl.utils.arg_spec import parse_pipeline as parse_specs
+    from xdsl.utils.exceptions import ArgSpecParseError
+
+    try:
+        specs = list(parse_specs(pipeline))
+    except ArgSpecParseError as exc:
+        raise PassError(f"malformed pass pipeline {pipeline!r}: {exc}") from None
+    passes: list[ModulePass] = []
+    for spec in specs:
+        cls = PASSES.get(spec.name)
+        if cls is None:
+            known = ", ".join(sorted(PASSES))
+            raise PassError(f"unknown pass '{spec.name}' (known passes: {known})")
+        try:
+            passes.append(cls.from_spec(spec))
+        except Exception as exc:  # xDSL reports bad options with several exception types
+            raise PassError(f"bad options for pass '{spec.name}': {exc}") from None
+    return passes
+
+
+def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None) -> None:
+    """Run the passes of `pipeline` in order on `module`, in place.
+
+    Each pass leaves a module that verifies; a pass that finds input it cannot transform raises
+    PassError located at the offending op.
+    """
+    passes = parse_pipeline(pipeline)
+    if ctx is None:
+        from nova.ir.context import make_context
+
+        ctx = make_context()
+    for module_pass in passes:
+        module_pass.apply(ctx, module)
