@@ -21,6 +21,7 @@ class Config:
     cpu_workers: int = 0  # 0: one worker thread per core
     debug_bounds: bool = False
     debug: bool = False  # NOVA_DEBUG: CLIs print tracebacks of internal errors
+    poison_memory: bool = False  # NOVA_POISON: cpu device fills fresh allocations with 0xCD
 
     @staticmethod
     def from_environ(environ: dict[str, str] | None = None) -> Config:
@@ -37,6 +38,7 @@ class Config:
             cpu_workers=int(env.get("NOVA_CPU_WORKERS", "0") or 0),
             debug_bounds=env.get("NOVA_DEBUG_BOUNDS", "0") not in ("0", "", "off", "false"),
             debug=env.get("NOVA_DEBUG", "0") not in ("0", "", "off", "false"),
+            poison_memory=env.get("NOVA_POISON", "0") not in ("0", "", "off", "false"),
         )
 
 
