@@ -1,0 +1,175 @@
+"""The x86-64 host target: the outlined module minus its gpu.modules -> LLVM IR that drives the
+device only through the runtime ABI (`nova.runtime.abi`).
+
+`lower_host(module)` runs the shared emitter core (`nova.backends.llvm.emitter`) with `HostTarget`,
+whose hooks and handlers make the host-specific parts:
+
+* gpu ops (launch_func, wait, alloc, memcpy, ...) -> ABI calls, async tokens as streams
+  (`host_gpu_ops`, `host_device`), every fallible call checked (`host_abi`);
+* memref.alloc/dealloc -> malloc (aligned_alloc for alignments above 16) / free;
+* cf.assert -> nova_rt_host_assert_fail + nova_rt_raise;
+* runner utilities, vector.print, external declarations (`host_runner`);
+* each public function `@f` -> an exported `void @__nova_entry_f(ptr args, ptr results)` wrapper
+  and a manifest `EntryPoint` (`host_entry`); every lowered function itself is internal, so LLVM
+  may inline it into its wrapper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from llvmlite import ir
+from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.ir import Attribute, Operation
+
+from nova.backends.llvm import types as T
+from nova.backends.llvm.emitter import (
+    FunctionEmitter,
+    ModuleEmitter,
+    attr,
+    location_of,
+    symbol_name,
+)
+from nova.backends.llvm.host_abi import RAISE, AbiCalls
+from nova.backends.llvm.host_device import HostDevice
+from nova.backends.llvm.host_entry import emit_entry_wrapper, entry_point
+from nova.backends.llvm.host_gpu_ops import GpuOpLowering, is_token
+from nova.backends.llvm.host_runner import RunnerCalls
+from nova.backends.llvm.target import Handler, TargetBase
+from nova.bundle.format import HOST_TRIPLE, EntryPoint
+from nova.errors import UnsupportedError
+
+HOST_DATA_LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+"""LLVM's x86-64 Linux data layout (what `llc -mtriple=x86_64-unknown-linux-gnu` uses)."""
+
+MALLOC_ALIGNMENT = 16
+"""glibc malloc's guaranteed alignment on x86-64; larger `alignment` values use aligned_alloc."""
+
+
+@dataclass(frozen=True)
+class HostLowering:
+    """The host module's LLVM IR and the entry points it exports."""
+
+    llvm_module: ir.Module
+    entries: tuple[EntryPoint, ...]
+    device_modules: tuple[str, ...] = ()
+    """gpu.modules whose `__nova_devmod_<m>` descriptor the host code references."""
+
+
+class HostTarget(TargetBase):
+    """Target hooks for x86-64 host code (see the module docstring)."""
+
+    name = "host"
+    triple = HOST_TRIPLE
+    data_layout = HOST_DATA_LAYOUT
+
+    def __init__(self) -> None:
+        self.handlers: Mapping[str, Handler] = {}
+        self.entries: list[EntryPoint] = []
+        self.abi: AbiCalls | None = None
+        self.device: HostDevice | None = None
+
+    def attach(self, me: ModuleEmitter) -> None:
+        """Bind the ABI and device helpers to the module being emitted, and build the table."""
+        self.abi = AbiCalls(me.module)
+        self.device = HostDevice(self.abi)
+        table: dict[str, Handler] = {}
+        table.update(GpuOpLowering(self.device).handlers())  # type: ignore[arg-type]
+        table.update(RunnerCalls(self.abi).handlers())  # type: ignore[arg-type]
+        self.handlers = table
+
+    # --- hooks ----------------------------------------------------------------------------------
+    def pointer_address_space(self, memref_type: Attribute) -> int:
+        """Host pointers live in one address space, whatever device memory space a memref names."""
+        return 0
+
+    def alloc(self, fe: FunctionEmitter, op: Operation, size_bytes: ir.Value,
+              alignment: int) -> ir.Value:
+        if alignment <= MALLOC_ALIGNMENT:
+            malloc = fe.module.declare("malloc", ir.FunctionType(T.PTR, [T.I64]))
+            return fe.builder.call(malloc, [size_bytes])
+        if alignment & (alignment - 1):
+            raise UnsupportedError(f"memref.alloc alignment {alignment} is not a power of two",
+                                   fe.location(op))
+        # aligned_alloc wants a size that is a multiple of the alignment.
+        mask = ir.Constant(T.I64, alignment - 1)
+        rounded = fe.builder.and_(fe.builder.add(size_bytes, mask), fe.builder.not_(mask))
+        aligned_alloc = fe.module.declare("aligned_alloc", ir.FunctionType(T.PTR, [T.I64, T.I64]))
+        return fe.builder.call(aligned_alloc, [ir.Constant(T.I64, alignment), rounded])
+
+    def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None:
+        """Record the failure with the runtime, then unwind (nova_rt_raise never returns)."""
+        abi = self._abi()
+        text = fe.module.string_constant(message)
+        abi.call(fe.builder, "nova_rt_host_assert_fail", [text])
+        abi.call(fe.builder, RAISE, [])
+        fe.builder.unreachable()
+
+    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value,
+                    mlir_type: Attribute) -> None:
+        RunnerCalls(self._abi()).print_scalar(fe, op, value, mlir_type)
+
+    def function_linkage(self, op: Operation) -> str:
+        return "internal"
+
+    def finish_function(self, me: ModuleEmitter, op: Operation, fn: ir.Function) -> None:
+        """Public func.funcs get an exported entry wrapper and a manifest record."""
+        if op.name != "func.func" or not _is_public(op):
+            return
+        ftype = attr(op, "function_type")
+        assert isinstance(ftype, FunctionType)
+        name = symbol_name(op)
+        self.entries.append(entry_point(name, ftype, location_of(op)))
+        emit_entry_wrapper(me.module, name, ftype, fn)
+
+    def _abi(self) -> AbiCalls:
+        if self.abi is None:
+            raise RuntimeError("HostTarget used before attach()")
+        return self.abi
+
+
+class HostModuleEmitter(ModuleEmitter):
+    """The core's module emitter, with `!gpu.async.token` lowered to a stream handle (`ptr`), so
+    tokens may flow through block arguments, loops and calls."""
+
+    def lower_type(self, ty: Attribute) -> ir.Type:
+        return T.PTR if is_token(ty) else super().lower_type(ty)
+
+    def function_type(self, ftype: FunctionType) -> ir.FunctionType:
+        params: list[ir.Type] = []
+        for ty in ftype.inputs.data:
+            params += [T.PTR] if is_token(ty) else T.expanded_param_types(ty, self.address_space)
+        outputs = [T.PTR if is_token(t) else T.lower_type(t, self.address_space)
+                   for t in ftype.outputs.data]
+        if not outputs:
+            result: ir.Type = T.VOID
+        elif len(outputs) == 1:
+            result = outputs[0]
+        else:
+            result = ir.LiteralStructType(outputs)
+        return ir.FunctionType(result, params)
+
+
+def lower_host(module: ModuleOp, name: str = "nova_host") -> HostLowering:
+    """Lower the host part of an outlined module (func.func + memref.global; gpu.modules are
+    skipped) to LLVM IR for x86_64-unknown-linux-gnu."""
+    target = HostTarget()
+    me = HostModuleEmitter(target, name)
+    target.attach(me)
+    ops = [op for op in module.body.block.ops if not _is_external_declaration(op)]
+    me.emit_symbols(ops, skip=frozenset({"gpu.module", "gpu.binary"}))
+    assert target.device is not None
+    return HostLowering(me.module, tuple(target.entries), tuple(target.device.used_device_modules))
+
+
+def _is_external_declaration(op: Operation) -> bool:
+    """A body-less func.func: resolved per call (runner utility or a located error), never
+    declared as an LLVM symbol the object would import."""
+    return op.name == "func.func" and not (op.regions and op.regions[0].blocks)
+
+
+def _is_public(op: Operation) -> bool:
+    visibility = attr(op, "sym_visibility")
+    return visibility is None or getattr(visibility, "data", "") == "public"
+
