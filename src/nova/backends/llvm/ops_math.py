@@ -1,0 +1,114 @@
+"""math dialect handlers. Integer ops (absi, ctlz, cttz, ctpop, ipowi) and rsqrt/fpowi lower here
+the same on every target; every floating-point function goes through `Target.math_function`
+(LLVM intrinsics, libm calls, or inline code on NVPTX)."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from xdsl.ir import Operation
+
+from nova.backends.llvm.emitter import FunctionEmitter
+from nova.backends.llvm.target import Handler
+
+FLOAT_FUNCTIONS = (
+    "sqrt", "absf", "floor", "ceil", "trunc", "round", "roundeven", "fma", "copysign", "exp",
+    "exp2", "log", "log2", "log10", "sin", "cos", "powf", "tan", "tanh", "atan", "atan2",
+    "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "expm1", "log1p",
+    "cbrt",
+)
+
+
+def _float_fn(name: str) -> Handler:
+    def handler(fe: FunctionEmitter, op: Operation) -> None:
+        args = fe.operands(op)
+        fe.bind(op.results[0], fe.target.math_function(fe, name, args, op.results[0].type))
+    return handler
+
+
+def lower_rsqrt(fe: FunctionEmitter, op: Operation) -> None:
+    (x,) = fe.operands(op)
+    root = fe.target.math_function(fe, "math.sqrt", [x], op.results[0].type)
+    fe.bind(op.results[0], fe.builder.fdiv(ir.Constant(x.type, 1.0), root))
+
+
+def lower_absi(fe: FunctionEmitter, op: Operation) -> None:
+    (x,) = fe.operands(op)
+    fn = fe.module.declare(f"llvm.abs.i{x.type.width}",
+                           ir.FunctionType(x.type, [x.type, ir.IntType(1)]))
+    fe.bind(op.results[0], fe.builder.call(fn, [x, ir.Constant(ir.IntType(1), 0)]))
+
+
+def _bitcount(intrinsic: str, zero_poison: bool | None) -> Handler:
+    def handler(fe: FunctionEmitter, op: Operation) -> None:
+        (x,) = fe.operands(op)
+        if zero_poison is None:
+            fn = fe.module.intrinsic(intrinsic, x.type, 1)
+            out = fe.builder.call(fn, [x])
+        else:
+            fn = fe.module.declare(f"{intrinsic}.i{x.type.width}",
+                                   ir.FunctionType(x.type, [x.type, ir.IntType(1)]))
+            out = fe.builder.call(fn, [x, ir.Constant(ir.IntType(1), int(zero_poison))])
+        fe.bind(op.results[0], out)
+    return handler
+
+
+def lower_fpowi(fe: FunctionEmitter, op: Operation) -> None:
+    """x ** n for integer n: llvm.powi on i32 exponents (wider ones are truncated first, as
+    MLIR's lowering does)."""
+    x, n = fe.operands(op)
+    i32 = ir.IntType(32)
+    if n.type.width > 32:
+        n = fe.builder.trunc(n, i32)
+    elif n.type.width < 32:
+        n = fe.builder.sext(n, i32)
+    suffix = "f32" if x.type == ir.FloatType() else "f64" if x.type == ir.DoubleType() else "f16"
+    fn = fe.module.declare(f"llvm.powi.{suffix}.i32", ir.FunctionType(x.type, [x.type, i32]))
+    fe.bind(op.results[0], fe.builder.call(fn, [x, n]))
+
+
+def lower_ipowi(fe: FunctionEmitter, op: Operation) -> None:
+    """Integer power by repeated squaring; a negative exponent gives 1 for x == 1, +-1 for
+    x == -1 and 0 otherwise (MLIR's semantics)."""
+    x, n = fe.operands(op)
+    b = fe.builder
+    ty = x.type
+    one, zero = ir.Constant(ty, 1), ir.Constant(ty, 0)
+    odd = b.trunc(n, ir.IntType(1))
+    negative_result = b.select(b.icmp_signed("==", x, one), one,
+                               b.select(b.icmp_signed("==", x, ir.Constant(ty, -1)),
+                                        b.select(odd, x, one), zero))
+    early = b.select(b.icmp_signed("<", n, zero), negative_result, one)  # n <= 0
+    pre = b.block
+    loop = fe.function.append_basic_block("ipowi.loop")
+    done = fe.function.append_basic_block("ipowi.done")
+    b.cbranch(b.icmp_signed("<=", n, zero), done, loop)
+    b.position_at_end(loop)
+    acc = b.phi(ty)
+    base = b.phi(ty)
+    exp = b.phi(ty)
+    acc.add_incoming(one, pre)
+    base.add_incoming(x, pre)
+    exp.add_incoming(n, pre)
+    acc2 = b.select(b.trunc(exp, ir.IntType(1)), b.mul(acc, base), acc)
+    exp2 = b.lshr(exp, one)
+    acc.add_incoming(acc2, loop)
+    base.add_incoming(b.mul(base, base), loop)
+    exp.add_incoming(exp2, loop)
+    b.cbranch(b.icmp_signed("==", exp2, zero), done, loop)
+    b.position_at_end(done)
+    result = b.phi(ty)
+    result.add_incoming(acc2, loop)
+    result.add_incoming(early, pre)
+    fe.bind(op.results[0], result)
+
+
+HANDLERS: dict[str, Handler] = {f"math.{n}": _float_fn(f"math.{n}") for n in FLOAT_FUNCTIONS}
+HANDLERS.update({
+    "math.rsqrt": lower_rsqrt,
+    "math.absi": lower_absi,
+    "math.ctlz": _bitcount("llvm.ctlz", False),
+    "math.cttz": _bitcount("llvm.cttz", False),
+    "math.ctpop": _bitcount("llvm.ctpop", None),
+    "math.fpowi": lower_fpowi,
+    "math.ipowi": lower_ipowi,
+})

@@ -1,0 +1,204 @@
+"""MLIR builtin types -> llvmlite IR types, as every Nova LLVM target lowers them.
+
+The mapping (MLIR's LLVM lowering conventions, so descriptors match the runtime ABI):
+
+* ``index`` -> ``i64``; ``iN`` -> ``iN`` (signless; signedness lives in the ops);
+* ``f16``/``bf16``/``f32``/``f64`` -> ``half``/``bfloat``/``float``/``double``;
+* ranked ``memref<d0 x ... x T>`` (rank R >= 1) -> ``{ptr, ptr, i64, [R x i64], [R x i64]}``
+  (allocated pointer, aligned pointer, offset, sizes, strides, in elements); rank 0 ->
+  ``{ptr, ptr, i64}``. Pointers are opaque and carry the target's address space for the memref's
+  memory space (`Target.pointer_address_space`);
+* unranked ``memref<*xT>`` -> ``{i64, ptr}`` (rank, pointer to a ranked descriptor);
+* function arguments: a ranked memref *expands* to its fields (ptr, ptr, i64, sizes..., strides...),
+  as kernel parameters do (nova.runtime.abi); results are returned as one value (a struct when
+  there are several).
+
+Static facts of a memref type (shape, strides, offset) are exposed here so lowering code can use
+constants instead of descriptor loads where the type already knows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    UnrankedMemRefType,
+)
+from xdsl.ir import Attribute
+
+from nova.errors import UnsupportedError
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+INDEX = I64
+F16 = ir.HalfType()
+BF16 = ir.IntType(16)  # replaced below when llvmlite has a bfloat type
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+
+if hasattr(ir, "BFloatType"):  # llvmlite >= 0.45
+    BF16 = ir.BFloatType()  # type: ignore[attr-defined]
+
+AddressSpaceFn = Callable[[Attribute], int]
+"""Maps a memref type to the LLVM address space of its pointers (a Target hook)."""
+
+SUPPORTED_TYPES = "index, iN, f16, bf16, f32, f64, memref (ranked/unranked), function"
+
+
+def is_dynamic(dim: int | None) -> bool:
+    """True for a dynamic size/stride/offset (`?`) in a memref type."""
+    return dim is None or dim == DYNAMIC_INDEX or dim < 0
+
+
+def scalar_type(ty: Attribute) -> ir.Type:
+    """The LLVM type of a scalar MLIR type; raises UnsupportedError for anything else."""
+    if isinstance(ty, IndexType):
+        return INDEX
+    if isinstance(ty, IntegerType):
+        return ir.IntType(ty.width.data)
+    if isinstance(ty, Float32Type):
+        return F32
+    if isinstance(ty, Float64Type):
+        return F64
+    if isinstance(ty, Float16Type):
+        return F16
+    if isinstance(ty, BFloat16Type):
+        return BF16
+    raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering "
+                           f"(supported: {SUPPORTED_TYPES})")
+
+
+def is_float(ty: Attribute) -> bool:
+    """True for an MLIR floating-point type."""
+    return isinstance(ty, Float16Type | BFloat16Type | Float32Type | Float64Type)
+
+
+def memref_struct(rank: int, address_space: int = 0) -> ir.LiteralStructType:
+    """The descriptor struct of a ranked memref of `rank` (MLIR's layout)."""
+    ptr = ir.PointerType(addrspace=address_space)
+    if rank == 0:
+        return ir.LiteralStructType([ptr, ptr, INDEX])
+    arr = ir.ArrayType(INDEX, rank)
+    return ir.LiteralStructType([ptr, ptr, INDEX, arr, arr])
+
+
+UNRANKED_STRUCT = ir.LiteralStructType([INDEX, PTR])
+
+
+def lower_type(ty: Attribute, address_space: AddressSpaceFn) -> ir.Type:
+    """The LLVM type of an SSA value of MLIR type `ty` (a memref becomes its descriptor struct)."""
+    if isinstance(ty, MemRefType):
+        return memref_struct(ty.get_num_dims(), address_space(ty))
+    if isinstance(ty, UnrankedMemRefType):
+        return UNRANKED_STRUCT
+    return scalar_type(ty)
+
+
+def expanded_param_types(ty: Attribute, address_space: AddressSpaceFn) -> list[ir.Type]:
+    """LLVM parameter types for one function/kernel argument of MLIR type `ty` (memref expanded)."""
+    if isinstance(ty, MemRefType):
+        ptr = ir.PointerType(addrspace=address_space(ty))
+        rank = ty.get_num_dims()
+        return [ptr, ptr, INDEX] + [INDEX] * (2 * rank)
+    if isinstance(ty, UnrankedMemRefType):
+        return [INDEX, PTR]
+    return [lower_type(ty, address_space)]
+
+
+def result_type(results: Sequence[Attribute], address_space: AddressSpaceFn) -> ir.Type:
+    """The LLVM return type for MLIR results: void, the single type, or a struct of them."""
+    if not results:
+        return VOID
+    if len(results) == 1:
+        return lower_type(results[0], address_space)
+    return ir.LiteralStructType([lower_type(r, address_space) for r in results])
+
+
+def function_type(ftype: FunctionType, address_space: AddressSpaceFn) -> ir.FunctionType:
+    """The LLVM function type of an MLIR function (memref params expanded)."""
+    params: list[ir.Type] = []
+    for ty in ftype.inputs.data:
+        params += expanded_param_types(ty, address_space)
+    return ir.FunctionType(result_type(ftype.outputs.data, address_space), params)
+
+
+def static_strides(ty: MemRefType) -> list[int | None]:
+    """Per-dimension strides known from the type (None where dynamic)."""
+    shape = ty.get_shape()
+    if isinstance(ty.layout, NoneAttr):
+        strides: list[int | None] = []
+        running: int | None = 1
+        for dim in reversed(shape):
+            strides.append(running)
+            running = None if running is None or is_dynamic(dim) else running * dim
+        return list(reversed(strides))
+    got = ty.layout.get_strides()
+    if got is None:
+        raise UnsupportedError(f"memref layout '{ty.layout}' is not strided; only identity and "
+                               "strided<...> layouts are supported")
+    return [None if is_dynamic(s) else s for s in got]
+
+
+def static_offset(ty: MemRefType) -> int | None:
+    """The offset known from the type (None where dynamic)."""
+    if isinstance(ty.layout, NoneAttr):
+        return 0
+    off = ty.layout.get_offset()
+    return None if off is None or is_dynamic(off) else off
+
+
+def static_sizes(ty: MemRefType) -> list[int | None]:
+    """Per-dimension sizes known from the type (None where dynamic)."""
+    return [None if is_dynamic(d) else d for d in ty.get_shape()]
+
+
+def element_size(ty: Attribute) -> int:
+    """Size in bytes of a scalar element type as stored in memory (i1 takes a byte)."""
+    return element_size_llvm(scalar_type(ty))
+
+
+def memory_space_name(ty: MemRefType | UnrankedMemRefType) -> str | int | None:
+    """The memory space of a memref: None (default), an int, or a gpu address-space keyword
+    ('global', 'workgroup', 'private') read from a `#gpu.address_space<...>` attribute."""
+    space = ty.memory_space
+    if isinstance(space, NoneAttr):
+        return None
+    if isinstance(space, IntegerAttr):
+        return int(space.value.data)
+    data = getattr(space, "data", None)
+    if data is None:
+        data = getattr(space, "value", None)
+    text = str(getattr(data, "value", data) if data is not None else space)
+    for key in ("workgroup", "private", "global"):
+        if key in text:
+            return key
+    raise UnsupportedError(f"memory space '{space}' is not supported "
+                           "(supported: none, integers, "
+                           "#gpu.address_space<global|workgroup|private>)")
+
+
+def element_size_llvm(llty: ir.Type) -> int:
+    """Size in bytes of a scalar LLVM type."""
+    if isinstance(llty, ir.IntType):
+        return max(1, (llty.width + 7) // 8)
+    if isinstance(llty, ir.DoubleType):
+        return 8
+    if isinstance(llty, ir.FloatType):
+        return 4
+    return 2
