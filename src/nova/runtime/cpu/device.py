@@ -1,0 +1,171 @@
+"""The cpu device: device memory is host memory, streams are worker threads, kernels are the
+x86-64 CPU objects of device modules run with GPU semantics.
+
+It implements the same `Device` contract as cuda so programs, tests and the executor run unchanged
+on machines without a GPU. Memory comes from libc `aligned_alloc` (256-byte aligned, like
+cuMemAlloc) through the same caching pool; fresh allocations are filled with 0xCD when
+`config.poison_memory` (NOVA_POISON=1) is on, to expose reads of uninitialized device memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from typing import Any
+
+from nova import config
+from nova.errors import DeviceError, OutOfMemoryError
+from nova.runtime.cpu.module import BlockRun, CpuFunction, CpuModule
+from nova.runtime.cpu.stream import CpuEvent, CpuStream
+from nova.runtime.device import (
+    Device,
+    DeviceFunction,
+    DeviceModule,
+    DeviceProperties,
+    Dim3,
+    ModuleImages,
+    image_digest,
+)
+from nova.runtime.launch_params import pack_params
+from nova.runtime.memory import Buffer
+from nova.runtime.stream import Event, Stream
+
+ALIGNMENT = 256
+POISON_BYTE = 0xCD
+MAX_SHARED_OPTIN = 227 * 1024  # what sm_90 allows with opt-in; kernels are written for it
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.aligned_alloc.restype = ctypes.c_void_p
+_libc.aligned_alloc.argtypes = (ctypes.c_size_t, ctypes.c_size_t)
+_libc.free.restype = None
+_libc.free.argtypes = (ctypes.c_void_p,)
+
+
+def _cpuinfo() -> dict[str, str]:
+    info: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() not in info:
+                    info[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return info
+
+
+class CpuDevice(Device):
+    """The one cpu device (`cpu:0`)."""
+
+    def __init__(self) -> None:
+        super().__init__("cpu", 0)
+        self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
+        self._helpers = (ThreadPoolExecutor(self.workers - 1, thread_name_prefix="nova-cpu-block")
+                         if self.workers > 1 else None)
+        self._streams: weakref.WeakSet[CpuStream] = weakref.WeakSet()
+
+    @cached_property
+    def properties(self) -> DeviceProperties:
+        info = _cpuinfo()
+        page = os.sysconf("SC_PAGE_SIZE")
+        try:
+            mhz = float(info.get("cpu MHz", "0"))
+        except ValueError:
+            mhz = 0.0
+        return DeviceProperties(
+            name=info.get("model name", "x86-64 CPU"),
+            kind="cpu",
+            index=0,
+            compute_capability=(0, 0),
+            multiprocessor_count=self.workers,
+            total_memory=page * os.sysconf("SC_PHYS_PAGES"),
+            warp_size=32,
+            max_threads_per_block=1024,
+            max_block_dim=(1024, 1024, 64),
+            max_grid_dim=(2**31 - 1, 65535, 65535),
+            max_shared_memory_per_block=48 * 1024,
+            max_shared_memory_per_block_optin=MAX_SHARED_OPTIN,
+            clock_rate_khz=int(mhz * 1000),
+        )
+
+    def mem_info(self) -> tuple[int, int]:
+        page = os.sysconf("SC_PAGE_SIZE")
+        return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
+
+    # --- memory ------------------------------------------------------------------------------
+    def _raw_alloc(self, size: int) -> int:
+        ptr = _libc.aligned_alloc(ALIGNMENT, -(-size // ALIGNMENT) * ALIGNMENT)
+        if not ptr:
+            raise OutOfMemoryError(f"cpu:0: the host is out of memory for {size} bytes")
+        return ptr
+
+    def _raw_free(self, ptr: int) -> None:
+        _libc.free(ptr)
+
+    _raw_alloc_host = _raw_alloc
+    _raw_free_host = _raw_free
+
+    def allocate(self, nbytes: int, *, stream: Stream | None = None) -> Buffer:
+        buf = super().allocate(nbytes, stream=stream)
+        if config.get().poison_memory and nbytes:
+            ctypes.memset(buf.ptr, POISON_BYTE, nbytes)
+        return buf
+
+    def _enqueue_copy(self, direction: str, dst: int, src: int, nbytes: int, stream: Stream,
+                      keepalive: object) -> None:
+        def copy(keep: object = keepalive) -> None:
+            ctypes.memmove(dst, src, nbytes)
+
+        self._cpu_stream(stream).enqueue(copy, f"copy_{direction} of {nbytes} bytes")
+
+    def _enqueue_memset(self, dst: int, value: int, nbytes: int, stream: Stream) -> None:
+        self._cpu_stream(stream).enqueue(lambda: ctypes.memset(dst, value, nbytes),
+                                         f"memset of {nbytes} bytes")
+
+    # --- streams -----------------------------------------------------------------------------
+    def _new_stream(self) -> Stream:
+        stream = CpuStream(self)
+        self._streams.add(stream)
+        return stream
+
+    def _new_event(self, timing: bool) -> Event:
+        return CpuEvent(self, timing)
+
+    def _cpu_stream(self, stream: Stream) -> CpuStream:
+        if not isinstance(stream, CpuStream) or stream.closed:
+            raise DeviceError(f"{stream!r} is not an open cpu stream")
+        return stream
+
+    def _synchronize_all(self) -> None:
+        streams = [s for s in list(self._streams) if not s.closed]
+        for s in streams:
+            s._q.drain()
+        for s in streams:
+            s._q.take_error()
+
+    # --- modules and launches ----------------------------------------------------------------
+    def _module_key(self, images: ModuleImages) -> str:
+        if images.cpu_object is None:
+            raise DeviceError(f"device module {images.name!r} has no CPU object, which the cpu "
+                              f"device needs (it was compiled without the cpu target)")
+        return image_digest(images.cpu_object)
+
+    def _load(self, images: ModuleImages) -> DeviceModule:
+        return CpuModule(self, images)
+
+    def _launch(self, function: DeviceFunction, grid: Dim3, block: Dim3, params: Any,
+                shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None:
+        assert isinstance(function, CpuFunction)
+        limit = self.properties.max_shared_memory_per_block_optin
+        static = function.kernel.static_shared_bytes if function.kernel is not None else 0
+        if shared_bytes + static > limit:
+            raise DeviceError(f"launch of @{function.name}: {shared_bytes} bytes of dynamic "
+                              f"shared memory (+{static} static) exceed the {limit} bytes a "
+                              f"block may use")
+        packed = pack_params(params, function.kernel, function.name)
+        run = BlockRun(function, grid, block, cluster, shared_bytes, packed, self._helpers,
+                       self.workers)
+        self._cpu_stream(stream).enqueue(run.run, f"kernel @{function.name}")

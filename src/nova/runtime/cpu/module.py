@@ -1,0 +1,165 @@
+"""cpu device modules and kernel launches.
+
+A device module's `cpu_object` (x86-64 ELF, built ahead of time by the CPU kernel target) is loaded
+into an llvmlite MCJIT engine that the CpuDevice owns (one engine per module, so two modules may
+export kernels of the same name). Each kernel `k` is exported as `i32 k(ptr params, ptr launch)`
+with `launch` a `nova.runtime.abi.CpuLaunch`.
+
+A launch copies its parameter values at launch time (`pack_params`), then enqueues one task on the
+stream. The task splits the grid's linear block range into chunks that the stream's own worker and
+helper threads of the device's block pool take from a shared counter. The stream worker always
+takes part, so a launch progresses even when every helper is busy with another stream's kernel
+(which may be spinning on this one). Each participant calls the entry through ctypes (which
+releases the GIL) with its own CpuLaunch and dynamic shared scratch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from nova.bundle.format import Kernel
+from nova.errors import DeviceError, KernelFault
+from nova.runtime.abi import CpuLaunch
+from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
+from nova.runtime.launch_params import PackedParams
+
+if TYPE_CHECKING:
+    from nova.runtime.cpu.device import CpuDevice
+
+KERNEL_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+
+_llvm_ready = False
+_llvm_lock = threading.Lock()
+
+
+def _target_machine() -> object:
+    global _llvm_ready
+    import llvmlite.binding as llvm
+
+    with _llvm_lock:
+        if not _llvm_ready:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _llvm_ready = True
+    return llvm.Target.from_default_triple().create_target_machine(reloc="pic")
+
+
+class CpuModule(DeviceModule):
+    """A CPU object loaded into its own MCJIT engine."""
+
+    def __init__(self, device: CpuDevice, images: ModuleImages) -> None:
+        super().__init__(device, images.name)
+        import llvmlite.binding as llvm
+
+        if images.cpu_object is None:
+            raise DeviceError(f"device module {images.name!r} has no CPU object")
+        self.digest = image_digest(images.cpu_object)
+        try:
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+            engine.add_object_file(llvm.ObjectFileRef.from_data(images.cpu_object))
+            engine.finalize_object()
+        except Exception as exc:  # llvmlite raises RuntimeError with LLVM's message
+            raise DeviceError(f"cannot load the CPU object of device module {images.name!r}: "
+                              f"{exc}") from exc
+        self._engine = engine
+
+    @property
+    def handle(self) -> int:
+        return id(self._engine)
+
+    def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction:
+        address = self._engine.get_function_address(name)
+        if not address:
+            raise DeviceError(f"kernel @{name} is not in the CPU object of device module "
+                              f"{self.name!r}")
+        return CpuFunction(self, name, kernel, address)
+
+
+class CpuFunction(DeviceFunction):
+    """A kernel entry `i32 k(ptr params, ptr launch)`; `.handle` is its address."""
+
+    def __init__(self, module: CpuModule, name: str, kernel: Kernel | None, address: int) -> None:
+        super().__init__(module, name, kernel, address)
+        self.entry = KERNEL_PROTOTYPE(address)
+
+
+class BlockRun:
+    """One enqueued launch: runs every block of the grid, spread over the stream worker and the
+    device's helper threads, and raises KernelFault when a block fails."""
+
+    def __init__(self, function: CpuFunction, grid: Dim3, block: Dim3, cluster: Dim3 | None,
+                 shared_bytes: int, params: PackedParams, helpers: ThreadPoolExecutor | None,
+                 workers: int) -> None:
+        self.function = function
+        self.grid, self.block = grid, block
+        self.cluster = cluster or (1, 1, 1)
+        self.shared_bytes = shared_bytes
+        self.params = params
+        self.helpers = helpers
+        total = grid[0] * grid[1] * grid[2]
+        self.total = total
+        self.chunks = max(1, min(total, workers * 4))
+        self.chunk = -(-total // self.chunks)
+        self.chunks = -(-total // self.chunk)
+        self.workers = workers
+        self._cond = threading.Condition()
+        self._next = 0
+        self._grabbed = 0
+        self._finished = 0
+        self._failure: str | None = None
+
+    def run(self) -> None:
+        if self.helpers is not None:
+            for _ in range(min(self.workers - 1, self.chunks - 1)):
+                self.helpers.submit(self._participate)
+        self._participate()
+        with self._cond:
+            self._cond.wait_for(lambda: self._finished >= self._grabbed)
+        if self._failure is not None:
+            raise KernelFault(f"kernel @{self.function.name} failed: {self._failure}")
+
+    def _grab(self) -> int | None:
+        with self._cond:
+            if self._failure is not None or self._next >= self.chunks:
+                return None
+            index = self._next
+            self._next += 1
+            self._grabbed += 1
+            return index
+
+    def _participate(self) -> None:
+        index = self._grab()
+        if index is None:
+            return
+        launch = CpuLaunch()
+        launch.grid[:] = self.grid
+        launch.block[:] = self.block
+        launch.cluster[:] = self.cluster
+        scratch = ctypes.create_string_buffer(self.shared_bytes) if self.shared_bytes else None
+        launch.dynamic_shared = ctypes.addressof(scratch) if scratch is not None else None
+        launch.dynamic_shared_bytes = self.shared_bytes
+        params = self.params.address
+        entry = self.function.entry
+        launch_ptr = ctypes.addressof(launch)
+        while index is not None:
+            begin = index * self.chunk
+            launch.block_begin = begin
+            launch.block_end = min(self.total, begin + self.chunk)
+            try:
+                status = entry(params, launch_ptr)
+            except BaseException as exc:  # ctypes itself failed; report it as the kernel's fault
+                status, launch.error.value = -1, f"{type(exc).__name__}: {exc}".encode()[:511]
+            failure = None
+            if status != 0:
+                text = launch.error.value.decode("utf-8", "replace") or "no message"
+                failure = f"{text} (status {status}, blocks [{launch.block_begin}, " \
+                          f"{launch.block_end}))"
+            with self._cond:
+                if failure is not None and self._failure is None:
+                    self._failure = failure
+                self._finished += 1
+                self._cond.notify_all()
+            index = self._grab()

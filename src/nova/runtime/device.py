@@ -1,0 +1,489 @@
+"""The device contract and device selection.
+
+One small ABC (`Device`) with two implementations chosen at run time: `cuda` (the CUDA driver API
+through cuda-bindings, `nova.runtime.cuda.device`) and `cpu` (host memory, worker-thread streams and
+kernels compiled ahead of time to x86-64, `nova.runtime.cpu.device`). `get_device("cuda"|"cpu")` or
+NOVA_DEVICE picks one; the default is cuda when a GPU is usable, else cpu.
+
+Everything device-independent lives here once: argument checking, the caching pools, synchronous
+operations (enqueue on the default stream, then wait for it), and `to_device`. Implementations
+provide a handful of raw primitives (`_raw_alloc`, `_enqueue_copy`, `_launch`, ...).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nova import config
+from nova.bundle.format import Kernel
+from nova.errors import ArgumentError, DeviceError
+from nova.runtime.pool import MemoryPool
+from nova.runtime.stream import Event, Stream
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from nova.runtime.abi import DeviceModuleDescriptor
+    from nova.runtime.memory import Buffer, HostBuffer
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What a program may ask of a device. `compute_capability` is (0, 0) for the cpu device."""
+
+    name: str
+    kind: str
+    index: int
+    compute_capability: tuple[int, int]
+    multiprocessor_count: int
+    total_memory: int
+    warp_size: int
+    max_threads_per_block: int
+    max_block_dim: Dim3
+    max_grid_dim: Dim3
+    max_shared_memory_per_block: int  # without opt-in
+    max_shared_memory_per_block_optin: int
+    clock_rate_khz: int
+    memory_clock_rate_khz: int = 0
+    memory_bus_width: int = 0
+    l2_cache_size: int = 0
+
+    @property
+    def arch(self) -> str:
+        """'sm_XY' for cuda devices, 'x86_64' for the cpu device."""
+        if self.kind == "cpu":
+            return "x86_64"
+        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+
+
+@dataclass(frozen=True)
+class ModuleImages:
+    """Every image of one device module; a device picks the one it can run.
+
+    `cubin_arch` says which GPU the cubin was built for ('sm_90'); cuda loads the cubin only on a
+    device of that arch and otherwise JIT-compiles the PTX. `cpu_object` is the x86-64 ELF object
+    of the same kernels for the cpu device.
+    """
+
+    name: str
+    ptx: str | None = None
+    cubin: bytes | None = None
+    cubin_arch: str | None = None
+    cpu_object: bytes | None = None
+
+    @staticmethod
+    def from_descriptor(desc: DeviceModuleDescriptor, arch: str | None) -> ModuleImages:
+        """Read the images a host object's `__nova_devmod_<m>` descriptor points at (copied)."""
+
+        def grab(ptr: int | None, size: int) -> bytes | None:
+            return ctypes.string_at(ptr, size) if ptr and size > 0 else None
+
+        ptx = grab(desc.ptx, desc.ptx_size)
+        return ModuleImages(
+            name=(desc.name or b"").decode("utf-8", "replace"),
+            ptx=ptx.decode("utf-8") if ptx is not None else None,
+            cubin=grab(desc.cubin, desc.cubin_size),
+            cubin_arch=arch,
+            cpu_object=grab(desc.cpu_object, desc.cpu_object_size),
+        )
+
+
+def image_digest(image: bytes | str) -> str:
+    """sha256 of an image: the key under which devices cache loaded modules."""
+    data = image.encode("utf-8") if isinstance(image, str) else image
+    return hashlib.sha256(data).hexdigest()
+
+
+class DeviceFunction:
+    """A kernel of a loaded module: `.handle` is the native handle (CUfunction or entry address)."""
+
+    def __init__(self, module: DeviceModule, name: str, kernel: Kernel | None,
+                 handle: int) -> None:
+        self.module = module
+        self.name = name
+        self.kernel = kernel
+        self.handle = handle
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} @{self.name} {self.handle:#x}>"
+
+
+class DeviceModule(ABC):
+    """A device module loaded on one device."""
+
+    def __init__(self, device: Device, name: str) -> None:
+        self.device = device
+        self.name = name
+        self._functions: dict[str, DeviceFunction] = {}
+
+    @property
+    @abstractmethod
+    def handle(self) -> int:
+        """The native module handle as an integer (CUmodule on cuda, an id on cpu)."""
+
+    def get_function(self, name: str, kernel: Kernel | None = None) -> DeviceFunction:
+        """The kernel `name`; `kernel` (its manifest entry) gives parameter sizes for launches."""
+        fn = self._functions.get(name)
+        if fn is None or (kernel is not None and fn.kernel is None):
+            fn = self._lookup(name, kernel)
+            self._functions[name] = fn
+        return fn
+
+    @abstractmethod
+    def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction: ...
+
+
+def _dim3(value: int | Sequence[int], what: str) -> Dim3:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise ArgumentError(f"{what} must be 1 to 3 positive ints, got {value!r}")
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+
+
+def check_nbytes(nbytes: object, what: str = "nbytes") -> int:
+    """Validate a byte count (a non-negative int) or raise ArgumentError."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+        raise ArgumentError(f"{what} must be a non-negative int, got {nbytes!r}")
+    return nbytes
+
+
+class Device(ABC):
+    """A place where kernels run and device memory lives. Obtain one with `get_device()`."""
+
+    def __init__(self, kind: str, index: int) -> None:
+        self.kind = kind
+        self.index = index
+        self._lock = threading.RLock()
+        self._default_stream: Stream | None = None
+        self._modules: dict[str, DeviceModule] = {}
+        self.pool = MemoryPool(f"{kind}:{index} device pool", self._raw_alloc, self._raw_free,
+                               self._sync_for_pool)
+        self.pinned_pool = MemoryPool(f"{kind}:{index} pinned host pool", self._raw_alloc_host,
+                                      self._raw_free_host, self._sync_for_pool)
+
+    # --- description -------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def properties(self) -> DeviceProperties: ...
+
+    @property
+    def name(self) -> str:
+        return self.properties.name
+
+    @property
+    def arch(self) -> str:
+        return self.properties.arch
+
+    @abstractmethod
+    def mem_info(self) -> tuple[int, int]:
+        """(free, total) bytes of device memory."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.kind}:{self.index} {self.name!r}>"
+
+    # --- primitives the implementations provide ---------------------------------------------
+    @abstractmethod
+    def _raw_alloc(self, size: int) -> int: ...
+
+    @abstractmethod
+    def _raw_free(self, ptr: int) -> None: ...
+
+    @abstractmethod
+    def _raw_alloc_host(self, size: int) -> int: ...
+
+    @abstractmethod
+    def _raw_free_host(self, ptr: int) -> None: ...
+
+    @abstractmethod
+    def _enqueue_copy(self, direction: str, dst: int, src: int, nbytes: int, stream: Stream,
+                      keepalive: object) -> None:
+        """Enqueue a copy ('htod', 'dtoh', 'dtod'); `keepalive` must live until it ran."""
+
+    @abstractmethod
+    def _enqueue_memset(self, dst: int, value: int, nbytes: int, stream: Stream) -> None: ...
+
+    @abstractmethod
+    def _new_stream(self) -> Stream: ...
+
+    @abstractmethod
+    def _new_event(self, timing: bool) -> Event: ...
+
+    @abstractmethod
+    def _load(self, images: ModuleImages) -> DeviceModule:
+        """Load the image this device runs (the one `_module_key` names)."""
+
+    @abstractmethod
+    def _module_key(self, images: ModuleImages) -> str:
+        """The sha256 of the image `_load` would pick (raises DeviceError when there is none)."""
+
+    @abstractmethod
+    def _launch(self, function: DeviceFunction, grid: Dim3, block: Dim3, params: Any,
+                shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None: ...
+
+    @abstractmethod
+    def _synchronize_all(self) -> None: ...
+
+    def _sync_for_pool(self) -> None:
+        self.synchronize()
+
+    # --- memory ------------------------------------------------------------------------------
+    def allocate(self, nbytes: int, *, stream: Stream | None = None) -> Buffer:
+        """Device memory of `nbytes` from this device's caching pool (`.pool`), as uint8."""
+        from nova.runtime.memory import Buffer
+
+        check_nbytes(nbytes)
+        stream = self._stream(stream)
+        block = self.pool.allocate(nbytes, stream.handle)
+        return Buffer._from_pool(self, block, nbytes, stream)
+
+    def allocate_pinned(self, nbytes: int) -> HostBuffer:
+        """Page-locked host memory (cpu: plain aligned host memory) from the pinned pool."""
+        from nova.runtime.memory import HostBuffer
+
+        check_nbytes(nbytes)
+        return HostBuffer._from_pool(self, self.pinned_pool.allocate(nbytes, None), nbytes)
+
+    def copy_htod(self, dst: Any, src: Any, nbytes: int | None = None,
+                  stream: Stream | None = None) -> None:
+        """Copy host `src` (NumPy array, HostBuffer, bytes-like or int address) to device `dst`
+        (Buffer or int). With `stream` the copy is asynchronous; without, it has finished on
+        return. `nbytes` defaults to the smaller of the two sizes."""
+        self._copy("htod", dst, src, nbytes, stream)
+
+    def copy_dtoh(self, dst: Any, src: Any, nbytes: int | None = None,
+                  stream: Stream | None = None) -> None:
+        """Copy device `src` to host `dst` (a writable host object or int address)."""
+        self._copy("dtoh", dst, src, nbytes, stream)
+
+    def copy_dtod(self, dst: Any, src: Any, nbytes: int | None = None,
+                  stream: Stream | None = None) -> None:
+        """Copy between two device allocations of this device."""
+        self._copy("dtod", dst, src, nbytes, stream)
+
+    def _copy(self, direction: str, dst: Any, src: Any, nbytes: int | None,
+              stream: Stream | None) -> None:
+        from nova.runtime.memory import device_span, host_span
+
+        d_ptr, d_size, d_keep = (device_span(self, dst, "dst") if direction != "dtoh"
+                                 else host_span(dst, "dst", writable=True))
+        s_ptr, s_size, s_keep = (device_span(self, src, "src") if direction != "htod"
+                                 else host_span(src, "src", writable=False))
+        n = self._span_size(nbytes, d_size, s_size, f"copy_{direction}")
+        if n == 0:
+            return
+        sync = stream is None
+        s = self._stream(stream)
+        self._enqueue_copy(direction, d_ptr, s_ptr, n, s, (d_keep, s_keep))
+        if sync:
+            s.synchronize()
+
+    @staticmethod
+    def _span_size(nbytes: int | None, dst_size: int | None, src_size: int | None,
+                   what: str) -> int:
+        sizes = [s for s in (dst_size, src_size) if s is not None]
+        if nbytes is None:
+            if not sizes:
+                raise ArgumentError(f"{what}: nbytes is required when both sides are addresses")
+            return min(sizes)
+        check_nbytes(nbytes)
+        for side, size in (("destination", dst_size), ("source", src_size)):
+            if size is not None and nbytes > size:
+                raise ArgumentError(f"{what}: {nbytes} bytes requested but the {side} holds "
+                                    f"only {size} bytes")
+        return nbytes
+
+    def memset(self, buf: Any, byte_value: int, nbytes: int | None = None,
+               stream: Stream | None = None) -> None:
+        """Set `nbytes` (default: all) bytes of device memory `buf` to `byte_value` (0..255)."""
+        from nova.runtime.memory import device_span
+
+        if isinstance(byte_value, bool) or not isinstance(byte_value, int) \
+                or not 0 <= byte_value <= 255:
+            raise ArgumentError(f"memset: byte_value must be an int in 0..255, got {byte_value!r}")
+        ptr, size, _ = device_span(self, buf, "buf")
+        n = self._span_size(nbytes, size, None, "memset")
+        if n == 0:
+            return
+        s = self._stream(stream)
+        self._enqueue_memset(ptr, byte_value, n, s)
+        if stream is None:
+            s.synchronize()
+
+    def to_device(self, array: Any, stream: Stream | None = None) -> Buffer:
+        """Copy a NumPy array (or anything np.asarray accepts) into new device memory."""
+        from nova.runtime.memory import to_device
+
+        return to_device(array, self, stream)
+
+    def empty(self, shape: int | Sequence[int], dtype: Any = "float32",
+              stream: Stream | None = None) -> Buffer:
+        """Uninitialized device memory viewed as an array of `shape` and `dtype`."""
+        import numpy as np
+
+        dt = np.dtype(dtype)
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        buf = self.allocate(int(np.prod(dims, dtype=np.int64)) * dt.itemsize, stream=stream)
+        return buf._retype(dt, dims)
+
+    # --- streams and events ------------------------------------------------------------------
+    @property
+    def default_stream(self) -> Stream:
+        """This device's default stream: a non-blocking stream, never the legacy NULL stream."""
+        if self._default_stream is None:
+            with self._lock:
+                if self._default_stream is None:
+                    self._default_stream = self._new_stream()
+        return self._default_stream
+
+    def create_stream(self) -> Stream:
+        return self._new_stream()
+
+    def create_event(self, timing: bool = False) -> Event:
+        return self._new_event(timing)
+
+    def _stream(self, stream: Stream | None) -> Stream:
+        if stream is None:
+            return self.default_stream
+        if not isinstance(stream, Stream) or stream.device is not self:
+            raise ArgumentError(f"stream {stream!r} does not belong to {self!r}")
+        return stream
+
+    def synchronize(self) -> None:
+        """Wait for all work on every stream of this device; raises the first error found."""
+        self._synchronize_all()
+
+    def __enter__(self) -> Device:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.synchronize()
+
+    # --- modules and launches ----------------------------------------------------------------
+    def load_module(self, images: ModuleImages) -> DeviceModule:
+        """Load a device module (cached by the sha256 of the image this device picks)."""
+        key = self._module_key(images)
+        with self._lock:
+            module = self._modules.get(key)
+            if module is None:
+                module = self._load(images)
+                self._modules[key] = module
+            return module
+
+    def launch(self, function: DeviceFunction, grid: int | Sequence[int],
+               block: int | Sequence[int], params: Any, shared_bytes: int = 0,
+               stream: Stream | None = None, cluster: int | Sequence[int] | None = None) -> None:
+        """Launch `function` (non-blocking). `params` is a void** address (int) or a list of
+        ctypes values / ints / floats / Buffers, one per expanded kernel parameter."""
+        if not isinstance(function, DeviceFunction) or function.module.device is not self:
+            raise ArgumentError(f"{function!r} is not a function loaded on {self!r}")
+        g, b = _dim3(grid, "grid"), _dim3(block, "block")
+        c = None if cluster is None else _dim3(cluster, "cluster")
+        check_nbytes(shared_bytes, "shared_bytes")
+        props = self.properties
+        if b[0] * b[1] * b[2] > props.max_threads_per_block:
+            raise ArgumentError(f"launch of @{function.name}: block {b} has more than "
+                                f"{props.max_threads_per_block} threads")
+        self._launch(function, g, b, params, shared_bytes, self._stream(stream), c)
+
+
+# --- selection -------------------------------------------------------------------------------
+_devices: dict[tuple[str, int], Device] = {}
+_devices_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CudaStatus:
+    """Whether the CUDA driver is usable here and, if not, why."""
+
+    usable: bool
+    device_count: int
+    reason: str
+
+
+def cuda_status() -> CudaStatus:
+    """Probe (once) for a usable CUDA driver and device; never raises."""
+    from nova.runtime.cuda.driver import probe
+
+    return probe()
+
+
+def _parse_spec(spec: str) -> tuple[str, int | None]:
+    text = spec.strip().lower()
+    kind, _, idx = text.partition(":")
+    if kind in ("", "auto"):
+        kind = "cuda" if cuda_status().usable else "cpu"
+    if kind == "gpu":
+        kind = "cuda"
+    if kind not in ("cuda", "cpu"):
+        raise DeviceError(f"unknown device {spec!r}: use 'cuda', 'cuda:N', 'cpu' or 'auto'")
+    if not idx:
+        return kind, None
+    if not idx.isdigit():
+        raise DeviceError(f"bad device index in {spec!r}")
+    return kind, int(idx)
+
+
+def get_device(spec: str | Device | None = None) -> Device:
+    """The device named by `spec` ('cuda', 'cuda:1', 'cpu', 'auto'), NOVA_DEVICE when None.
+
+    Devices are process-wide singletons. Asking for cuda where no GPU is usable raises DeviceError
+    with the reason; 'auto' (the default) falls back to cpu.
+    """
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        spec = config.get().device or "auto"
+    if not isinstance(spec, str):
+        raise ArgumentError(f"device must be a str or Device, got {type(spec).__name__}")
+    kind, index = _parse_spec(spec)
+    index = index or 0
+    with _devices_lock:
+        device = _devices.get((kind, index))
+        if device is None:
+            device = _create(kind, index)
+            _devices[(kind, index)] = device
+        return device
+
+
+def _create(kind: str, index: int) -> Device:
+    if kind == "cpu":
+        if index != 0:
+            raise DeviceError(f"there is one cpu device (cpu:0), not cpu:{index}")
+        from nova.runtime.cpu.device import CpuDevice
+
+        return CpuDevice()
+    status = cuda_status()
+    if not status.usable:
+        raise DeviceError(f"no usable CUDA device: {status.reason}")
+    if index >= status.device_count:
+        raise DeviceError(f"cuda:{index} does not exist ({status.device_count} CUDA "
+                          f"device(s) found)")
+    from nova.runtime.cuda.device import CudaDevice
+
+    return CudaDevice(index)
+
+
+def devices() -> list[Device]:
+    """Every usable device: the CUDA GPUs (if any) then the cpu device."""
+    status = cuda_status()
+    found = [get_device(f"cuda:{i}") for i in range(status.device_count if status.usable else 0)]
+    return [*found, get_device("cpu")]
+
+
+def numpy_dtype(dtype: Any) -> np.dtype:
+    """np.dtype(dtype), turning failures into ArgumentError."""
+    import numpy as np
+
+    try:
+        return np.dtype(dtype)
+    except TypeError as exc:
+        raise ArgumentError(f"not a NumPy dtype: {dtype!r}") from exc

@@ -1,0 +1,127 @@
+"""Kernel parameter arrays: turn launch arguments into an owned `void**` array.
+
+Launches take their parameters as a `void**` (one pointer per expanded kernel parameter, see
+nova.runtime.abi) or as a Python list of values. Both devices need an array they own: the cpu device
+runs the kernel later on a worker thread, when the caller's array (often on a stack) may be gone,
+and a Python list has no address at all. `pack_params` copies every value into one buffer, sized by
+the kernel's manifest entry (`Kernel.params`), and builds the pointer array over it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nova.bundle.format import Kernel, KernelParam
+from nova.errors import ArgumentError
+
+_INT_FORMATS = {"i1": "<B", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "ptr": "<Q"}
+_FLOAT_FORMATS = {"half": "<e", "float": "<f", "double": "<d"}
+
+
+@dataclass
+class PackedParams:
+    """An owned parameter array: `address` is the void** to hand to the kernel."""
+
+    storage: ctypes.Array
+    pointers: ctypes.Array
+    count: int
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.pointers)
+
+
+def _int_bytes(value: int, fmt: str, name: str, index: int) -> bytes:
+    try:
+        return struct.pack(fmt, value)
+    except struct.error:
+        unsigned = fmt.replace("<b", "<B").replace("<h", "<H").replace("<i", "<I")
+        unsigned = unsigned.replace("<q", "<Q")
+        try:
+            return struct.pack(unsigned, value)
+        except struct.error:
+            raise ArgumentError(f"launch of @{name}: parameter {index} value {value} does not "
+                                f"fit its type") from None
+
+
+def _value_bytes(value: Any, param: KernelParam | None, name: str, index: int) -> bytes:
+    from nova.runtime.memory import Buffer, HostBuffer
+
+    llvm = param.llvm_type if param is not None else None
+    if isinstance(value, ctypes._SimpleCData | ctypes.Structure | ctypes.Array):
+        raw = bytes(memoryview(value).cast("B"))
+    elif isinstance(value, Buffer | HostBuffer):
+        raw = struct.pack("<Q", value.ptr)
+    elif isinstance(value, np.generic):
+        raw = value.tobytes()
+    elif isinstance(value, bool | int):
+        fmt = _INT_FORMATS.get(llvm or "i64")
+        if fmt is None:
+            raise ArgumentError(f"launch of @{name}: parameter {index} is {llvm}, got an int")
+        raw = _int_bytes(int(value), fmt, name, index)
+    elif isinstance(value, float):
+        fmt = _FLOAT_FORMATS.get(llvm or "double")
+        if fmt is None:
+            raise ArgumentError(f"launch of @{name}: parameter {index} is {llvm}, got a float")
+        raw = struct.pack(fmt, value)
+    else:
+        raise ArgumentError(f"launch of @{name}: parameter {index} has unsupported type "
+                            f"{type(value).__name__} (use ctypes values, ints, floats or Buffers)")
+    if param is not None and len(raw) != param.size:
+        raise ArgumentError(f"launch of @{name}: parameter {index} is {param.llvm_type} of "
+                            f"{param.size} bytes, the value given has {len(raw)}")
+    return raw
+
+
+def _build(chunks: list[bytes]) -> PackedParams:
+    offsets, total = [], 0
+    for raw in chunks:
+        align = 16 if len(raw) > 8 else 8
+        total = -(-total // align) * align
+        offsets.append(total)
+        total += len(raw)
+    storage = ctypes.create_string_buffer(max(total, 1))
+    base = ctypes.addressof(storage)
+    for raw, off in zip(chunks, offsets, strict=True):
+        ctypes.memmove(base + off, raw, len(raw))
+    pointers = (ctypes.c_void_p * max(len(chunks), 1))(*(base + off for off in offsets))
+    return PackedParams(storage, pointers, len(chunks))
+
+
+def pack_params(params: Any, kernel: Kernel | None, name: str) -> PackedParams:
+    """Copy launch parameters into an owned array.
+
+    `params` is a void** address (int; needs `kernel` for the count and sizes), a list/tuple of
+    values, or None/[] for a kernel without parameters.
+    """
+    expected = None if kernel is None else kernel.params
+    if params is None:
+        params = []
+    if isinstance(params, int) and not isinstance(params, bool):
+        if expected is None:
+            raise ArgumentError(f"launch of @{name}: a void** parameter address needs the "
+                                f"kernel's manifest entry (pass kernel= to get_function)")
+        if params == 0 and expected:
+            raise ArgumentError(f"launch of @{name}: null parameter array for "
+                                f"{len(expected)} parameters")
+        slots = (ctypes.c_void_p * max(len(expected), 1)).from_address(params) if expected \
+            else []
+        chunks = []
+        for i, p in enumerate(expected):
+            if not slots[i]:
+                raise ArgumentError(f"launch of @{name}: parameter {i} pointer is null")
+            chunks.append(ctypes.string_at(slots[i], p.size))
+        return _build(chunks)
+    if not isinstance(params, list | tuple):
+        raise ArgumentError(f"launch of @{name}: params must be a void** address or a list, got "
+                            f"{type(params).__name__}")
+    if expected is not None and len(params) != len(expected):
+        raise ArgumentError(f"launch of @{name}: expected {len(expected)} parameters, got "
+                            f"{len(params)}")
+    return _build([_value_bytes(v, None if expected is None else expected[i], name, i)
+                   for i, v in enumerate(params)])
