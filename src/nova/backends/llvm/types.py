@@ -9,6 +9,7 @@ The mapping (MLIR's LLVM lowering conventions, so descriptors match the runtime 
   ``{ptr, ptr, i64}``. Pointers are opaque and carry the target's address space for the memref's
   memory space (`Target.pointer_address_space`);
 * unranked ``memref<*xT>`` -> ``{i64, ptr}`` (rank, pointer to a ranked descriptor);
+* ``!gpu.async.token`` -> ``ptr`` (the host target's tokens are stream handles);
 * function arguments: a ranked memref *expands* to its fields (ptr, ptr, i64, sizes..., strides...),
   as kernel parameters do (nova.runtime.abi); results are returned as one value (a struct when
   there are several).
@@ -107,6 +108,8 @@ def lower_type(ty: Attribute, address_space: AddressSpaceFn) -> ir.Type:
         return memref_struct(ty.get_num_dims(), address_space(ty))
     if isinstance(ty, UnrankedMemRefType):
         return UNRANKED_STRUCT
+    if getattr(ty, "name", "") == "gpu.async.token":
+        return PTR  # the host target's tokens are stream handles
     return scalar_type(ty)
 
 
