@@ -1,9 +1,8 @@
 """lit configuration for Nova's golden tests (tests/filecheck/**/*.mlir).
 
 Each test's `// RUN:` lines call Nova's tools (nova-opt, nova-translate, nova-run, nova-objdump)
-from
-the environment lit runs in, and `FileCheck` (the `filecheck` Python package). Tests write only
-to `%t`, so the suite runs in parallel. Scratch output and the compile cache go to a temporary
+from the environment lit runs in, and `FileCheck` (the `filecheck` Python package). Tests write
+only to `%t`, so the suite runs in parallel. Scratch output and the compile cache go to a temporary
 directory, never into the source tree or ~/.cache.
 """
 

@@ -104,7 +104,6 @@ def outline_kernel_func(launch: LaunchOp, name: str, operands: list[SSAValue]) -
     entry.add_ops(index_ops)
     body = Region()
     launch.body.clone_into(body, value_mapper=dict(zip(operands, entry.args, strict=False)))
-    _copy_locations(launch.body, body)
 
     cloned_entry = body.blocks[0]
     replacements = [op.results[0] for op in index_ops] + list(entry.args[len(operands):])
@@ -126,12 +125,6 @@ def outline_kernel_func(launch: LaunchOp, name: str, operands: list[SSAValue]) -
     return func
 
 
-def _copy_locations(original: Region | Operation, clone: Region | Operation) -> None:
-    """Give each op of a fresh clone the location of the op it copies."""
-    for old, new in zip(original.walk(), clone.walk(), strict=True):
-        copy_location(old, new)
-
-
 def _kernel_module(launch: LaunchOp, func: FuncOp, parent: SymbolTable) -> GPUModuleOp:
     """The gpu.module that receives `func` (a new one, or the existing `module(@m)` target), with
     every symbol the kernel uses cloned in from the parent module."""
@@ -149,19 +142,18 @@ def _kernel_module(launch: LaunchOp, func: FuncOp, parent: SymbolTable) -> GPUMo
     table.insert(func)
     worklist: list[Operation] = [func]
     while worklist:
-        for ref in symbol_uses(worklist.pop()):
+        for user, ref in symbol_uses(worklist.pop()):
             if ref.nested_references.data:
                 raise _error(f"kernel uses nested symbol reference {ref}, which cannot be "
-                             "cloned into a gpu.module", launch)
+                             "cloned into a gpu.module", user)
             used = ref.root_reference.data
             if table.lookup(used) is not None:
                 continue
             definition = parent.lookup(used)
             if definition is None:
                 raise _error(f"kernel uses symbol '@{used}', which is not defined in the "
-                             "enclosing module", launch)
+                             "enclosing module", user)
             clone = definition.clone()
-            _copy_locations(definition, clone)
             worklist.append(clone)
             table.insert(clone)
     return module

@@ -16,7 +16,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from nova.ir.gpu_launch_ops import LaunchOp
-from nova.passes.launch_utils import captured_values, copy_location, defining_op, is_constant
+from nova.passes.launch_utils import captured_values, defining_op, is_constant
 
 
 def _collect_sinkable(op: Operation, dependencies: set[SSAValue], chosen: dict[Operation, None],
@@ -54,8 +54,7 @@ def sink_into_launch(launch: LaunchOp) -> None:
     anchor = entry.first_op
     mapping: dict[SSAValue, SSAValue] = {}
     for op in chosen:
-        clone = op.clone(mapping)
-        copy_location(op, clone)
+        clone = op.clone(mapping)  # keeps op's source location
         if anchor is None:
             entry.add_op(clone)
         else:

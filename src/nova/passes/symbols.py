@@ -100,10 +100,11 @@ def op_symbol_refs(op: Operation) -> Iterator[SymbolRefAttr]:
         yield from _symbol_refs(merged[key])
 
 
-def symbol_uses(op: Operation) -> Iterator[SymbolRefAttr]:
-    """References on `op` and nested in it, not entering nested symbol tables, in the order of
-    MLIR's `SymbolTable::getSymbolUses(op)` (a LIFO worklist of regions)."""
-    yield from op_symbol_refs(op)
+def symbol_uses(op: Operation) -> Iterator[tuple[Operation, SymbolRefAttr]]:
+    """(user, reference) pairs on `op` and nested in it, not entering nested symbol tables, in
+    the order of MLIR's `SymbolTable::getSymbolUses(op)` (a LIFO worklist of regions)."""
+    for ref in op_symbol_refs(op):
+        yield op, ref
     if is_symbol_table(op):
         return
     worklist: list[Region] = list(op.regions)
@@ -111,6 +112,7 @@ def symbol_uses(op: Operation) -> Iterator[SymbolRefAttr]:
         region = worklist.pop()
         for block in region.blocks:
             for nested in block.ops:
-                yield from op_symbol_refs(nested)
+                for ref in op_symbol_refs(nested):
+                    yield nested, ref
                 if not is_symbol_table(nested):
                     worklist.extend(nested.regions)
