@@ -98,6 +98,9 @@ class KernelParam:
 
 @dataclass(frozen=True)
 class Kernel:
+    """One gpu.func kernel of a device module: its MLIR arguments, the expanded parameters the
+    launch passes (in order), its static shared memory and whether it uses barriers."""
+
     name: str
     args: tuple[TypeSpec, ...]
     params: tuple[KernelParam, ...]
@@ -107,6 +110,8 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Payload:
+    """One image of a device module: its section, size (PTX: without the NUL) and SHA-256."""
+
     kind: PayloadKind
     section: str
     size: int
@@ -116,6 +121,8 @@ class Payload:
 
 @dataclass(frozen=True)
 class DeviceModule:
+    """One gpu.module: its kernels and the images (payloads) built for it."""
+
     name: str
     kernels: tuple[Kernel, ...]
     payloads: tuple[Payload, ...]
@@ -126,6 +133,9 @@ class DeviceModule:
 
 @dataclass(frozen=True)
 class Manifest:
+    """Everything the runtime needs to know about a bundle; stored as JSON in `.nova.manifest`
+    (docs/bundle-format.md, section 4, gives the schema)."""
+
     arch: str
     entries: tuple[EntryPoint, ...]
     modules: tuple[DeviceModule, ...]
