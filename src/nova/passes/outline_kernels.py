@@ -203,27 +203,32 @@ class OutlineKernelsPass(ModulePass):
             if symbol_name(top) is None or isinstance(top, GPUModuleOp):
                 continue
             launches = [nested for nested in top.walk() if isinstance(nested, LaunchOp)]
+            for launch in launches:
+                _check_not_nested(launch)
             insert_before = top.next_op
             for launch in launches:
-                self._outline(launch, table, insert_before)
+                _outline(launch, table, insert_before)
                 modified = True
         if modified:
             op.attributes["gpu.container_module"] = UnitAttr()
 
-    @staticmethod
-    def _outline(launch: LaunchOp, table: SymbolTable, insert_before: Operation | None) -> None:
-        outer = launch.parent_op()
-        while outer is not None:
-            if isinstance(outer, LaunchOp):
-                raise _error("a gpu.launch nested in another gpu.launch cannot be outlined",
-                             launch)
-            outer = outer.parent_op()
-        if launch.kernelFunc is not None:
-            func_name = launch.kernelFunc.root_reference.data
-        else:
-            func_name = f"{_enclosing_symbol(launch)}_kernel"
-        operands = captured_values(launch)
-        func = outline_kernel_func(launch, func_name, operands)
-        module = _kernel_module(launch, func, table)
-        table.insert(module, insert_before)
-        _replace_with_launch_func(launch, module, func, operands)
+
+def _check_not_nested(launch: LaunchOp) -> None:
+    outer = launch.parent_op()
+    while outer is not None:
+        if isinstance(outer, LaunchOp):
+            raise _error("a gpu.launch nested in another gpu.launch cannot be outlined", launch)
+        outer = outer.parent_op()
+
+
+def _outline(launch: LaunchOp, table: SymbolTable, insert_before: Operation | None) -> None:
+    """Outline one launch: build its kernel, place it in a module, launch it by name."""
+    if launch.kernelFunc is not None:
+        func_name = launch.kernelFunc.root_reference.data
+    else:
+        func_name = f"{_enclosing_symbol(launch)}_kernel"
+    operands = captured_values(launch)
+    func = outline_kernel_func(launch, func_name, operands)
+    module = _kernel_module(launch, func, table)
+    table.insert(module, insert_before)
+    _replace_with_launch_func(launch, module, func, operands)

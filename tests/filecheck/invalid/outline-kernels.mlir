@@ -6,7 +6,7 @@
 // Upstream outlining would leave a gpu.launch_func inside the outer kernel; Nova rejects it,
 // pointing at the inner launch.
 
-// CHECK: outline-kernels.mlir:[[@LINE+7]]:5: error: outline-kernels: a gpu.launch nested in another gpu.launch cannot be outlined
+// CHECK: outline-kernels.mlir:[[# @LINE + 7]]:5: error: outline-kernels: a gpu.launch nested in another gpu.launch cannot be outlined
 // CHECK-NEXT: {{^}}    gpu.launch blocks(%bx2, %by2, %bz2)
 // CHECK-NEXT: {{^}}    ^
 func.func @nested() {
@@ -27,7 +27,7 @@ func.func @nested() {
 // A symbol the kernel uses must exist at module scope, to be cloned into the kernel's module
 // (reported by the verifier or, failing that, by the pass).
 
-// CHECK: outline-kernels.mlir:[[@LINE+5]]:10: error: {{.*}}missing
+// CHECK: outline-kernels.mlir:[[# @LINE + 5]]:{{[0-9]+}}: error: {{.*}}missing
 func.func @undefined(%x: f32) {
   %c1 = arith.constant 1 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
