@@ -34,7 +34,7 @@ from nova.backends.llvm.emitter import (
 from nova.backends.llvm.host_abi import RAISE, AbiCalls
 from nova.backends.llvm.host_device import HostDevice
 from nova.backends.llvm.host_entry import emit_entry_wrapper, entry_point
-from nova.backends.llvm.host_gpu_ops import GpuOpLowering, is_token
+from nova.backends.llvm.host_gpu_ops import GpuOpLowering
 from nova.backends.llvm.host_runner import RunnerCalls
 from nova.backends.llvm.target import Handler, TargetBase
 from nova.bundle.format import HOST_TRIPLE, EntryPoint
@@ -129,33 +129,11 @@ class HostTarget(TargetBase):
         return self.abi
 
 
-class HostModuleEmitter(ModuleEmitter):
-    """The core's module emitter, with `!gpu.async.token` lowered to a stream handle (`ptr`), so
-    tokens may flow through block arguments, loops and calls."""
-
-    def lower_type(self, ty: Attribute) -> ir.Type:
-        return T.PTR if is_token(ty) else super().lower_type(ty)
-
-    def function_type(self, ftype: FunctionType) -> ir.FunctionType:
-        params: list[ir.Type] = []
-        for ty in ftype.inputs.data:
-            params += [T.PTR] if is_token(ty) else T.expanded_param_types(ty, self.address_space)
-        outputs = [T.PTR if is_token(t) else T.lower_type(t, self.address_space)
-                   for t in ftype.outputs.data]
-        if not outputs:
-            result: ir.Type = T.VOID
-        elif len(outputs) == 1:
-            result = outputs[0]
-        else:
-            result = ir.LiteralStructType(outputs)
-        return ir.FunctionType(result, params)
-
-
 def lower_host(module: ModuleOp, name: str = "nova_host") -> HostLowering:
     """Lower the host part of an outlined module (func.func + memref.global; gpu.modules are
     skipped) to LLVM IR for x86_64-unknown-linux-gnu."""
     target = HostTarget()
-    me = HostModuleEmitter(target, name)
+    me = ModuleEmitter(target, name)
     target.attach(me)
     ops = [op for op in module.body.block.ops if not _is_external_declaration(op)]
     me.emit_symbols(ops, skip=frozenset({"gpu.module", "gpu.binary"}))
