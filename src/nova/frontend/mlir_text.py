@@ -1,0 +1,130 @@
+"""Parse and print MLIR text: `parse_mlir(text, filename)` and `print_mlir(op, generic=False)`.
+
+`parse_mlir` parses with `nova.ir.context`'s dialects, records every op's source position (see
+`nova.ir.locations`), wraps top-level ops in a `builtin.module` when the text has none (as
+`mlir-opt` does), converts xDSL's parse exceptions into `nova.errors.ParseError` (unknown ops into
+`UnsupportedError`) located at `file:line:col`, and verifies the result (`VerifyError` at the
+failing op).
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import NoReturn
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError as XdslParseError
+from xdsl.utils.exceptions import VerifyException
+
+from nova.errors import DiagnosticError, ParseError, SourceLocation, UnsupportedError
+from nova.ir.context import SUPPORTED_DIALECTS, make_context
+from nova.ir.locations import make_loc, register_source
+from nova.ir.printer import print_to_string
+from nova.ir.verify import verify_located
+
+_CONTEXT: Context | None = None
+
+
+def _context() -> Context:
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = make_context()
+    return _CONTEXT
+
+
+class _Positions:
+    """Offset -> (line, column) for one source text (1-based, columns in characters)."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0]
+        index = text.find("\n")
+        while index != -1:
+            self.starts.append(index + 1)
+            index = text.find("\n", index + 1)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
+
+
+class _LocatingParser(Parser):
+    """xDSL's parser, plus a location on every op and located errors for unknown ops."""
+
+    def __init__(self, ctx: Context, text: str, filename: str) -> None:
+        super().__init__(ctx, text, filename)
+        self._text = text
+        self._filename = filename
+        self._positions = _Positions(text)
+        self._op_start = 0
+
+    def source_location(self, offset: int) -> SourceLocation:
+        line, col = self._positions.line_col(offset)
+        return SourceLocation(self._filename, line, col, self._text)
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        outer = self._op_start
+        self._op_start = start
+        try:
+            op = super().parse_operation()
+        except (VerifyException, ValueError, KeyError, IndexError) as err:
+            # Raised by an op's constructor or custom parser on malformed input.
+            raise ParseError(str(err).strip() or type(err).__name__,
+                             self.source_location(start)) from err
+        finally:
+            self._op_start = outer
+        if isinstance(op.location, UnknownLoc):
+            line, col = self._positions.line_col(start)
+            op.location = make_loc(self._filename, line, col)
+        return op
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        op_type = self.ctx.get_optional_op(name,
+                                           dialect_stack=self._parser_state.dialect_stack)
+        if op_type is not None:
+            return op_type
+        self._unsupported_op(name)
+
+    def _unsupported_op(self, name: str) -> NoReturn:
+        dialect = name.split(".", 1)[0] if "." in name else ""
+        if dialect in SUPPORTED_DIALECTS:
+            detail = f"the '{dialect}' dialect has no op '{name}' that Nova supports"
+        else:
+            detail = "supported dialects: " + ", ".join(SUPPORTED_DIALECTS)
+        # Point at the op name (after any `%results =`).
+        offset = self._op_start
+        name_at = self._text.find(name, offset)
+        if name_at != -1:
+            offset = name_at - (1 if self._text[name_at - 1:name_at] == '"' else 0)
+        raise UnsupportedError(f"unsupported operation '{name}' ({detail})",
+                               self.source_location(offset))
+
+
+def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True) -> ModuleOp:
+    """Parse MLIR text into a verified `builtin.module` whose ops carry source locations."""
+    register_source(filename, text)
+    parser = _LocatingParser(_context(), text, filename)
+    try:
+        module = parser.parse_module()
+    except DiagnosticError:
+        raise
+    except XdslParseError as err:
+        raise ParseError(_clean_message(err.msg),
+                         parser.source_location(err.span.start)) from err
+    if isinstance(module.location, UnknownLoc):
+        module.location = make_loc(filename, 1, 1)
+    if verify:
+        verify_located(module)
+    return module
+
+
+def _clean_message(msg: str) -> str:
+    return " ".join(msg.split()) if "\n" in msg else msg
+
+
+def print_mlir(op: Operation, generic: bool = False) -> str:
+    """Print `op` as `mlir-opt` does (custom syntax unless `generic`), ending in a newline."""
+    return print_to_string(op, generic)

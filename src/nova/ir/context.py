@@ -1,0 +1,81 @@
+"""`make_context()`: the one place that assembles every dialect Nova parses.
+
+Dialects are registered lazily (xDSL loads one on first use), so building a context is cheap.
+Nova's own `gpu` dialect replaces xDSL's, and `memref`, `scf`, `arith`, `vector` are xDSL's with
+the overrides of `nova.ir.memref_ext` / `nova.ir.dialect_ext`; `index` is Nova's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.ir import Dialect
+
+
+def _builtin() -> Dialect:
+    from xdsl.dialects.builtin import Builtin
+    return Builtin
+
+
+def _func() -> Dialect:
+    from xdsl.dialects.func import Func
+    return Func
+
+
+def _arith() -> Dialect:
+    from nova.ir.dialect_ext import ARITH
+    return ARITH
+
+
+def _math() -> Dialect:
+    from xdsl.dialects.math import Math
+    return Math
+
+
+def _memref() -> Dialect:
+    from nova.ir.memref_ext import MEMREF
+    return MEMREF
+
+
+def _scf() -> Dialect:
+    from nova.ir.dialect_ext import SCF
+    return SCF
+
+
+def _cf() -> Dialect:
+    from xdsl.dialects.cf import Cf
+    return Cf
+
+
+def _index() -> Dialect:
+    from nova.ir.index import INDEX
+    return INDEX
+
+
+def _vector() -> Dialect:
+    from nova.ir.dialect_ext import VECTOR
+    return VECTOR
+
+
+def _gpu() -> Dialect:
+    from nova.ir.gpu import GPU
+    return GPU
+
+
+DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
+    "builtin": _builtin, "func": _func, "arith": _arith, "math": _math, "memref": _memref,
+    "scf": _scf, "cf": _cf, "index": _index, "vector": _vector, "gpu": _gpu,
+}
+"""Dialect name -> factory, for every dialect Nova parses."""
+
+SUPPORTED_DIALECTS: tuple[str, ...] = tuple(DIALECT_FACTORIES)
+
+
+def make_context() -> Context:
+    """A fresh xDSL context with every dialect Nova parses (loaded on first use)."""
+    ctx = Context()
+    for name, factory in DIALECT_FACTORIES.items():
+        ctx.register_dialect(name, factory)
+    ctx.load_registered_dialect("builtin")
+    return ctx

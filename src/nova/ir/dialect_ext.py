@@ -1,0 +1,208 @@
+"""Overrides for `scf`, `arith` and `vector` where xDSL 0.74 lacks MLIR's syntax or ops.
+
+* `scf.parallel` gets MLIR's custom form (`scf.parallel (%i) = (%a) to (%b) step (%c)
+  init (%x) -> f32 { ... }`).
+* `arith.index_castui` is added (xDSL has only `arith.index_cast`).
+* `vector.print` is replaced by MLIR's op: an optional scalar/vector `source`, `punctuation`
+  (`#vector.punctuation<newline>` by default) and an optional `stringLiteral`
+  (`vector.print str "text"`).
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from xdsl.dialects import arith as xarith
+from xdsl.dialects import scf as xscf
+from xdsl.dialects import vector as xvector
+from xdsl.dialects.builtin import IndexType, StringAttr
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from nova.ir.gpu_base import print_attr_dict
+
+
+class ParallelOp(xscf.ParallelOp):
+    """`scf.parallel` with MLIR's custom syntax."""
+
+    name = "scf.parallel"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        index = IndexType()
+        ivs = [u.resolve(index) for u in parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False))]
+        parser.parse_punctuation("=")
+
+        def bounds() -> list[SSAValue]:
+            return parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
+                                                     lambda: parser.parse_operand(index))
+
+        lower = bounds()
+        parser.parse_keyword("to")
+        upper = bounds()
+        parser.parse_keyword("step")
+        step = bounds()
+        inits_u = []
+        types: list[Attribute] = []
+        if parser.parse_optional_keyword("init") is not None:
+            inits_u = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
+                                                        parser.parse_unresolved_operand)
+        if parser.parse_optional_punctuation("->") is not None:
+            parsed = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN,
+                                                                parser.parse_type)
+            types = parsed if parsed is not None else [parser.parse_type()]
+        pos = parser.pos
+        inits = parser.resolve_operands(inits_u, types, pos)
+        body = parser.parse_region(ivs)
+        if body.blocks and (body.block.last_op is None
+                            or not isinstance(body.block.last_op, xscf.ReduceOp)):
+            body.block.add_op(xscf.ReduceOp())
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(lower, upper, step, body, inits)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        def group(values: tuple[SSAValue, ...] | list[SSAValue]) -> None:
+            printer.print_string("(")
+            printer.print_list(values, printer.print_operand)
+            printer.print_string(")")
+
+        printer.print_string(" ")
+        group(list(self.body.block.args))
+        printer.print_string(" = ")
+        group(list(self.lowerBound))
+        printer.print_string(" to ")
+        group(list(self.upperBound))
+        printer.print_string(" step ")
+        group(list(self.step))
+        if self.initVals:
+            printer.print_string(" init ")
+            group(list(self.initVals))
+        if self.res:
+            printer.print_string(" -> ")
+            types = [r.type for r in self.res]
+            if len(types) > 1:
+                printer.print_string("(")
+            printer.print_list(types, printer.print_attribute)
+            if len(types) > 1:
+                printer.print_string(")")
+        printer.print_string(" ")
+        printer.print_region(self.body, False, True)
+        print_attr_dict(printer, self.attributes)
+
+
+class IndexCastUIOp(xarith.IndexCastOp):
+    """`arith.index_castui %i : index to i64`: like index_cast but zero-extending."""
+
+    name = "arith.index_castui"
+
+    def verify_(self) -> None:
+        if not isinstance(self.input.type, IndexType) ^ isinstance(self.result.type, IndexType):
+            raise VerifyException(
+                f"'arith.index_castui' op operand type '{self.input.type}' and result type "
+                f"'{self.result.type}' are cast incompatible")
+
+
+class Punctuation(StrEnum):
+    """MLIR's `vector::PrintPunctuation`."""
+
+    NO_PUNCTUATION = "no_punctuation"
+    NEWLINE = "newline"
+    COMMA = "comma"
+    OPEN = "open"
+    CLOSE = "close"
+
+
+@irdl_attr_definition
+class PunctuationAttr(EnumAttribute[Punctuation]):
+    """`#vector.punctuation<newline>`."""
+
+    name = "vector.punctuation"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Punctuation:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(Punctuation)
+
+
+@irdl_op_definition
+class PrintOp(IRDLOperation):
+    """`vector.print %x : f32`, `vector.print str "text"`, `vector.print punctuation <comma>`."""
+
+    name = "vector.print"
+    source = opt_operand_def()
+    punctuation = prop_def(PunctuationAttr)
+    stringLiteral = opt_prop_def(StringAttr)
+
+    def __init__(self, source: SSAValue | None = None,
+                 punctuation: Punctuation = Punctuation.NEWLINE,
+                 string: str | None = None) -> None:
+        props: dict[str, Attribute | None] = {"punctuation": PunctuationAttr(punctuation)}
+        if string is not None:
+            props["stringLiteral"] = StringAttr(string)
+        super().__init__(operands=[[source] if source is not None else []], properties=props)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        source = None
+        operand = parser.parse_optional_unresolved_operand()
+        if operand is not None:
+            parser.parse_punctuation(":")
+            source = parser.resolve_operand(operand, parser.parse_type())
+        punct = Punctuation.NEWLINE
+        string = None
+        while True:
+            if parser.parse_optional_keyword("str") is not None:
+                string = parser.parse_str_literal()
+            elif parser.parse_optional_keyword("punctuation") is not None:
+                with parser.in_angle_brackets():
+                    punct = parser.parse_str_enum(Punctuation)
+            else:
+                break
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(source, punct, string)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.source is not None:
+            printer.print_string(" ")
+            printer.print_operand(self.source)
+            printer.print_string(" : ")
+            printer.print_attribute(self.source.type)
+        if self.stringLiteral is not None:
+            printer.print_string(" str ")
+            printer.print_string_literal(self.stringLiteral.data)
+        if self.punctuation.data != Punctuation.NEWLINE:
+            printer.print_string(f" punctuation <{self.punctuation.data.value}>")
+        print_attr_dict(printer, self.attributes)
+
+
+def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
+          extra_attrs: tuple[type[Attribute], ...] = ()) -> Dialect:
+    by_name = {op.name: op for op in replacements}
+    ops = [by_name.pop(op.name, op) for op in dialect.operations]
+    return Dialect(dialect.name, [*ops, *by_name.values()],
+                   [*dialect.attributes, *extra_attrs])
+
+
+SCF = _swap(xscf.Scf, (ParallelOp,))
+ARITH = _swap(xarith.Arith, (IndexCastUIOp,))
+VECTOR = _swap(xvector.Vector, (PrintOp,), (PunctuationAttr,))

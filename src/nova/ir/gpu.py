@@ -1,0 +1,76 @@
+"""Nova's `gpu` dialect: MLIR's complete `gpu` dialect with its exact custom syntax.
+
+It replaces xDSL 0.74's `gpu` dialect (which prints only generic form and lacks `gpu.shuffle`,
+`gpu.printf`, `gpu.subgroup_reduce`, cluster queries and more). Ops live in four modules by role;
+this module re-exports them and builds the `Dialect` that `nova.ir.context` loads.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Dialect
+
+from nova.ir.gpu_base import (
+    AllReduceOperation,
+    AllReduceOperationAttr,
+    AsyncTokenType,
+    Dimension,
+    DimensionAttr,
+    ShuffleMode,
+    ShuffleModeAttr,
+)
+from nova.ir.gpu_kernel_ops import (
+    KERNEL_OPS,
+    AllReduceOp,
+    BarrierOp,
+    BlockDimOp,
+    BlockIdOp,
+    ClusterBlockIdOp,
+    ClusterDimBlocksOp,
+    ClusterDimOp,
+    ClusterIdOp,
+    GlobalIdOp,
+    GridDimOp,
+    LaneIdOp,
+    NumSubgroupsOp,
+    PrintfOp,
+    ReturnOp,
+    ShuffleOp,
+    SubgroupIdOp,
+    SubgroupReduceOp,
+    SubgroupSizeOp,
+    TerminatorOp,
+    ThreadIdOp,
+    YieldOp,
+)
+from nova.ir.gpu_launch_ops import LAUNCH_OPS, LaunchFuncOp, LaunchOp
+from nova.ir.gpu_memory_ops import (
+    MEMORY_OPS,
+    AllocOp,
+    DeallocOp,
+    HostRegisterOp,
+    HostUnregisterOp,
+    MemcpyOp,
+    MemsetOp,
+    WaitOp,
+)
+from nova.ir.gpu_module_ops import MODULE_OPS, FuncOp, GPUModuleOp
+
+CONTAINER_MODULE_ATTR = "gpu.container_module"
+"""The unit attribute on `builtin.module` that marks a module holding gpu.modules."""
+
+GPU = Dialect(
+    "gpu",
+    [*MODULE_OPS, *LAUNCH_OPS, *KERNEL_OPS, *MEMORY_OPS],
+    [AsyncTokenType, DimensionAttr, AllReduceOperationAttr, ShuffleModeAttr],
+)
+
+__all__ = [
+    "CONTAINER_MODULE_ATTR", "GPU", "AllReduceOp", "AllReduceOperation",
+    "AllReduceOperationAttr", "AllocOp", "AsyncTokenType", "BarrierOp", "BlockDimOp",
+    "BlockIdOp", "ClusterBlockIdOp", "ClusterDimBlocksOp", "ClusterDimOp", "ClusterIdOp",
+    "DeallocOp", "Dimension", "DimensionAttr", "FuncOp", "GPUModuleOp", "GlobalIdOp",
+    "GridDimOp", "HostRegisterOp", "HostUnregisterOp", "LaneIdOp", "LaunchFuncOp", "LaunchOp",
+    "MemcpyOp", "MemsetOp", "NumSubgroupsOp", "PrintfOp", "ReturnOp", "ShuffleMode",
+    "ShuffleModeAttr", "ShuffleOp", "SubgroupIdOp", "SubgroupReduceOp", "SubgroupSizeOp",
+    "TerminatorOp", "ThreadIdOp", "WaitOp", "YieldOp",
+]

@@ -1,0 +1,163 @@
+"""Types, enum attributes and shared syntax helpers of Nova's `gpu` dialect.
+
+The enum attributes print as MLIR does (`#gpu<dim x>`, `#gpu<all_reduce_op add>`,
+`#gpu<shuffle_mode xor>`), so generic-form text from `mlir-opt` parses unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+
+@irdl_attr_definition
+class AsyncTokenType(ParametrizedAttribute, TypeAttribute):
+    """`!gpu.async.token`: orders asynchronous GPU work (a stream/event on CUDA)."""
+
+    name = "gpu.async.token"
+
+
+class Dimension(StrEnum):
+    """The `x`/`y`/`z` dimension of an index op."""
+
+    X = "x"
+    Y = "y"
+    Z = "z"
+
+
+class AllReduceOperation(StrEnum):
+    """MLIR's `gpu::AllReduceOperation` keywords."""
+
+    ADD = "add"
+    MUL = "mul"
+    MINUI = "minui"
+    MINSI = "minsi"
+    MINNUMF = "minnumf"
+    MAXUI = "maxui"
+    MAXSI = "maxsi"
+    MAXNUMF = "maxnumf"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    MINIMUMF = "minimumf"
+    MAXIMUMF = "maximumf"
+
+
+class ShuffleMode(StrEnum):
+    """MLIR's `gpu::ShuffleMode` keywords."""
+
+    XOR = "xor"
+    UP = "up"
+    DOWN = "down"
+    IDX = "idx"
+
+
+@irdl_attr_definition
+class DimensionAttr(EnumAttribute[Dimension], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<dim x>`."""
+
+    name = "gpu.dim"
+
+
+@irdl_attr_definition
+class AllReduceOperationAttr(EnumAttribute[AllReduceOperation], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<all_reduce_op add>`."""
+
+    name = "gpu.all_reduce_op"
+
+
+@irdl_attr_definition
+class ShuffleModeAttr(EnumAttribute[ShuffleMode], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<shuffle_mode xor>`."""
+
+    name = "gpu.shuffle_mode"
+
+
+INTEGER_ONLY_REDUCTIONS = frozenset({
+    AllReduceOperation.MINUI, AllReduceOperation.MINSI, AllReduceOperation.MAXUI,
+    AllReduceOperation.MAXSI, AllReduceOperation.AND, AllReduceOperation.OR,
+    AllReduceOperation.XOR,
+})
+FLOAT_ONLY_REDUCTIONS = frozenset({
+    AllReduceOperation.MINNUMF, AllReduceOperation.MAXNUMF, AllReduceOperation.MINIMUMF,
+    AllReduceOperation.MAXIMUMF,
+})
+
+
+def verify_reduction_type(op: AllReduceOperation, type_: Attribute, what: str) -> None:
+    """MLIR's rule: integer-only reductions need an integer type, float-only a float type."""
+    from xdsl.dialects.builtin import AnyFloat
+
+    is_int = isinstance(type_, IntegerType | IndexType)
+    is_float = isinstance(type_, AnyFloat)
+    if op in INTEGER_ONLY_REDUCTIONS and not is_int:
+        raise VerifyException(f"'{what}' op `{op.value}` reduction operation is not compatible "
+                              f"with type {type_}")
+    if op in FLOAT_ONLY_REDUCTIONS and not is_float:
+        raise VerifyException(f"'{what}' op `{op.value}` reduction operation is not compatible "
+                              f"with type {type_}")
+
+
+# ---- syntax helpers shared by the ops ------------------------------------------------------
+
+def parse_async_dependencies(parser: Parser) -> tuple[bool, list[SSAValue]]:
+    """Parse MLIR's `custom<AsyncDependencies>`: `(async)? ([%t, ...])?`."""
+    is_async = parser.parse_optional_keyword("async") is not None
+    deps: list[SSAValue] = []
+    if (parser.parse_optional_punctuation("[") is not None
+            and parser.parse_optional_punctuation("]") is None):
+        deps = parser.parse_comma_separated_list(
+            Parser.Delimiter.NONE, lambda: parser.parse_operand(AsyncTokenType()))
+        parser.parse_punctuation("]")
+    return is_async, deps
+
+
+def print_async_dependencies(printer: Printer, is_async: bool,
+                             deps: Sequence[SSAValue]) -> None:
+    """Print `custom<AsyncDependencies>` exactly as MLIR (`async`, then ` [deps]`)."""
+    if is_async:
+        printer.print_string("async")
+    if not deps:
+        return
+    if is_async:
+        printer.print_string(" ")
+    printer.print_string("[")
+    printer.print_list(deps, printer.print_operand)
+    printer.print_string("]")
+
+
+def resolve_typed(parser: Parser, operands: Sequence[UnresolvedOperand],
+                  types: Iterable[Attribute]) -> list[SSAValue]:
+    """Resolve parsed operand names against their types."""
+    types = list(types)
+    if len(types) != len(operands):
+        parser.raise_error(f"expected {len(operands)} types but got {len(types)}")
+    return [parser.resolve_operand(o, t) for o, t in zip(operands, types, strict=True)]
+
+
+def print_attr_dict(printer: Printer, attributes: Mapping[str, Attribute],
+                    elided: Iterable[str] = (), keyword: bool = False) -> None:
+    """Print ` {a = 1, b}` (or ` attributes {...}`) sorted by name, as MLIR's DictionaryAttr."""
+    skip = set(elided)
+    items = {k: v for k, v in sorted(attributes.items()) if k not in skip}
+    if items:
+        printer.print_op_attributes(items, print_keyword=keyword)
+
+
+def index_attr(value: int) -> IntegerAttr:
+    """An `index`-typed integer attribute."""
+    return IntegerAttr(value, IndexType())

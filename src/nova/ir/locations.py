@@ -1,0 +1,63 @@
+"""Source locations of ops: `location_of(op)` / `set_location(op, loc)`.
+
+Mechanism: the location is stored in the op itself, in xDSL's `Operation.location` field, as a
+`FileLineColLoc(filename, line, column)` attribute. `Operation.clone()` copies that field, so
+locations survive cloning, rewriting and outlining done by passes without any bookkeeping (a
+pass that builds a brand-new op should `set_location(new, location_of(old))`). The source text
+(for the caret excerpt of diagnostics) lives in a registry keyed by filename, filled by
+`nova.frontend.mlir_text.parse_mlir`; when a filename is parsed twice, the latest text wins.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+
+from nova.errors import SourceLocation
+
+_SOURCES: dict[str, str] = {}
+
+
+def register_source(filename: str, text: str) -> None:
+    """Remember `text` as the contents of `filename` (used for diagnostic excerpts)."""
+    _SOURCES[filename] = text
+
+
+def source_of(filename: str) -> str | None:
+    """The registered text of `filename`, if any."""
+    return _SOURCES.get(filename)
+
+
+def make_loc(filename: str, line: int, column: int) -> FileLineColLoc:
+    """An MLIR `loc("file":line:col)` attribute."""
+    return FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(column))
+
+
+def location_of(op: Operation) -> SourceLocation | None:
+    """Where `op` came from in the source, or None when unknown."""
+    loc = op.location
+    if not isinstance(loc, FileLineColLoc):
+        return None
+    filename = loc.filename.data
+    return SourceLocation(filename, loc.line.data, loc.column.data, _SOURCES.get(filename))
+
+
+def nearest_location(op: Operation) -> SourceLocation | None:
+    """`location_of(op)`, else that of its closest ancestor that has one."""
+    current: Operation | None = op
+    while current is not None:
+        loc = location_of(current)
+        if loc is not None:
+            return loc
+        current = current.parent_op()
+    return None
+
+
+def set_location(op: Operation, loc: SourceLocation | None) -> None:
+    """Record `loc` as `op`'s location (None clears it); registers the source text too."""
+    if loc is None:
+        op.location = UnknownLoc()
+        return
+    if loc.source is not None:
+        _SOURCES.setdefault(loc.filename, loc.source)
+    op.location = make_loc(loc.filename, loc.line, loc.column)

@@ -1,0 +1,196 @@
+"""An xDSL printer that prints like `mlir-opt` (LLVM 22) where xDSL's own printer differs.
+
+Differences from xDSL 0.74's `Printer` that this subclass fixes:
+
+* op names: `builtin.module` prints as `module`, and ops of the `func` dialect directly inside a
+  `func.func` drop their `func.` prefix (`return`, `call`), as MLIR's default-dialect rule does;
+* multi-result ops without name hints print as `%0:2 = ...` and their results as `%0#1`;
+* blocks with predecessors get MLIR's `// pred: ^bb0` / `// 2 preds: ^bb0, ^bb1` comments;
+* integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`);
+* floats that need the shortest form print with an upper-case exponent (`3.40282347E+38`) and
+  NaN/Inf as upper-case hex (`0x7FC00000`), as MLIR's APFloat printing does.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import struct
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    UnrankedMemRefType,
+    UnregisteredOp,
+)
+from xdsl.ir import Attribute, Block, Operation
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove
+
+# Ops whose regions make their own dialect the default one for direct children (MLIR's
+# OpAsmOpInterface::getDefaultDialect).
+_DEFAULT_DIALECT_OF_PARENT = {"func.func": "func"}
+
+
+class NovaPrinter(Printer):
+    """`Printer` with mlir-opt's op-name elision, result groups, block comments and formats."""
+
+    # ---- op names and results -------------------------------------------------------------
+    def _print_results(self, op: Operation) -> None:
+        results = op.results
+        if len(results) <= 1 or self.print_generic_format or any(r.name_hint for r in results):
+            super()._print_results(op)
+            return
+        name = self._get_new_valid_name_id()
+        for index, result in enumerate(results):
+            self._ssa_values[result] = f"{name}#{index}"
+        self.print_string(f"%{name}:{len(results)} = ")
+
+    def _custom_name(self, op: Operation) -> str:
+        name = op.name
+        if name == "builtin.module":
+            return "module"
+        parent = op.parent_op()
+        if parent is not None:
+            default = _DEFAULT_DIALECT_OF_PARENT.get(parent.name)
+            if default is not None and name.startswith(default + "."):
+                return name[len(default) + 1:]
+        return name
+
+    def print_op(self, op: Operation) -> None:
+        """Print one op (generic or custom form), eliding its dialect like MLIR does."""
+        scope = bool(op.get_traits_of_type(IsolatedFromAbove))
+        self._print_results(op)
+        if scope:
+            self.enter_scope()
+        try:
+            if isinstance(op, UnregisteredOp):
+                op_name = op.op_name
+                self.print_string(f'"{op_name.data}"')
+                del op.attributes["op_name__"]
+                self.print_op_with_default_format(op)
+                op.attributes["op_name__"] = op_name
+            elif self.print_generic_format or Operation.print is type(op).print:
+                self.print_string(f'"{op.name}"')
+                self.print_op_with_default_format(op)
+            else:
+                self.print_string(self._custom_name(op))
+                op.print(self)
+        finally:
+            if scope:
+                self.exit_scope()
+
+    # ---- blocks ---------------------------------------------------------------------------
+    def _populate_block_name(self, block: Block, block_index: int | None = None) -> None:
+        """Name blocks `^bbN` by position in their region, as MLIR does (source names drop)."""
+        if block_index is None:
+            region = block.parent
+            block_index = 0
+            if region is not None:
+                for index, candidate in enumerate(region.blocks):
+                    if candidate is block:
+                        block_index = index
+                        break
+        self._blocks[block] = f"bb{block_index}"
+
+    def print_block(self, block: Block, print_block_args: bool = True,
+                    print_block_terminator: bool = True) -> None:
+        """Print a block; labelled blocks get MLIR's predecessor comment."""
+        if not print_block_args:
+            super().print_block(block, False, print_block_terminator)
+            return
+        self._print_new_line()
+        if block not in self._blocks:
+            self._populate_block_name(block)
+        self.print_block_name(block)
+        if block.args:
+            with self.in_parens():
+                self.print_list(block.args, self.print_block_argument)
+        self.print_string(":")
+        preds = _predecessors(block)
+        if preds:
+            names = sorted((self._get_block_name(p) for p in preds), key=_block_sort_key)
+            label = "pred" if len(names) == 1 else f"{len(names)} preds"
+            self.print_string(f"  // {label}: " + ", ".join("^" + n for n in names))
+        super().print_block(block, False, print_block_terminator)
+
+    # ---- attributes -----------------------------------------------------------------------
+    def print_attribute(self, attribute: Attribute) -> None:
+        """Print an attribute; memref types with an i64 memory space print it bare."""
+        if isinstance(attribute, MemRefType | UnrankedMemRefType) and _is_i64_int(
+                attribute.memory_space):
+            self._print_memref_with_int_space(attribute)
+            return
+        super().print_attribute(attribute)
+
+    def _print_memref_with_int_space(self, t: MemRefType | UnrankedMemRefType) -> None:
+        space = t.memory_space
+        assert isinstance(space, IntegerAttr)
+        self.print_string("memref<")
+        if isinstance(t, UnrankedMemRefType):
+            self.print_string("*x")
+        elif t.shape.data:
+            self.print_dimension_list(t.get_shape())
+            self.print_string("x")
+        self.print_attribute(t.element_type)
+        if isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr):
+            self.print_string(", ")
+            self.print_attribute(t.layout)
+        self.print_string(f", {space.value.data}>")
+
+    def print_float(self, value: float, type: AnyFloat) -> None:
+        """Print a float as MLIR does: `%.6e` when exact, else shortest, NaN/Inf as hex."""
+        if math.isnan(value) or math.isinf(value):
+            raw = type.pack((value,))
+            self.print_string(f"0x{raw[::-1].hex().upper()}")
+            return
+        text = f"{value:.6e}"
+        if type.unpack(type.pack([float(text)]), 1)[0] == value:
+            self.print_string(text)
+            return
+        if isinstance(type, Float32Type):
+            text = f"{value:.9g}"
+        elif isinstance(type, Float64Type):
+            text = f"{value:.17g}"
+        else:
+            text = repr(value)
+        if "." not in text and "e" not in text:
+            bits = struct.unpack("<I", struct.pack("<f", value))[0] if isinstance(
+                type, Float32Type) else struct.unpack("<Q", struct.pack("<d", value))[0]
+            self.print_string(f"0x{bits:X}")
+            return
+        self.print_string(text.replace("e", "E"))
+
+
+def _is_i64_int(attr: Attribute) -> bool:
+    return (isinstance(attr, IntegerAttr) and isinstance(attr.type, IntegerType)
+            and attr.type.width.data == 64)
+
+
+def _predecessors(block: Block) -> list[Block]:
+    """The distinct blocks whose terminators branch to `block`."""
+    seen: list[Block] = []
+    for use in block.uses:
+        owner_block = use.operation.parent_block()
+        if owner_block is not None and owner_block not in seen:
+            seen.append(owner_block)
+    return seen
+
+
+def _block_sort_key(name: str) -> tuple[int, str]:
+    digits = name[2:] if name.startswith("bb") else ""
+    return (int(digits), name) if digits.isdigit() else (1 << 30, name)
+
+
+def print_to_string(op: Operation, generic: bool = False) -> str:
+    """Print `op` (and everything nested) to a string, ending in a newline."""
+    stream = io.StringIO()
+    printer = NovaPrinter(stream=stream, print_generic_format=generic)
+    printer.print_op(op)
+    stream.write("\n")
+    return stream.getvalue()
