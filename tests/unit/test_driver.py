@@ -1,0 +1,221 @@
+"""The compile driver: stage table, --emit targets, dumps, timings and the bundle cache."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from nova import config, driver
+from nova.driver import (
+    STAGES,
+    CompileOptions,
+    CompileOptionsError,
+    CompileResult,
+    compile_source,
+    compile_until,
+)
+from nova.driver_cache import BundleCache, cache_key
+from nova.errors import ParseError
+
+PROGRAM = """\
+func.func @scale(%buf: memref<16xf32>, %factor: f32) {
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+    %v = memref.load %buf[%tx] : memref<16xf32>
+    %s = arith.mulf %v, %factor : f32
+    memref.store %s, %buf[%tx] : memref<16xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def test_stage_table_order_and_names() -> None:
+    names = [stage.name for stage in STAGES]
+    assert names == ["parse", "outline", "device-llvm", "ptx", "cubin", "cpu-llvm", "cpu-obj",
+                     "host-llvm", "embed", "obj", "nova"]
+    for stage in STAGES:  # a stage only needs stages that come before it
+        assert all(names.index(need) < names.index(stage.name) for need in stage.needs)
+
+
+def test_required_stages_follow_dependencies() -> None:
+    options = CompileOptions(cubin=False)
+    host = [s.name for s in driver._required("host-llvm", options)]
+    assert host == ["parse", "outline", "host-llvm"]
+    full = [s.name for s in driver._required("nova", options)]
+    assert "cubin" not in full and full[-1] == "nova" and "cpu-obj" in full
+    no_cpu = [s.name for s in driver._required("nova", CompileOptions(cpu_image=False))]
+    assert "cpu-llvm" not in no_cpu and "cubin" in no_cpu
+
+
+def test_emit_names_are_validated() -> None:
+    assert CompileOptions(emit="outlined").target() == "outline"
+    with pytest.raises(CompileOptionsError, match="unknown emit stage 'bogus'"):
+        CompileOptions(emit="bogus").target()
+    with pytest.raises(CompileOptionsError, match="disabled"):
+        CompileOptions(emit="cubin", cubin=False).target()
+
+
+def test_arch_defaults_to_config() -> None:
+    with config.scoped(arch="sm_80"):
+        assert CompileOptions().arch == "sm_80"
+
+
+def test_emit_outlined_gives_outlined_mlir() -> None:
+    text = compile_until(PROGRAM, "scale.mlir", CompileOptions(), "outlined")
+    assert isinstance(text, str)
+    assert "gpu.container_module" in text
+    assert "gpu.launch_func  @scale_kernel::@scale_kernel" in text
+    assert "gpu.module @scale_kernel" in text
+    assert "gpu.launch blocks" not in text
+
+
+def test_timings_cover_the_stages_that_ran() -> None:
+    result = compile_source(PROGRAM, "scale.mlir", CompileOptions(emit="outline"))
+    assert list(result.timings) == ["parse", "outline"]
+    assert all(t >= 0 for t in result.timings.values())
+    assert not result.cache_hit
+
+
+def test_dump_dir_receives_numbered_intermediates(tmp_path: Path) -> None:
+    with config.scoped(dump_dir=tmp_path):
+        compile_source(PROGRAM, "scale.mlir", CompileOptions(emit="outline"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["01-parse.mlir", "02-outline.mlir"]
+    assert "gpu.launch blocks" in (tmp_path / "01-parse.mlir").read_text()
+    assert "gpu.launch_func" in (tmp_path / "02-outline.mlir").read_text()
+
+
+def test_dump_of_per_module_outputs_names_the_module(tmp_path: Path) -> None:
+    stage = driver.STAGE_BY_NAME["ptx"]
+    driver._dump(tmp_path, 4, stage, {"a_kernel": "ptx a", "b_kernel": "ptx b"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["04-ptx.a_kernel.ptx",
+                                                          "04-ptx.b_kernel.ptx"]
+
+
+def test_parse_errors_propagate_located() -> None:
+    with pytest.raises(ParseError) as info:
+        compile_until("func.func @f() {\n  %0 = arith.constant : i32\n  return\n}\n",
+                      "bad.mlir", CompileOptions(), "outline")
+    assert info.value.location is not None
+    assert (info.value.location.filename, info.value.location.line) == ("bad.mlir", 2)
+
+
+def test_join_outputs() -> None:
+    assert driver.join_outputs("x") == "x"
+    joined = driver.join_outputs({"m1": "a", "m2": "b"})
+    assert joined == "// ----- @m1\na\n// ----- @m2\nb\n"
+    assert driver.join_outputs({"m": b"\x7fELF"}) == b"\x7fELF"
+    with pytest.raises(CompileOptionsError, match="2 device modules"):
+        driver.join_outputs({"m1": b"a", "m2": b"b"})
+
+
+# ---- the cache ------------------------------------------------------------------------------
+
+def test_bundle_cache_roundtrip_and_corruption(tmp_path: Path) -> None:
+    cache = BundleCache(tmp_path)
+    key = cache_key("text", "f.mlir", {"arch": "sm_90"})
+    assert cache.get(key) is None
+    cache.put(key, b"bundle bytes")
+    assert cache.get(key) == b"bundle bytes"
+    entry = next((tmp_path / "bundles").rglob("*.nova"))
+    entry.write_bytes(entry.read_bytes()[:-1] + b"X")
+    assert cache.get(key) is None  # a corrupt entry reads as a miss and is removed
+    assert not entry.exists()
+
+
+def test_cache_key_depends_on_every_input() -> None:
+    base = cache_key("text", "f.mlir", {"arch": "sm_90"})
+    assert base == cache_key("text", "f.mlir", {"arch": "sm_90"})
+    assert base != cache_key("text2", "f.mlir", {"arch": "sm_90"})
+    assert base != cache_key("text", "g.mlir", {"arch": "sm_90"})
+    assert base != cache_key("text", "f.mlir", {"arch": "sm_80"})
+
+
+@pytest.fixture
+def fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replace the stage loop by a recorder that 'builds' a bundle from the source text."""
+    calls: list[str] = []
+
+    def fake_run(c: driver._Compilation, target: str) -> CompileResult:
+        calls.append(c.text)
+        return CompileResult(f"bundle:{c.text}".encode(), {"parse": 0.0})
+
+    monkeypatch.setattr(driver, "_run_stages", fake_run)
+    return calls
+
+
+def test_second_compile_hits_the_cache(tmp_path: Path, fake_pipeline: list[str]) -> None:
+    with config.scoped(cache_dir=tmp_path, cache_enabled=True, dump_dir=None):
+        first = compile_source("prog", "p.mlir")
+        second = compile_source("prog", "p.mlir")
+        other = compile_source("prog2", "p.mlir")
+    assert first.output == second.output == b"bundle:prog"
+    assert (first.cache_hit, second.cache_hit, other.cache_hit) == (False, True, False)
+    assert fake_pipeline == ["prog", "prog2"]
+    assert list(second.timings) == ["cache"]
+
+
+def test_cache_can_be_disabled(tmp_path: Path, fake_pipeline: list[str]) -> None:
+    with config.scoped(cache_dir=tmp_path, cache_enabled=False, dump_dir=None):
+        compile_source("prog", "p.mlir")
+        again = compile_source("prog", "p.mlir")
+    assert not again.cache_hit and fake_pipeline == ["prog", "prog"]
+
+
+def test_dumping_bypasses_the_cache(tmp_path: Path, fake_pipeline: list[str]) -> None:
+    with config.scoped(cache_dir=tmp_path / "c", cache_enabled=True, dump_dir=None):
+        compile_source("prog", "p.mlir")
+    with config.scoped(cache_dir=tmp_path / "c", cache_enabled=True, dump_dir=tmp_path / "d"):
+        again = compile_source("prog", "p.mlir")
+    assert not again.cache_hit and fake_pipeline == ["prog", "prog"]
+
+
+def test_compile_to_bundle_rejects_other_emits() -> None:
+    with pytest.raises(CompileOptionsError, match="compile_until"):
+        driver.compile_to_bundle(PROGRAM, "scale.mlir", CompileOptions(emit="ptx"))
+
+
+# ---- end to end (needs the backends, bundle writer and runtime) ----------------------------
+
+def _have(*modules: str) -> bool:
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in modules)
+    except ModuleNotFoundError:
+        return False
+
+
+_BACKENDS = ("nova.backends.device", "nova.backends.nvptx", "nova.backends.x86",
+             "nova.backends.host", "nova.bundle.writer", "nova.bundle.reader")
+
+
+@pytest.mark.skipif(not _have(*_BACKENDS), reason="backends / bundle writer not available")
+def test_compile_to_bundle_end_to_end(tmp_path: Path) -> None:
+    from nova.bundle.reader import read_bundle
+
+    with config.scoped(cache_dir=tmp_path, cache_enabled=True, dump_dir=None):
+        result = compile_source(PROGRAM, "scale.mlir", CompileOptions(cubin=False))
+        again = compile_source(PROGRAM, "scale.mlir", CompileOptions(cubin=False))
+    assert again.cache_hit and again.output == result.output
+    bundle = read_bundle(result.bundle, name="scale.nova")
+    assert [m.name for m in bundle.manifest.modules] == ["scale_kernel"]
+    assert [e.name for e in bundle.manifest.entries] == ["scale"]
+    assert list(result.timings)[:3] == ["cache", "parse", "outline"]
+
+
+@pytest.mark.skipif(not _have(*_BACKENDS, "nova.runtime.executor"),
+                    reason="backends / runtime not available")
+def test_nova_compile_runs_on_the_cpu_device(tmp_path: Path) -> None:
+    import numpy as np
+
+    import nova
+
+    with config.scoped(cache_dir=tmp_path, dump_dir=None):
+        module = nova.compile(PROGRAM, device="cpu", cubin=False)
+    data = np.arange(16, dtype=np.float32)
+    module.scale(data, np.float32(2.0))
+    np.testing.assert_array_equal(data, np.arange(16, dtype=np.float32) * 2)
