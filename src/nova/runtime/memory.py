@@ -182,7 +182,8 @@ class Buffer:
             raise BufferError("Nova buffers export without copying only (copy=True asked)")
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"cannot export to DLPack device {dl_device}")
-        return export_capsule(self, stream)
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        return export_capsule(self, stream, versioned)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         from nova.runtime.dlpack import dlpack_device

@@ -1,0 +1,197 @@
+"""The cuda device: one GPU through the CUDA driver API (cuda-bindings), on its primary context.
+
+The primary context is retained once per device and made current on each thread that uses it
+(`CudaDriver.make_current`). Every driver call goes through `self.driver.call` (the one checked
+wrapper). `context_handle` and `driver` are public so the executor's native ABI module runs on the
+same context; streams, events and functions expose their raw handles as ints (`.handle`).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from nova.errors import ArgumentError, CudaError, DeviceError, OutOfMemoryError
+from nova.runtime.cuda.driver import CUDA_ERROR_OUT_OF_MEMORY, CudaDriver, load_bindings
+from nova.runtime.cuda.module import CudaFunction, CudaModule, pick_image
+from nova.runtime.cuda.stream import CudaEvent, CudaStream
+from nova.runtime.device import (
+    Device,
+    DeviceFunction,
+    DeviceModule,
+    DeviceProperties,
+    Dim3,
+    ModuleImages,
+    image_digest,
+)
+from nova.runtime.launch_params import pack_params
+from nova.runtime.stream import Event, Stream
+
+_COPY_CALLS = {"htod": "cuMemcpyHtoDAsync", "dtoh": "cuMemcpyDtoHAsync",
+               "dtod": "cuMemcpyDtoDAsync"}
+
+
+class CudaDevice(Device):
+    """GPU `cuda:<index>`."""
+
+    def __init__(self, index: int) -> None:
+        self.driver = CudaDriver(load_bindings(), f"cuda:{index}")
+        self.cu_device: Any = self.driver.call("cuDeviceGet", index, current=False)
+        ctx = self.driver.call("cuDevicePrimaryCtxRetain", self.cu_device, current=False)
+        self.driver.context = ctx
+        self.context_handle = int(ctx)
+        super().__init__("cuda", index)
+
+    @property
+    def context_lost(self) -> bool:
+        """True after a sticky error (illegal address, trap, assert...): start a new process."""
+        return self.driver.context_lost
+
+    def _attr(self, name: str) -> int:
+        attr = getattr(self.driver.raw.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(self.driver.call("cuDeviceGetAttribute", attr, self.cu_device, current=False))
+
+    @cached_property
+    def properties(self) -> DeviceProperties:
+        raw_name = self.driver.call("cuDeviceGetName", 256, self.cu_device, current=False)
+        name = bytes(raw_name).split(b"\0", 1)[0].decode("utf-8", "replace")
+        a = self._attr
+        return DeviceProperties(
+            name=name,
+            kind="cuda",
+            index=self.index,
+            compute_capability=(a("COMPUTE_CAPABILITY_MAJOR"), a("COMPUTE_CAPABILITY_MINOR")),
+            multiprocessor_count=a("MULTIPROCESSOR_COUNT"),
+            total_memory=int(self.driver.call("cuDeviceTotalMem", self.cu_device,
+                                              current=False)),
+            warp_size=a("WARP_SIZE"),
+            max_threads_per_block=a("MAX_THREADS_PER_BLOCK"),
+            max_block_dim=(a("MAX_BLOCK_DIM_X"), a("MAX_BLOCK_DIM_Y"), a("MAX_BLOCK_DIM_Z")),
+            max_grid_dim=(a("MAX_GRID_DIM_X"), a("MAX_GRID_DIM_Y"), a("MAX_GRID_DIM_Z")),
+            max_shared_memory_per_block=a("MAX_SHARED_MEMORY_PER_BLOCK"),
+            max_shared_memory_per_block_optin=a("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+            clock_rate_khz=a("CLOCK_RATE"),
+            memory_clock_rate_khz=a("MEMORY_CLOCK_RATE"),
+            memory_bus_width=a("GLOBAL_MEMORY_BUS_WIDTH"),
+            l2_cache_size=a("L2_CACHE_SIZE"),
+        )
+
+    def mem_info(self) -> tuple[int, int]:
+        free, total = self.driver.call("cuMemGetInfo")
+        return int(free), int(total)
+
+    # --- memory ------------------------------------------------------------------------------
+    def _raw_alloc(self, size: int) -> int:
+        try:
+            return int(self.driver.call("cuMemAlloc", size))
+        except CudaError as exc:
+            if exc.code != CUDA_ERROR_OUT_OF_MEMORY:
+                raise
+            free, total = self.mem_info()
+            raise OutOfMemoryError(f"cuda:{self.index}: cuMemAlloc of {size} bytes failed: out "
+                                   f"of device memory ({free} of {total} bytes free)") from None
+
+    def _raw_free(self, ptr: int) -> None:
+        self.driver.quiet("cuMemFree", ptr)
+
+    def _raw_alloc_host(self, size: int) -> int:
+        try:
+            return int(self.driver.call("cuMemAllocHost", size))
+        except CudaError as exc:
+            if exc.code != CUDA_ERROR_OUT_OF_MEMORY:
+                raise
+            raise OutOfMemoryError(f"cuda:{self.index}: cuMemAllocHost of {size} bytes "
+                                   f"failed: out of page-locked host memory") from None
+
+    def _raw_free_host(self, ptr: int) -> None:
+        self.driver.quiet("cuMemFreeHost", ptr)
+
+    def _enqueue_copy(self, direction: str, dst: int, src: int, nbytes: int, stream: Stream,
+                      keepalive: object) -> None:
+        # Pageable host memory is consumed (htod) or filled (dtoh) before the call returns, so
+        # `keepalive` needs no extension; pinned HostBuffers must outlive their async copies.
+        self.driver.call(_COPY_CALLS[direction], dst, src, nbytes, self._cu_stream(stream).cu)
+
+    def _enqueue_memset(self, dst: int, value: int, nbytes: int, stream: Stream) -> None:
+        self.driver.call("cuMemsetD8Async", dst, value, nbytes, self._cu_stream(stream).cu)
+
+    # --- streams -----------------------------------------------------------------------------
+    def _new_stream(self) -> Stream:
+        return CudaStream(self)
+
+    def _new_event(self, timing: bool) -> Event:
+        return CudaEvent(self, timing)
+
+    def _cu_stream(self, stream: Stream) -> CudaStream:
+        if not isinstance(stream, CudaStream) or stream.closed:
+            raise DeviceError(f"{stream!r} is not an open stream of {self!r}")
+        return stream
+
+    def _synchronize_all(self) -> None:
+        self.driver.call("cuCtxSynchronize")
+
+    def foreign_stream_waits(self, consumer_stream: int) -> None:
+        """Make a foreign stream (a raw CUstream value, 1 = legacy, 2 = per-thread) wait for
+        everything enqueued so far on the default stream (DLPack export)."""
+        ev = CudaEvent(self, timing=False)
+        ev.record(self.default_stream)
+        self.driver.call("cuStreamWaitEvent", self.driver.raw.CUstream(consumer_stream), ev.cu, 0)
+        ev.close()
+
+    def wait_for_foreign_stream(self, producer_stream: int) -> None:
+        """Make the default stream wait for work enqueued so far on a foreign stream."""
+        ev = CudaEvent(self, timing=False)
+        self.driver.call("cuEventRecord", ev.cu, self.driver.raw.CUstream(producer_stream))
+        self.default_stream.wait(ev)
+        ev.close()
+
+    # --- modules and launches ----------------------------------------------------------------
+    def _module_key(self, images: ModuleImages) -> str:
+        return image_digest(pick_image(images, self.arch)[1])
+
+    def _load(self, images: ModuleImages) -> DeviceModule:
+        return CudaModule(self, images)
+
+    def _launch(self, function: DeviceFunction, grid: Dim3, block: Dim3, params: Any,
+                shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None:
+        assert isinstance(function, CudaFunction)
+        s = self._cu_stream(stream)
+        name = function.name
+        if isinstance(params, int) and not isinstance(params, bool):
+            packed, address = None, params  # the driver copies the values during the call
+        else:
+            packed = pack_params(params, function.kernel, name)
+            address = packed.address
+        if shared_bytes > function.max_dynamic_shared:
+            attr = self.driver.raw.CUfunction_attribute
+            self.driver.call("cuFuncSetAttribute", function.cu,
+                             attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes,
+                             kernel=name)
+            function.max_dynamic_shared = shared_bytes
+        if cluster is None:
+            self.driver.call("cuLaunchKernel", function.cu, *grid, *block, shared_bytes, s.cu,
+                             address, 0, kernel=name)
+        else:
+            self.driver.call("cuLaunchKernelEx", self._cluster_config(name, grid, block, cluster,
+                                                                      shared_bytes, s),
+                             function.cu, address, 0, kernel=name)
+        s.last_kernel = name
+        del packed  # kept alive until the driver has copied the values
+
+    def _cluster_config(self, name: str, grid: Dim3, block: Dim3, cluster: Dim3,
+                        shared_bytes: int, stream: CudaStream) -> Any:
+        if any(g % c for g, c in zip(grid, cluster, strict=True)):
+            raise ArgumentError(f"launch of @{name}: grid {grid} is not a multiple of the "
+                                f"cluster shape {cluster}")
+        raw = self.driver.raw
+        config = raw.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = shared_bytes
+        config.hStream = stream.cu
+        attr = raw.CUlaunchAttribute()
+        attr.id = raw.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return config
