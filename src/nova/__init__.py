@@ -23,6 +23,8 @@ _LAZY: dict[str, str] = {
     "to_device": "nova.runtime.memory",
     "Stream": "nova.runtime.stream",
     "Event": "nova.runtime.stream",
+    "from_dlpack": "nova.runtime.memory",
+    "HostBuffer": "nova.runtime.memory",
 }
 
 
