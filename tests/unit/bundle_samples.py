@@ -53,11 +53,16 @@ def _target_machine() -> llvm.TargetMachine:
     return target.create_target_machine(reloc="pic", codemodel="default")
 
 
-def emit_object(module: ir.Module) -> bytes:
-    """Emit an llvmlite IR module as an x86-64 ELF relocatable object (PIC)."""
+def emit_object(module: ir.Module, optimize: bool = False) -> bytes:
+    """Emit an llvmlite IR module as an x86-64 ELF relocatable object (PIC), after LLVM's O3
+    module pipeline when `optimize` (as the driver does at -O3)."""
     parsed = llvm.parse_assembly(str(module))
     parsed.verify()
-    return _target_machine().emit_object(parsed)
+    machine = _target_machine()
+    if optimize:
+        builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(3))
+        builder.getModulePassManager().run(parsed, builder)
+    return machine.emit_object(parsed)
 
 
 def cpu_object() -> bytes:
@@ -94,7 +99,8 @@ def default_images(name: str = "m") -> DeviceImages:
 
 def build_bundle(images: tuple[DeviceImages, ...] | None = None, arch: str = "sm_90",
                  entries: tuple[EntryPoint, ...] = (ENTRY,),
-                 tweak: Callable[[ir.Module], None] | None = None) -> tuple[bytes, Manifest]:
+                 tweak: Callable[[ir.Module], None] | None = None,
+                 optimize: bool = False) -> tuple[bytes, Manifest]:
     """Build and seal a bundle; returns (file bytes, manifest). `tweak` edits the host module
     after embedding (to build deliberately odd bundles)."""
     images = (default_images(),) if images is None else images
@@ -102,7 +108,7 @@ def build_bundle(images: tuple[DeviceImages, ...] | None = None, arch: str = "sm
     manifest = embed_device_images(module, images, entries, arch, "sample.mlir")
     if tweak is not None:
         tweak(module)
-    return seal_bundle(emit_object(module)), manifest
+    return seal_bundle(emit_object(module, optimize)), manifest
 
 
 def replace_bytes(data: bytes, old: bytes, new: bytes, count: int = 1) -> bytes:

@@ -144,6 +144,18 @@ def test_mcjit_links_the_bundle_and_descriptor_points_at_images(
     assert engine.get_function_address(ENTRY.symbol)
 
 
+def test_optimized_host_module_keeps_everything() -> None:
+    """LLVM's O3 module pipeline must neither drop nor merge the bundle's globals."""
+    data, manifest = build_bundle(optimize=True)
+    bundle = read_bundle(data)
+    assert bundle.manifest == manifest
+    engine = _mcjit(data)  # keep it alive while its memory is read
+    address = engine.get_global_value_address("__nova_devmod_m")
+    desc = abi.DeviceModuleDescriptor.from_address(address)
+    assert ctypes.string_at(desc.ptx) == SAMPLE_PTX.encode()
+    assert ctypes.string_at(desc.cubin, desc.cubin_size) == SAMPLE_CUBIN
+
+
 def test_absent_images_are_null_with_size_zero() -> None:
     images = (DeviceImages("a", (KERNEL,), SAMPLE_PTX, None, None),
               DeviceImages("b", (), None, None, cpu_object()))
