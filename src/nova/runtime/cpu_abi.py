@@ -1,0 +1,295 @@
+"""The cpu device's implementation of the runtime ABI: ctypes callbacks onto `CpuDevice`.
+
+One `CpuAbi` per loaded program: its callbacks close over the program's manifest (kernel
+parameter sizes for launches) and its handle tables, so two programs never share state. Handles
+given to host code are small integers (never Python object addresses); device pointers are real
+host addresses, since cpu device memory is host memory. Every callback catches every exception:
+nothing may propagate through C frames, so a failure is recorded in the error slot and the
+callback returns a nonzero status (host code then calls `nova_rt_raise`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nova.bundle.format import Kernel, Manifest
+from nova.errors import NovaError, RuntimeFailure
+from nova.runtime.abi import ABI_BY_NAME, DeviceModuleDescriptor
+from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
+from nova.runtime.memory import Buffer
+from nova.runtime.native_support import call_entry_function, record_error
+from nova.runtime.stream import Event, Stream
+
+CPU_ABI_NAMES: tuple[str, ...] = (
+    "nova_rt_module_load", "nova_rt_module_get_function", "nova_rt_launch",
+    "nova_rt_launch_cluster", "nova_rt_stream_create", "nova_rt_stream_destroy",
+    "nova_rt_stream_synchronize", "nova_rt_stream_wait_event", "nova_rt_event_create",
+    "nova_rt_event_destroy", "nova_rt_event_record", "nova_rt_event_synchronize",
+    "nova_rt_mem_alloc", "nova_rt_mem_free", "nova_rt_memcpy", "nova_rt_memset32",
+    "nova_rt_memset16", "nova_rt_memset8", "nova_rt_host_register", "nova_rt_host_unregister",
+)
+
+
+def _store_pointer(out: int | None, value: int) -> None:
+    if not out:
+        raise RuntimeFailure("null out-pointer passed to the runtime")
+    ctypes.c_void_p.from_address(out).value = value or None
+
+
+def _guarded(name: str, impl: Callable[..., None]) -> Callable[..., int]:
+    """Wrap an implementation: 0 on success; on any exception, record it and return 1."""
+
+    def callback(*args: Any) -> int:
+        try:
+            impl(*args)
+        except NovaError as exc:
+            exc.add_note(f"(raised by the runtime call {name})")
+            record_error(exc)
+            return 1
+        except BaseException as exc:  # never unwind through C frames
+            record_error(RuntimeFailure(f"{name} failed: {type(exc).__name__}: {exc}"))
+            return 1
+        return 0
+
+    return callback
+
+
+class CpuAbi:
+    """Runtime ABI callbacks of one program on the cpu device."""
+
+    def __init__(self, device: Device, manifest: Manifest) -> None:
+        self.device = device
+        self.manifest = manifest
+        self._ids = itertools.count(1)
+        self._modules: dict[int, tuple[DeviceModule, tuple[Kernel, ...]]] = {}
+        self._functions: dict[int, DeviceFunction] = {}
+        self._streams: dict[int, Stream] = {}
+        self._events: dict[int, Event] = {}
+        self._allocations: dict[int, Buffer] = {}
+        self._module_handles: dict[int, int] = {}  # descriptor address -> handle
+        self._function_handles: dict[tuple[int, str], int] = {}
+        self._callbacks: dict[str, object] = {
+            name: ABI_BY_NAME[name].ctypes_prototype()(
+                _guarded(name, getattr(self, "_" + name.removeprefix("nova_rt_"))))
+            for name in CPU_ABI_NAMES
+        }
+        self.call_entry = call_entry_function()
+
+    def symbols(self) -> dict[str, int]:
+        """ABI name -> callback address (valid while this object lives)."""
+        return {n: ctypes.cast(cb, ctypes.c_void_p).value or 0
+                for n, cb in self._callbacks.items()}
+
+    # --- handles -----------------------------------------------------------------------------
+    def _new_handle(self) -> int:
+        return next(self._ids)
+
+    def _stream(self, handle: int | None) -> Stream:
+        if not handle:
+            return self.device.default_stream
+        stream = self._streams.get(handle)
+        if stream is None:
+            raise RuntimeFailure(f"invalid stream handle {handle:#x}")
+        return stream
+
+    def _event(self, handle: int | None) -> Event:
+        event = self._events.get(handle or 0)
+        if event is None:
+            raise RuntimeFailure(f"invalid event handle {handle or 0:#x}")
+        return event
+
+    def _function(self, handle: int | None) -> DeviceFunction:
+        function = self._functions.get(handle or 0)
+        if function is None:
+            raise RuntimeFailure(f"invalid kernel handle {handle or 0:#x}")
+        return function
+
+    # --- modules and launches ----------------------------------------------------------------
+    def _module_load(self, out: int, descriptor: int) -> None:
+        if not descriptor:
+            raise RuntimeFailure("nova_rt_module_load: null module descriptor")
+        cached = self._module_handles.get(descriptor)
+        if cached is not None:  # host code caches handles too; this keeps repeats cheap
+            _store_pointer(out, cached)
+            return
+        desc = DeviceModuleDescriptor.from_address(descriptor)
+        images = ModuleImages.from_descriptor(desc, self.manifest.arch)
+        module = self.device.load_module(images)
+        listed = next((m for m in self.manifest.modules if m.name == images.name), None)
+        handle = self._new_handle()
+        self._modules[handle] = (module, listed.kernels if listed else ())
+        self._module_handles[descriptor] = handle
+        _store_pointer(out, handle)
+
+    def _module_get_function(self, out: int, module: int, name: int) -> None:
+        entry = self._modules.get(module or 0)
+        if entry is None:
+            raise RuntimeFailure(f"invalid module handle {module or 0:#x}")
+        loaded, kernels = entry
+        kernel_name = ctypes.string_at(name).decode() if name else ""
+        cached = self._function_handles.get((module, kernel_name))
+        if cached is not None:
+            _store_pointer(out, cached)
+            return
+        kernel = next((k for k in kernels if k.name == kernel_name), None)
+        function = loaded.get_function(kernel_name, kernel)
+        handle = self._new_handle()
+        self._functions[handle] = function
+        self._function_handles[(module, kernel_name)] = handle
+        _store_pointer(out, handle)
+
+    def _launch(self, function: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                shared: int, stream: int | None, params: int | None, num_params: int) -> None:
+        self._launch_cluster(function, 0, 0, 0, gx, gy, gz, bx, by, bz, shared, stream, params,
+                             num_params)
+
+    def _launch_cluster(self, function: int, cx: int, cy: int, cz: int, gx: int, gy: int,
+                        gz: int, bx: int, by: int, bz: int, shared: int, stream: int | None,
+                        params: int | None, num_params: int) -> None:
+        fn = self._function(function)
+        if fn.kernel is not None and num_params != len(fn.kernel.params):
+            raise RuntimeFailure(f"launch of @{fn.name}: {num_params} parameters passed, the "
+                                 f"kernel takes {len(fn.kernel.params)}")
+        cluster = (cx, cy, cz) if cx else None
+        self.device.launch(fn, (gx, gy, gz), (bx, by, bz), params or 0, shared,
+                           self._stream(stream), cluster)
+
+    # --- streams and events ------------------------------------------------------------------
+    def _stream_create(self, out: int) -> None:
+        handle = self._new_handle()
+        self._streams[handle] = self.device.create_stream()
+        _store_pointer(out, handle)
+
+    def _stream_destroy(self, stream: int | None) -> None:
+        if not stream:
+            return  # the default stream belongs to the device
+        self._stream(stream).close()
+        del self._streams[stream]
+
+    def _stream_synchronize(self, stream: int | None) -> None:
+        self._stream(stream).synchronize()
+
+    def _stream_wait_event(self, stream: int | None, event: int | None) -> None:
+        self._stream(stream).wait(self._event(event))
+
+    def _event_create(self, out: int) -> None:
+        handle = self._new_handle()
+        self._events[handle] = self.device.create_event()
+        _store_pointer(out, handle)
+
+    def _event_destroy(self, event: int | None) -> None:
+        self._event(event).close()
+        del self._events[event or 0]
+
+    def _event_record(self, event: int | None, stream: int | None) -> None:
+        self._event(event).record(self._stream(stream))
+
+    def _event_synchronize(self, event: int | None) -> None:
+        self._event(event).synchronize()
+
+    # --- memory ------------------------------------------------------------------------------
+    def _mem_alloc(self, out: int, size: int, stream: int | None, host_shared: int) -> None:
+        if size < 0:
+            raise RuntimeFailure(f"nova_rt_mem_alloc: negative size {size}")
+        if size == 0:
+            _store_pointer(out, 0)
+            return
+        buffer = self.device.allocate(size, stream=self._stream(stream))
+        self._allocations[buffer.ptr] = buffer
+        _store_pointer(out, buffer.ptr)
+
+    def _mem_free(self, pointer: int | None, stream: int | None) -> None:
+        if not pointer:
+            return
+        buffer = self._allocations.pop(pointer, None)
+        if buffer is None:
+            raise RuntimeFailure(f"nova_rt_mem_free: {pointer:#x} was not allocated by "
+                                 "nova_rt_mem_alloc (or was freed already)")
+        # Stream-ordered: work enqueued before the free may still use the memory.
+        self._enqueue(self._stream(stream), buffer.free, "free")
+
+    def _memcpy(self, dst: int | None, src: int | None, size: int, stream: int | None) -> None:
+        if size == 0:
+            return
+        if not dst or not src:
+            raise RuntimeFailure(f"nova_rt_memcpy of {size} bytes with a null pointer")
+        self.device.copy_dtod(dst, src, size, self._stream(stream))
+
+    def _memset(self, dst: int | None, value: int, count: int, stream: int | None,
+                dtype: type[np.unsignedinteger]) -> None:
+        if count == 0:
+            return
+        if not dst:
+            raise RuntimeFailure("memset of a null pointer")
+        pattern = dtype(value & int(np.iinfo(dtype).max))
+        nbytes = count * np.dtype(dtype).itemsize
+
+        def fill() -> None:
+            raw = (ctypes.c_char * nbytes).from_address(dst)
+            np.frombuffer(raw, dtype=dtype)[:] = pattern
+
+        self._enqueue(self._stream(stream), fill, f"memset of {nbytes} bytes")
+
+    def _memset32(self, dst: int | None, value: int, count: int, stream: int | None) -> None:
+        self._memset(dst, value, count, stream, np.uint32)
+
+    def _memset16(self, dst: int | None, value: int, count: int, stream: int | None) -> None:
+        self._memset(dst, value, count, stream, np.uint16)
+
+    def _memset8(self, dst: int | None, value: int, count: int, stream: int | None) -> None:
+        self._memset(dst, value, count, stream, np.uint8)
+
+    def _host_register(self, pointer: int | None, size: int) -> None:
+        """Host memory is device memory on the cpu device: nothing to pin."""
+
+    def _host_unregister(self, pointer: int | None) -> None:
+        """See `_host_register`."""
+
+    @staticmethod
+    def _enqueue(stream: Stream, work: Callable[[], None], what: str) -> None:
+        enqueue = getattr(stream, "enqueue", None)
+        if enqueue is None:
+            stream.synchronize()
+            work()
+        else:
+            enqueue(work, what)
+
+    # --- what the executor needs -------------------------------------------------------------
+    def stage_in(self, array: np.ndarray) -> tuple[int, object]:
+        """Device address for a host array: the array itself (host memory is device memory)."""
+        return array.ctypes.data, None
+
+    def stage_out(self, token: object) -> None:
+        """Nothing to copy back on the cpu device."""
+
+    def release(self, token: object) -> None:
+        """Nothing staged on the cpu device."""
+
+    def fetch(self, address: int, nbytes: int) -> bytes:
+        """Bytes at a device address (after the default stream drained)."""
+        return ctypes.string_at(address, nbytes)
+
+    def synchronize(self) -> None:
+        """Wait for the program's default stream; raises the first error of its work."""
+        self.device.default_stream.synchronize()
+
+    def close(self) -> None:
+        """Release what the program left behind: its streams, events and allocations."""
+        for stream in self._streams.values():
+            stream.close()
+        for event in self._events.values():
+            event.close()
+        for buffer in self._allocations.values():
+            buffer.free()
+        self._streams.clear()
+        self._events.clear()
+        self._allocations.clear()
+        self._functions.clear()
+        self._modules.clear()
+        self._module_handles.clear()
+        self._function_handles.clear()

@@ -1,0 +1,324 @@
+"""NovaExecutor: load a .nova file, link its host code, bind the runtime ABI to a device, call
+entries.
+
+`load(path_or_bytes, device)` validates the bundle (`nova.bundle.reader`), checks its arch against
+a cuda device, binds every `nova_rt_*` symbol to the device's implementation (`cuda_abi`: native
+code calling libcuda; `cpu_abi`: ctypes callbacks) and links the host object with MCJIT
+(`linker`). Each manifest entry becomes a callable (`mod.main()`, `mod["main"]()`): arguments are
+checked against the entry's TypeSpecs and written into storage allocated once per entry (the call
+plan), the entry runs under the native unwind frame, and a recorded failure is raised as its
+NovaError. NumPy arrays passed for memrefs are copied to the device and back (cpu: used in place);
+device buffers are used in place. Program output is flushed (libc `fflush`) after every call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from nova.bundle.format import EntryPoint, Manifest, TypeSpec
+from nova.errors import ArgumentError, BundleFormatError, NovaError, RuntimeFailure
+from nova.runtime import marshal
+from nova.runtime.device import Device, get_device
+from nova.runtime.linker import LinkedObject, link_object
+from nova.runtime.native_support import clear_error, control_symbols, take_error
+from nova.runtime.runner_utils import flush_stdout, runner_util_symbols
+
+
+class DeviceAbi(Protocol):
+    """What `cpu_abi.CpuAbi` and `cuda_abi.CudaAbi` provide to the executor."""
+
+    call_entry: Callable[[int, Any, Any], int]
+
+    def symbols(self) -> dict[str, int]: ...
+    def stage_in(self, array: np.ndarray) -> tuple[int, object]: ...
+    def stage_out(self, token: object) -> None: ...
+    def release(self, token: object) -> None: ...
+    def fetch(self, address: int, nbytes: int) -> bytes: ...
+    def synchronize(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def _make_abi(device: Device, manifest: Manifest) -> DeviceAbi:
+    if device.kind == "cuda":
+        from nova.runtime.cuda_abi import CudaAbi
+
+        return CudaAbi(device, manifest)
+    from nova.runtime.cpu_abi import CpuAbi
+
+    return CpuAbi(device, manifest)
+
+
+_SM = re.compile(r"sm_(\d+)([a-z]?)$")
+
+
+def check_arch(manifest: Manifest, device: Device, name: str) -> None:
+    """A bundle built for a newer GPU than `device` cannot run there (cpu runs anything)."""
+    if device.kind != "cuda":
+        return
+    want, have = _SM.match(manifest.arch), _SM.match(device.arch)
+    if want is None or have is None:
+        raise BundleFormatError(f"{name}: built for '{manifest.arch}', which cannot run on "
+                                f"{device.arch}")
+    if int(want.group(1)) > int(have.group(1)) or (want.group(2) and want.group(1) !=
+                                                   have.group(1)):
+        raise BundleFormatError(f"{name}: built for {manifest.arch}, but the device "
+                                f"{device.name!r} is {device.arch}")
+
+
+@dataclass
+class _Staged:
+    """A NumPy array copied to the device for one call (copied back afterwards)."""
+
+    array: np.ndarray
+    original: np.ndarray
+    token: object
+
+
+class _Plan:
+    """Argument and result storage for one entry, allocated once and reused by every call."""
+
+    def __init__(self, entry: EntryPoint) -> None:
+        self.arg_storage = [_storage(spec) for spec in entry.args]
+        self.result_storage = [_storage(spec) for spec in entry.results]
+        self.args = (ctypes.c_void_p * max(len(entry.args), 1))(
+            *(ctypes.addressof(s) for s in self.arg_storage))
+        self.results = (ctypes.c_void_p * max(len(entry.results), 1))(
+            *(ctypes.addressof(s) for s in self.result_storage))
+
+
+def _storage(spec: TypeSpec) -> ctypes._CData:
+    if spec.kind == "memref":
+        return (ctypes.c_int64 * marshal.descriptor_words(spec.rank))()
+    return marshal.SCALAR_CTYPES[spec.dtype]()
+
+
+def _needs_identity_layout(spec: TypeSpec) -> bool:
+    """Memrefs without an explicit layout are compiled for row-major (C-contiguous) data."""
+    return "strided<" not in spec.mlir and "affine_map" not in spec.mlir
+
+
+class EntryFunction:
+    """One entry point of a loaded program, callable from Python."""
+
+    def __init__(self, module: NovaModule, entry: EntryPoint) -> None:
+        self.module = module
+        self.entry = entry
+        self.name = entry.name
+        self.address = module._linked.function_address(entry.symbol)
+        self._plans: list[_Plan] = [_Plan(entry)]
+        self._device = module.device
+
+    def __repr__(self) -> str:
+        args = ", ".join(s.mlir for s in self.entry.args)
+        results = ", ".join(s.mlir for s in self.entry.results)
+        return f"<nova entry @{self.name}({args}) -> ({results})>"
+
+    def __call__(self, *args: Any) -> Any:
+        abi = self.module._require_open()
+        entry = self.entry
+        if len(args) != len(entry.args):
+            raise ArgumentError(f"{self.name}: expected {len(entry.args)} argument(s), got "
+                                f"{len(args)}")
+        try:
+            plan = self._plans.pop()
+        except IndexError:  # another thread is using the cached plan
+            plan = _Plan(entry)
+        staged: list[_Staged] = []
+        try:
+            for index, (spec, value) in enumerate(zip(entry.args, args, strict=True)):
+                self._bind(plan, index, spec, value, staged, abi)
+            clear_error()
+            status = abi.call_entry(self.address, plan.args, plan.results)
+            if status:
+                self._abandon(abi, staged)
+                raise self._failure()
+            self._finish(abi, staged)
+            return self._results(plan, abi)
+        finally:
+            flush_stdout()
+            self._plans.append(plan)
+
+    # --- arguments ---------------------------------------------------------------------------
+    def _bind(self, plan: _Plan, index: int, spec: TypeSpec, value: Any,
+              staged: list[_Staged], abi: DeviceAbi) -> None:
+        storage = plan.arg_storage[index]
+        if spec.kind != "memref":
+            storage.value = marshal.scalar_value(self.name, index, spec, value)  # type: ignore
+            return
+        info = marshal.check_memref(self.name, index, spec, value)
+        owner = getattr(value, "device", None)
+        if isinstance(owner, Device) and owner is not self._device:
+            raise ArgumentError(f"{self.name}: argument {index}: the buffer lives on "
+                                f"{owner.kind}:{owner.index}, the program runs on "
+                                f"{self._device.kind}:{self._device.index}")
+        if info.on_device:
+            if _needs_identity_layout(spec) and not info.is_contiguous():
+                raise ArgumentError(f"{self.name}: argument {index}: {spec.mlir} needs a "
+                                    "C-contiguous device array")
+            marshal.write_descriptor(storage, info)  # type: ignore[arg-type]
+            return
+        array = value
+        if _needs_identity_layout(spec) and not value.flags.c_contiguous:
+            array = np.ascontiguousarray(value)
+            info = marshal.array_info(array)
+            assert info is not None
+        address, token = abi.stage_in(array)
+        if token is not None or array is not value:
+            staged.append(_Staged(array, value, token))
+        marshal.write_descriptor(storage, info, address)  # type: ignore[arg-type]
+
+    # --- after the call ----------------------------------------------------------------------
+    def _finish(self, abi: DeviceAbi, staged: list[_Staged]) -> None:
+        for item in staged:
+            abi.stage_out(item.token)
+        try:
+            abi.synchronize()
+        finally:
+            for item in staged:
+                abi.release(item.token)
+        for item in staged:
+            if item.array is not item.original and item.original.flags.writeable:
+                np.copyto(item.original, item.array)
+
+    @staticmethod
+    def _abandon(abi: DeviceAbi, staged: list[_Staged]) -> None:
+        """After a failure: let queued work finish before staging memory is reused."""
+        try:
+            abi.synchronize()
+        except NovaError:
+            pass  # the recorded failure is the one to report
+        finally:
+            for item in staged:
+                abi.release(item.token)
+
+    def _failure(self) -> NovaError:
+        error = take_error()
+        if error is None:
+            return RuntimeFailure(f"{self.name}: the program failed without reporting why")
+        return error
+
+    def _results(self, plan: _Plan, abi: DeviceAbi) -> Any:
+        values = []
+        for spec, storage in zip(self.entry.results, plan.result_storage, strict=True):
+            if spec.kind == "memref":
+                values.append(_memref_result(spec, storage, abi))  # type: ignore[arg-type]
+            else:
+                values.append(marshal.scalar_result(spec, storage))  # type: ignore[arg-type]
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else tuple(values)
+
+
+def _memref_result(spec: TypeSpec, words: ctypes.Array, abi: DeviceAbi) -> np.ndarray:
+    """Copy a returned memref into a new NumPy array (the program keeps its own memory)."""
+    dtype = marshal.NUMPY_DTYPES.get(spec.dtype)
+    if dtype is None:
+        raise ArgumentError(f"cannot return {spec.mlir} as a NumPy array")
+    aligned, offset, sizes, strides = marshal.read_descriptor(words, spec.rank)
+    if any(s == 0 for s in sizes):
+        return np.empty(sizes, dtype=dtype)
+    low = offset + sum(min(0, (n - 1) * st) for n, st in zip(sizes, strides, strict=True))
+    high = offset + sum(max(0, (n - 1) * st) for n, st in zip(sizes, strides, strict=True))
+    raw = abi.fetch(aligned + low * dtype.itemsize, (high - low + 1) * dtype.itemsize)
+    flat = np.frombuffer(raw, dtype=dtype)
+    view = np.lib.stride_tricks.as_strided(
+        flat[offset - low:], shape=sizes, strides=tuple(s * dtype.itemsize for s in strides))
+    return np.array(view)
+
+
+class NovaModule:
+    """A loaded .nova program: its entries are attributes (`mod.main`) and items (`mod["main"]`).
+
+    Use it as a context manager (or call `close()`) to release what the program allocated; the
+    linked code stays valid as long as this object is referenced.
+    """
+
+    def __init__(self, data: bytes, device: Device, name: str = "<bundle>") -> None:
+        from nova.bundle.reader import read_bundle
+
+        bundle = read_bundle(data, None, name)
+        self.name = name
+        self.manifest: Manifest = bundle.manifest
+        self.device = device
+        check_arch(self.manifest, device, name)
+        self._abi: DeviceAbi | None = _make_abi(device, self.manifest)
+        bindings = {**control_symbols(), **runner_util_symbols(), **self._abi.symbols()}
+        self._linked: LinkedObject = link_object(bundle.object_bytes, bindings, name)
+        self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
+        self._lock = threading.Lock()
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        """Names of the program's entry points."""
+        return tuple(self._entries)
+
+    def __getitem__(self, name: str) -> EntryFunction:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise KeyError(f"{self.name} has no entry '{name}' (entries: "
+                           f"{', '.join(self._entries) or 'none'})")
+        return entry
+
+    def __getattr__(self, name: str) -> EntryFunction:
+        entries = self.__dict__.get("_entries")
+        if entries is not None and name in entries:
+            return entries[name]
+        raise AttributeError(f"{self.__dict__.get('name', 'module')} has no entry or attribute "
+                             f"'{name}'")
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self._entries})
+
+    def _require_open(self) -> DeviceAbi:
+        abi = self._abi
+        if abi is None:
+            raise RuntimeFailure(f"{self.name} was closed")
+        return abi
+
+    def close(self) -> None:
+        """Wait for the program's work and release its streams, events and allocations."""
+        with self._lock:
+            abi, self._abi = self._abi, None
+        if abi is None:
+            return
+        try:
+            abi.synchronize()
+        finally:
+            abi.close()
+            flush_stdout()
+
+    def __enter__(self) -> NovaModule:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._abi is None else f"on {self.device.kind}:{self.device.index}"
+        return f"<NovaModule {self.name} {state} entries={list(self._entries)}>"
+
+
+def _read(path_or_bytes: str | Path | bytes | bytearray | memoryview) -> tuple[bytes, str]:
+    if isinstance(path_or_bytes, bytes | bytearray | memoryview):
+        return bytes(path_or_bytes), "<bundle>"
+    path = Path(path_or_bytes)
+    try:
+        return path.read_bytes(), str(path)
+    except OSError as exc:
+        raise BundleFormatError(f"cannot read '{path}': {exc.strerror or exc}") from None
+
+
+def load(path_or_bytes: str | Path | bytes | bytearray | memoryview,
+         device: str | Device | None = None) -> NovaModule:
+    """Load a .nova file (a path or its bytes) on `device` ('cuda', 'cpu', a Device, or None for
+    NOVA_DEVICE / auto)."""
+    data, name = _read(path_or_bytes)
+    return NovaModule(data, get_device(device), name)
