@@ -107,10 +107,16 @@ class B(IntEnum):
     N_EXITED = 14
     N_WAIT_BLOCK = 15
     WARP_WAIT = 16  # ptr [nwarps x i64]
+    BDIM_X = 17  # launch->block and ->grid, copied here so that the fast path's loads of them
+    BDIM_Y = 18  # come from a non-escaping alloca (LLVM then keeps them in registers)
+    BDIM_Z = 19
+    GDIM_X = 20
+    GDIM_Y = 21
+    GDIM_Z = 22
 
 
 BLOCK_CTX = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, PTR, PTR, PTR, PTR, I64, PTR,
-                                  PTR, I64, I64, I64, PTR])
+                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64])
 
 LAUNCH_CTX = ir.LiteralStructType([
     ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), I64, I64, PTR, I64,

@@ -1,0 +1,509 @@
+"""The CPU device target: a gpu.module's kernels compiled to x86-64 that run with GPU semantics.
+
+`lower_cpu_module(gpu_module)` returns an llvmlite module (x86_64-unknown-linux-gnu) that
+exports, for each kernel `k`, the entry of `nova.runtime.abi.CpuLaunch`:
+
+    i32 k(ptr params, ptr launch)
+
+It runs the blocks [launch->block_begin, launch->block_end) (x fastest), each with all of its
+threads, and returns 0, or 1 after writing a message into launch->error. Everything it needs is
+in the object (the fiber runtime of cpu_fibers; libc only), and it keeps no mutable global state,
+so the runtime calls it from several OS threads at once for disjoint block ranges.
+
+How a kernel runs (docs/architecture.md, "CPU device barriers"):
+- Every function of the module is lowered by the shared emitter core with a hidden first
+  parameter, the GPU thread's context (ids, block context); `func.call` passes it on.
+- A kernel whose call graph uses no barrier, warp operation or assert runs as plain nested loops
+  over the threads of each block, with the kernel body inlined (LLVM may vectorise it).
+- Any other kernel runs each thread of a block as a fiber (cpu_fibers), so barriers work anywhere
+  and a failing assert stops its block with a message naming the block and thread.
+- Workgroup memory (attributions and `memref.global`s in the workgroup address space) lives in a
+  per-call buffer that each block reuses, so concurrently running blocks on other OS threads
+  never share it. Private attributions are allocas of the thread (on its fiber stack).
+- Fiber stacks are `stack_bytes` (default 64 KiB, `DEFAULT_STACK_BYTES`) per GPU thread: kernels
+  with large private arrays must fit (a canary check reports overflows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+from xdsl.dialects.builtin import FunctionType, MemRefType, SymbolRefAttr
+from xdsl.ir import Attribute, Operation
+
+from nova.backends.llvm import cpu_fibers as cf
+from nova.backends.llvm import memref as M
+from nova.backends.llvm import types as TY
+from nova.backends.llvm.cpu_fibers import (
+    BLOCK_CTX,
+    I32,
+    I64,
+    LAUNCH_CTX,
+    PTR,
+    THREAD_CTX,
+    B,
+    L,
+    T,
+    load_field,
+    store_field,
+)
+from nova.backends.llvm.cpu_gpu_ops import FIBER_OPS, GPU_HANDLERS, runtime
+from nova.backends.llvm.emitter import (
+    FunctionEmitter,
+    ModuleEmitter,
+    attr,
+    core_handlers,
+    int_attr,
+    symbol_name,
+)
+from nova.backends.llvm.target import TargetBase
+from nova.bundle.format import Kernel, KernelParam, TypeSpec
+from nova.errors import UnsupportedError
+
+TRIPLE = "x86_64-unknown-linux-gnu"
+DATA_LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+DEFAULT_STACK_BYTES = cf.DEFAULT_STACK_BYTES
+WORKGROUP_ALIGN = 64
+BODY_PREFIX = "__nova_cpu_fn."
+FIBER_PREFIX = "__nova_cpu_fiber."
+
+
+def is_workgroup(ty: Attribute) -> bool:
+    """True for a memref in the workgroup (shared) address space (#gpu.address_space or 3)."""
+    if not isinstance(ty, MemRefType):
+        return False
+    return TY.memory_space_name(ty) in ("workgroup", 3)
+
+
+def _static_bytes(ty: MemRefType, what: str, op: Operation) -> int:
+    count = 1
+    for d in ty.get_shape():
+        if TY.is_dynamic(d):
+            raise UnsupportedError(f"{what} of dynamic shape {ty} is not supported "
+                                   "(use gpu.dynamic_shared_memory)", _loc(op))
+        count *= d
+    return count * TY.element_size(ty.element_type)
+
+
+def _loc(op: Operation):  # type: ignore[no-untyped-def]
+    from nova.backends.llvm.emitter import location_of
+
+    return location_of(op)
+
+
+def _align(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+@dataclass
+class WorkgroupLayout:
+    """Offsets into the per-block workgroup buffer: module globals first, then each kernel's
+    workgroup attributions."""
+
+    globals: dict[str, int] = field(default_factory=dict)
+    globals_end: int = 0
+    attributions: dict[str, list[int]] = field(default_factory=dict)
+    kernel_bytes: dict[str, int] = field(default_factory=dict)
+
+    def add_global(self, op: Operation) -> None:
+        ty = attr(op, "type")
+        assert isinstance(ty, MemRefType)
+        align = max(int_attr(op, "alignment") or 16, 16)
+        offset = _align(self.globals_end, align)
+        self.globals[symbol_name(op)] = offset
+        self.globals_end = offset + _static_bytes(ty, "workgroup memref.global", op)
+
+    def add_kernel(self, op: Operation) -> None:
+        """Place the kernel's workgroup attributions after the globals."""
+        name = symbol_name(op)
+        n_inputs = len(_ftype(op).inputs.data)
+        n_workgroup = int_attr(op, "workgroup_attributions") or 0
+        args = list(op.regions[0].blocks[0].args)[n_inputs:n_inputs + n_workgroup]
+        end = self.globals_end
+        offsets: list[int] = []
+        for arg in args:
+            if not isinstance(arg.type, MemRefType):
+                raise UnsupportedError(f"workgroup attribution of type {arg.type}", _loc(op))
+            offset = _align(end, 16)
+            offsets.append(offset)
+            end = offset + _static_bytes(arg.type, "workgroup attribution", op)
+        self.attributions[name] = offsets
+        self.kernel_bytes[name] = end
+
+
+def _ftype(op: Operation) -> FunctionType:
+    ftype = attr(op, "function_type")
+    assert isinstance(ftype, FunctionType)
+    return ftype
+
+
+def is_kernel(op: Operation) -> bool:
+    return op.name == "gpu.func" and "gpu.kernel" in op.attributes
+
+
+class CpuFunctionEmitter(FunctionEmitter):
+    """A FunctionEmitter whose LLVM function has the thread context as a leading parameter."""
+
+    def __init__(self, me: ModuleEmitter, func_op: Operation, fn: ir.Function) -> None:
+        super().__init__(me, func_op, fn)
+        self.tctx = fn.args[0]
+
+    def emit_body(self) -> None:
+        region = self.func_op.regions[0]
+        entry = region.blocks[0]
+        params = list(self.function.args)[1:]
+        values: list[M.MemRefDescriptor | ir.Value] = []
+        for ty in _ftype(self.func_op).inputs.data:
+            count = len(TY.expanded_param_types(ty, self.module.address_space))
+            chunk, params = params[:count], params[count:]
+            values.append(M.from_fields(ty, chunk) if isinstance(ty, MemRefType) else chunk[0])
+        extra = list(entry.args[len(values):])
+        n_workgroup = int_attr(self.func_op, "workgroup_attributions") or 0
+        for i, arg in enumerate(extra):
+            kind = "workgroup" if i < n_workgroup else "private"
+            if not isinstance(arg.type, MemRefType):
+                raise self.error(self.func_op, f"{kind} attribution must be a memref, "
+                                               f"got {arg.type}")
+            index = i if kind == "workgroup" else i - n_workgroup
+            values.append(self.target.attribution(self, self.func_op, kind, arg.type, index))
+        self.emit_region_cfg(region, values)
+
+
+def _workgroup_base(fe: FunctionEmitter) -> ir.Value:
+    b = fe.builder
+    bctx = load_field(b, THREAD_CTX, fe.tctx, T.BCTX)  # type: ignore[attr-defined]
+    return load_field(b, BLOCK_CTX, bctx, B.WORKGROUP)
+
+
+class CpuTarget(TargetBase):
+    """Target hooks of the CPU device (see the module docstring)."""
+
+    name = "cpu"
+    triple = TRIPLE
+    data_layout = DATA_LAYOUT
+
+    def __init__(self, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+        if stack_bytes < cf.MIN_STACK_BYTES or stack_bytes % 16:
+            raise ValueError(f"CPU fiber stacks must be a multiple of 16 bytes, at least "
+                             f"{cf.MIN_STACK_BYTES}; got {stack_bytes}")
+        self.stack_bytes = stack_bytes
+        self.layout = WorkgroupLayout()
+        self.handlers = {
+            **GPU_HANDLERS,
+            "func.call": self._lower_call,
+            "memref.get_global": self._lower_get_global,
+            "llvm.intr.trap": self._lower_trap,
+        }
+
+    def pointer_address_space(self, memref_type: Attribute) -> int:
+        return 0  # one flat address space on the CPU
+
+    def function_linkage(self, op: Operation) -> str:
+        return "internal"
+
+    def attribution(self, fe: FunctionEmitter, func_op: Operation, kind: str,
+                    mlir_type: MemRefType, index: int) -> M.MemRefDescriptor:
+        b = fe.builder
+        sizes = [M.const_index(d) for d in mlir_type.get_shape()]
+        if kind == "workgroup":
+            offsets = self.layout.attributions.get(symbol_name(func_op))
+            if offsets is None:
+                raise UnsupportedError("workgroup attributions are only supported on kernels",
+                                       fe.location(func_op))
+            base = cf.gep(b, _workgroup_base(fe), [I64(offsets[index])], cf.I8)
+            return M.identity_descriptor(b, mlir_type, base, sizes)
+        nbytes = _static_bytes(mlir_type, "private attribution", func_op)
+        slot = fe.alloca(ir.ArrayType(cf.I8, nbytes), align=16)
+        return M.identity_descriptor(b, mlir_type, cf.gep(b, slot, [I64(0)], cf.I8), sizes)
+
+    def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None:
+        loc = fe.location(op)
+        where = f" ({loc.filename}:{loc.line}:{loc.column})" if loc is not None else ""
+        text = f"assertion failed: {message}{where}"
+        fe.builder.call(runtime(fe).fail, [fe.tctx, cf.cstring(fe.module.module, text)])  # type: ignore[attr-defined]
+        fe.builder.unreachable()
+
+    # --- op overrides --------------------------------------------------------------------
+    def _lower_trap(self, fe: FunctionEmitter, op: Operation) -> None:
+        loc = fe.location(op)
+        where = f" ({loc.filename}:{loc.line}:{loc.column})" if loc is not None else ""
+        fe.builder.call(runtime(fe).fail, [fe.tctx, cf.cstring(fe.module.module, f"trap{where}")])  # type: ignore[attr-defined]
+        # the thread never resumes; keep the rest of the block well-formed
+        fe.builder.unreachable()
+        fe.builder.position_at_end(fe.function.append_basic_block("after.trap"))
+
+    def _lower_call(self, fe: FunctionEmitter, op: Operation) -> None:
+        callee = attr(op, "callee")
+        assert isinstance(callee, SymbolRefAttr)
+        name = callee.root_reference.data
+        fn = fe.module.functions.get(name)
+        args = fe.flat_args(op.operands)
+        if fn is not None and name in getattr(fe.module, "cpu_with_ctx", ()):
+            args = [fe.tctx, *args]  # type: ignore[attr-defined]
+        else:
+            ftype = FunctionType.from_lists([v.type for v in op.operands],
+                                            [r.type for r in op.results])
+            fn = fe.module.declare(name, fe.module.function_type(ftype))
+        result = fe.builder.call(fn, args)
+        if len(op.results) == 1:
+            fe.bind_from_llvm(op.results[0], result)
+        else:
+            for i, res in enumerate(op.results):
+                fe.bind_from_llvm(res, fe.builder.extract_value(result, i))
+
+    def _lower_get_global(self, fe: FunctionEmitter, op: Operation) -> None:
+        name = attr(op, "name")
+        sym = name.root_reference.data  # type: ignore[union-attr]
+        offset = self.layout.globals.get(sym)
+        if offset is None:
+            core_handlers()["memref.get_global"](fe, op)
+            return
+        ty = op.results[0].type
+        assert isinstance(ty, MemRefType)
+        base = cf.gep(fe.builder, _workgroup_base(fe), [I64(offset)], cf.I8)
+        sizes = [M.const_index(d) for d in ty.get_shape()]
+        fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, base, sizes))
+
+
+@dataclass(frozen=True)
+class CpuLowering:
+    """The LLVM module of one gpu.module for the CPU device, and its kernels."""
+
+    llvm_module: ir.Module
+    kernels: tuple[Kernel, ...]
+
+
+def _module_ops(gpu_module: Operation) -> list[Operation]:
+    ops: list[Operation] = []
+    for region in gpu_module.regions:
+        for block in region.blocks:
+            ops += [op for op in block.ops if op.name not in ("gpu.module_end",)]
+    return ops
+
+
+def _callees(op: Operation) -> Iterable[str]:
+    for inner in op.walk():
+        if inner.name == "func.call":
+            callee = attr(inner, "callee")
+            if isinstance(callee, SymbolRefAttr):
+                yield callee.root_reference.data
+
+
+def needs_fibers(kernel: Operation, funcs: dict[str, Operation]) -> bool:
+    """True when the kernel or anything it calls uses a barrier, warp op, assert or trap."""
+    seen: set[str] = set()
+    todo = [kernel]
+    while todo:
+        op = todo.pop()
+        if any(inner.name in FIBER_OPS for inner in op.walk()):
+            return True
+        for name in _callees(op):
+            if name not in seen and name in funcs:
+                seen.add(name)
+                todo.append(funcs[name])
+    return False
+
+
+def lower_cpu_module(gpu_module: Operation,
+                     stack_bytes: int = DEFAULT_STACK_BYTES) -> CpuLowering:
+    """Lower one gpu.module for the CPU device (see the module docstring)."""
+    target = CpuTarget(stack_bytes)
+    name = symbol_name(gpu_module)
+    me = ModuleEmitter(target, name)
+    from nova.backends.llvm.ops_memref import emit_global
+
+    ops = _module_ops(gpu_module)
+    funcs = {symbol_name(op): op for op in ops if op.name in ("func.func", "gpu.func")}
+    with_ctx: set[str] = set()
+    me.cpu_with_ctx = with_ctx  # type: ignore[attr-defined]
+    for op in ops:
+        if op.name == "memref.global":
+            ty = attr(op, "type")
+            if is_workgroup(ty):
+                target.layout.add_global(op)
+            else:
+                emit_global(me, op)
+        elif op.name not in ("func.func", "gpu.func"):
+            raise UnsupportedError(f"op '{op.name}' in a gpu.module is not supported by the CPU "
+                                   "device (supported: gpu.func, func.func, memref.global)",
+                                   _loc(op))
+    for fname, op in funcs.items():
+        if is_kernel(op):
+            target.layout.add_kernel(op)
+        has_body = bool(op.regions and op.regions[0].blocks)
+        fnty = me.function_type(_ftype(op))
+        if has_body:
+            fn = ir.Function(me.module, ir.FunctionType(fnty.return_type, [PTR, *fnty.args]),
+                             BODY_PREFIX + fname)
+            fn.linkage = "internal"
+            with_ctx.add(fname)
+        else:
+            fn = me.declare(fname, fnty)
+        me.functions[fname] = fn
+        me.func_ops[fname] = op
+    kernels: list[Kernel] = []
+    for fname, op in funcs.items():
+        if fname not in with_ctx:
+            continue
+        fn = me.functions[fname]
+        CpuFunctionEmitter(me, op, fn).emit_body()
+        if is_kernel(op):
+            fiber = needs_fibers(op, funcs)
+            _emit_entry(me, target, op, fn, fiber)
+            kernels.append(kernel_info(op, target.layout.kernel_bytes[fname], fiber))
+    return CpuLowering(me.module, tuple(kernels))
+
+
+# ---- kernel entries --------------------------------------------------------------------------
+
+def _load_params(b: ir.IRBuilder, params: ir.Value, types: list[ir.Type]) -> list[ir.Value]:
+    """Load each expanded parameter: params[i] points to its value."""
+    values = []
+    for i, ty in enumerate(types):
+        slot = b.load(cf.gep(b, params, [I64(i)], PTR), typ=PTR)
+        values.append(b.load(slot, typ=ty))
+    return values
+
+
+def _emit_fiber_entry(me: ModuleEmitter, name: str, body: ir.Function) -> ir.Function:
+    """void fiber(ptr tctx): load the params, run the body, exit the fiber (never returns)."""
+    rt = cf.fiber_runtime(me.module)
+    fn = ir.Function(me.module, ir.FunctionType(cf.VOID, [PTR]), FIBER_PREFIX + name)
+    fn.linkage = "internal"
+    fn.attributes.add("noreturn")
+    fn.attributes.add("nounwind")
+    (tctx,) = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    bctx = load_field(b, THREAD_CTX, tctx, T.BCTX)
+    params = load_field(b, BLOCK_CTX, bctx, B.PARAMS)
+    values = _load_params(b, params, [a.type for a in body.args[1:]])
+    b.call(body, [tctx, *values])
+    b.call(rt.exit, [tctx])
+    b.unreachable()
+    return fn
+
+
+def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Function,
+                fiber: bool) -> None:
+    """The exported `i32 k(ptr params, ptr launch)` (see the module docstring)."""
+    name = symbol_name(op)
+    malloc = cf.libc(me.module, "malloc")
+    free = cf.libc(me.module, "free")
+    fn = ir.Function(me.module, ir.FunctionType(I32, [PTR, PTR]), name)
+    params, launch = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    bctx = b.alloca(BLOCK_CTX, name="bctx")
+    store_field(b, BLOCK_CTX, bctx, launch, B.LAUNCH)
+    store_field(b, BLOCK_CTX, bctx, params, B.PARAMS)
+    dims = [load_field(b, LAUNCH_CTX, launch, L.BLOCK, d) for d in range(3)]
+    grid = [load_field(b, LAUNCH_CTX, launch, L.GRID, d) for d in range(3)]
+    for d in range(3):
+        store_field(b, BLOCK_CTX, bctx, dims[d], B.BDIM_X + d)
+        store_field(b, BLOCK_CTX, bctx, grid[d], B.GDIM_X + d)
+    nthreads = b.mul(b.mul(dims[0], dims[1]), dims[2])
+    store_field(b, BLOCK_CTX, bctx, nthreads, B.NTHREADS)
+    err = cf.field(b, LAUNCH_CTX, launch, L.ERROR, 0)
+    wg_bytes = target.layout.kernel_bytes[name]
+    raw = ir.Constant(PTR, None)
+    if wg_bytes:
+        raw = b.call(malloc, [I64(wg_bytes + WORKGROUP_ALIGN)])
+        with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
+            msg = cf.cstring(me.module, f"CPU device: out of memory allocating {wg_bytes} bytes "
+                                        f"of workgroup memory for kernel @{name}")
+            b.call(cf.libc(me.module, "snprintf"), [err, I64(cf.ERROR_BYTES), msg])
+            b.ret(I32(1))
+        aligned = b.and_(b.add(b.ptrtoint(raw, I64), I64(WORKGROUP_ALIGN - 1)),
+                         I64(-WORKGROUP_ALIGN & 0xFFFFFFFFFFFFFFFF))
+        store_field(b, BLOCK_CTX, bctx, b.inttoptr(aligned, PTR), B.WORKGROUP)
+    else:
+        store_field(b, BLOCK_CTX, bctx, raw, B.WORKGROUP)
+    rt = cf.fiber_runtime(me.module) if fiber else None
+    if rt is not None:
+        store_field(b, BLOCK_CTX, bctx, _emit_fiber_entry(me, name, body), B.ENTRY)
+        status = b.call(rt.block_alloc, [bctx, nthreads, I64(target.stack_bytes)])
+        with b.if_then(b.icmp_unsigned("!=", status, I32(0)), likely=False):
+            b.call(free, [raw])
+            b.ret(I32(1))
+        values: list[ir.Value] = []
+    else:
+        body.attributes.add("alwaysinline")
+        values = _load_params(b, params, [a.type for a in body.args[1:]])
+        tctx = b.alloca(THREAD_CTX, name="tctx")
+        store_field(b, THREAD_CTX, tctx, bctx, T.BCTX)
+    begin = load_field(b, LAUNCH_CTX, launch, L.BLOCK_BEGIN)
+    end = load_field(b, LAUNCH_CTX, launch, L.BLOCK_END)
+    failed = fn.append_basic_block("failed")
+
+    def run_block(b: ir.IRBuilder, i: ir.Value) -> None:
+        blk = b.add(begin, i)
+        store_field(b, BLOCK_CTX, bctx, b.urem(blk, grid[0]), B.BID_X)
+        store_field(b, BLOCK_CTX, bctx, b.urem(b.udiv(blk, grid[0]), grid[1]), B.BID_Y)
+        store_field(b, BLOCK_CTX, bctx, b.udiv(blk, b.mul(grid[0], grid[1])), B.BID_Z)
+        if rt is not None:
+            status = b.call(rt.run_block, [bctx])
+            ok = b.append_basic_block("block.ok")
+            b.cbranch(b.icmp_unsigned("!=", status, I32(0)), failed, ok)
+            b.position_at_end(ok)
+            return
+
+        def z_loop(b: ir.IRBuilder, z: ir.Value) -> None:
+            def y_loop(b: ir.IRBuilder, y: ir.Value) -> None:
+                def x_loop(b: ir.IRBuilder, x: ir.Value) -> None:
+                    linear = b.add(b.mul(b.add(b.mul(z, dims[1]), y), dims[0]), x)
+                    for f, v in ((T.TID_X, x), (T.TID_Y, y), (T.TID_Z, z), (T.LINEAR, linear)):
+                        store_field(b, THREAD_CTX, tctx, v, f)
+                    b.call(body, [tctx, *values])
+
+                cf.counted_loop(b, dims[0], x_loop, "tx")
+
+            cf.counted_loop(b, dims[1], y_loop, "ty")
+
+        cf.counted_loop(b, dims[2], z_loop, "tz")
+
+    cf.counted_loop(b, b.sub(end, begin), run_block, "blocks")
+    if rt is not None:
+        b.call(rt.block_free, [bctx])
+    b.call(free, [raw])
+    b.ret(I32(0))
+    b.position_at_end(failed)
+    if rt is not None:
+        b.call(rt.block_free, [bctx])
+    b.call(free, [raw])
+    b.ret(I32(1))
+
+
+# ---- kernel descriptions ---------------------------------------------------------------------
+
+_DTYPES = {"index": "index", "f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
+
+
+def _dtype(ty: Attribute) -> str:
+    text = str(ty)
+    if text in _DTYPES:
+        return _DTYPES[text]
+    if text.startswith("i") and text[1:].isdigit():
+        return text
+    raise UnsupportedError(f"kernel argument element type {ty} is not supported")
+
+
+def _size(llty: ir.Type) -> int:
+    if isinstance(llty, ir.PointerType):
+        return 8
+    return TY.element_size_llvm(llty)
+
+
+def kernel_info(op: Operation, workgroup_bytes: int, uses_fibers: bool) -> Kernel:
+    """The manifest's description of a kernel: its MLIR args and expanded params."""
+    args: list[TypeSpec] = []
+    params: list[KernelParam] = []
+    for index, ty in enumerate(_ftype(op).inputs.data):
+        if isinstance(ty, MemRefType):
+            shape = tuple(-1 if TY.is_dynamic(d) else d for d in ty.get_shape())
+            args.append(TypeSpec("memref", _dtype(ty.element_type), str(ty), shape))
+        else:
+            args.append(TypeSpec("scalar", _dtype(ty), str(ty)))
+        for llty in TY.expanded_param_types(ty, lambda _t: 0):
+            params.append(KernelParam(str(llty), _size(llty), index))
+    return Kernel(symbol_name(op), tuple(args), tuple(params), workgroup_bytes, uses_fibers)
