@@ -92,6 +92,7 @@ def test_seal_is_sha256_of_file_with_digest_zeroed(sample: tuple[bytes, Manifest
     assert content[8:] == hashlib.sha256(zeroed).digest()
     assert seal_bundle(data) == data  # resealing is idempotent
     assert read_bundle(data).seal == content[8:].hex()
+    assert read_bundle(bytearray(data)).seal == read_bundle(memoryview(data)).seal
 
 
 def test_readelf_lists_the_sections(sample: tuple[bytes, Manifest], tmp_path) -> None:
