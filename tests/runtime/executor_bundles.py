@@ -324,7 +324,8 @@ def build_bundle(host_ir: str = HOST_IR, entries: tuple[EntryPoint, ...] = ENTRI
     """A sealed .nova bundle of the hand-written host code and device module `kmod`."""
     holder = ir.Module(name="host")
     holder.triple = llvm.get_process_triple()
-    images = [DeviceImages("kmod", KERNELS, None, None,
+    ptx = None if with_cpu_object else ".version 8.0\n.target sm_90\n.address_size 64\n"
+    images = [DeviceImages("kmod", KERNELS, ptx, None,
                            cpu_object() if with_cpu_object else None)]
     embed_device_images(holder, images, entries, arch, "handmade.mlir")
     module = llvm.parse_assembly(str(holder) + host_ir)
