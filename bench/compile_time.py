@@ -1,0 +1,183 @@
+"""Compile time of a ~50-line program in a fresh process: cold (empty cache) and warm (cache hit).
+
+Each run is a new Python process (what `nova-translate` or a first `nova.compile` costs): it
+imports the driver, compiles, and reports the process's import time and the driver's per-stage
+times. Prints a table and writes JSON; never asserts.
+
+    python bench/compile_time.py [--runs 3] [--emit nova] [--json bench/results/compile_time.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+PROGRAM = """\
+// Two kernels (an elementwise update and a block reduction through workgroup memory) and a
+// host loop, launched from one host function.
+func.func @saxpy_and_sum(%x: memref<1024xf32>, %y: memref<1024xf32>, %out: memref<4xf32>,
+                         %a: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+    %base = arith.muli %bx, %c256 : index
+    %i = arith.addi %base, %tx : index
+    %xv = memref.load %x[%i] : memref<1024xf32>
+    %yv = memref.load %y[%i] : memref<1024xf32>
+    %ax = arith.mulf %a, %xv : f32
+    %r = arith.addf %ax, %yv : f32
+    memref.store %r, %y[%i] : memref<1024xf32>
+    gpu.terminator
+  }
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c4, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1)
+             workgroup(%partial : memref<256xf32, 3>) {
+    %base = arith.muli %bx, %c256 : index
+    %i = arith.addi %base, %tx : index
+    %v = memref.load %y[%i] : memref<1024xf32>
+    memref.store %v, %partial[%tx] : memref<256xf32, 3>
+    gpu.barrier
+    %is_first = arith.cmpi eq, %tx, %c0 : index
+    scf.if %is_first {
+      %sum = scf.for %k = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> (f32) {
+        %p = memref.load %partial[%k] : memref<256xf32, 3>
+        %next = arith.addf %acc, %p : f32
+        scf.yield %next : f32
+      }
+      memref.store %sum, %out[%bx] : memref<4xf32>
+    }
+    gpu.terminator
+  }
+  %total = scf.for %j = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %p = memref.load %out[%j] : memref<4xf32>
+    %next = arith.addf %acc, %p : f32
+    scf.yield %next : f32
+  }
+  memref.store %total, %out[%c0] : memref<4xf32>
+  return
+}
+"""
+
+# Runs in the fresh process: import the driver, compile, print one JSON line.
+CHILD = """\
+import json, sys, time
+start = time.perf_counter()
+from nova.driver import CompileOptions, compile_source
+imported = time.perf_counter()
+text = open(sys.argv[1]).read()
+try:
+    result = compile_source(text, sys.argv[1], CompileOptions(emit=sys.argv[2]))
+    report = {"timings": result.timings, "cache_hit": result.cache_hit, "error": None}
+except Exception as exc:  # report, never fail: this is a benchmark
+    report = {"timings": {}, "cache_hit": False, "error": f"{type(exc).__name__}: {exc}"}
+report["import_s"] = imported - start
+report["compile_s"] = time.perf_counter() - imported
+print(json.dumps(report))
+"""
+
+
+def run_once(source: Path, emit: str, cache_dir: Path) -> dict:
+    """One fresh-process compilation; adds the parent-measured wall time (interpreter start
+    included)."""
+    env = {**os.environ, "NOVA_CACHE_DIR": str(cache_dir), "NOVA_CACHE": "1"}
+    env.pop("NOVA_DUMP_DIR", None)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(source), emit],
+                          capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - start
+    lines = proc.stdout.strip().splitlines()
+    try:
+        report = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        report = {"timings": {}, "cache_hit": False, "import_s": 0.0, "compile_s": 0.0,
+                  "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+    report["wall_s"] = wall
+    return report
+
+
+def summarize(reports: list[dict]) -> dict:
+    """Medians over runs of each stage and of the totals."""
+    stages: list[str] = []
+    for report in reports:
+        stages += [s for s in report["timings"] if s not in stages]
+    return {
+        "stages_ms": {s: statistics.median(r["timings"].get(s, 0.0) for r in reports) * 1e3
+                      for s in stages},
+        "import_ms": statistics.median(r["import_s"] for r in reports) * 1e3,
+        "compile_ms": statistics.median(r["compile_s"] for r in reports) * 1e3,
+        "wall_ms": statistics.median(r["wall_s"] for r in reports) * 1e3,
+        "cache_hits": sum(bool(r["cache_hit"]) for r in reports),
+        "errors": sorted({r["error"] for r in reports if r["error"]}),
+    }
+
+
+def print_table(results: dict[str, dict], runs: int) -> None:
+    stages: list[str] = []
+    for summary in results.values():
+        stages += [s for s in summary["stages_ms"] if s not in stages]
+    names = list(results)
+    print(f"compile time, median of {runs} fresh processes (ms)")
+    print(f"{'':<16}" + "".join(f"{n:>12}" for n in names))
+    for stage in stages:
+        row = [results[n]["stages_ms"].get(stage) for n in names]
+        print(f"{'  ' + stage:<16}" + "".join("" if v is None else f"{v:12.1f}" for v in row))
+    for key, label in (("import_ms", "import driver"), ("compile_ms", "compile call"),
+                       ("wall_ms", "process wall")):
+        print(f"{label:<16}" + "".join(f"{results[n][key]:12.1f}" for n in names))
+    print(f"{'cache hits':<16}" + "".join(f"{results[n]['cache_hits']:>12}" for n in names))
+    for name in names:
+        for error in results[name]["errors"]:
+            print(f"{name}: error: {error}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--emit", default="nova", help="stage to compile to (default: nova)")
+    parser.add_argument("--json", type=Path,
+                        default=Path(__file__).parent / "results" / "compile_time.json")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="nova-bench-") as tmp:
+        source = Path(tmp) / "program.mlir"
+        source.write_text(PROGRAM)
+        cold = [run_once(source, args.emit, Path(tmp) / f"cold-cache-{i}")
+                for i in range(args.runs)]
+        warm_cache = Path(tmp) / "warm-cache"
+        run_once(source, args.emit, warm_cache)  # fill the cache
+        warm = [run_once(source, args.emit, warm_cache) for _ in range(args.runs)]
+
+    results = {"cold": summarize(cold), "warm": summarize(warm)}
+    print_table(results, args.runs)
+    record = {
+        "benchmark": "compile_time",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                    "processor": platform.processor() or platform.machine()},
+        "program_lines": PROGRAM.count("\n"),
+        "emit": args.emit,
+        "runs": args.runs,
+        "results": results,
+        "raw": {"cold": cold, "warm": warm},
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(record, indent=1))
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
