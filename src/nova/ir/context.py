@@ -1,7 +1,7 @@
 """`make_context()`: the one place that assembles every dialect Nova parses.
 
 Dialects are registered lazily (xDSL loads one on first use), so building a context is cheap.
-Nova's own `gpu` dialect replaces xDSL's, and `memref`, `scf`, `arith`, `vector` are xDSL's with
+Nova's own `gpu` dialect replaces xDSL's, and `func`, `memref`, `scf`, `arith`, `vector` are xDSL's with
 the overrides of `nova.ir.memref_ext` / `nova.ir.dialect_ext`; `index` is Nova's.
 """
 
@@ -19,8 +19,8 @@ def _builtin() -> Dialect:
 
 
 def _func() -> Dialect:
-    from xdsl.dialects.func import Func
-    return Func
+    from nova.ir.dialect_ext import FUNC
+    return FUNC
 
 
 def _arith() -> Dialect:

@@ -2,6 +2,7 @@
 
 * `scf.parallel` gets MLIR's custom form (`scf.parallel (%i) = (%a) to (%b) step (%c)
   init (%x) -> f32 { ... }`).
+* `func.func` declarations print without a `-> ()` for no results.
 * `arith.index_castui` is added (xDSL has only `arith.index_cast`).
 * `vector.print` is replaced by MLIR's op: an optional scalar/vector `source`, `punctuation`
   (`#vector.punctuation<newline>` by default) and an optional `stringLiteral`
@@ -13,10 +14,11 @@ from __future__ import annotations
 from typing import Self
 
 from xdsl.dialects import arith as xarith
+from xdsl.dialects import func as xfunc
 from xdsl.dialects import scf as xscf
 from xdsl.dialects import vector as xvector
 from xdsl.dialects.builtin import IndexType, StringAttr
-from xdsl.dialects.utils import EnumAttribute
+from xdsl.dialects.utils import EnumAttribute, print_func_op_like
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -103,6 +105,29 @@ class ParallelOp(xscf.ParallelOp):
         printer.print_string(" ")
         printer.print_region(self.body, False, True)
         print_attr_dict(printer, self.attributes)
+
+
+class FuncOp(xfunc.FuncOp):
+    """`func.func`; a declaration without results prints `(T)`, not `(T) -> ()`, as MLIR."""
+
+    name = "func.func"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        op = super().parse(parser)
+        # xDSL's parser builds its own FuncOp class; this subclass adds no state, so retyping
+        # the fresh op is safe and keeps our printer.
+        op.__class__ = cls
+        return op  # type: ignore[return-value]
+
+    def print(self, printer: Printer) -> None:
+        if self.sym_visibility:
+            printer.print_string(f" {self.sym_visibility.data}")
+        print_func_op_like(
+            printer, self.sym_name, self.function_type, self.body, self.attributes,
+            arg_attrs=self.arg_attrs, res_attrs=self.res_attrs,
+            reserved_attr_names=("sym_name", "function_type", "sym_visibility", "arg_attrs"),
+            print_empty_outputs=False)
 
 
 class IndexCastUIOp(xarith.IndexCastOp):
@@ -205,4 +230,5 @@ def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
 
 SCF = _swap(xscf.Scf, (ParallelOp,))
 ARITH = _swap(xarith.Arith, (IndexCastUIOp,))
+FUNC = _swap(xfunc.Func, (FuncOp,))
 VECTOR = _swap(xvector.Vector, (PrintOp,), (PunctuationAttr,))

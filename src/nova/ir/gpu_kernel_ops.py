@@ -411,7 +411,7 @@ class AllReduceOp(IRDLOperation):
                     raise VerifyException(
                         "'gpu.all_reduce' op expected gpu.yield op in region to yield one "
                         "value of the operand type")
-            elif last is None or last.name != "cf.br":
+            elif last is None or not last.successors:
                 raise VerifyException("'gpu.all_reduce' op expected gpu.yield op in region")
 
 
