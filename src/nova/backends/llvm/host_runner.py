@@ -124,9 +124,42 @@ class RunnerCalls:
             self.abi.call(builder, "nova_rt_print_f32", [value])
         elif isinstance(ty, Float64Type):
             self.abi.call(builder, "nova_rt_print_f64", [value])
-        elif isinstance(ty, Float16Type | BFloat16Type):
-            self.abi.call(builder, "nova_rt_print_f32", [builder.fpext(value, T.F32)])
+        elif isinstance(ty, Float16Type):
+            self.abi.call(builder, "nova_rt_print_f32", [half_to_float(builder, value)])
+        elif isinstance(ty, BFloat16Type):
+            self.abi.call(builder, "nova_rt_print_f32", [bfloat_to_float(builder, value)])
         else:
             raise UnsupportedError(f"vector.print of type {ty} is not supported on the host "
                                    "(supported: integers up to 64 bits, index, f16, bf16, f32, "
                                    "f64)", fe.location(op))
+
+
+def bfloat_to_float(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """Exact bf16 -> f32: the bf16 bits are the float's upper half."""
+    bits = builder.bitcast(value, ir.IntType(16)) if value.type != ir.IntType(16) else value
+    wide = builder.shl(builder.zext(bits, T.I32), ir.Constant(T.I32, 16))
+    return builder.bitcast(wide, T.F32)
+
+
+def half_to_float(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """Exact f16 -> f32 with integer operations. A plain `fpext half` becomes a call of
+    `__extendhfsf2` on x86-64 CPUs without F16C, a compiler-runtime symbol that the host object
+    should not depend on."""
+    i32 = T.I32
+
+    def const(n: int) -> ir.Constant:
+        return ir.Constant(i32, n)
+
+    bits = builder.zext(builder.bitcast(value, ir.IntType(16)), i32)
+    sign = builder.shl(builder.and_(bits, const(0x8000)), const(16))
+    exponent = builder.and_(builder.lshr(bits, const(10)), const(0x1F))
+    mantissa = builder.and_(bits, const(0x3FF))
+    normal = builder.or_(builder.shl(builder.add(exponent, const(112)), const(23)),
+                         builder.shl(mantissa, const(13)))
+    special = builder.or_(const(0x7F800000), builder.shl(mantissa, const(13)))  # inf / nan
+    wide = builder.select(builder.icmp_unsigned("==", exponent, const(0x1F)), special, normal)
+    # zero and subnormals: mantissa * 2**-24, exactly representable in f32
+    tiny = builder.bitcast(builder.fmul(builder.uitofp(mantissa, T.F32),
+                                        ir.Constant(T.F32, 2.0 ** -24)), i32)
+    magnitude = builder.select(builder.icmp_unsigned("==", exponent, const(0)), tiny, wide)
+    return builder.bitcast(builder.or_(magnitude, sign), T.F32)

@@ -35,8 +35,9 @@ HANDLE_BASES = {
 
 @dataclass(frozen=True)
 class TracedCall:
-    """One ABI call: its name, its arguments (pointers as ints, null as 0) and, for launches, the
-    8 raw bytes behind each entry of the parameter array (read while the call ran)."""
+    """One ABI call: its name, its arguments (pointers as ints, null as 0) and, read while the call
+    ran, `params`: for launches the 8 raw bytes behind each entry of the parameter array, for
+    printMemref* the descriptor's 8-byte words (allocated, aligned, offset, sizes, strides)."""
 
     name: str
     args: tuple[int | float, ...]
@@ -86,7 +87,7 @@ class TraceRuntime:
 
         def callback(*raw: object) -> object:
             args = tuple(0 if a is None else a for a in raw)
-            params = _read_params(args) if name.startswith("nova_rt_launch") else ()
+            params = _captured_memory(name, args)
             self.calls.append(TracedCall(name, args, params))  # type: ignore[arg-type]
             ordinal = self._counts[name] = self._counts.get(name, 0) + 1
             if self.fail.get(name) == ordinal:
@@ -132,11 +133,16 @@ _BEHAVIOUR: dict[str, Callable[[TraceRuntime, str, int, tuple], None]] = {
 }
 
 
-def _read_params(args: tuple) -> tuple[bytes, ...]:
-    """The 8 bytes behind each `params[i]` of a launch (its last two arguments)."""
-    array, count = args[-2], int(args[-1])
-    pointers = (ctypes.c_void_p * count).from_address(array) if count else ()
-    return tuple(ctypes.string_at(p, 8) for p in pointers)
+def _captured_memory(name: str, args: tuple) -> tuple[bytes, ...]:
+    """What a call's pointers refer to that dies with the caller's stack frame (see TracedCall)."""
+    if name.startswith("nova_rt_launch"):
+        array, count = args[-2], int(args[-1])
+        pointers = (ctypes.c_void_p * count).from_address(array) if count else ()
+        return tuple(ctypes.string_at(p, 8) for p in pointers)
+    if name.startswith("nova_rt_print_memref"):
+        rank, desc = int(args[0]), args[1]
+        return tuple(ctypes.string_at(desc + 8 * i, 8) for i in range(3 + 2 * rank))
+    return ()
 
 
 def param_i64(raw: bytes) -> int:
