@@ -288,7 +288,8 @@ def to_device(array: Any, device: str | Device | None = None,
     arr = np.asarray(array)
     if arr.dtype.hasobject:
         raise ArgumentError("to_device: arrays of Python objects cannot go to a device")
-    arr = np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d arrays into 1-d)
     buf = dev.allocate(arr.nbytes, stream=stream)._retype(arr.dtype, arr.shape)
     dev.copy_htod(buf, arr, arr.nbytes, stream)
     return buf
