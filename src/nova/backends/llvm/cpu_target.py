@@ -215,7 +215,9 @@ class CpuTarget(TargetBase):
             base = cf.gep(b, _workgroup_base(fe), [I64(offsets[index])], cf.I8)
             return M.identity_descriptor(b, mlir_type, base, sizes)
         nbytes = _static_bytes(mlir_type, "private attribution", func_op)
-        slot = fe.alloca(ir.ArrayType(cf.I8, nbytes), align=16)
+        # still in the entry block (attributions are bound first): a plain alloca is static
+        slot = b.alloca(ir.ArrayType(cf.I8, nbytes))
+        slot.align = 16
         return M.identity_descriptor(b, mlir_type, cf.gep(b, slot, [I64(0)], cf.I8), sizes)
 
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None:
