@@ -20,7 +20,8 @@ def _module(body: str) -> str:
 
 
 ELEMENTWISE = _module("""
-    gpu.func @saxpy(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: f32, %n: index, %m: index) kernel {
+    gpu.func @saxpy(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %a: f32, %n: index,
+                    %m: index) kernel {
       %tx = gpu.thread_id x
       %ty = gpu.thread_id y
       %bx = gpu.block_id x
@@ -349,7 +350,8 @@ PRINTF = _module("""
       %b = gpu.block_id x
       %f = arith.constant 1.5 : f32
       %i8v = arith.constant -3 : i8
-      gpu.printf "block %lld thread %lld k=%d f=%.2f c=%d\\n", %b, %t, %k, %f, %i8v : index, index, i32, f32, i8
+      gpu.printf "block %lld thread %lld k=%d f=%.2f c=%d\\n", %b, %t, %k, %f, %i8v
+        : index, index, i32, f32, i8
       gpu.return
     }
 """)
