@@ -231,6 +231,7 @@ def _functions(prefix: str) -> list[str]:
 
 
 def _mem_alloc(b: _Body) -> str:
+    b("  store ptr null, ptr %out")  # a zero-byte allocation is the null pointer
     b.return_if_zero("%size")
     b("  %is.shared = icmp ne i32 %host_shared, 0")
     b("  br i1 %is.shared, label %managed, label %ordered")

@@ -1,0 +1,271 @@
+"""The cuda device's implementation of the runtime ABI.
+
+Launches, streams, events, memory and copies are native code calling libcuda
+(`nova.runtime.cuda_native`, JIT-compiled once per device). Module loading and kernel lookup
+call back into Python once per program and kernel (the host code caches the handles): they go
+through the device layer (`CudaDevice.load_module`, which picks cubin or PTX), and remember each
+CUfunction's name so that a failed launch names its kernel. Errors are reported by the native code
+through one error-path callback that records a `CudaError` (and marks the context lost after a
+sticky error, so later device-layer calls fail fast instead of cascading).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.binding as llvm
+
+from nova.bundle.format import Kernel, Manifest
+from nova.errors import CudaError, DeviceError, NovaError, RuntimeFailure
+from nova.runtime.abi import ABI_BY_NAME, DeviceModuleDescriptor
+from nova.runtime.cuda_native import (
+    CALL_ENTRY,
+    CONTEXT_GLOBAL,
+    DEFAULT_STREAM_GLOBAL,
+    DRIVER_FUNCTIONS,
+    ERROR_CALLBACK_GLOBAL,
+    NATIVE_ABI_NAMES,
+    native_ir,
+)
+from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
+from nova.runtime.native_support import host_target_machine, record_error, unwind_symbols
+
+STICKY_ERRORS: frozenset[int] = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
+"""CUresults after which the context is unusable (illegal address, trap, assert, ...)."""
+
+_ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
+_CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_void_p)
+_MEMCPY_TYPE = ABI_BY_NAME["nova_rt_memcpy"].ctypes_prototype()
+_SYNC_TYPE = ABI_BY_NAME["nova_rt_stream_synchronize"].ctypes_prototype()
+
+_kernel_names: dict[int, str] = {}
+"""CUfunction -> kernel name, for error messages (written once per kernel, read on errors)."""
+
+_compile_lock = threading.Lock()
+
+
+def error_name(code: int) -> str:
+    """The CUresult's enum name (`CUDA_ERROR_ILLEGAL_ADDRESS`), without needing a GPU."""
+    try:
+        from cuda.bindings import driver
+
+        return str(driver.CUresult(code).name)
+    except Exception:
+        return f"CUDA_ERROR_{code}"
+
+
+@dataclass
+class NativeCudaAbi:
+    """The JIT-compiled native module of one device, and where its globals live."""
+
+    engine: llvm.ExecutionEngine
+    addresses: dict[str, int]
+    call_entry: int
+    default_stream_at: int
+    context_at: int
+    on_error: Any  # the ctypes error callback (kept alive here)
+    device: Any = None
+
+    def set_default_stream(self, handle: int) -> None:
+        ctypes.c_void_p.from_address(self.default_stream_at).value = handle or None
+
+    def set_context(self, handle: int) -> None:
+        ctypes.c_void_p.from_address(self.context_at).value = handle or None
+
+
+def _report(device: Any, call: bytes, code: int, function: int | None) -> None:
+    """Record a failed driver call as a CudaError (the native error path's only Python)."""
+    try:
+        name = call.decode() if isinstance(call, bytes) else str(call)
+        kernel = _kernel_names.get(function or 0) if function else None
+        lost = code in STICKY_ERRORS
+        record_error(CudaError(name, error_name(code), code, kernel=kernel, context_lost=lost))
+        driver = getattr(device, "driver", None)
+        if lost and driver is not None and not driver.context_lost:
+            driver.context_lost = True
+            where = f" in kernel @{kernel}" if kernel else ""
+            driver._lost_by = f"an earlier {error_name(code)} from {name}{where}"
+    except BaseException as exc:  # never unwind through C frames
+        record_error(RuntimeFailure(f"a CUDA driver call failed ({code}); reporting it failed "
+                                    f"too: {exc}"))
+
+
+def compile_native(device: Any = None, prefix: str = "",
+                   driver_symbols: Mapping[str, int] | None = None) -> NativeCudaAbi:
+    """JIT-compile the native cuda ABI. Real use: libcuda.so.1 is loaded and bound. Tests pass
+    `prefix` and `driver_symbols` (`<prefix>cuX` -> mock address) instead."""
+    if driver_symbols is None:
+        try:
+            llvm.load_library_permanently("libcuda.so.1")
+        except RuntimeError as exc:
+            raise DeviceError(f"cannot load the CUDA driver library libcuda.so.1: {exc}") from None
+    else:
+        missing = [n for n in DRIVER_FUNCTIONS if prefix + n not in driver_symbols]
+        if missing:
+            raise DeviceError(f"driver symbols missing: {', '.join(missing)}")
+    on_error = _ERROR_CALLBACK_TYPE(
+        lambda call, code, function: _report(device, ctypes.string_at(call) if call else b"?",
+                                             code, function))
+    with _compile_lock:
+        for name, address in {**unwind_symbols(), **(driver_symbols or {})}.items():
+            llvm.add_symbol(name, address)
+        module = llvm.parse_assembly(native_ir(prefix))
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, host_target_machine())
+        engine.finalize_object()
+    native = NativeCudaAbi(
+        engine=engine,
+        addresses={n: engine.get_function_address(n) for n in NATIVE_ABI_NAMES},
+        call_entry=engine.get_function_address(CALL_ENTRY),
+        default_stream_at=engine.get_global_value_address(DEFAULT_STREAM_GLOBAL),
+        context_at=engine.get_global_value_address(CONTEXT_GLOBAL),
+        on_error=on_error,
+        device=device,
+    )
+    ctypes.c_void_p.from_address(
+        engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = ctypes.cast(
+            on_error, ctypes.c_void_p).value
+    return native
+
+
+_natives: dict[int, NativeCudaAbi] = {}
+
+
+def native_for(device: Any) -> NativeCudaAbi:
+    """The device's native module (compiled on first use; its globals set to the device's
+    context and default stream)."""
+    with _compile_lock:
+        native = _natives.get(id(device))
+    if native is None:
+        native = compile_native(device)
+        native.set_context(device.context_handle)
+        native.set_default_stream(device.default_stream.handle)
+        with _compile_lock:
+            native = _natives.setdefault(id(device), native)
+    return native
+
+
+def _store_pointer(out: int | None, value: int) -> None:
+    if not out:
+        raise RuntimeFailure("null out-pointer passed to the runtime")
+    ctypes.c_void_p.from_address(out).value = value or None
+
+
+class CudaAbi:
+    """Runtime ABI of one program on a cuda device."""
+
+    def __init__(self, device: Device, manifest: Manifest,
+                 native: NativeCudaAbi | None = None) -> None:
+        self.device = device
+        self.manifest = manifest
+        self.native = native or native_for(device)
+        self._modules: dict[int, tuple[DeviceModule, tuple[Kernel, ...]]] = {}
+        self._functions: dict[int, DeviceFunction] = {}
+        self._callbacks = {
+            "nova_rt_module_load": ABI_BY_NAME["nova_rt_module_load"].ctypes_prototype()(
+                self._guard("nova_rt_module_load", self._module_load)),
+            "nova_rt_module_get_function":
+                ABI_BY_NAME["nova_rt_module_get_function"].ctypes_prototype()(
+                    self._guard("nova_rt_module_get_function", self._get_function)),
+        }
+        self.call_entry = _CALL_ENTRY_TYPE(self.native.call_entry)
+        self._memcpy = _MEMCPY_TYPE(self.native.addresses["nova_rt_memcpy"])
+        self._sync = _SYNC_TYPE(self.native.addresses["nova_rt_stream_synchronize"])
+
+    def symbols(self) -> dict[str, int]:
+        symbols = dict(self.native.addresses)
+        for name, callback in self._callbacks.items():
+            symbols[name] = ctypes.cast(callback, ctypes.c_void_p).value or 0
+        return symbols
+
+    @staticmethod
+    def _guard(name: str, impl: Any) -> Any:
+        def callback(*args: Any) -> int:
+            try:
+                impl(*args)
+            except NovaError as exc:
+                exc.add_note(f"(raised by the runtime call {name})")
+                record_error(exc)
+                return 1
+            except BaseException as exc:  # never unwind through C frames
+                record_error(RuntimeFailure(f"{name} failed: {type(exc).__name__}: {exc}"))
+                return 1
+            return 0
+        return callback
+
+    def _module_load(self, out: int, descriptor: int) -> None:
+        if not descriptor:
+            raise RuntimeFailure("nova_rt_module_load: null module descriptor")
+        images = ModuleImages.from_descriptor(DeviceModuleDescriptor.from_address(descriptor),
+                                              self.manifest.arch)
+        module = self.device.load_module(images)
+        listed = next((m for m in self.manifest.modules if m.name == images.name), None)
+        self._modules[module.handle] = (module, listed.kernels if listed else ())
+        _store_pointer(out, module.handle)
+
+    def _get_function(self, out: int, module: int, name: int) -> None:
+        entry = self._modules.get(module or 0)
+        if entry is None:
+            raise RuntimeFailure(f"invalid module handle {module or 0:#x}")
+        loaded, kernels = entry
+        kernel_name = ctypes.string_at(name).decode() if name else ""
+        kernel = next((k for k in kernels if k.name == kernel_name), None)
+        function = loaded.get_function(kernel_name, kernel)
+        self._allow_dynamic_shared(function, kernel)
+        self._functions[function.handle] = function
+        _kernel_names[function.handle] = kernel_name
+        _store_pointer(out, function.handle)
+
+    def _allow_dynamic_shared(self, function: DeviceFunction, kernel: Kernel | None) -> None:
+        """Opt the kernel in to all the dynamic shared memory the device allows, once, so that
+        native launches with more than 48 KiB need no per-launch attribute call."""
+        limit = self.device.properties.max_shared_memory_per_block_optin
+        allowed = limit - (kernel.static_shared_bytes if kernel is not None else 0)
+        current = getattr(function, "max_dynamic_shared", None)
+        if current is None or allowed <= current:
+            return
+        driver = self.device.driver  # type: ignore[attr-defined]
+        attr = driver.raw.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.call("cuFuncSetAttribute", function.cu, attr, allowed,  # type: ignore[attr-defined]
+                    kernel=function.name)
+        function.max_dynamic_shared = allowed  # type: ignore[attr-defined]
+
+    # --- what the executor needs -------------------------------------------------------------
+    def stage_in(self, array: Any) -> tuple[int, object]:
+        """Copy a host array into new device memory (ordered on the default stream)."""
+        buffer = self.device.allocate(array.nbytes)
+        if array.nbytes:
+            self.device.copy_htod(buffer, array, array.nbytes, self.device.default_stream)
+        return buffer.ptr, (buffer, array)
+
+    def stage_out(self, token: object) -> None:
+        buffer, array = token  # type: ignore[misc]
+        if array.nbytes and array.flags.writeable:
+            self.device.copy_dtoh(array, buffer, array.nbytes, self.device.default_stream)
+
+    def release(self, token: object) -> None:
+        if token is not None:
+            token[0].free()  # type: ignore[index]
+
+    def fetch(self, address: int, nbytes: int) -> bytes:
+        """Copy `nbytes` at any address (device, managed or host: unified addressing)."""
+        out = ctypes.create_string_buffer(nbytes)
+        if nbytes and (self._memcpy(ctypes.addressof(out), address, nbytes, None)
+                       or self._sync(None)):
+            from nova.runtime.native_support import take_error
+
+            raise take_error() or RuntimeFailure("copying a memref result failed")
+        return out.raw
+
+    def synchronize(self) -> None:
+        self.device.default_stream.synchronize()
+
+    def close(self) -> None:
+        """Modules stay cached by the device; forget this program's handles."""
+        self._modules.clear()
+        self._functions.clear()

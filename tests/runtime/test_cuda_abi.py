@@ -1,0 +1,255 @@
+"""The native cuda ABI against a mock driver (runs without a GPU).
+
+The native module is compiled with every driver symbol renamed (`nova_mock_cuX`) and bound to
+ctypes mocks that record their arguments, so each ABI function's driver calls, the null-stream
+rule, the error path (call name, CUresult, kernel name, sticky errors) and the launch-dimension
+checks are tested exactly as the GPU would see them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from nova.errors import CudaError
+from nova.runtime import cuda_abi
+from nova.runtime.abi import ABI_BY_NAME
+from nova.runtime.cuda_native import DRIVER_FUNCTIONS, native_ir
+from nova.runtime.native_support import clear_error, take_error
+
+PREFIX = "nova_mock_"
+DEFAULT_STREAM = 0xD5
+CONTEXT = 0xC0
+
+_CTYPES = {"ptr": ctypes.c_void_p, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
+           "i16": ctypes.c_int16, "i8": ctypes.c_int8}
+
+
+class MockDriver:
+    """Records every driver call; `results[name]` makes a call fail with that CUresult."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.results: dict[str, int] = {}
+        self.managed = False
+        self.current_context = CONTEXT
+        self.cluster_seen: tuple[int, ...] = ()
+        self._callbacks: dict[str, object] = {}
+        for name, signature in DRIVER_FUNCTIONS.items():
+            params = [_CTYPES[p.strip()] for p in signature.split("(", 1)[1].rstrip(")").split(",")]
+            proto = ctypes.CFUNCTYPE(ctypes.c_int32, *params)
+            self._callbacks[name] = proto(self._make(name))
+
+    def _make(self, name: str) -> Callable[..., int]:
+        def mock(*args: Any) -> int:
+            self.calls.append((name, args))
+            self._effect(name, args)
+            return self.results.get(name, 0)
+        return mock
+
+    def _effect(self, name: str, args: tuple[Any, ...]) -> None:
+        if name in ("cuStreamCreate", "cuEventCreate", "cuMemAllocAsync", "cuMemAllocManaged"):
+            ctypes.c_void_p.from_address(args[0]).value = 0xABC000
+        elif name == "cuPointerGetAttribute":
+            ctypes.c_int32.from_address(args[0]).value = int(self.managed)
+        elif name == "cuCtxGetCurrent":
+            ctypes.c_void_p.from_address(args[0]).value = self.current_context
+        elif name == "cuLaunchKernelEx":
+            config = (ctypes.c_uint32 * 7).from_address(args[0])
+            attrs = ctypes.c_void_p.from_address(args[0] + 40).value
+            num = ctypes.c_uint32.from_address(args[0] + 48).value
+            attr_id = ctypes.c_uint32.from_address(attrs).value
+            cluster = tuple((ctypes.c_uint32 * 3).from_address(attrs + 8))
+            stream = ctypes.c_void_p.from_address(args[0] + 32).value
+            self.cluster_seen = (*config, stream, num, attr_id, *cluster)
+
+    def symbols(self) -> dict[str, int]:
+        return {PREFIX + n: ctypes.cast(cb, ctypes.c_void_p).value or 0
+                for n, cb in self._callbacks.items()}
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+
+@pytest.fixture(scope="module")
+def mock_driver() -> MockDriver:
+    return MockDriver()
+
+
+@pytest.fixture(scope="module")
+def native(mock_driver: MockDriver) -> cuda_abi.NativeCudaAbi:
+    module = cuda_abi.compile_native(None, PREFIX, mock_driver.symbols())
+    module.set_default_stream(DEFAULT_STREAM)
+    module.set_context(CONTEXT)
+    return module
+
+
+@pytest.fixture
+def driver(mock_driver: MockDriver) -> MockDriver:
+    mock_driver.calls.clear()
+    mock_driver.results.clear()
+    mock_driver.managed = False
+    mock_driver.current_context = CONTEXT
+    clear_error()
+    return mock_driver
+
+
+def abi(native: cuda_abi.NativeCudaAbi, name: str) -> Any:
+    return ABI_BY_NAME[name].ctypes_prototype()(native.addresses[name])
+
+
+def test_ir_declares_only_driver_functions() -> None:
+    text = native_ir()
+    declared = {line.split("@")[1].split("(")[0] for line in text.splitlines()
+                if line.startswith("declare")}
+    assert declared - {"nova_rt_call_entry"} == set(DRIVER_FUNCTIONS)
+    assert "cudart" not in text and "cudaLaunch" not in text
+
+
+def test_launch_uses_default_stream_for_null(native: Any, driver: MockDriver) -> None:
+    params = (ctypes.c_void_p * 1)(0x1234)
+    status = abi(native, "nova_rt_launch")(0xF00, 2, 3, 4, 32, 1, 1, 128, None,
+                                           ctypes.addressof(params), 1)
+    assert status == 0
+    name, args = driver.calls[-1]
+    assert name == "cuLaunchKernel"
+    assert args[0] == 0xF00
+    assert args[1:8] == (2, 3, 4, 32, 1, 1, 128)
+    assert args[8] == DEFAULT_STREAM
+    assert args[9] == ctypes.addressof(params)
+    assert args[10] is None
+
+
+def test_launch_on_explicit_stream(native: Any, driver: MockDriver) -> None:
+    abi(native, "nova_rt_launch")(0xF00, 1, 1, 1, 1, 1, 1, 0, 0x5555, None, 0)
+    assert driver.calls[-1][1][8] == 0x5555
+
+
+def test_failed_launch_records_call_code_and_kernel(native: Any, driver: MockDriver) -> None:
+    cuda_abi._kernel_names[0xF01] = "saxpy_kernel"
+    driver.results["cuLaunchKernel"] = 700
+    status = abi(native, "nova_rt_launch")(0xF01, 1, 1, 1, 1, 1, 1, 0, None, None, 0)
+    assert status == 1
+    error = take_error()
+    assert isinstance(error, CudaError)
+    assert error.call == "cuLaunchKernel"
+    assert error.code == 700
+    assert error.kernel == "saxpy_kernel"
+    assert error.context_lost
+    assert "cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700) in kernel @saxpy_kernel" \
+        in str(error)
+
+
+def test_launch_dimension_overflow_never_reaches_the_driver(native: Any,
+                                                            driver: MockDriver) -> None:
+    cuda_abi._kernel_names[0xF02] = "big"
+    status = abi(native, "nova_rt_launch")(0xF02, 1 << 32, 1, 1, 1, 1, 1, 0, None, None, 0)
+    assert status == 1
+    assert driver.calls == []
+    error = take_error()
+    assert isinstance(error, CudaError)
+    assert error.code == 1 and error.kernel == "big"
+
+
+def test_cluster_launch_builds_launch_config(native: Any, driver: MockDriver) -> None:
+    status = abi(native, "nova_rt_launch_cluster")(0xF00, 2, 1, 1, 8, 4, 1, 128, 1, 1, 1024,
+                                                   None, None, 0)
+    assert status == 0
+    assert driver.names() == ["cuLaunchKernelEx"]
+    assert driver.cluster_seen == (8, 4, 1, 128, 1, 1, 1024, DEFAULT_STREAM, 1, 4, 2, 1, 1)
+
+
+def test_streams_and_events(native: Any, driver: MockDriver) -> None:
+    out = ctypes.c_void_p()
+    assert abi(native, "nova_rt_stream_create")(ctypes.addressof(out)) == 0
+    assert out.value == 0xABC000
+    assert driver.calls[-1] == ("cuStreamCreate", (ctypes.addressof(out), 1))
+    assert abi(native, "nova_rt_event_create")(ctypes.addressof(out)) == 0
+    assert driver.calls[-1] == ("cuEventCreate", (ctypes.addressof(out), 2))
+    abi(native, "nova_rt_stream_synchronize")(None)
+    abi(native, "nova_rt_stream_wait_event")(None, 0xE1)
+    abi(native, "nova_rt_event_record")(0xE1, 0x77)
+    abi(native, "nova_rt_event_synchronize")(0xE1)
+    abi(native, "nova_rt_event_destroy")(0xE1)
+    abi(native, "nova_rt_stream_destroy")(0x77)
+    abi(native, "nova_rt_stream_destroy")(None)  # never destroys the executor's stream
+    assert driver.calls[2:] == [
+        ("cuStreamSynchronize", (DEFAULT_STREAM,)),
+        ("cuStreamWaitEvent", (DEFAULT_STREAM, 0xE1, 0)),
+        ("cuEventRecord", (0xE1, 0x77)),
+        ("cuEventSynchronize", (0xE1,)),
+        ("cuEventDestroy_v2", (0xE1,)),
+        ("cuStreamDestroy_v2", (0x77,)),
+    ]
+
+
+def test_memory_allocation_paths(native: Any, driver: MockDriver) -> None:
+    out = ctypes.c_void_p(0x1)
+    alloc = abi(native, "nova_rt_mem_alloc")
+    assert alloc(ctypes.addressof(out), 0, None, 0) == 0
+    assert out.value is None and driver.calls == []
+    assert alloc(ctypes.addressof(out), 64, None, 0) == 0
+    assert driver.calls[-1] == ("cuMemAllocAsync", (ctypes.addressof(out), 64, DEFAULT_STREAM))
+    assert alloc(ctypes.addressof(out), 64, None, 1) == 0
+    assert driver.calls[-1] == ("cuMemAllocManaged", (ctypes.addressof(out), 64, 1))
+
+
+def test_free_is_stream_ordered_unless_managed(native: Any, driver: MockDriver) -> None:
+    free = abi(native, "nova_rt_mem_free")
+    assert free(None, None) == 0 and driver.calls == []
+    free(0x9000, 0x77)
+    assert driver.names() == ["cuPointerGetAttribute", "cuMemFreeAsync"]
+    assert driver.calls[-1][1] == (0x9000, 0x77)
+    driver.calls.clear()
+    driver.managed = True
+    free(0x9000, None)
+    assert driver.names() == ["cuPointerGetAttribute", "cuStreamSynchronize", "cuMemFree_v2"]
+
+
+def test_copies_and_memsets(native: Any, driver: MockDriver) -> None:
+    assert abi(native, "nova_rt_memcpy")(0x10, 0x20, 0, None) == 0
+    assert driver.calls == []
+    abi(native, "nova_rt_memcpy")(0x10, 0x20, 48, None)
+    abi(native, "nova_rt_memset32")(0x10, -1, 12, 0x77)
+    abi(native, "nova_rt_memset16")(0x10, 0x12345, 24, None)
+    abi(native, "nova_rt_memset8")(0x10, 0x1FF, 48, None)
+    abi(native, "nova_rt_host_register")(0x10, 4096)
+    abi(native, "nova_rt_host_unregister")(0x10)
+    assert driver.calls == [
+        ("cuMemcpyAsync", (0x10, 0x20, 48, DEFAULT_STREAM)),
+        ("cuMemsetD32Async", (0x10, -1, 12, 0x77)),
+        ("cuMemsetD16Async", (0x10, 0x2345, 24, DEFAULT_STREAM)),
+        ("cuMemsetD8Async", (0x10, -1, 48, DEFAULT_STREAM)),
+        ("cuMemHostRegister_v2", (0x10, 4096, 0)),
+        ("cuMemHostUnregister", (0x10,)),
+    ]
+
+
+def test_failed_copy_is_reported_without_kernel(native: Any, driver: MockDriver) -> None:
+    driver.results["cuMemcpyAsync"] = 1
+    assert abi(native, "nova_rt_memcpy")(0x10, 0x20, 8, None) == 1
+    error = take_error()
+    assert isinstance(error, CudaError)
+    assert (error.call, error.error_name, error.kernel) == ("cuMemcpyAsync",
+                                                             "CUDA_ERROR_INVALID_VALUE", None)
+    assert not error.context_lost
+
+
+def test_call_entry_makes_the_context_current(native: Any, driver: MockDriver) -> None:
+    entry_type = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+    seen: list[int] = []
+    entry = entry_type(lambda args, results: seen.append(1))
+    call = cuda_abi._CALL_ENTRY_TYPE(native.call_entry)
+    assert call(ctypes.cast(entry, ctypes.c_void_p).value, None, None) == 0
+    assert driver.names() == ["cuCtxGetCurrent"] and seen == [1]
+    driver.calls.clear()
+    driver.current_context = 0xBAD
+    assert call(ctypes.cast(entry, ctypes.c_void_p).value, None, None) == 0
+    assert driver.calls[-1] == ("cuCtxSetCurrent", (CONTEXT,))
+
+
+def test_error_name_without_gpu() -> None:
+    assert cuda_abi.error_name(700) == "CUDA_ERROR_ILLEGAL_ADDRESS"
