@@ -16,6 +16,7 @@ releases the GIL) with its own CpuLaunch and dynamic shared scratch.
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -47,6 +48,31 @@ def _target_machine() -> object:
     return llvm.Target.from_default_triple().create_target_machine(reloc="pic")
 
 
+def check_elf_object(data: bytes, name: str) -> None:
+    """Reject anything but a well-formed x86-64 ELF relocatable object before LLVM sees it
+    (RuntimeDyld crashes the process on malformed input instead of reporting an error)."""
+
+    def bad(why: str) -> DeviceError:
+        return DeviceError(f"cannot load the CPU object of device module {name!r}: {why}")
+
+    if len(data) < 64 or data[:4] != b"\x7fELF":
+        raise bad("not an ELF file")
+    if data[4] != 2 or data[5] != 1:
+        raise bad("not a 64-bit little-endian ELF file")
+    e_type, e_machine = struct.unpack_from("<HH", data, 16)
+    if e_type != 1 or e_machine != 62:
+        raise bad(f"not an x86-64 relocatable object (e_type {e_type}, e_machine {e_machine})")
+    shoff, = struct.unpack_from("<Q", data, 40)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 58)
+    if shentsize != 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * 64 > len(data):
+        raise bad("the section header table is malformed or truncated")
+    for i in range(shnum):
+        sh_type, = struct.unpack_from("<I", data, shoff + i * 64 + 4)
+        offset, size = struct.unpack_from("<QQ", data, shoff + i * 64 + 24)
+        if sh_type != 8 and offset + size > len(data):  # 8 = SHT_NOBITS (.bss)
+            raise bad(f"section {i} lies outside the file (truncated?)")
+
+
 class CpuModule(DeviceModule):
     """A CPU object loaded into its own MCJIT engine."""
 
@@ -57,6 +83,7 @@ class CpuModule(DeviceModule):
         if images.cpu_object is None:
             raise DeviceError(f"device module {images.name!r} has no CPU object")
         self.digest = image_digest(images.cpu_object)
+        check_elf_object(images.cpu_object, images.name)
         try:
             engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
             engine.add_object_file(llvm.ObjectFileRef.from_data(images.cpu_object))
@@ -151,10 +178,10 @@ class BlockRun:
             try:
                 status = entry(params, launch_ptr)
             except BaseException as exc:  # ctypes itself failed; report it as the kernel's fault
-                status, launch.error.value = -1, f"{type(exc).__name__}: {exc}".encode()[:511]
+                status, launch.error = -1, f"{type(exc).__name__}: {exc}".encode()[:511]
             failure = None
             if status != 0:
-                text = launch.error.value.decode("utf-8", "replace") or "no message"
+                text = launch.error.decode("utf-8", "replace") or "no message"
                 failure = f"{text} (status {status}, blocks [{launch.block_begin}, " \
                           f"{launch.block_end}))"
             with self._cond:
