@@ -1,0 +1,115 @@
+"""nova-run: compile (if MLIR) and run one entry of a program, like upstream's mlir-runner.
+
+    nova-run prog.mlir|prog.nova [--device cuda|cpu] [-e main] [--arch sm_90]
+
+The entry runs without arguments; what the program prints (runner utilities, kernel printf) goes
+to stdout in program order. Failures exit with status 1 and one message on stderr: source errors
+as `file:line:col: error: ...` with the line and a caret, everything else as
+`nova-run: error: ...`. Never a traceback (NOVA_DEBUG=1 adds one for internal errors).
+`--entry-point-result=void` and `--shared-libs=...` are accepted for mlir-runner command lines
+(the runner utilities are built in).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from nova.cli.toolmain import EXIT_ERROR, EXIT_OK, InputError, run_tool
+from nova.errors import ArgumentError, DiagnosticError, NovaError
+
+PROG = "nova-run"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Run an entry of an MLIR program or "
+                                     "a .nova bundle on a CUDA GPU or the CPU device.")
+    parser.add_argument("input", help="an .mlir source file, a .nova bundle, or '-' (MLIR on "
+                        "stdin)")
+    parser.add_argument("--device", choices=("cuda", "cpu", "auto"), default=None,
+                        help="where to run (default: NOVA_DEVICE, else cuda when usable)")
+    parser.add_argument("-e", "--entry", "--entry-point", default="main",
+                        help="the entry function to run (default: main)")
+    parser.add_argument("--arch", default=None, help="GPU architecture to compile for "
+                        "(default: NOVA_ARCH or sm_90)")
+    parser.add_argument("--entry-point-result", "-entry-point-result", default="void",
+                        choices=("void", "i32", "i64", "f32", "f64"),
+                        help="accepted for mlir-runner compatibility; results are printed")
+    parser.add_argument("--shared-libs", "-shared-libs", default=None,
+                        help="accepted for mlir-runner compatibility (ignored)")
+    return parser
+
+
+def _read(path: str) -> tuple[bytes, str]:
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    try:
+        return Path(path).read_bytes(), path
+    except OSError as exc:
+        raise InputError(f"cannot read '{path}': {exc.strerror or exc}") from None
+
+
+def _bundle(data: bytes, name: str, arch: str | None, device: str | None) -> bytes:
+    if data.startswith(b"\x7fELF"):
+        return data
+    from nova.driver import CompileOptions, compile_to_bundle
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"'{name}' is neither a .nova bundle nor UTF-8 MLIR text") from None
+    options = CompileOptions() if arch is None else CompileOptions(arch=arch)
+    if device == "cpu":  # no cubin needed: skip ptxas
+        options = CompileOptions(arch=options.arch, cubin=False)
+    return compile_to_bundle(text, name, options)
+
+
+def _print_result(value: object) -> None:
+    from nova.runtime.runner_utils import flush_stdout, format_float, write_stdout
+
+    if value is None:
+        return
+    text = format_float(value) if isinstance(value, float) else str(value)
+    write_stdout(text + "\n")
+    flush_stdout()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nova.runtime.executor import load
+
+    data, name = _read(args.input)
+    bundle = _bundle(data, name, args.arch, args.device)
+    with load(bundle, args.device) as module:
+        try:
+            entry = module[args.entry]
+        except KeyError:
+            raise ArgumentError(f"{name} has no entry '{args.entry}' (entries: "
+                                f"{', '.join(module.entries) or 'none'})") from None
+        if entry.entry.args:
+            raise ArgumentError(f"entry '{args.entry}' takes {len(entry.entry.args)} "
+                                "argument(s); nova-run runs entries without arguments")
+        _print_result(entry())
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `nova-run` and `python -m nova run`."""
+    args = _parser().parse_args(argv)
+
+    def body() -> int:
+        try:
+            return _run(args)
+        except DiagnosticError as exc:
+            print(exc.render(), file=sys.stderr)
+            return EXIT_ERROR
+        except NovaError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+
+    sys.stdout.flush()
+    return run_tool(PROG, body)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
