@@ -1,0 +1,186 @@
+"""Device-module lowering: one `gpu.module` -> an LLVM module for a device target, plus the
+manifest description of its kernels.
+
+`lower_device_module(gpu_module, DeviceTarget.NVPTX, arch)` lowers every gpu.func / func.func /
+memref.global of the module with the shared emitter core and the NVPTX target
+(nova.backends.llvm.nvptx_target); `DeviceTarget.CPU` delegates to the CPU device target
+(nova.backends.llvm.cpu_target.lower_cpu_module). Both return a `DeviceLowering` whose kernels
+describe the expanded parameter layout of nova.runtime.abi (a ranked memref argument expands
+to allocated ptr, aligned ptr, offset, sizes..., strides...; scalars pass by value, index as i64).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from llvmlite import ir
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FunctionType,
+    IndexType,
+    IntegerType,
+    MemRefType,
+)
+from xdsl.ir import Attribute, Operation
+
+from nova.backends.llvm import types as T
+from nova.backends.llvm.emitter import ModuleEmitter, attr, location_of, symbol_name
+from nova.bundle.format import Kernel, KernelParam, TypeSpec
+from nova.errors import UnsupportedError
+
+
+class DeviceTarget(StrEnum):
+    """The device a gpu.module is compiled for."""
+
+    NVPTX = "nvptx"
+    CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class DeviceLowering:
+    """The LLVM module of one gpu.module and the manifest entries of its kernels."""
+
+    llvm_module: ir.Module
+    kernels: tuple[Kernel, ...]
+
+
+BARRIER_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.all_reduce", "gpu.subgroup_reduce"})
+"""Ops that need all threads of a block (or warp) to run in lockstep."""
+
+
+def dtype_name(ty: Attribute) -> str:
+    """The manifest dtype of a scalar type ('i32', 'index', 'f32', ...)."""
+    if isinstance(ty, IndexType):
+        return "index"
+    if isinstance(ty, IntegerType):
+        return f"i{ty.width.data}"
+    names = {Float16Type: "f16", BFloat16Type: "bf16", Float32Type: "f32", Float64Type: "f64"}
+    for cls, name in names.items():
+        if isinstance(ty, cls):
+            return name
+    raise UnsupportedError(f"type '{ty}' cannot be a kernel argument (supported: index, iN, "
+                           "f16, bf16, f32, f64, ranked memrefs of those)")
+
+
+def type_spec(ty: Attribute) -> TypeSpec:
+    """The manifest TypeSpec of a kernel/entry argument type."""
+    if isinstance(ty, MemRefType):
+        shape = tuple(-1 if T.is_dynamic(d) else d for d in ty.get_shape())
+        return TypeSpec("memref", dtype_name(ty.element_type), str(ty), shape)
+    return TypeSpec("scalar", dtype_name(ty), str(ty))
+
+
+def _llvm_size(llty: ir.Type) -> int:
+    if isinstance(llty, ir.PointerType):
+        return 8
+    return T.element_size_llvm(llty)
+
+
+def kernel_params(ftype: FunctionType, address_space: T.AddressSpaceFn) -> tuple[KernelParam, ...]:
+    """The expanded kernel parameters of a kernel signature (abi.py's layout)."""
+    params: list[KernelParam] = []
+    for index, ty in enumerate(ftype.inputs.data):
+        for llty in T.expanded_param_types(ty, address_space):
+            params.append(KernelParam(str(llty), _llvm_size(llty), index))
+    return tuple(params)
+
+
+def _walk_calls(op: Operation, funcs: dict[str, Operation]) -> list[Operation]:
+    """`op` and every function it reaches through func.call (within the module)."""
+    seen = {symbol_name(op)}
+    order = [op]
+    todo = [op]
+    while todo:
+        current = todo.pop()
+        for inner in current.walk():
+            if inner.name == "func.call":
+                callee = attr(inner, "callee")
+                name = callee.root_reference.data  # type: ignore[union-attr]
+                if name in funcs and name not in seen:
+                    seen.add(name)
+                    order.append(funcs[name])
+                    todo.append(funcs[name])
+    return order
+
+
+def kernel_metadata(kernel: Operation, funcs: dict[str, Operation],
+                    globals_: dict[str, Operation], address_space: T.AddressSpaceFn) -> Kernel:
+    """The manifest `Kernel` of a gpu.func kernel: args, expanded params, static shared bytes
+    (workgroup attributions + workgroup-space globals it reaches), whether it synchronizes."""
+    ftype = attr(kernel, "function_type")
+    assert isinstance(ftype, FunctionType)
+    reached = _walk_calls(kernel, funcs)
+    shared = 0
+    n_in = len(ftype.inputs.data)
+    n_wg = int(getattr(getattr(attr(kernel, "workgroup_attributions"), "value", None),
+                       "data", 0) or 0)
+    entry = kernel.regions[0].blocks[0]
+    for arg in list(entry.args)[n_in:n_in + n_wg]:
+        shared += _bytes(arg.type)
+    used_globals: set[str] = set()
+    uses_barriers = False
+    for fn in reached:
+        for inner in fn.walk():
+            if inner.name in BARRIER_OPS:
+                uses_barriers = True
+            if inner.name == "gpu.all_reduce":
+                shared += 33 * T.element_size(inner.operands[0].type)
+            if inner.name == "memref.get_global":
+                used_globals.add(attr(inner, "name").root_reference.data)  # type: ignore[union-attr]
+    for name in sorted(used_globals):
+        gop = globals_.get(name)
+        if gop is not None:
+            gty = attr(gop, "type")
+            if address_space(gty) == 3:
+                shared += _bytes(gty)
+    return Kernel(symbol_name(kernel), tuple(type_spec(t) for t in ftype.inputs.data),
+                  kernel_params(ftype, address_space), shared, uses_barriers)
+
+
+def _bytes(ty: Attribute) -> int:
+    if not isinstance(ty, MemRefType):
+        return 0
+    count = 1
+    for d in ty.get_shape():
+        count *= d
+    return count * T.element_size(ty.element_type)
+
+
+def module_ops(gpu_module: Operation) -> list[Operation]:
+    """The symbol ops inside a gpu.module body."""
+    ops: list[Operation] = []
+    for region in gpu_module.regions:
+        for block in region.blocks:
+            ops += [op for op in block.ops if op.name != "gpu.module_end"]
+    return ops
+
+
+def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
+                        arch: str = "sm_90") -> DeviceLowering:
+    """Lower one gpu.module for `target` (see the module docstring)."""
+    target = DeviceTarget(target)
+    if target is DeviceTarget.CPU:
+        from nova.backends.llvm.cpu_target import lower_cpu_module
+
+        cpu = lower_cpu_module(gpu_module)
+        return DeviceLowering(cpu.llvm_module, tuple(cpu.kernels))
+    from nova.backends.llvm.nvptx_target import NvptxTarget, is_kernel
+
+    nv = NvptxTarget(arch)
+    me = ModuleEmitter(nv, symbol_name(gpu_module))
+    ops = module_ops(gpu_module)
+    for op in ops:
+        if op.name not in ("gpu.func", "func.func", "memref.global"):
+            raise UnsupportedError(
+                f"op '{op.name}' in a gpu.module is not supported by the NVPTX target "
+                "(supported: gpu.func, func.func, memref.global)", location_of(op))
+    me.emit_symbols(ops)
+    funcs = {symbol_name(op): op for op in ops if op.name in ("gpu.func", "func.func")}
+    globals_ = {symbol_name(op): op for op in ops if op.name == "memref.global"}
+    kernels = tuple(kernel_metadata(op, funcs, globals_, nv.pointer_address_space)
+                    for op in ops if is_kernel(op))
+    return DeviceLowering(me.module, kernels)
