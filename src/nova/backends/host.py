@@ -93,8 +93,8 @@ class HostTarget(TargetBase):
             raise UnsupportedError(f"memref.alloc alignment {alignment} is not a power of two",
                                    fe.location(op))
         # aligned_alloc wants a size that is a multiple of the alignment.
-        mask = ir.Constant(T.I64, alignment - 1)
-        rounded = fe.builder.and_(fe.builder.add(size_bytes, mask), fe.builder.not_(mask))
+        padded = fe.builder.add(size_bytes, ir.Constant(T.I64, alignment - 1))
+        rounded = fe.builder.and_(padded, ir.Constant(T.I64, -alignment))
         aligned_alloc = fe.module.declare("aligned_alloc", ir.FunctionType(T.PTR, [T.I64, T.I64]))
         return fe.builder.call(aligned_alloc, [ir.Constant(T.I64, alignment), rounded])
 

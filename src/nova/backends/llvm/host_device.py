@@ -80,6 +80,7 @@ class HostDevice:
         descriptor = ir.GlobalVariable(self.module, descriptor_type(),
                                        DEVICE_MODULE_PREFIX + module_name)
         descriptor.linkage = "external"
+        descriptor.type = PTR  # referenced as the opaque `ptr` it is (llvmlite types globals)
         handle = _private_pointer_global(self.module, MODULE_HANDLE_PREFIX + module_name)
         loader = self._cached_handle_function(
             f"__nova_load_module.{module_name}", handle,
@@ -288,6 +289,7 @@ def _cstring_global(module: ir.Module, name: str, text: str) -> ir.GlobalVariabl
     var.global_constant = True
     var.unnamed_addr = True
     var.initializer = ir.Constant(typ, data)
+    var.type = PTR  # referenced as the opaque `ptr` it is (llvmlite types globals)
     return var
 
 

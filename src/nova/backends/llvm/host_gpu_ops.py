@@ -158,7 +158,7 @@ class GpuOpLowering:
         dynamic = iter(fe.lookup(v) for v in op.dynamicSizes)
         sizes = [ir.Constant(T.I64, d) if d is not None else next(dynamic)
                  for d in T.static_sizes(ty)]
-        count = M.num_elements(fe.builder, sizes)
+        count = _count(fe.builder, sizes)
         nbytes = _times(fe.builder, count, T.element_size(ty.element_type))
         host_shared = attr(op, "hostShared") is not None
         stream, is_async = self._begin(fe, op)
@@ -181,7 +181,7 @@ class GpuOpLowering:
             _require_contiguous(fe, op, value.type)
         dst_desc, src_desc = fe.lookup_memref(dst), fe.lookup_memref(src)
         esize = T.element_size(src.type.element_type)  # type: ignore[attr-defined]
-        nbytes = _times(fe.builder, M.num_elements(fe.builder, src_desc.sizes), esize)
+        nbytes = _times(fe.builder, _count(fe.builder, src_desc.sizes), esize)
         dst_ptr = data_pointer(fe.builder, dst_desc, esize)
         src_ptr = data_pointer(fe.builder, src_desc, esize)
         stream, is_async = self._begin(fe, op)
@@ -199,11 +199,13 @@ class GpuOpLowering:
         pattern = fe.lookup(value)
         if not isinstance(pattern.type, ir.IntType):
             pattern = fe.builder.bitcast(pattern, ir.IntType(bits))
-        if bits < 32:
+        if bits < 32 and isinstance(pattern, ir.Constant):
+            pattern = ir.Constant(T.I32, int(pattern.constant) & ((1 << bits) - 1))
+        elif bits < 32:
             pattern = fe.builder.zext(pattern, T.I32)
         desc = fe.lookup_memref(dst)
         pointer = data_pointer(fe.builder, desc, bits // 8)
-        count = M.num_elements(fe.builder, desc.sizes)
+        count = _count(fe.builder, desc.sizes)
         stream, is_async = self._begin(fe, op)
         self.device.memset(fe.builder, bits, pointer, pattern, count, stream)
         self._end(fe, op, stream, is_async)
@@ -243,6 +245,20 @@ class GpuOpLowering:
 def _field(builder: ir.IRBuilder, desc: ir.Value, index: int) -> ir.Value:
     """Address of 8-byte field `index` of a ranked descriptor (ptr, ptr, i64, sizes...)."""
     return builder.gep(desc, [ir.Constant(T.I64, index)], source_etype=T.I64)
+
+
+def _count(builder: ir.IRBuilder, sizes: list[ir.Value]) -> ir.Value:
+    """The product of memref sizes: constants folded, no multiplications by one."""
+    static = 1
+    dynamic: ir.Value | None = None
+    for size in sizes:
+        if isinstance(size, ir.Constant):
+            static *= int(size.constant)
+        else:
+            dynamic = size if dynamic is None else builder.mul(dynamic, size)
+    if dynamic is None:
+        return ir.Constant(T.I64, static)
+    return dynamic if static == 1 else builder.mul(dynamic, ir.Constant(T.I64, static))
 
 
 def _times(builder: ir.IRBuilder, count: ir.Value, factor: int) -> ir.Value:
