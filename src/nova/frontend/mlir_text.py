@@ -10,6 +10,7 @@ failing op).
 from __future__ import annotations
 
 import bisect
+import re
 from typing import NoReturn
 
 from xdsl.context import Context
@@ -112,8 +113,7 @@ def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True) -> Mod
     except DiagnosticError:
         raise
     except XdslParseError as err:
-        raise ParseError(_clean_message(err.msg),
-                         parser.source_location(err.span.start)) from err
+        raise ParseError(*_describe(err, text, parser)) from err
     if isinstance(module.location, UnknownLoc):
         module.location = make_loc(filename, 1, 1)
     if verify:
@@ -121,8 +121,26 @@ def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True) -> Mod
     return module
 
 
-def _clean_message(msg: str) -> str:
-    return " ".join(msg.split()) if "\n" in msg else msg
+_UNDEFINED = "values used but not defined: ["
+
+
+def _describe(err: XdslParseError, text: str,
+              parser: _LocatingParser) -> tuple[str, SourceLocation]:
+    """A readable message and location for one of xDSL's parse errors."""
+    msg = " ".join(err.msg.split())
+    offset = err.span.start
+    if msg.startswith(_UNDEFINED):
+        # xDSL reports these at the end of input; point at the first use instead.
+        first = msg[len(_UNDEFINED):].split(",")[0].rstrip("]").strip()
+        match = re.search(re.escape(first) + r"(?![\w$.-])", text)
+        if match is not None:
+            offset = match.start()
+        msg = f"use of undeclared SSA value name {first}"
+    elif msg.startswith("in ") or not msg:
+        found = err.span.text.strip() if err.span.end > err.span.start else ""
+        what = f"'{found}'" if found else "end of input"
+        msg = f"unexpected {what} {msg}".strip()
+    return msg, parser.source_location(offset)
 
 
 def print_mlir(op: Operation, generic: bool = False) -> str:

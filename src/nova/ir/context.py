@@ -1,8 +1,8 @@
 """`make_context()`: the one place that assembles every dialect Nova parses.
 
 Dialects are registered lazily (xDSL loads one on first use), so building a context is cheap.
-Nova's own `gpu` dialect replaces xDSL's, and `func`, `memref`, `scf`, `arith`, `vector` are xDSL's with
-the overrides of `nova.ir.memref_ext` / `nova.ir.dialect_ext`; `index` is Nova's.
+Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `vector` are xDSL's
+with the overrides of `nova.ir.memref_ext` / `nova.ir.dialect_ext`; `index` is Nova's.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ from nova.errors import VerifyError
 from nova.ir.locations import nearest_location
 
 
+class _StructureError(DiagnosticException):
+    """A block-structure violation (its message is complete, without an op-name prefix)."""
+
+
 def _check_structure(op: Operation) -> None:
     """The block-structure rules xDSL's `Operation.verify` checks before `verify_`."""
     block = op.parent
@@ -34,7 +38,7 @@ def _check_structure(op: Operation) -> None:
     needs_terminator = len(region.blocks) > 1 or (
         parent is not None and not parent.has_trait(NoTerminator))
     if needs_terminator and not op.has_trait(IsTerminator, value_if_unregistered=True):
-        raise DiagnosticException(f"block with no terminator, has '{op.name}' as its last "
+        raise _StructureError(f"block with no terminator, has '{op.name}' as its last "
                                       "op")
 
 
@@ -49,6 +53,6 @@ def verify_located(root: Operation) -> None:
             prefix = "Operation does not verify: "
             if message.startswith(prefix):
                 message = message[len(prefix):]
-            if not message.startswith("'"):
+            if not message.startswith("'") and not isinstance(err, _StructureError):
                 message = f"'{op.name}' op {message}"
             raise VerifyError(message, nearest_location(op)) from err
