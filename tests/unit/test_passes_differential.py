@@ -30,6 +30,8 @@ PIPELINES = {
     "sink-index-computations": ["--gpu-launch-sink-index-computations"],
     "sink-index-computations,outline-kernels": ["--gpu-launch-sink-index-computations",
                                                 "--gpu-kernel-outlining"],
+    "async-region": ["--gpu-async-region"],
+    "outline-kernels,async-region": ["--gpu-kernel-outlining", "--gpu-async-region"],
 }
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 _PASS_CLASSES: dict[str, str] = {
     "outline-kernels": "OutlineKernelsPass",
     "sink-index-computations": "SinkIndexComputationsPass",
+    "async-region": "AsyncRegionPass",
 }
 
 
