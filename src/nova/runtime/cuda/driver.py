@@ -119,6 +119,7 @@ class CudaDriver:
         self.context: Any = None  # the CUcontext, once retained
         self.context_lost = False
         self._lost_by: str = ""
+        self._lost_error: tuple[str, int] = ("", 0)
         self._tls = threading.local()
 
     # --- the checked call ----------------------------------------------------------------------
@@ -127,7 +128,7 @@ class CudaDriver:
         """Call a driver function; raise CudaError on failure (codes in `allow` are returned as
         the first result instead, e.g. CUDA_ERROR_NOT_READY for queries)."""
         if self.context_lost:
-            raise CudaError(name, "CUDA_ERROR_CONTEXT_LOST", 0,
+            raise CudaError(name, *self._lost_error,
                             f"not attempted: {self._lost_by} destroyed the context",
                             kernel=kernel, context_lost=True)
         if current and self.context is not None:
@@ -151,6 +152,7 @@ class CudaDriver:
             self.context_lost = True
             where = f" in kernel @{kernel}" if kernel else ""
             self._lost_by = f"an earlier {err_name} from {name}{where}"
+            self._lost_error = (err_name, code)
         raise CudaError(name, err_name, code, _error_string(self.raw, err), kernel=kernel,
                         context_lost=lost)
 

@@ -1,0 +1,169 @@
+"""The cuda device's Python side against a fake driver (runs without a GPU): argument passing,
+properties, the pool's OOM path, module selection and the JIT log, launches, and the checked
+wrapper's error and context-loss behaviour. The real driver is exercised by the gpu tests."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import struct
+
+import device_test_kernels as tk
+import numpy as np
+import pytest
+from fake_cuda import FakeDriver
+
+from nova.errors import CudaError, DeviceError, OutOfMemoryError
+from nova.runtime.cuda import device as cuda_device_module
+from nova.runtime.cuda.device import CudaDevice
+from nova.runtime.device import ModuleImages
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    drv = FakeDriver()
+    monkeypatch.setattr(cuda_device_module, "load_bindings", lambda: drv)
+    return drv
+
+
+@pytest.fixture
+def gpu(fake) -> CudaDevice:
+    return CudaDevice(0)
+
+
+def test_properties_and_handles(gpu, fake):
+    p = gpu.properties
+    assert p.name == "Fake H100" and p.compute_capability == (9, 0) and p.arch == "sm_90"
+    assert p.multiprocessor_count == 132 and p.total_memory == fake.capacity
+    assert gpu.context_handle == 0xC0 and gpu.driver.raw is fake
+    assert gpu.mem_info() == (fake.capacity, fake.capacity)
+    assert gpu.default_stream.handle in fake.streams
+
+
+def test_memory_round_trip(gpu, fake):
+    host = np.arange(100, dtype=np.float32)
+    buf = gpu.to_device(host)
+    other = gpu.allocate(buf.nbytes)
+    gpu.copy_dtod(other, buf)
+    gpu.memset(buf, 0)
+    np.testing.assert_array_equal(other.view(np.float32).numpy(), host)
+    assert set(buf.numpy().view(np.uint8)) == {0}
+    for call in ("cuMemcpyHtoDAsync", "cuMemcpyDtoDAsync", "cuMemcpyDtoHAsync",
+                 "cuMemsetD8Async", "cuStreamSynchronize"):
+        assert call in fake.calls
+    hb = gpu.allocate_pinned(64)
+    assert hb.ptr in fake.host_allocations
+
+
+def test_real_oom_releases_the_cache_and_retries(gpu, fake):
+    big = fake.capacity // 2
+    gpu.allocate(big).free()  # cached
+    other = gpu.allocate(big + 65536)  # another size class: must free the cache to fit
+    assert gpu.pool.stats().bytes_cached == 0 and "cuCtxSynchronize" in fake.calls
+    with pytest.raises(OutOfMemoryError, match=r"cuMemAlloc of \d+ bytes failed.*free"):
+        gpu.allocate(fake.capacity)
+    other.free()
+
+
+def test_cubin_is_used_when_its_arch_matches(gpu, fake):
+    images = ModuleImages("m", ptx=tk.PTX, cubin=b"CUBIN .entry scale", cubin_arch="sm_90")
+    module = gpu.load_module(images)
+    assert module.image_kind == "cubin" and "cuModuleLoadDataEx" not in fake.calls
+    wrong_arch = ModuleImages("m", ptx=tk.PTX, cubin=b"CUBIN2", cubin_arch="sm_80")
+    assert gpu.load_module(wrong_arch).image_kind == "ptx"
+    with pytest.raises(DeviceError, match="only a cubin for sm_80"):
+        gpu.load_module(ModuleImages("m", cubin=b"x", cubin_arch="sm_80"))
+
+
+def test_ptx_jit_failure_carries_the_log(gpu):
+    with pytest.raises(CudaError, match=r"(?s)cuModuleLoadDataEx failed: "
+                       r"CUDA_ERROR_INVALID_PTX.*PTX JIT of device module 'bad'.*syntax error"):
+        gpu.load_module(ModuleImages("bad", ptx=".version 7.0 syntax error bogus"))
+
+
+def test_missing_kernel_names_it(gpu):
+    with pytest.raises(CudaError, match=r"CUDA_ERROR_NOT_FOUND.*@nope"):
+        tk.load(gpu).get_function("nope")
+
+
+def test_launch_passes_a_packed_parameter_array(gpu, fake):
+    fn = tk.function(gpu, "scale")
+    out, src = gpu.allocate(64), gpu.allocate(64)
+    seen = {}
+
+    def capture(*args):
+        params = args[9]
+        slots = (ctypes.c_void_p * 4).from_address(params)
+        seen["values"] = (ctypes.c_uint64.from_address(slots[0]).value,
+                          ctypes.c_uint64.from_address(slots[1]).value,
+                          ctypes.c_float.from_address(slots[2]).value,
+                          ctypes.c_int64.from_address(slots[3]).value)
+        return FakeDriver.cuLaunchKernel(fake, *args)
+
+    fake.cuLaunchKernel = capture
+    gpu.launch(fn, (3, 2), 128, [out, src, 1.5, 16], shared_bytes=64 * 1024)
+    del fake.cuLaunchKernel
+    assert seen["values"] == (out.ptr, src.ptr, 1.5, 16)
+    launch = fake.launches[-1]
+    assert launch["grid"] == (3, 2, 1) and launch["block"] == (128, 1, 1)
+    assert launch["stream"] == gpu.default_stream.handle and launch["shared"] == 64 * 1024
+    assert any(c.startswith("cuFuncSetAttribute:CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES")
+               for c in fake.calls)
+    raw = struct.pack("<Q", 7)
+    holder = ctypes.create_string_buffer(raw)
+    slots = (ctypes.c_void_p * 1)(ctypes.addressof(holder))
+    gpu.launch(tk.function(gpu, "set_flag"), 1, 1, ctypes.addressof(slots))
+    assert fake.launches[-1]["params"] == ctypes.addressof(slots)  # passed through untouched
+
+
+def test_cluster_launch(gpu, fake):
+    fn = tk.function(gpu, "set_flag")
+    flag = gpu.allocate(4)
+    gpu.launch(fn, (4, 2), 32, [flag], cluster=(2, 1))
+    assert fake.launches[-1]["cluster"] == (2, 1, 1) and fake.launches[-1]["grid"] == (4, 2, 1)
+    with pytest.raises(Exception, match="not a multiple of the cluster shape"):
+        gpu.launch(fn, 3, 32, [flag], cluster=2)
+
+
+def test_sticky_error_loses_the_context_and_later_calls_fail_fast(gpu, fake):
+    trap = tk.load(gpu).get_function("trap_kernel")
+    buf = gpu.allocate(16)
+    stream = gpu.create_stream()
+    gpu.launch(trap, 1, 1, [], stream=stream)
+    with pytest.raises(CudaError) as info:
+        stream.synchronize()
+    err = info.value
+    assert err.context_lost and err.code == 719 and err.kernel == "trap_kernel"
+    assert "CUDA_ERROR_LAUNCH_FAILED" in str(err) and "start a new process" in str(err)
+    assert gpu.context_lost
+    before = len(fake.calls)
+    with pytest.raises(CudaError, match="not attempted: an earlier CUDA_ERROR_LAUNCH_FAILED "
+                       "from cuStreamSynchronize in kernel @trap_kernel"):
+        gpu.allocate(1 << 20)
+    assert len(fake.calls) == before  # failed fast: the driver was not called
+    # destructors stay quiet: no driver calls, no exceptions
+    buf.free()
+    del stream
+    gc.collect()
+    assert "cuStreamDestroy" not in fake.calls[before:]
+
+
+def test_checked_wrapper_names_call_and_error(gpu, fake):
+    with pytest.raises(CudaError) as info:
+        gpu.driver.call("cuMemFree", 0xDEAD)
+    assert info.value.call == "cuMemFree" and info.value.error_name == "CUDA_ERROR_INVALID_VALUE"
+    assert "fake description" in str(info.value) and not info.value.context_lost
+    assert not gpu.context_lost
+
+
+def test_context_is_made_current_once_per_thread(gpu, fake):
+    import threading
+
+    gpu.mem_info()
+    count = fake.calls.count("cuCtxSetCurrent")
+    gpu.mem_info()
+    assert fake.calls.count("cuCtxSetCurrent") == count
+    t = threading.Thread(target=gpu.mem_info)
+    t.start()
+    t.join()
+    assert fake.calls.count("cuCtxSetCurrent") == count + 1
