@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +69,9 @@ class CompileResult:
 
     @property
     def bundle(self) -> bytes:
-        assert isinstance(self.output, bytes), "not a bundle: compiled with emit != 'nova'"
+        """The .nova bytes (only for compilations that ran to the 'nova' stage)."""
+        if not isinstance(self.output, bytes):
+            raise CompileOptionsError("no bundle: this compilation stopped before 'nova'")
         return self.output
 
 
@@ -335,20 +337,37 @@ def join_outputs(output: Artifact) -> str | bytes:
                               f"({', '.join(output)}); use NOVA_DUMP_DIR to get each one")
 
 
-def _read_source(path_or_text: str | Path) -> tuple[str, str]:
-    if isinstance(path_or_text, Path):
-        return path_or_text.read_text(encoding="utf-8"), str(path_or_text)
-    looks_like_path = "\n" not in path_or_text and path_or_text.endswith(".mlir")
-    if looks_like_path and Path(path_or_text).is_file():
-        return Path(path_or_text).read_text(encoding="utf-8"), path_or_text
-    return path_or_text, "<string>"
+def read_source(path_or_text: str | Path) -> tuple[str, str]:
+    """(text, filename) from a path (a Path, or a one-line str naming an existing file or
+    ending in .mlir) or from MLIR text itself (filename '<string>')."""
+    from nova.cli.toolmain import InputError
+
+    is_path = isinstance(path_or_text, Path) or (
+        "\n" not in path_or_text and len(path_or_text) < 4096
+        and (path_or_text.endswith(".mlir") or Path(path_or_text).is_file()))
+    if not is_path:
+        return str(path_or_text), "<string>"
+    try:
+        return Path(path_or_text).read_text(encoding="utf-8"), str(path_or_text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read '{path_or_text}': {exc}") from None
+
+
+def make_options(**options: Any) -> CompileOptions:
+    """CompileOptions from keyword arguments, naming the valid fields on a mistake."""
+    valid = {f.name for f in fields(CompileOptions)}
+    unknown = sorted(set(options) - valid)
+    if unknown:
+        raise CompileOptionsError(f"unknown compile option(s) {', '.join(unknown)} "
+                                  f"(valid: {', '.join(sorted(valid))})")
+    return CompileOptions(**options)
 
 
 def compile(path_or_text: str | Path, device: Any = None, **options: Any) -> NovaModule:
     """Compile an MLIR file (a path) or MLIR text and load it on `device` ('cuda', 'cpu', a
     Device, or None for NOVA_DEVICE / auto). `options` are CompileOptions fields."""
-    text, filename = _read_source(path_or_text)
-    bundle = compile_to_bundle(text, filename, CompileOptions(**options))
+    text, filename = read_source(path_or_text)
+    bundle = compile_to_bundle(text, filename, make_options(**options))
     from nova.runtime.executor import load
 
     return load(bundle, device=device)

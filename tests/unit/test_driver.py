@@ -219,3 +219,30 @@ def test_nova_compile_runs_on_the_cpu_device(tmp_path: Path) -> None:
     data = np.arange(16, dtype=np.float32)
     module.scale(data, np.float32(2.0))
     np.testing.assert_array_equal(data, np.arange(16, dtype=np.float32) * 2)
+
+
+def test_read_source_tells_paths_from_text(tmp_path: Path) -> None:
+    path = tmp_path / "p.mlir"
+    path.write_text(PROGRAM)
+    assert driver.read_source(path) == (PROGRAM, str(path))
+    assert driver.read_source(str(path)) == (PROGRAM, str(path))
+    assert driver.read_source(PROGRAM) == (PROGRAM, "<string>")
+    one_line = "func.func @f() { return }"
+    assert driver.read_source(one_line) == (one_line, "<string>")
+    from nova.cli.toolmain import InputError
+
+    with pytest.raises(InputError, match="cannot read"):
+        driver.read_source(str(tmp_path / "missing.mlir"))
+
+
+def test_make_options_names_valid_fields() -> None:
+    assert driver.make_options(arch="sm_80", cubin=False) == CompileOptions(arch="sm_80",
+                                                                            cubin=False)
+    with pytest.raises(CompileOptionsError, match=r"unknown compile option\(s\) arh .*arch"):
+        driver.make_options(arh="sm_80")
+
+
+def test_bundle_property_needs_a_bundle() -> None:
+    result = compile_source(PROGRAM, "scale.mlir", CompileOptions(emit="outline"))
+    with pytest.raises(CompileOptionsError, match="stopped before 'nova'"):
+        _ = result.bundle
