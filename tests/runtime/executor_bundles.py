@@ -59,6 +59,42 @@ entry:
 }}
 """
 
+KERNELS_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry fill(
+	.param .u64 p0,
+	.param .u64 p1,
+	.param .u64 p2,
+	.param .u64 p3,
+	.param .u64 p4
+)
+{
+	.reg .b32 %r<5>;
+	.reg .b64 %rd<5>;
+	.reg .f32 %f<3>;
+	ld.param.u64 %rd1, [p1];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, %ctaid.x;
+	mov.u32 %r2, %ntid.x;
+	mov.u32 %r3, %tid.x;
+	mad.lo.s32 %r4, %r1, %r2, %r3;
+	cvt.rn.f32.s32 %f1, %r4;
+	add.f32 %f2, %f1, %f1;
+	mul.wide.s32 %rd3, %r4, 4;
+	add.s64 %rd4, %rd2, %rd3;
+	st.global.f32 [%rd4], %f2;
+	ret;
+}
+
+.visible .entry faulty()
+{
+	trap;
+}
+"""
+"""The same two kernels for the GPU (PTX, JIT-compiled by the driver)."""
+
 HOST_IR = """
 declare i32 @nova_rt_module_load(ptr, ptr)
 declare i32 @nova_rt_module_get_function(ptr, ptr, ptr)
@@ -321,11 +357,11 @@ def cpu_object() -> bytes:
 
 def build_bundle(host_ir: str = HOST_IR, entries: tuple[EntryPoint, ...] = ENTRIES,
                  with_cpu_object: bool = True, arch: str = "sm_90") -> bytes:
-    """A sealed .nova bundle of the hand-written host code and device module `kmod`."""
+    """A sealed .nova bundle of the hand-written host code and device module `kmod` (PTX for
+    cuda, and the CPU object unless `with_cpu_object` is False)."""
     holder = ir.Module(name="host")
     holder.triple = llvm.get_process_triple()
-    ptx = None if with_cpu_object else ".version 8.0\n.target sm_90\n.address_size 64\n"
-    images = [DeviceImages("kmod", KERNELS, ptx, None,
+    images = [DeviceImages("kmod", KERNELS, KERNELS_PTX, None,
                            cpu_object() if with_cpu_object else None)]
     embed_device_images(holder, images, entries, arch, "handmade.mlir")
     module = llvm.parse_assembly(str(holder) + host_ir)

@@ -143,6 +143,17 @@ def test_failed_launch_records_call_code_and_kernel(native: Any, driver: MockDri
         in str(error)
 
 
+def test_fault_found_at_sync_names_the_latest_kernel(native: Any, driver: MockDriver) -> None:
+    cuda_abi._kernel_names[0xF03] = "stencil"
+    assert abi(native, "nova_rt_launch")(0xF03, 1, 1, 1, 1, 1, 1, 0, None, None, 0) == 0
+    driver.results["cuStreamSynchronize"] = 719
+    assert abi(native, "nova_rt_stream_synchronize")(None) == 1
+    error = take_error()
+    assert isinstance(error, CudaError)
+    assert error.call == "cuStreamSynchronize" and error.context_lost
+    assert "the latest kernel launched was @stencil" in str(error)
+
+
 def test_launch_dimension_overflow_never_reaches_the_driver(native: Any,
                                                             driver: MockDriver) -> None:
     cuda_abi._kernel_names[0xF02] = "big"

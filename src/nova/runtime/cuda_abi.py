@@ -28,11 +28,17 @@ from nova.runtime.cuda_native import (
     DEFAULT_STREAM_GLOBAL,
     DRIVER_FUNCTIONS,
     ERROR_CALLBACK_GLOBAL,
+    LAST_FUNCTION_GLOBAL,
     NATIVE_ABI_NAMES,
     native_ir,
 )
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
-from nova.runtime.native_support import host_target_machine, record_error, unwind_symbols
+from nova.runtime.native_support import (
+    host_target_machine,
+    record_error,
+    take_error,
+    unwind_symbols,
+)
 
 STICKY_ERRORS: frozenset[int] = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
 """CUresults after which the context is unusable (illegal address, trap, assert, ...)."""
@@ -78,13 +84,20 @@ class NativeCudaAbi:
         ctypes.c_void_p.from_address(self.context_at).value = handle or None
 
 
-def _report(device: Any, call: bytes, code: int, function: int | None) -> None:
-    """Record a failed driver call as a CudaError (the native error path's only Python)."""
+def _report(device: Any, call: bytes, code: int, function: int | None,
+            last_function: int | None) -> None:
+    """Record a failed driver call as a CudaError (the native error path's only Python). A fault
+    found by a later call (a synchronization) names the latest launched kernel."""
     try:
         name = call.decode() if isinstance(call, bytes) else str(call)
         kernel = _kernel_names.get(function or 0) if function else None
         lost = code in STICKY_ERRORS
-        record_error(CudaError(name, error_name(code), code, kernel=kernel, context_lost=lost))
+        detail = ""
+        if kernel is None and lost and last_function:
+            detail = (f"the fault was found here; the latest kernel launched was "
+                      f"@{_kernel_names.get(last_function, hex(last_function))}")
+        record_error(CudaError(name, error_name(code), code, detail, kernel=kernel,
+                               context_lost=lost))
         driver = getattr(device, "driver", None)
         if lost and driver is not None and not driver.context_lost:
             driver.context_lost = True
@@ -108,9 +121,13 @@ def compile_native(device: Any = None, prefix: str = "",
         missing = [n for n in DRIVER_FUNCTIONS if prefix + n not in driver_symbols]
         if missing:
             raise DeviceError(f"driver symbols missing: {', '.join(missing)}")
-    on_error = _ERROR_CALLBACK_TYPE(
-        lambda call, code, function: _report(device, ctypes.string_at(call) if call else b"?",
-                                             code, function))
+    last: list[int] = []  # the address of @nova_last_function, known after compiling
+
+    def on_error_impl(call: int | None, code: int, function: int | None) -> None:
+        last_function = ctypes.c_void_p.from_address(last[0]).value if last else None
+        _report(device, ctypes.string_at(call) if call else b"?", code, function, last_function)
+
+    on_error = _ERROR_CALLBACK_TYPE(on_error_impl)
     with _compile_lock:
         for name, address in {**unwind_symbols(), **(driver_symbols or {})}.items():
             llvm.add_symbol(name, address)
@@ -118,6 +135,7 @@ def compile_native(device: Any = None, prefix: str = "",
         module.verify()
         engine = llvm.create_mcjit_compiler(module, host_target_machine())
         engine.finalize_object()
+    last.append(engine.get_global_value_address(LAST_FUNCTION_GLOBAL))
     native = NativeCudaAbi(
         engine=engine,
         addresses={n: engine.get_function_address(n) for n in NATIVE_ABI_NAMES},
@@ -257,13 +275,13 @@ class CudaAbi:
         out = ctypes.create_string_buffer(nbytes)
         if nbytes and (self._memcpy(ctypes.addressof(out), address, nbytes, None)
                        or self._sync(None)):
-            from nova.runtime.native_support import take_error
-
             raise take_error() or RuntimeFailure("copying a memref result failed")
         return out.raw
 
     def synchronize(self) -> None:
-        self.device.default_stream.synchronize()
+        """Wait for the default stream natively, so a fault names the latest kernel."""
+        if self._sync(None):
+            raise take_error() or RuntimeFailure("cuStreamSynchronize failed")
 
     def close(self) -> None:
         """Modules stay cached by the device; forget this program's handles."""

@@ -57,6 +57,8 @@ _ATTR_TYPE = "{ i32, [4 x i8], [3 x i32], [52 x i8] }"
 ERROR_CALLBACK_GLOBAL = "nova_cuda_error_callback"
 DEFAULT_STREAM_GLOBAL = "nova_default_stream"
 CONTEXT_GLOBAL = "nova_cuda_context"
+LAST_FUNCTION_GLOBAL = "nova_last_function"
+"""The CUfunction of the latest launch: a fault found later (at a synchronization) names it."""
 CALL_ENTRY = "nova_cuda_call_entry"
 """`i32 nova_cuda_call_entry(entry, args, results)`: make the device's context current on this
 thread (cheap when it already is), then `nova_rt_call_entry`."""
@@ -141,6 +143,7 @@ def _functions(prefix: str) -> list[str]:
     dims, status = _launch_dims(b, _DIMS)
     b.check(status, "cuLaunchKernel", "%function")
     s = b.stream()
+    b(f"  store ptr %function, ptr @{LAST_FUNCTION_GLOBAL}")
     b.call("cuLaunchKernel", f"ptr %function, {', '.join(dims)}, i32 %shared, ptr {s}, "
            "ptr %params, ptr null", "%function")
     out.append(_define("nova_rt_launch", f"ptr %function, {_GRID_BLOCK}, {_LAUNCH_TAIL}", b))
@@ -160,6 +163,7 @@ def _functions(prefix: str) -> list[str]:
     for i, value in enumerate(fields):
         b(f"  %field{i} = getelementptr {_CONFIG_TYPE}, ptr %config, i32 0, i32 {i}")
         b(f"  store {value}, ptr %field{i}")
+    b(f"  store ptr %function, ptr @{LAST_FUNCTION_GLOBAL}")
     b.call("cuLaunchKernelEx", "ptr %config, ptr %function, ptr %params, ptr null", "%function")
     out.append(_define("nova_rt_launch_cluster",
                        f"ptr %function, i64 %cx, i64 %cy, i64 %cz, {_GRID_BLOCK}, {_LAUNCH_TAIL}",
@@ -286,6 +290,7 @@ def native_ir(prefix: str = "") -> str:
         f"@{ERROR_CALLBACK_GLOBAL} = global ptr null",
         f"@{DEFAULT_STREAM_GLOBAL} = global ptr null",
         f"@{CONTEXT_GLOBAL} = global ptr null",
+        f"@{LAST_FUNCTION_GLOBAL} = global ptr null",
         "declare i32 @nova_rt_call_entry(ptr, ptr, ptr)",
     ]
     for name, signature in DRIVER_FUNCTIONS.items():
