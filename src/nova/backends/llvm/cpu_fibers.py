@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
+import llvmlite.binding as llvm_binding
 from llvmlite import ir
 
 DEFAULT_STACK_BYTES = 64 * 1024
@@ -290,6 +291,9 @@ def fiber_runtime(module: ir.Module) -> FiberRuntime:
     cached = module.__dict__.get("_nova_fiber_runtime")
     if cached is not None:
         return cached
+    # The context switch is inline asm: LLVM aborts the whole process when it emits inline asm
+    # without the x86 asm parser, so register it before anyone emits this module.
+    llvm_binding.initialize_native_asmparser()
     switch = _naked(module, "__nova_fiber_switch", ir.FunctionType(VOID, [PTR, PTR]), SWITCH_ASM)
     init = _naked(module, "__nova_fiber_init", ir.FunctionType(PTR, [PTR, PTR, PTR]), INIT_ASM)
     snprintf = libc(module, "snprintf")
