@@ -194,3 +194,27 @@ func.func @make(%n: index) -> (memref<?xf64>, memref<3xi32>) {
     libc.free.argtypes = [ctypes.c_void_p]
     libc.free(first.allocated)
     libc.free(second.allocated)
+
+
+def test_host_globals_and_memref_copy() -> None:
+    source = """
+memref.global "private" constant @table : memref<2x2xi32> = dense<[[1, 2], [3, 4]]>
+memref.global "private" @scratch : memref<4xf32> = uninitialized
+func.func @read(%out: memref<2x2xi32>) -> f32 {
+  %t = memref.get_global @table : memref<2x2xi32>
+  memref.copy %t, %out : memref<2x2xi32> to memref<2x2xi32>
+  %s = memref.get_global @scratch : memref<4xf32>
+  %c3 = arith.constant 3 : index
+  %x = arith.constant 0.5 : f32
+  memref.store %x, %s[%c3] : memref<4xf32>
+  %y = memref.load %s[%c3] : memref<4xf32>
+  return %y : f32
+}
+"""
+    engine, rt = jit(source)
+    out = np.zeros((2, 2), np.int32)
+    result = ctypes.c_float()
+    assert engine.call("read", [memref_of(out)], [result]) == 0
+    np.testing.assert_array_equal(out, [[1, 2], [3, 4]])
+    assert result.value == 0.5
+    assert rt.calls == []
