@@ -325,14 +325,15 @@ def compile_until(text: str, filename: str, options: CompileOptions,
 
 
 def join_outputs(output: Artifact) -> str | bytes:
-    """One str/bytes for an artifact: per-module texts are joined under `// ----- @name` lines."""
+    """One str/bytes for an artifact: a single device module's output as is; several modules'
+    texts joined under `// ----- @name` lines (binary outputs of several modules cannot be)."""
     if not isinstance(output, Mapping):
         return output
     values = list(output.values())
-    if all(isinstance(v, str) for v in values):
-        return "".join(f"// ----- @{name}\n{text}\n" for name, text in output.items())
     if len(values) == 1:
         return values[0]
+    if all(isinstance(v, str) for v in values):
+        return "".join(f"// ----- @{name}\n{text}\n" for name, text in output.items())
     raise CompileOptionsError(f"{len(values)} device modules produce binary outputs "
                               f"({', '.join(output)}); use NOVA_DUMP_DIR to get each one")
 

@@ -107,6 +107,8 @@ def test_parse_errors_propagate_located() -> None:
 
 def test_join_outputs() -> None:
     assert driver.join_outputs("x") == "x"
+    assert driver.join_outputs({"m": "ptx"}) == "ptx"
+    assert driver.join_outputs({}) == ""
     joined = driver.join_outputs({"m1": "a", "m2": "b"})
     assert joined == "// ----- @m1\na\n// ----- @m2\nb\n"
     assert driver.join_outputs({"m": b"\x7fELF"}) == b"\x7fELF"
