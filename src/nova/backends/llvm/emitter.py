@@ -241,9 +241,13 @@ class FunctionEmitter:
         self.values: dict[SSAValue, LoweredValue] = {}
         self.blocks: dict[Block, ir.Block] = {}
         self.phis: dict[Block, list[LoweredValue]] = {}
+        # `entry` holds only allocas (fe.alloca) and a branch to `prologue`, where lowering
+        # starts; no other builder ever inserts into `entry`, so builder positions stay valid.
         self.entry = fn.append_basic_block("entry")
-        self.builder = ir.IRBuilder(self.entry)
+        prologue = fn.append_basic_block("prologue")
         self._alloca_builder = ir.IRBuilder(self.entry)
+        self._alloca_builder.branch(prologue)
+        self.builder = ir.IRBuilder(prologue)
         self._core = core_handlers()
 
     # --- values ----------------------------------------------------------------------------
@@ -425,20 +429,19 @@ class FunctionEmitter:
         self.builder.branch(self.blocks[target])
 
     def alloca(self, elem: ir.Type, count: ir.Value | None = None, align: int = 0) -> ir.Value:
-        """An alloca in the entry block when `count` is constant (or absent), else in place."""
+        """An alloca in the entry block when `count` is constant (or absent), else in place.
+        Returns an opaque `ptr` (see memref.opaque)."""
         if count is None or isinstance(count, ir.Constant):
             b = self._alloca_builder
-            first = self.entry.instructions[0] if self.entry.instructions else None
-            if first is not None:
-                b.position_before(first)
-            else:
-                b.position_at_start(self.entry)
+            b.position_before(self.entry.terminator)
             slot = b.alloca(elem, size=count)
-        else:
-            slot = self.builder.alloca(elem, size=count)
+            if align:
+                slot.align = align
+            return M.opaque(b, slot)
+        slot = self.builder.alloca(elem, size=count)
         if align:
             slot.align = align
-        return slot
+        return M.opaque(self.builder, slot)
 
     def index_const(self, value: int) -> ir.Constant:
         return ir.Constant(T.INDEX, value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from llvmlite import ir
+from llvmlite.ir import instructions as ir_instructions
 from xdsl.dialects.builtin import MemRefType
 
 from nova.backends.llvm.types import (
@@ -78,6 +79,21 @@ class MemRefDescriptor:
         """Address of element `indices` (i64 values): aligned + offset + sum(index_i * stride_i)."""
         linear = linear_index(builder, self.offset, indices, self.strides)
         return builder.gep(self.aligned, [linear], inbounds=True, source_etype=self.element_type)
+
+
+def opaque(builder: ir.IRBuilder, pointer: ir.Value) -> ir.Value:
+    """`pointer` as an opaque `ptr` value. llvmlite types globals as typed pointers
+    (`[N x T] addrspace(k)*`) and then rejects stores of `T` through GEPs of them; a no-op
+    bitcast to `ptr addrspace(k)` gives a value its type checks accept (LLVM folds it)."""
+    ty = pointer.type
+    if isinstance(ty, ir.PointerType) and not ty.is_opaque:
+        # IRBuilder.bitcast returns its operand when the types compare equal (typed and opaque
+        # pointers of one address space do), so the instruction is built directly.
+        cast = ir_instructions.CastInstr(builder.block, "bitcast", pointer,
+                                         ir.PointerType(addrspace=ty.addrspace))
+        builder._insert(cast)  # IRBuilder has no public insert for a prebuilt instruction
+        return cast
+    return pointer
 
 
 def linear_index(builder: ir.IRBuilder, offset: ir.Value, indices: list[ir.Value],

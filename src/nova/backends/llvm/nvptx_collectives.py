@@ -23,6 +23,7 @@ from collections.abc import Callable
 from llvmlite import ir
 from xdsl.ir import Operation
 
+from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text, int_attr
 from nova.backends.llvm.nvptx_target import (
@@ -183,9 +184,10 @@ def lower_all_reduce(fe: FunctionEmitter, op: Operation) -> None:
     gv.align = 8
     lane = b.and_(tid, _c32(WARP_SIZE - 1))
     warp = b.lshr(tid, _c32(5))
+    base = M.opaque(b, gv)
 
     def slot(index: ir.Value) -> ir.Value:
-        return b.gep(gv, [_c32(0), index], inbounds=True, source_etype=arr)
+        return b.gep(base, [_c32(0), index], inbounds=True, source_etype=arr)
 
     is_lane0 = b.icmp_unsigned("==", lane, _c32(0))
     with b.if_then(is_lane0):

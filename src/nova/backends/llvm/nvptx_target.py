@@ -168,7 +168,7 @@ def lower_printf(fe: FunctionEmitter, op: Operation) -> None:
 def generic_string(fe: FunctionEmitter, text: str) -> ir.Value:
     """A generic pointer to a NUL-terminated string constant in global memory."""
     gv = fe.module.string_constant(text, address_space=1)
-    return fe.builder.addrspacecast(gv, T.PTR)
+    return fe.builder.addrspacecast(M.opaque(fe.builder, gv), T.PTR)
 
 
 class NvptxTarget(TargetBase):
@@ -261,10 +261,10 @@ class NvptxTarget(TargetBase):
         gv.linkage = "internal"
         gv.initializer = ir.Constant(arr, ir.Undefined)
         gv.align = 16
-        ptr: ir.Value = gv
+        ptr: ir.Value = M.opaque(fe.builder, gv)
         space = self.pointer_address_space(mlir_type)
         if space != 3:
-            ptr = fe.builder.addrspacecast(gv, ir.PointerType(addrspace=space))
+            ptr = fe.builder.addrspacecast(ptr, ir.PointerType(addrspace=space))
         return M.identity_descriptor(fe.builder, mlir_type, ptr, sizes)
 
 

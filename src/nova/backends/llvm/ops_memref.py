@@ -343,7 +343,8 @@ def emit_global(me: ModuleEmitter, op: Operation) -> None:
     if attr(op, "constant") is not None:
         gv.global_constant = True
     visibility = attr(op, "sym_visibility")
-    if init is not None and getattr(visibility, "data", "") == "private":
+    defined = init is not None or space == 3
+    if defined and getattr(visibility, "data", "") == "private":
         gv.linkage = "internal"
     gv.align = int_attr(op, "alignment") or max(T.element_size(ty.element_type), 4)
     me.globals[name] = gv
@@ -359,10 +360,10 @@ def lower_get_global(fe: FunctionEmitter, op: Operation) -> None:
     ty = op.results[0].type
     assert isinstance(ty, MemRefType)
     sizes = [M.const_index(d) for d in ty.get_shape()]
-    ptr: ir.Value = gv
+    ptr: ir.Value = M.opaque(fe.builder, gv)
     space = fe.module.address_space(ty)
     if gv.type.addrspace != space:  # type: ignore[attr-defined]
-        ptr = fe.builder.addrspacecast(gv, ir.PointerType(addrspace=space))
+        ptr = fe.builder.addrspacecast(ptr, ir.PointerType(addrspace=space))
     fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, ptr, sizes))
 
 
