@@ -13,6 +13,7 @@ device buffers are used in place. Program output is flushed (libc `fflush`) afte
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 import threading
@@ -138,8 +139,10 @@ class EntryFunction:
             clear_error()
             status = abi.call_entry(self.address, plan.args, plan.results)
             if status:
+                error = self._failure()  # taken first: the cleanup may fail (and record) too
                 self._abandon(abi, staged)
-                raise self._failure()
+                clear_error()
+                raise error
             self._finish(abi, staged)
             return self._results(plan, abi)
         finally:
@@ -299,7 +302,11 @@ class NovaModule:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        if exc[0] is None:
+            self.close()
+            return
+        with contextlib.suppress(NovaError):  # keep the error that is already propagating
+            self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._abi is None else f"on {self.device.kind}:{self.device.index}"
