@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 Artifact = str | bytes | Mapping[str, str | bytes]
 
 OUTLINE_PIPELINE = "outline-kernels"
+DEFAULT_OPT_LEVEL = 3
 EMIT_ALIASES = {"outlined": "outline", "mlir": "parse", "bundle": "nova"}
 
 
@@ -45,7 +46,7 @@ class CompileOptions:
     emit: str = "nova"
     cubin: bool = True
     cpu_image: bool = True
-    opt_level: int = 3
+    opt_level: int = DEFAULT_OPT_LEVEL
 
     def target(self) -> str:
         """The stage name `emit` refers to, validated."""
@@ -132,11 +133,25 @@ def _device_llvm(c: _Compilation) -> None:
         c.device_lowerings[name] = lower_device_module(op, DeviceTarget.NVPTX, c.options.arch)
 
 
+def _opt_kwargs(function: Callable[..., Any], options: CompileOptions) -> dict[str, int]:
+    """`opt_level=` for a backend entry point that takes it; a non-default level that the backend
+    cannot honour is an error rather than silently ignored."""
+    import inspect
+
+    if "opt_level" in inspect.signature(function).parameters:
+        return {"opt_level": options.opt_level}
+    if options.opt_level != DEFAULT_OPT_LEVEL:
+        raise CompileOptionsError(f"{function.__module__}.{function.__name__} has a fixed "
+                                  f"optimisation level; -O{options.opt_level} is not supported")
+    return {}
+
+
 def _ptx(c: _Compilation) -> None:
     from nova.backends.nvptx import emit_ptx
 
+    opt = _opt_kwargs(emit_ptx, c.options)
     for name, lowering in c.device_lowerings.items():
-        c.ptx[name] = emit_ptx(str(lowering.llvm_module), c.options.arch)
+        c.ptx[name] = emit_ptx(str(lowering.llvm_module), c.options.arch, **opt)
 
 
 def _cubin(c: _Compilation) -> None:
@@ -157,8 +172,9 @@ def _cpu_llvm(c: _Compilation) -> None:
 def _cpu_obj(c: _Compilation) -> None:
     from nova.backends.x86 import emit_object
 
+    opt = _opt_kwargs(emit_object, c.options)
     for name, llvm_ir in c.cpu_llvm.items():
-        c.cpu_objects[name] = emit_object(llvm_ir)
+        c.cpu_objects[name] = emit_object(llvm_ir, **opt)
 
 
 def _host_llvm(c: _Compilation) -> None:
@@ -189,7 +205,7 @@ def _embed(c: _Compilation) -> None:
 def _obj(c: _Compilation) -> None:
     from nova.backends.x86 import emit_object
 
-    c.host_object = emit_object(str(c.host.llvm_module))
+    c.host_object = emit_object(str(c.host.llvm_module), **_opt_kwargs(emit_object, c.options))
 
 
 def _nova(c: _Compilation) -> None:

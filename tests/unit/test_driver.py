@@ -248,3 +248,16 @@ def test_bundle_property_needs_a_bundle() -> None:
     result = compile_source(PROGRAM, "scale.mlir", CompileOptions(emit="outline"))
     with pytest.raises(CompileOptionsError, match="stopped before 'nova'"):
         _ = result.bundle
+
+
+def test_opt_level_reaches_backends_that_take_it() -> None:
+    def fixed(llvm_ir: str) -> bytes:
+        return b""
+
+    def tunable(llvm_ir: str, opt_level: int = 3) -> bytes:
+        return b""
+
+    assert driver._opt_kwargs(fixed, CompileOptions()) == {}
+    assert driver._opt_kwargs(tunable, CompileOptions(opt_level=1)) == {"opt_level": 1}
+    with pytest.raises(CompileOptionsError, match="-O1 is not supported"):
+        driver._opt_kwargs(fixed, CompileOptions(opt_level=1))
