@@ -269,3 +269,19 @@ def test_vecadd_example_end_to_end_on_the_trace_runtime() -> None:
     assert params[6:11] == [b_dev, b_dev, 0, 10, 1]
     copied = np.frombuffer(bytes(runtime.buffers[1]), np.float32)
     np.testing.assert_array_equal(copied, 2 * np.arange(10, dtype=np.float32))
+
+
+def test_inline_gpu_launch_asks_for_outlining() -> None:
+    source = """
+func.func @main() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    gpu.terminator
+  }
+  return
+}
+"""
+    with pytest.raises(UnsupportedError, match="run the outline-kernels pass first") as info:
+        lower_host(parse_mlir(source, "inline.mlir"))
+    assert str(info.value).startswith("inline.mlir:4:3: error:")

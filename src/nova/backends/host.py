@@ -75,8 +75,8 @@ class HostTarget(TargetBase):
         self.abi = AbiCalls(me.module)
         self.device = HostDevice(self.abi)
         table: dict[str, Handler] = {}
-        table.update(GpuOpLowering(self.device).handlers())  # type: ignore[arg-type]
-        table.update(RunnerCalls(self.abi).handlers())  # type: ignore[arg-type]
+        table.update(GpuOpLowering(self.device).handlers())
+        table.update(RunnerCalls(self.abi).handlers())
         self.handlers = table
 
     # --- hooks ----------------------------------------------------------------------------------

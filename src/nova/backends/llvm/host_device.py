@@ -15,7 +15,7 @@ waits for every dependency, and the host synchronizes the null stream afterwards
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -107,7 +107,8 @@ class HostDevice:
         self._kernel_getters[key] = getter
         return getter
 
-    def _cached_handle_function(self, name: str, handle: ir.GlobalVariable, fill) -> ir.Function:
+    def _cached_handle_function(self, name: str, handle: ir.GlobalVariable,
+                                fill: Callable[[ir.IRBuilder, ir.Value], None]) -> ir.Function:
         """`ptr name()`: return *handle, calling fill(builder, handle) first when it is null."""
         fn = ir.Function(self.module, ir.FunctionType(PTR, []), name)
         fn.linkage = "internal"

@@ -26,6 +26,7 @@ from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr
 from nova.backends.llvm.host_device import LaunchConfig
 from nova.backends.llvm.host_memref import data_pointer
+from nova.backends.llvm.target import Handler
 
 if TYPE_CHECKING:
     from nova.backends.llvm.host_device import HostDevice
@@ -63,8 +64,9 @@ class GpuOpLowering:
     def __init__(self, device_of: HostDevice) -> None:
         self.device = device_of
 
-    def handlers(self) -> dict[str, object]:
+    def handlers(self) -> dict[str, Handler]:
         return {
+            "gpu.launch": self.launch,
             "gpu.launch_func": self.launch_func,
             "gpu.wait": self.wait,
             "gpu.alloc": self.alloc,
@@ -89,6 +91,12 @@ class GpuOpLowering:
             fe.bind(result, token)
 
     # --- launches -------------------------------------------------------------------------------
+    def launch(self, fe: FunctionEmitter, op: Operation) -> None:
+        """An inline `gpu.launch` has no kernel to launch yet."""
+        raise fe.unsupported(op, "host code launches outlined kernels only: run the "
+                                 "outline-kernels pass first to turn gpu.launch into "
+                                 "gpu.module + gpu.launch_func")
+
     def launch_func(self, fe: FunctionEmitter, op: Operation) -> None:
         """`gpu.launch_func @m::@k blocks in (...) threads in (...) args(...)`."""
         kernel = attr(op, "kernel")

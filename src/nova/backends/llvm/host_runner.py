@@ -31,6 +31,7 @@ from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text
 from nova.backends.llvm.host_abi import AbiCalls, function_type
 from nova.backends.llvm.ops_func import lower_call
+from nova.backends.llvm.target import Handler
 from nova.errors import UnsupportedError
 from nova.runtime.abi import ABI_BY_NAME, RUNNER_UTILS
 
@@ -49,7 +50,7 @@ class RunnerCalls:
     def __init__(self, abi: AbiCalls) -> None:
         self.abi = abi
 
-    def handlers(self) -> dict[str, object]:
+    def handlers(self) -> dict[str, Handler]:
         return {"func.call": self.call, "vector.print": self.vector_print}
 
     # --- func.call --------------------------------------------------------------------------------
