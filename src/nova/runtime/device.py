@@ -241,7 +241,7 @@ class Device(ABC):
 
         check_nbytes(nbytes)
         stream = self._stream(stream)
-        block = self.pool.allocate(nbytes, stream.handle)
+        block = self.pool.allocate(nbytes, stream.pool_key)
         return Buffer._from_pool(self, block, nbytes, stream)
 
     def allocate_pinned(self, nbytes: int) -> HostBuffer:

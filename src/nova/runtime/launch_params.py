@@ -103,6 +103,8 @@ def pack_params(params: Any, kernel: Kernel | None, name: str) -> PackedParams:
     if params is None:
         params = []
     if isinstance(params, int) and not isinstance(params, bool):
+        if params == 0 and not expected:
+            return _build([])  # a kernel without parameters (or of unknown signature)
         if expected is None:
             raise ArgumentError(f"launch of @{name}: a void** parameter address needs the "
                                 f"kernel's manifest entry (pass kernel= to get_function)")

@@ -171,10 +171,11 @@ class MemoryPool:
     def forget_stream(self, stream_key: int) -> None:
         """Free the cached blocks of a stream that is going away (its work has finished)."""
         with self._lock:
-            for key in [k for k in self._cache if k[0] == stream_key]:
-                for ptr in self._cache.pop(key):
-                    self._cached -= key[1]
-                    self._raw_free(ptr)
+            for key in list(self._cache):
+                if key[0] == stream_key:
+                    for ptr in self._cache.pop(key, ()):
+                        self._cached -= key[1]
+                        self._raw_free(ptr)
 
     def empty_cache(self) -> None:
         """Synchronize the device and return every cached block to it."""
@@ -184,11 +185,13 @@ class MemoryPool:
                 self._release_cache()
 
     def _release_cache(self) -> None:
-        for (_, size), ptrs in self._cache.items():
+        # popitem, not iteration: a garbage-collected Buffer's finalizer may re-enter `release`
+        # (same thread, RLock) while we run and add entries.
+        while self._cache:
+            (_, size), ptrs = self._cache.popitem()
             for ptr in ptrs:
                 self._cached -= size
                 self._raw_free(ptr)
-        self._cache.clear()
 
     def _raw_free(self, ptr: int) -> None:
         self._counts["device_frees"] += 1

@@ -9,6 +9,7 @@ the device-independent contract so executor code is written once.
 
 from __future__ import annotations
 
+import itertools
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
@@ -55,11 +56,17 @@ class Event(ABC):
         self.close()
 
 
+_pool_keys = itertools.count(1)
+
+
 class Stream(ABC):
     """An in-order queue of device work. As a context manager it synchronizes and closes on exit."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
+        # The caching pool's key for this stream: unique for the process, unlike driver handles,
+        # which the driver may reuse after a stream is destroyed.
+        self.pool_key = next(_pool_keys)
 
     @property
     @abstractmethod

@@ -136,7 +136,7 @@ class CpuStream(Stream):
         if self is self.device._default_stream:
             raise DeviceError("the device's default stream cannot be closed")
         self._q.drain()
-        self.device.pool.forget_stream(self.handle)
+        self.device.pool.forget_stream(self.pool_key)
         self._finalizer()
 
     @property

@@ -60,7 +60,7 @@ class CudaStream(Stream):
             raise DeviceError("the device's default stream cannot be closed")
         try:
             self.synchronize()
-            self.device.pool.forget_stream(self._handle)
+            self.device.pool.forget_stream(self.pool_key)
         finally:
             self._closed = True
             self._finalizer()
