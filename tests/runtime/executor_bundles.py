@@ -197,6 +197,14 @@ fail:
   unreachable
 }
 
+; show(): prints 42 (an entry without arguments, for nova-run).
+define void @__nova_entry_show(ptr %args, ptr %results) {
+entry:
+  call void @nova_rt_print_i64(i64 42)
+  call void @nova_rt_print_newline()
+  ret void
+}
+
 ; add(i64, i64) -> i64, printing its result.
 define void @__nova_entry_add(ptr %args, ptr %results) {
 entry:
@@ -327,6 +335,7 @@ I32xN = _spec("memref", "i32", "memref<?xi32>", (-1,))
 ENTRIES = (
     EntryPoint("main", "__nova_entry_main", (F32x8,), ()),
     EntryPoint("fill_async", "__nova_entry_fill_async", (F32x8,), ()),
+    EntryPoint("show", "__nova_entry_show", (), ()),
     EntryPoint("add", "__nova_entry_add", (I64, I64), (I64,)),
     EntryPoint("scale", "__nova_entry_scale", (F32,), (F64,)),
     EntryPoint("bad_free", "__nova_entry_bad_free", (), ()),
