@@ -476,3 +476,85 @@ def test_module_is_self_contained_and_reentrant() -> None:
         for gv in llvm_module.global_values:
             if not isinstance(gv, type(defined[0])):
                 assert gv.global_constant, f"mutable global {gv.name}"
+
+
+VECADD = _module("""
+    gpu.func @vecadd(%a: memref<?xf32>, %b: memref<?xf32>) kernel {
+      %t = gpu.thread_id x
+      %bi = gpu.block_id x
+      %bd = gpu.block_dim x
+      %i0 = arith.muli %bi, %bd : index
+      %i = arith.addi %i0, %t : index
+      %x = memref.load %a[%i] : memref<?xf32>
+      %y = memref.load %b[%i] : memref<?xf32>
+      %z = arith.addf %x, %y : f32
+      memref.store %z, %b[%i] : memref<?xf32>
+      gpu.return
+    }
+""")
+
+
+def _optimized_ir(source: str) -> str:
+    import llvmlite.binding as llvm
+
+    from nova.backends.device import DeviceTarget, lower_device_module
+    from nova.backends.nvptx import optimize
+    from nova.backends.x86 import target_machine
+    from nova.frontend.mlir_text import parse_mlir
+
+    gm = next(op for op in parse_mlir(source, "<test>").walk() if op.name == "gpu.module")
+    lowering = lower_device_module(gm, DeviceTarget.CPU)
+    module = llvm.parse_assembly(str(lowering.llvm_module))
+    optimize(module, target_machine())
+    return str(module)
+
+
+def test_fast_path_inlines_the_body_and_vectorises() -> None:
+    text = _optimized_ir(VECADD)
+    assert "call " not in text  # body inlined, no runtime calls, no workgroup malloc
+    assert "alloca" not in text  # thread context promoted to registers
+    assert "<4 x float>" in text or "<8 x float>" in text
+
+
+def test_fiber_path_uses_the_scheduler() -> None:
+    text = _optimized_ir(REDUCE)
+    assert "@__nova_fiber_switch(" in text and "@__nova_fiber_init(" in text
+
+
+def test_device_lowering_describes_kernels() -> None:
+    from nova.backends.device import DeviceTarget, lower_device_module
+    from nova.frontend.mlir_text import parse_mlir
+
+    gm = next(op for op in parse_mlir(ELEMENTWISE, "<test>").walk() if op.name == "gpu.module")
+    (kernel,) = lower_device_module(gm, DeviceTarget.CPU).kernels
+    assert kernel.name == "saxpy"
+    assert [a.kind for a in kernel.args] == ["memref", "memref", "scalar", "scalar", "scalar"]
+    assert [p.llvm_type for p in kernel.params] == (
+        ["ptr", "ptr", "i64", "i64", "i64", "i64", "i64"] * 2 + ["float", "i64", "i64"])
+    assert [p.arg_index for p in kernel.params] == [0] * 7 + [1] * 7 + [2, 3, 4]
+
+
+BIG_PRIVATE = _module("""
+    gpu.func @big(%out: memref<?xf32>) private(%p: memref<16384xf32, 5>) kernel {
+      %c0 = arith.constant 0 : index
+      %t = gpu.thread_id x
+      %v = arith.constant 1.0 : f32
+      memref.store %v, %p[%t] : memref<16384xf32, 5>
+      gpu.barrier
+      %r = memref.load %p[%t] : memref<16384xf32, 5>
+      memref.store %r, %out[%t] : memref<?xf32>
+      gpu.return
+    }
+""")
+
+
+def test_private_memory_beyond_the_fiber_stack_is_rejected() -> None:
+    from nova.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match=r"kernel @big needs 65536 bytes of private memory"):
+        compile_cpu(BIG_PRIVATE)
+    # a larger fiber stack makes it fit
+    mod = compile_cpu(BIG_PRIVATE, stack_bytes=128 * 1024)
+    out = np.zeros(8, np.float32)
+    mod.launch("big", [out], block=(8, 1, 1))
+    assert (out == 1).all()

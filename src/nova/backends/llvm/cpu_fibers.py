@@ -35,7 +35,9 @@ no barrier can complete, the block fails with "barrier divergence in block (x,y,
 Stack limit: each fiber has `stack_bytes` (default 64 KiB) of stack, which must hold the kernel's
 frame (private arrays, allocas) plus libc calls such as printf (~several KiB). The bottom
 `CANARY_BYTES` of every stack hold a pattern checked whenever the fiber switches back; a damaged
-canary stops the block with "fiber stack overflow" instead of silently corrupting a neighbour.
+canary stops the block with "fiber stack overflow" instead of silently corrupting a neighbour
+(a guard zone of one stack size lies below the first stack). The CPU target also rejects, at
+compile time, kernels whose static private memory cannot fit (cpu_target.private_bytes).
 """
 
 from __future__ import annotations
@@ -333,7 +335,9 @@ def _define_block_alloc(module: ir.Module, rt: FiberRuntime) -> None:
     launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
     nwarps = b.udiv(b.add(n, I64(WARP_SIZE - 1)), I64(WARP_SIZE))
     threads = b.call(malloc, [b.mul(n, I64(8 * len(THREAD_CTX.elements)))])
-    stacks = b.call(malloc, [b.mul(n, stack_bytes)])
+    # one extra stack-sized guard zone below the first stack: an overflow of fiber 0 lands in
+    # memory of ours (and is reported by the canary) instead of corrupting the heap
+    stacks = b.call(malloc, [b.mul(b.add(n, I64(1)), stack_bytes)])
     slots = b.call(malloc, [b.mul(n, I64(SLOT_BYTES))])
     warp_wait = b.call(malloc, [b.mul(nwarps, I64(8))])
     for idx, value in ((B.THREADS, threads), (B.STACKS, stacks), (B.SLOTS, slots),
@@ -459,7 +463,7 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
         return b.gep(threads, [i], inbounds=True, source_etype=THREAD_CTX)
 
     def canary_ptr(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
-        return b.gep(stacks, [b.mul(i, stack_bytes)], source_etype=I8)
+        return b.gep(stacks, [b.mul(b.add(i, I64(1)), stack_bytes)], source_etype=I8)
 
     def start(b: ir.IRBuilder, i: ir.Value) -> None:
         t = thread(b, i)

@@ -217,6 +217,10 @@ def _combiner(fe: FunctionEmitter, op: Operation, mlir_type: Attribute) -> Combi
         region = op.regions[0] if op.regions else None
         if region is None or not region.blocks:
             raise fe.error(op, f"{op.name} needs a reduction kind or a region")
+        if len(region.blocks) != 1:
+            raise UnsupportedError(f"{op.name} with a multi-block reduction region is not "
+                                   "supported by the CPU device (use one block ending in "
+                                   "gpu.yield)", fe.location(op))
         block = region.blocks[0]
 
         def custom(acc: ir.Value, value: ir.Value) -> ir.Value:

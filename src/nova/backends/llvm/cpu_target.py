@@ -215,9 +215,7 @@ class CpuTarget(TargetBase):
             base = cf.gep(b, _workgroup_base(fe), [I64(offsets[index])], cf.I8)
             return M.identity_descriptor(b, mlir_type, base, sizes)
         nbytes = _static_bytes(mlir_type, "private attribution", func_op)
-        # still in the entry block (attributions are bound first): a plain alloca is static
-        slot = b.alloca(ir.ArrayType(cf.I8, nbytes))
-        slot.align = 16
+        slot = fe.alloca(ir.ArrayType(cf.I8, nbytes), align=16)
         return M.identity_descriptor(b, mlir_type, cf.gep(b, slot, [I64(0)], cf.I8), sizes)
 
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None:
@@ -308,6 +306,45 @@ def needs_fibers(kernel: Operation, funcs: dict[str, Operation]) -> bool:
     return False
 
 
+STACK_RESERVE = 16 * 1024
+"""Bytes of every fiber stack kept for the runtime, libc calls (printf) and spills."""
+
+
+def private_bytes(kernel: Operation, funcs: dict[str, Operation]) -> int:
+    """Static per-thread private memory of a kernel: its private attributions plus every
+    statically shaped memref.alloca in it and in the functions it calls (an upper bound)."""
+    total = 0
+    ftype = _ftype(kernel)
+    n_in = len(ftype.inputs.data)
+    n_workgroup = int_attr(kernel, "workgroup_attributions") or 0
+    for arg in list(kernel.regions[0].blocks[0].args)[n_in + n_workgroup:]:
+        if isinstance(arg.type, MemRefType):
+            total += _static_bytes(arg.type, "private attribution", kernel)
+    seen: set[str] = set()
+    todo = [kernel]
+    while todo:
+        op = todo.pop()
+        for inner in op.walk():
+            ty = inner.results[0].type if inner.name == "memref.alloca" else None
+            if isinstance(ty, MemRefType) and not any(TY.is_dynamic(d) for d in ty.get_shape()):
+                total += _static_bytes(ty, "memref.alloca", inner)
+        for name in _callees(op):
+            if name in funcs and name not in seen:
+                seen.add(name)
+                todo.append(funcs[name])
+    return total
+
+
+def _check_stack(op: Operation, funcs: dict[str, Operation], stack_bytes: int) -> None:
+    need = private_bytes(op, funcs)
+    if need > stack_bytes - STACK_RESERVE:
+        raise UnsupportedError(
+            f"kernel @{symbol_name(op)} needs {need} bytes of private memory per GPU thread, but "
+            f"on the CPU device each thread of a kernel with barriers, warp operations or asserts "
+            f"runs on a {stack_bytes}-byte fiber stack ({STACK_RESERVE} of them kept for calls); "
+            "use workgroup or global memory for large per-thread arrays", _loc(op))
+
+
 def lower_cpu_module(gpu_module: Operation,
                      stack_bytes: int = DEFAULT_STACK_BYTES) -> CpuLowering:
     """Lower one gpu.module for the CPU device (see the module docstring)."""
@@ -353,6 +390,8 @@ def lower_cpu_module(gpu_module: Operation,
         CpuFunctionEmitter(me, op, fn).emit_body()
         if is_kernel(op):
             fiber = needs_fibers(op, funcs)
+            if fiber:
+                _check_stack(op, funcs, stack_bytes)
             _emit_entry(me, target, op, fn, fiber)
             kernels.append(kernel_info(op, target.layout.kernel_bytes[fname], fiber))
     return CpuLowering(me.module, tuple(kernels))
