@@ -387,6 +387,9 @@ class Device(ABC):
             raise ArgumentError(f"{function!r} is not a function loaded on {self!r}")
         g, b = _dim3(grid, "grid"), _dim3(block, "block")
         c = None if cluster is None else _dim3(cluster, "cluster")
+        if c is not None and any(gd % cd for gd, cd in zip(g, c, strict=True)):
+            raise ArgumentError(f"launch of @{function.name}: grid {g} is not a multiple of the "
+                                f"cluster shape {c}")
         check_nbytes(shared_bytes, "shared_bytes")
         props = self.properties
         if b[0] * b[1] * b[2] > props.max_threads_per_block:

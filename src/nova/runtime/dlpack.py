@@ -134,11 +134,12 @@ def export_capsule(buf: Buffer, stream: int | None, versioned: bool = False) -> 
     device = buf.device
     if device.kind == "cuda":
         if stream != -1:
-            device.foreign_stream_waits(1 if stream is None else int(stream))  # type: ignore[attr-defined]
+            consumer = 1 if not stream else int(stream)  # None (and 0): the legacy stream
+            device.foreign_stream_waits(consumer, buf.ready_stream())  # type: ignore[attr-defined]
     else:
         if stream is not None and stream != -1:
             raise BufferError(f"stream={stream!r} is meaningless for a cpu buffer")
-        device.default_stream.synchronize()
+        buf.ready_stream().synchronize()
     managed: DLManagedTensor | DLManagedTensorVersioned
     if versioned:
         managed = DLManagedTensorVersioned(major=1, minor=0, flags=0)

@@ -152,6 +152,14 @@ class Buffer:
         self.device.copy_htod(self, src, src.nbytes, stream)
 
     # --- interop -------------------------------------------------------------------------------
+    def ready_stream(self) -> Stream:
+        """The stream whose completed work makes this buffer's contents valid: the stream it was
+        allocated on (still open), else the device's default stream."""
+        s = self.stream
+        if s is None or getattr(s, "closed", False):
+            return self.device.default_stream
+        return s
+
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """CUDA array interface v3 (cuda buffers only; AttributeError elsewhere)."""
@@ -163,7 +171,7 @@ class Buffer:
             "data": (self.ptr, False),
             "version": 3,
             "strides": None,
-            "stream": self.device.default_stream.handle,
+            "stream": self.ready_stream().handle,
         }
 
     @classmethod

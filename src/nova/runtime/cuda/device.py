@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from nova.errors import ArgumentError, CudaError, DeviceError, OutOfMemoryError
+from nova.errors import CudaError, DeviceError, OutOfMemoryError
 from nova.runtime.cuda.driver import CUDA_ERROR_OUT_OF_MEMORY, CudaDriver, load_bindings
 from nova.runtime.cuda.module import CudaFunction, CudaModule, pick_image
 from nova.runtime.cuda.stream import CudaEvent, CudaStream
@@ -130,11 +130,11 @@ class CudaDevice(Device):
     def _synchronize_all(self) -> None:
         self.driver.call("cuCtxSynchronize")
 
-    def foreign_stream_waits(self, consumer_stream: int) -> None:
+    def foreign_stream_waits(self, consumer_stream: int, producer: Stream | None = None) -> None:
         """Make a foreign stream (a raw CUstream value, 1 = legacy, 2 = per-thread) wait for
-        everything enqueued so far on the default stream (DLPack export)."""
+        everything enqueued so far on `producer` (default stream when None; DLPack export)."""
         ev = CudaEvent(self, timing=False)
-        ev.record(self.default_stream)
+        ev.record(producer or self.default_stream)
         self.driver.call("cuStreamWaitEvent", self.driver.raw.CUstream(consumer_stream), ev.cu, 0)
         ev.close()
 
@@ -180,9 +180,6 @@ class CudaDevice(Device):
 
     def _cluster_config(self, name: str, grid: Dim3, block: Dim3, cluster: Dim3,
                         shared_bytes: int, stream: CudaStream) -> Any:
-        if any(g % c for g, c in zip(grid, cluster, strict=True)):
-            raise ArgumentError(f"launch of @{name}: grid {grid} is not a multiple of the "
-                                f"cluster shape {cluster}")
         raw = self.driver.raw
         config = raw.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
