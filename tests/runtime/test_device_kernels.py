@@ -151,3 +151,16 @@ def test_cpu_launch_spreads_blocks_over_workers(cpu_device):
     cpu_device.launch(tk.function(cpu_device, "scale"), 1000, 64, [dst, src, 0.5, n])
     cpu_device.synchronize()
     np.testing.assert_array_equal(dst.view(np.float32).numpy(), host * 0.5)
+
+
+def test_cluster_launch(device):
+    if device.kind == "cuda" and device.properties.compute_capability < (9, 0):
+        pytest.skip("thread-block clusters need sm_90")
+    flag = device.allocate(4)
+    device.memset(flag, 0)
+    fn = tk.function(device, "set_flag")
+    device.launch(fn, (4, 2), 32, [flag], cluster=(2, 1))
+    device.synchronize()
+    assert flag.view(np.int32).numpy()[0] == 1
+    with pytest.raises(ArgumentError, match="not a multiple of the cluster shape"):
+        device.launch(fn, 3, 32, [flag], cluster=2)
