@@ -154,6 +154,10 @@ def check_memref(entry: str, index: int, spec: TypeSpec, value: Any) -> ArrayInf
 def scalar_value(entry: str, index: int, spec: TypeSpec, value: Any) -> int | float:
     """Validate a scalar argument and convert it to what its ctypes storage holds."""
     dtype = spec.dtype
+    if type(value) is int and dtype in _INT_BITS:  # the common case first
+        bits = _INT_BITS[dtype]
+        if -(1 << (bits - 1)) <= value < (1 << bits):
+            return value
     if isinstance(value, np.generic):
         value = value.item()
     if dtype == "i1":
