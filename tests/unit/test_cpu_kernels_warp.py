@@ -171,6 +171,15 @@ def _all_reduce_source() -> str:
           %q = arith.subi %p, %s : i32
           gpu.yield %q : i32
         } : (i32) -> i32""", "i32"))
+    kernels.append(_reduce_kernel("ar_cfg_max", """gpu.all_reduce %v {
+        ^bb0(%a: i32, %b: i32):
+          %gt = arith.cmpi sgt, %a, %b : i32
+          cf.cond_br %gt, ^bb1, ^bb2
+        ^bb1:
+          gpu.yield %a : i32
+        ^bb2:
+          gpu.yield %b : i32
+        } : (i32) -> i32""", "i32"))
     kernels.append(_reduce_kernel("ar_i64_add", "gpu.all_reduce add %v {} : (i64) -> i64", "i64"))
     return _module("\n".join(kernels))
 
@@ -335,3 +344,13 @@ def test_subgroup_reduce_f32() -> None:
     expected = np.concatenate([np.full(32, data[:32].sum()), np.full(32, data[32:64].sum()),
                                np.full(6, data[64:].sum())]).astype(np.float32)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("block", [(35, 1, 1), (6, 5, 3), (1, 1, 1)])
+def test_all_reduce_multi_block_region(block: tuple[int, int, int]) -> None:
+    mod = _all_reduce_module()
+    n = block[0] * block[1] * block[2]
+    data = ((np.arange(2 * n) * 13) % 97 - 40).astype(np.int32)
+    out = np.zeros_like(data)
+    mod.launch("ar_cfg_max", [data, out], grid=(2, 1, 1), block=block)
+    assert (out[:n] == data[:n].max()).all() and (out[n:] == data[n:].max()).all()

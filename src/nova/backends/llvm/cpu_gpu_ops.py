@@ -217,15 +217,24 @@ def _combiner(fe: FunctionEmitter, op: Operation, mlir_type: Attribute) -> Combi
         region = op.regions[0] if op.regions else None
         if region is None or not region.blocks:
             raise fe.error(op, f"{op.name} needs a reduction kind or a region")
-        if len(region.blocks) != 1:
-            raise UnsupportedError(f"{op.name} with a multi-block reduction region is not "
-                                   "supported by the CPU device (use one block ending in "
-                                   "gpu.yield)", fe.location(op))
-        block = region.blocks[0]
+        if len(region.blocks) == 1:
+            block = region.blocks[0]
 
-        def custom(acc: ir.Value, value: ir.Value) -> ir.Value:
-            term = fe.emit_inline(block, [acc, value])
-            return fe.lookup(term.operands[0])
+            def custom(acc: ir.Value, value: ir.Value) -> ir.Value:
+                term = fe.emit_inline(block, [acc, value])
+                return fe.lookup(term.operands[0])
+        else:
+            def custom(acc: ir.Value, value: ir.Value) -> ir.Value:
+                # a CFG region: each gpu.yield feeds a phi in a merge block (lower_yield)
+                merge = fe.function.append_basic_block("reduce.merge")
+                with b.goto_block(merge):
+                    phi = b.phi(acc.type)
+                merges: list = fe.__dict__.setdefault("cpu_reduce_merges", [])
+                merges.append((merge, phi))
+                fe.emit_region_cfg(region, [acc, value])
+                merges.pop()
+                b.position_at_end(merge)
+                return phi
 
         return custom
     is_int = isinstance(mlir_type, IntegerType) or str(mlir_type) == "index"
@@ -254,6 +263,16 @@ def _combiner(fe: FunctionEmitter, op: Operation, mlir_type: Attribute) -> Combi
     if kind not in table:
         raise fe.error(op, f"{op.name}: unknown reduction kind {kind!r}")
     return table[kind]
+
+
+def lower_yield(fe: FunctionEmitter, op: Operation) -> None:
+    """gpu.yield ending a block of a multi-block reduction region: feed the merge phi."""
+    merges = fe.__dict__.get("cpu_reduce_merges")
+    if not merges:
+        raise fe.error(op, "gpu.yield outside a gpu.all_reduce/subgroup_reduce region")
+    merge, phi = merges[-1]
+    phi.add_incoming(fe.lookup(op.operands[0]), fe.builder.block)
+    fe.builder.branch(merge)
 
 
 def lower_all_reduce(fe: FunctionEmitter, op: Operation) -> None:
@@ -346,10 +365,11 @@ GPU_HANDLERS: dict[str, Handler] = {
     "gpu.all_reduce": lower_all_reduce,
     "gpu.subgroup_reduce": lower_subgroup_reduce,
     "gpu.printf": lower_printf,
+    "gpu.yield": lower_yield,
     "gpu.dynamic_shared_memory": lower_dynamic_shared_memory,
 }
 
 FIBER_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.all_reduce", "gpu.subgroup_reduce",
-                       "cf.assert", "llvm.intr.trap"})
+                       "cf.assert"})
 """Ops that make a kernel run its threads as fibers (they need threads to wait for each other,
-or to stop a block in the middle)."""
+or to stop a block in the middle: a failing assert)."""

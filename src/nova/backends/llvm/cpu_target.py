@@ -194,7 +194,6 @@ class CpuTarget(TargetBase):
             **GPU_HANDLERS,
             "func.call": self._lower_call,
             "memref.get_global": self._lower_get_global,
-            "llvm.intr.trap": self._lower_trap,
         }
 
     def pointer_address_space(self, memref_type: Attribute) -> int:
@@ -226,14 +225,6 @@ class CpuTarget(TargetBase):
         fe.builder.unreachable()
 
     # --- op overrides --------------------------------------------------------------------
-    def _lower_trap(self, fe: FunctionEmitter, op: Operation) -> None:
-        loc = fe.location(op)
-        where = f" ({loc.filename}:{loc.line}:{loc.column})" if loc is not None else ""
-        fe.builder.call(runtime(fe).fail, [fe.tctx, cf.cstring(fe.module.module, f"trap{where}")])  # type: ignore[attr-defined]
-        # the thread never resumes; keep the rest of the block well-formed
-        fe.builder.unreachable()
-        fe.builder.position_at_end(fe.function.append_basic_block("after.trap"))
-
     def _lower_call(self, fe: FunctionEmitter, op: Operation) -> None:
         callee = attr(op, "callee")
         assert isinstance(callee, SymbolRefAttr)
