@@ -6,6 +6,10 @@ a token chain; every `gpu.alloc`/`dealloc`/`memcpy`/`memset`/`launch_func` becom
 depends on the current token (inserted first among its dependencies); an existing `gpu.wait`
 joins the chain; before a terminator or any op with (possible) side effects a `gpu.wait [%tok]`
 synchronizes the host and ends the chain. Ops that already return a token keep it.
+
+One deliberate difference: a `gpu.alloc host_shared` stays synchronous (Nova's verifier, like
+upstream's GPU-to-LLVM lowering, does not allow it to be async), so it ends the chain like any
+other op with side effects.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ class _TokenThreader:
                 op = self._replace(block, op, _make_async_wait(op, self.token))
             self.token = op.asyncToken
             return
-        if op.name in ASYNC_OPS:
+        if op.name in ASYNC_OPS and "hostShared" not in op.properties:
             if self.token is None:
                 self.token = self._wait(block, op, [], True)
             assert self.token is not None

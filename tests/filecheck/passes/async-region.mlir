@@ -85,3 +85,22 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// A host_shared allocation stays synchronous (Nova does not allow it to be async): it ends the
+// chain like any op with side effects.
+
+// CHECK-LABEL: func.func @host_shared
+// CHECK: [[T0:%.+]] = gpu.wait async
+// CHECK-NEXT: [[D:%[^,]+]], [[T1:%.+]] = gpu.alloc async {{\[}}[[T0]]] () : memref<4xf32>
+// CHECK-NEXT: gpu.wait {{\[}}[[T1]]]
+// CHECK-NEXT: [[H:%.+]] = gpu.alloc  host_shared () : memref<4xf32>
+// CHECK-NEXT: [[T2:%.+]] = gpu.wait async
+// CHECK-NEXT: gpu.memcpy async {{\[}}[[T2]]] [[D]], [[H]]
+func.func @host_shared() {
+  %d = gpu.alloc () : memref<4xf32>
+  %h = gpu.alloc host_shared () : memref<4xf32>
+  gpu.memcpy %d, %h : memref<4xf32>, memref<4xf32>
+  return
+}
