@@ -15,6 +15,7 @@ class Config:
 
     device: str = ""
     dump_dir: Path | None = None
+    override_dir: Path | None = None  # NOVA_OVERRIDE_DIR: hand-edited stage outputs
     cache_dir: Path = Path.home() / ".cache" / "nova"
     cache_enabled: bool = True
     arch: str = "sm_90"
@@ -32,6 +33,7 @@ class Config:
         return Config(
             device=env.get("NOVA_DEVICE", base.device).strip().lower(),
             dump_dir=Path(dump) if dump else None,
+            override_dir=Path(env["NOVA_OVERRIDE_DIR"]) if env.get("NOVA_OVERRIDE_DIR") else None,
             cache_dir=Path(cache) if cache else base.cache_dir,
             cache_enabled=env.get("NOVA_CACHE", "1") not in ("0", "off", "false"),
             arch=env.get("NOVA_ARCH", base.arch),
