@@ -119,3 +119,14 @@ def test_corpus_program_on_cpu(path: Path, run: str) -> None:
     checked = subprocess.run([filecheck, *check_words[1:]], input=done.stdout,
                              capture_output=True, text=True, timeout=120, check=False)
     assert checked.returncode == 0, checked.stderr + "\n--- output ---\n" + done.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("path", "run"), _corpus_cases(), ids=lambda v: getattr(v, "name", ""))
+def test_corpus_program_on_cuda(path: Path, run: str) -> None:
+    """The same programs and CHECK lines on the GPU (each in its own nova-run process)."""
+    from nova.runtime.device import cuda_status
+
+    if not cuda_status().usable:
+        pytest.skip(f"no usable CUDA device: {cuda_status().reason}")
+    test_corpus_program_on_cpu(path, run.replace("--device cpu", "--device cuda"))

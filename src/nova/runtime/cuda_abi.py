@@ -234,24 +234,33 @@ class CudaAbi:
         kernel_name = ctypes.string_at(name).decode() if name else ""
         kernel = next((k for k in kernels if k.name == kernel_name), None)
         function = loaded.get_function(kernel_name, kernel)
-        self._allow_dynamic_shared(function, kernel)
+        self._allow_dynamic_shared(function)
         self._functions[function.handle] = function
         _kernel_names[function.handle] = kernel_name
         _store_pointer(out, function.handle)
 
-    def _allow_dynamic_shared(self, function: DeviceFunction, kernel: Kernel | None) -> None:
+    def _allow_dynamic_shared(self, function: DeviceFunction) -> None:
         """Opt the kernel in to all the dynamic shared memory the device allows, once, so that
-        native launches with more than 48 KiB need no per-launch attribute call."""
-        limit = self.device.properties.max_shared_memory_per_block_optin
-        allowed = limit - (kernel.static_shared_bytes if kernel is not None else 0)
+        native launches with more than 48 KiB need no per-launch attribute call. The static size
+        comes from the driver (not the manifest); if the opt-in fails, launches above 48 KiB
+        fail later with the driver's error, naming the kernel."""
         current = getattr(function, "max_dynamic_shared", None)
-        if current is None or allowed <= current:
+        driver = getattr(self.device, "driver", None)
+        if current is None or driver is None:
             return
-        driver = self.device.driver  # type: ignore[attr-defined]
-        attr = driver.raw.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        driver.call("cuFuncSetAttribute", function.cu, attr, allowed,  # type: ignore[attr-defined]
-                    kernel=function.name)
-        function.max_dynamic_shared = allowed  # type: ignore[attr-defined]
+        attrs = driver.raw.CUfunction_attribute
+        try:
+            static = int(driver.call("cuFuncGetAttribute",
+                                     attrs.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function.cu,
+                                     kernel=function.name))
+            allowed = self.device.properties.max_shared_memory_per_block_optin - static
+            if allowed > current:
+                driver.call("cuFuncSetAttribute", function.cu,
+                            attrs.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, allowed,
+                            kernel=function.name)
+                function.max_dynamic_shared = allowed  # type: ignore[attr-defined]
+        except CudaError:
+            return
 
     # --- what the executor needs -------------------------------------------------------------
     def stage_in(self, array: Any) -> tuple[int, object]:
