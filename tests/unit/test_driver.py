@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nova import config, driver
+from nova import config, driver, driver_stages
 from nova.driver import (
     STAGES,
     CompileOptions,
@@ -45,11 +45,11 @@ def test_stage_table_order_and_names() -> None:
 
 def test_required_stages_follow_dependencies() -> None:
     options = CompileOptions(cubin=False)
-    host = [s.name for s in driver._required("host-llvm", options)]
+    host = [s.name for s in driver_stages.required("host-llvm", options)]
     assert host == ["parse", "outline", "host-llvm"]
-    full = [s.name for s in driver._required("nova", options)]
+    full = [s.name for s in driver_stages.required("nova", options)]
     assert "cubin" not in full and full[-1] == "nova" and "cpu-obj" in full
-    no_cpu = [s.name for s in driver._required("nova", CompileOptions(cpu_image=False))]
+    no_cpu = [s.name for s in driver_stages.required("nova", CompileOptions(cpu_image=False))]
     assert "cpu-llvm" not in no_cpu and "cubin" in no_cpu
 
 
@@ -92,7 +92,7 @@ def test_dump_dir_receives_numbered_intermediates(tmp_path: Path) -> None:
 
 def test_dump_of_per_module_outputs_names_the_module(tmp_path: Path) -> None:
     stage = driver.STAGE_BY_NAME["ptx"]
-    driver._dump(tmp_path, 4, stage, {"a_kernel": "ptx a", "b_kernel": "ptx b"})
+    driver._dump(tmp_path, stage, {"a_kernel": "ptx a", "b_kernel": "ptx b"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["04-ptx.a_kernel.ptx",
                                                           "04-ptx.b_kernel.ptx"]
 
@@ -143,7 +143,7 @@ def fake_pipeline(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Replace the stage loop by a recorder that 'builds' a bundle from the source text."""
     calls: list[str] = []
 
-    def fake_run(c: driver._Compilation, target: str) -> CompileResult:
+    def fake_run(c: driver_stages.Compilation, target: str) -> CompileResult:
         calls.append(c.text)
         return CompileResult(f"bundle:{c.text}".encode(), {"parse": 0.0})
 
@@ -257,7 +257,59 @@ def test_opt_level_reaches_backends_that_take_it() -> None:
     def tunable(llvm_ir: str, opt_level: int = 3) -> bytes:
         return b""
 
-    assert driver._opt_kwargs(fixed, CompileOptions()) == {}
-    assert driver._opt_kwargs(tunable, CompileOptions(opt_level=1)) == {"opt_level": 1}
+    assert driver_stages.opt_kwargs(fixed, CompileOptions()) == {}
+    assert driver_stages.opt_kwargs(tunable, CompileOptions(opt_level=1)) == {"opt_level": 1}
     with pytest.raises(CompileOptionsError, match="-O1 is not supported"):
-        driver._opt_kwargs(fixed, CompileOptions(opt_level=1))
+        driver_stages.opt_kwargs(fixed, CompileOptions(opt_level=1))
+
+
+# ---- hand-edited intermediates (NOVA_OVERRIDE_DIR) -------------------------------------------
+
+TWO_KERNELS = PROGRAM.replace("  return\n}", """\
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+    memref.store %factor, %buf[%tx] : memref<16xf32>
+    gpu.terminator
+  }
+  return
+}""")
+
+
+def test_override_replaces_an_mlir_stage(tmp_path: Path) -> None:
+    (tmp_path / "02-outline.mlir").write_text("func.func @hand_edited() {\n  return\n}\n")
+    with config.scoped(override_dir=tmp_path, dump_dir=None):
+        text = compile_until(PROGRAM, "scale.mlir", CompileOptions(), "outline")
+    assert "@hand_edited" in text and "@scale" not in text
+
+
+def test_complete_override_skips_the_stage(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import nova.backends.nvptx
+
+    def fail(*args: object, **kwargs: object) -> str:
+        raise AssertionError("emit_ptx must not run when every module's PTX is overridden")
+
+    monkeypatch.setattr(nova.backends.nvptx, "emit_ptx", fail)
+    (tmp_path / "04-ptx.scale_kernel.ptx").write_text("// hand-edited PTX\n")
+    with config.scoped(override_dir=tmp_path, dump_dir=None):
+        ptx = compile_until(PROGRAM, "scale.mlir", CompileOptions(), "ptx")
+    assert ptx == "// hand-edited PTX\n"
+
+
+def test_partial_override_runs_the_stage_for_the_other_modules(tmp_path: Path) -> None:
+    (tmp_path / "04-ptx.scale_kernel_0.ptx").write_text("// hand-edited PTX\n")
+    with config.scoped(override_dir=tmp_path, dump_dir=None):
+        result = compile_source(TWO_KERNELS, "scale.mlir", CompileOptions(emit="ptx"))
+    assert isinstance(result.output, dict)
+    assert result.output["scale_kernel_0"] == "// hand-edited PTX\n"
+    assert ".entry scale_kernel" in result.output["scale_kernel"]
+
+
+def test_override_bypasses_the_cache(tmp_path: Path, fake_pipeline: list[str]) -> None:
+    with config.scoped(cache_dir=tmp_path / "c", cache_enabled=True, dump_dir=None,
+                       override_dir=None):
+        compile_source("prog", "p.mlir")
+    with config.scoped(cache_dir=tmp_path / "c", cache_enabled=True, dump_dir=None,
+                       override_dir=tmp_path / "o"):
+        again = compile_source("prog", "p.mlir")
+    assert not again.cache_hit and fake_pipeline == ["prog", "prog"]

@@ -1,0 +1,295 @@
+"""The compile pipeline's table of named stages, their options and the state they share.
+
+Each `Stage` says how to run (fill `Compilation`), how to render its output (for dumps and
+`--emit`), which stages it reads, whether the options enable it, and how a hand-edited output
+replaces it (NOVA_OVERRIDE_DIR). `nova.driver` owns the one loop that runs this table. Heavy
+imports (xDSL, llvmlite, the backends) happen inside the stage functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nova import config
+from nova.errors import NovaError
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+Artifact = str | bytes | Mapping[str, str | bytes]
+
+OUTLINE_PIPELINE = "outline-kernels"
+DEFAULT_OPT_LEVEL = 3
+EMIT_ALIASES = {"outlined": "outline", "mlir": "parse", "bundle": "nova"}
+
+
+class CompileOptionsError(NovaError):
+    """Compile options that name an unknown stage or ask for a disabled one."""
+
+
+def _default_arch() -> str:
+    return config.get().arch
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What to build. `emit` names the last stage to run (see `STAGES`; 'outlined' = 'outline')."""
+
+    arch: str = field(default_factory=_default_arch)
+    emit: str = "nova"
+    cubin: bool = True
+    cpu_image: bool = True
+    opt_level: int = DEFAULT_OPT_LEVEL
+
+    def target(self) -> str:
+        """The stage name `emit` refers to, validated."""
+        name = EMIT_ALIASES.get(self.emit, self.emit)
+        stage = STAGE_BY_NAME.get(name)
+        if stage is None:
+            known = ", ".join([*STAGE_BY_NAME, *EMIT_ALIASES])
+            raise CompileOptionsError(f"unknown emit stage '{self.emit}' (known: {known})")
+        if not stage.enabled(self):
+            raise CompileOptionsError(f"stage '{name}' is disabled by the compile options")
+        return name
+
+
+@dataclass
+class Compilation:
+    """The state stages read and write; one instance per compilation."""
+
+    text: str
+    filename: str
+    options: CompileOptions
+    module: ModuleOp | None = None
+    device_modules: dict[str, Operation] = field(default_factory=dict)
+    kernels: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> Kernel records
+    device_llvm: dict[str, str] = field(default_factory=dict)
+    ptx: dict[str, str] = field(default_factory=dict)
+    cubin: dict[str, bytes | None] = field(default_factory=dict)
+    cpu_llvm: dict[str, str] = field(default_factory=dict)
+    cpu_objects: dict[str, bytes] = field(default_factory=dict)
+    host: Any = None  # HostLowering
+    manifest: Any = None
+    host_object: bytes = b""
+    bundle: bytes = b""
+
+
+# ---- the stages -------------------------------------------------------------------------------
+
+def _parse(c: Compilation) -> None:
+    from nova.frontend.mlir_text import parse_mlir
+
+    c.module = parse_mlir(c.text, c.filename)
+
+
+def _print_module(c: Compilation) -> str:
+    from nova.frontend.mlir_text import print_mlir
+
+    assert c.module is not None
+    return print_mlir(c.module)
+
+
+def _find_device_modules(c: Compilation) -> None:
+    assert c.module is not None
+    c.device_modules = {
+        _symbol_name(op): op for op in c.module.body.block.ops if op.name == "gpu.module"
+    }
+
+
+def _outline(c: Compilation) -> None:
+    from nova.passes.registry import run_pipeline
+
+    assert c.module is not None
+    run_pipeline(c.module, OUTLINE_PIPELINE)
+    _find_device_modules(c)
+
+
+def _symbol_name(op: Operation) -> str:
+    attr = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return str(getattr(attr, "data", attr))
+
+
+def _device_llvm(c: Compilation) -> None:
+    from nova.backends.device import DeviceTarget, lower_device_module
+
+    for name, op in c.device_modules.items():
+        lowering = lower_device_module(op, DeviceTarget.NVPTX, c.options.arch)
+        c.kernels[name] = tuple(lowering.kernels)
+        c.device_llvm[name] = str(lowering.llvm_module)
+
+
+def opt_kwargs(function: Callable[..., Any], options: CompileOptions) -> dict[str, int]:
+    """`opt_level=` for a backend entry point that takes it; a non-default level that the backend
+    cannot honour is an error rather than silently ignored."""
+    import inspect
+
+    if "opt_level" in inspect.signature(function).parameters:
+        return {"opt_level": options.opt_level}
+    if options.opt_level != DEFAULT_OPT_LEVEL:
+        raise CompileOptionsError(f"{function.__module__}.{function.__name__} has a fixed "
+                                  f"optimisation level; -O{options.opt_level} is not supported")
+    return {}
+
+
+def _ptx(c: Compilation) -> None:
+    from nova.backends.nvptx import emit_ptx
+
+    opt = opt_kwargs(emit_ptx, c.options)
+    for name, llvm_ir in c.device_llvm.items():
+        c.ptx[name] = emit_ptx(llvm_ir, c.options.arch, **opt)
+
+
+def _cubin(c: Compilation) -> None:
+    from nova.backends.nvptx import assemble_cubin
+
+    for name, ptx in c.ptx.items():
+        c.cubin[name] = assemble_cubin(ptx, c.options.arch)
+
+
+def _cpu_llvm(c: Compilation) -> None:
+    from nova.backends.device import DeviceTarget, lower_device_module
+
+    for name, op in c.device_modules.items():
+        lowering = lower_device_module(op, DeviceTarget.CPU, c.options.arch)
+        c.cpu_llvm[name] = str(lowering.llvm_module)
+
+
+def _cpu_obj(c: Compilation) -> None:
+    from nova.backends.x86 import emit_object
+
+    opt = opt_kwargs(emit_object, c.options)
+    for name, llvm_ir in c.cpu_llvm.items():
+        c.cpu_objects[name] = emit_object(llvm_ir, **opt)
+
+
+def _host_llvm(c: Compilation) -> None:
+    from nova.backends.host import lower_host
+
+    assert c.module is not None
+    c.host = lower_host(c.module)
+
+
+def _embed(c: Compilation) -> None:
+    from nova.bundle.writer import DeviceImages, embed_device_images
+
+    images = [
+        DeviceImages(name=name, kernels=kernels, ptx=c.ptx.get(name), cubin=c.cubin.get(name),
+                     cpu_object=c.cpu_objects.get(name))
+        for name, kernels in c.kernels.items()
+    ]
+    c.manifest = embed_device_images(
+        c.host.llvm_module, images, c.host.entries, c.options.arch, Path(c.filename).name
+    )
+
+
+def _obj(c: Compilation) -> None:
+    from nova.backends.x86 import emit_object
+
+    c.host_object = emit_object(str(c.host.llvm_module), **opt_kwargs(emit_object, c.options))
+
+
+def _nova(c: Compilation) -> None:
+    from nova.bundle.writer import seal_bundle
+
+    c.bundle = seal_bundle(c.host_object)
+
+
+# ---- replacing a stage's output by a hand-edited file -------------------------------------------
+
+def _replace_module(c: Compilation, text: Artifact, path: str) -> None:
+    from nova.frontend.mlir_text import parse_mlir
+
+    assert isinstance(text, str)
+    c.module = parse_mlir(text, path)
+    _find_device_modules(c)
+
+
+def _updater(attribute: str) -> Callable[[Compilation, Artifact, str], None]:
+    def update(c: Compilation, outputs: Artifact, path: str) -> None:
+        assert isinstance(outputs, Mapping)
+        getattr(c, attribute).update(outputs)
+
+    return update
+
+
+def _setter(attribute: str) -> Callable[[Compilation, Artifact, str], None]:
+    def set_value(c: Compilation, output: Artifact, path: str) -> None:
+        setattr(c, attribute, output)
+
+    return set_value
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+def _always(options: CompileOptions) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named step of the pipeline.
+
+    `run` fills the compilation state; `render` gives its output (for dumps and --emit); `needs`
+    names the stages whose results it reads; `per_module` outputs are keyed by gpu.module name;
+    `replace` installs a hand-edited output (None: not replaceable); `run_anyway` stages still
+    run when replaced (device-llvm: the kernel records come from the lowering).
+    """
+
+    name: str
+    ext: str
+    run: Callable[[Compilation], None]
+    render: Callable[[Compilation], Artifact]
+    needs: tuple[str, ...] = ()
+    enabled: Callable[[CompileOptions], bool] = _always
+    per_module: bool = False
+    replace: Callable[[Compilation, Artifact, str], None] | None = None
+    run_anyway: bool = False
+
+    @property
+    def binary(self) -> bool:
+        return self.ext in ("cubin", "o", "nova")
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("parse", "mlir", _parse, _print_module, replace=_replace_module),
+    Stage("outline", "mlir", _outline, _print_module, ("parse",), replace=_replace_module),
+    Stage("device-llvm", "ll", _device_llvm, lambda c: dict(c.device_llvm), ("outline",),
+          per_module=True, replace=_updater("device_llvm"), run_anyway=True),
+    Stage("ptx", "ptx", _ptx, lambda c: dict(c.ptx), ("device-llvm",), per_module=True,
+          replace=_updater("ptx")),
+    Stage("cubin", "cubin", _cubin, lambda c: {n: b for n, b in c.cubin.items() if b},
+          ("ptx",), lambda o: o.cubin, per_module=True, replace=_updater("cubin")),
+    Stage("cpu-llvm", "ll", _cpu_llvm, lambda c: dict(c.cpu_llvm), ("outline",),
+          lambda o: o.cpu_image, per_module=True, replace=_updater("cpu_llvm")),
+    Stage("cpu-obj", "o", _cpu_obj, lambda c: dict(c.cpu_objects), ("cpu-llvm",),
+          lambda o: o.cpu_image, per_module=True, replace=_updater("cpu_objects")),
+    Stage("host-llvm", "ll", _host_llvm, lambda c: str(c.host.llvm_module), ("outline",)),
+    Stage("embed", "json", _embed, lambda c: c.manifest.to_json(),
+          ("host-llvm", "device-llvm", "ptx", "cubin", "cpu-obj")),
+    Stage("obj", "o", _obj, lambda c: c.host_object, ("embed",),
+          replace=_setter("host_object")),
+    Stage("nova", "nova", _nova, lambda c: c.bundle, ("obj",), replace=_setter("bundle")),
+)
+STAGE_BY_NAME: dict[str, Stage] = {stage.name: stage for stage in STAGES}
+
+
+def stage_number(stage: Stage) -> int:
+    """The stage's fixed 1-based position, used in dump and override file names."""
+    return STAGES.index(stage) + 1
+
+
+def required(target: str, options: CompileOptions) -> list[Stage]:
+    """The enabled stages `target` depends on (itself included), in table order."""
+    wanted: set[str] = set()
+    pending = [target]
+    while pending:
+        name = pending.pop()
+        if name in wanted or not STAGE_BY_NAME[name].enabled(options):
+            continue
+        wanted.add(name)
+        pending.extend(STAGE_BY_NAME[name].needs)
+    return [stage for stage in STAGES if stage.name in wanted]
