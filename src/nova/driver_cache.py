@@ -20,7 +20,8 @@ from pathlib import Path
 
 _DIGEST = 32
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
-_COMPILER_PARTS = ("frontend", "ir", "passes", "backends", "bundle", "driver.py", "errors.py")
+_COMPILER_PARTS = ("frontend", "ir", "passes", "backends", "bundle", "driver.py",
+                   "driver_stages.py", "errors.py")
 
 
 def _dist_version(package: str) -> str:
