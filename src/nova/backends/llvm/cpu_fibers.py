@@ -227,6 +227,13 @@ def field(b: ir.IRBuilder, struct: ir.LiteralStructType, base: ir.Value, index: 
     return gep(b, base, idx, struct)
 
 
+def alloca(b: ir.IRBuilder, ty: ir.Type, name: str = "") -> ir.Value:
+    """An alloca whose uses print as opaque `ptr` (llvmlite types it `T*`)."""
+    slot = b.alloca(ty, name=name)
+    slot.type = PTR
+    return slot
+
+
 def gep(b: ir.IRBuilder, base: ir.Value, indices: list[ir.Value], source: ir.Type,
         inbounds: bool = True) -> ir.Value:
     """getelementptr whose result is an opaque `ptr` whatever llvmlite thinks `base` points to
@@ -455,7 +462,7 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
     warp_wait = load_field(b, BLOCK_CTX, bctx, B.WARP_WAIT)
     nwarps = b.udiv(b.add(n, I64(WARP_SIZE - 1)), I64(WARP_SIZE))
     sched_sp = field(b, BLOCK_CTX, bctx, B.SCHED_SP)
-    released = b.alloca(I1, name="released")
+    released = alloca(b, I1, name="released")
     for f in (B.FAILED, B.N_EXITED, B.N_WAIT_BLOCK):
         store_field(b, BLOCK_CTX, bctx, I64(0), f)
 

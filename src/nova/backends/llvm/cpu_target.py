@@ -426,7 +426,7 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
     fn = ir.Function(me.module, ir.FunctionType(I32, [PTR, PTR]), name)
     params, launch = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    bctx = b.alloca(BLOCK_CTX, name="bctx")
+    bctx = cf.alloca(b, BLOCK_CTX, name="bctx")
     store_field(b, BLOCK_CTX, bctx, launch, B.LAUNCH)
     store_field(b, BLOCK_CTX, bctx, params, B.PARAMS)
     dims = [load_field(b, LAUNCH_CTX, launch, L.BLOCK, d) for d in range(3)]
@@ -462,11 +462,11 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
     else:
         body.attributes.add("alwaysinline")
         values = _load_params(b, params, [a.type for a in body.args[1:]])
-        tctx = b.alloca(THREAD_CTX, name="tctx")
+        tctx = cf.alloca(b, THREAD_CTX, name="tctx")
         store_field(b, THREAD_CTX, tctx, bctx, T.BCTX)
     begin = load_field(b, LAUNCH_CTX, launch, L.BLOCK_BEGIN)
     end = load_field(b, LAUNCH_CTX, launch, L.BLOCK_END)
-    failed = fn.append_basic_block("failed")
+    failed = fn.append_basic_block("failed") if rt is not None else None
 
     def run_block(b: ir.IRBuilder, i: ir.Value) -> None:
         blk = b.add(begin, i)
@@ -495,15 +495,16 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
         cf.counted_loop(b, dims[2], z_loop, "tz")
 
     cf.counted_loop(b, b.sub(end, begin), run_block, "blocks")
-    if rt is not None:
-        b.call(rt.block_free, [bctx])
-    b.call(free, [raw])
-    b.ret(I32(0))
-    b.position_at_end(failed)
-    if rt is not None:
-        b.call(rt.block_free, [bctx])
-    b.call(free, [raw])
-    b.ret(I32(1))
+    for result, block in ((0, None), (1, failed)):
+        if result and block is None:
+            continue
+        if block is not None:
+            b.position_at_end(block)
+        if rt is not None:
+            b.call(rt.block_free, [bctx])
+        if wg_bytes:
+            b.call(free, [raw])
+        b.ret(I32(result))
 
 
 # ---- kernel descriptions ---------------------------------------------------------------------
