@@ -37,10 +37,15 @@ def _default_arch() -> str:
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """What to build. `emit` names the last stage to run (see `STAGES`; 'outlined' = 'outline')."""
+    """What to build. `emit` names the last stage to run (see `STAGES`; 'outlined' = 'outline').
+
+    `ptx` (and with it `cubin`, assembled from the PTX when ptxas exists) builds the GPU images;
+    `cpu_image` the CPU device's object of the same kernels; at least one of them is needed.
+    """
 
     arch: str = field(default_factory=_default_arch)
     emit: str = "nova"
+    ptx: bool = True
     cubin: bool = True
     cpu_image: bool = True
     opt_level: int = DEFAULT_OPT_LEVEL
@@ -54,6 +59,8 @@ class CompileOptions:
             raise CompileOptionsError(f"unknown emit stage '{self.emit}' (known: {known})")
         if not stage.enabled(self):
             raise CompileOptionsError(f"stage '{name}' is disabled by the compile options")
+        if not (self.ptx or self.cpu_image):
+            raise CompileOptionsError("no kernel image to build: enable ptx or cpu_image")
         return name
 
 
@@ -155,6 +162,7 @@ def _cpu_llvm(c: Compilation) -> None:
 
     for name, op in c.device_modules.items():
         lowering = lower_device_module(op, DeviceTarget.CPU, c.options.arch)
+        c.kernels.setdefault(name, tuple(lowering.kernels))  # GPU records win when both exist
         c.cpu_llvm[name] = str(lowering.llvm_module)
 
 
@@ -229,6 +237,18 @@ def _always(options: CompileOptions) -> bool:
     return True
 
 
+def _gpu(options: CompileOptions) -> bool:
+    return options.ptx
+
+
+def _gpu_cubin(options: CompileOptions) -> bool:
+    return options.ptx and options.cubin
+
+
+def _cpu(options: CompileOptions) -> bool:
+    return options.cpu_image
+
+
 @dataclass(frozen=True)
 class Stage:
     """One named step of the pipeline.
@@ -236,7 +256,7 @@ class Stage:
     `run` fills the compilation state; `render` gives its output (for dumps and --emit); `needs`
     names the stages whose results it reads; `per_module` outputs are keyed by gpu.module name;
     `replace` installs a hand-edited output (None: not replaceable); `run_anyway` stages still
-    run when replaced (device-llvm: the kernel records come from the lowering).
+    run when replaced (device-llvm, cpu-llvm: the kernel records come from the lowering).
     """
 
     name: str
@@ -257,19 +277,19 @@ class Stage:
 STAGES: tuple[Stage, ...] = (
     Stage("parse", "mlir", _parse, _print_module, replace=_replace_module),
     Stage("outline", "mlir", _outline, _print_module, ("parse",), replace=_replace_module),
-    Stage("device-llvm", "ll", _device_llvm, lambda c: dict(c.device_llvm), ("outline",),
+    Stage("device-llvm", "ll", _device_llvm, lambda c: dict(c.device_llvm), ("outline",), _gpu,
           per_module=True, replace=_updater("device_llvm"), run_anyway=True),
-    Stage("ptx", "ptx", _ptx, lambda c: dict(c.ptx), ("device-llvm",), per_module=True,
+    Stage("ptx", "ptx", _ptx, lambda c: dict(c.ptx), ("device-llvm",), _gpu, per_module=True,
           replace=_updater("ptx")),
     Stage("cubin", "cubin", _cubin, lambda c: {n: b for n, b in c.cubin.items() if b},
-          ("ptx",), lambda o: o.cubin, per_module=True, replace=_updater("cubin")),
-    Stage("cpu-llvm", "ll", _cpu_llvm, lambda c: dict(c.cpu_llvm), ("outline",),
-          lambda o: o.cpu_image, per_module=True, replace=_updater("cpu_llvm")),
-    Stage("cpu-obj", "o", _cpu_obj, lambda c: dict(c.cpu_objects), ("cpu-llvm",),
-          lambda o: o.cpu_image, per_module=True, replace=_updater("cpu_objects")),
+          ("ptx",), _gpu_cubin, per_module=True, replace=_updater("cubin")),
+    Stage("cpu-llvm", "ll", _cpu_llvm, lambda c: dict(c.cpu_llvm), ("outline",), _cpu,
+          per_module=True, replace=_updater("cpu_llvm"), run_anyway=True),
+    Stage("cpu-obj", "o", _cpu_obj, lambda c: dict(c.cpu_objects), ("cpu-llvm",), _cpu,
+          per_module=True, replace=_updater("cpu_objects")),
     Stage("host-llvm", "ll", _host_llvm, lambda c: str(c.host.llvm_module), ("outline",)),
     Stage("embed", "json", _embed, lambda c: c.manifest.to_json(),
-          ("host-llvm", "device-llvm", "ptx", "cubin", "cpu-obj")),
+          ("host-llvm", "device-llvm", "ptx", "cubin", "cpu-llvm", "cpu-obj")),
     Stage("obj", "o", _obj, lambda c: c.host_object, ("embed",),
           replace=_setter("host_object")),
     Stage("nova", "nova", _nova, lambda c: c.bundle, ("obj",), replace=_setter("bundle")),

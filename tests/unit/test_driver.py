@@ -51,6 +51,9 @@ def test_required_stages_follow_dependencies() -> None:
     assert "cubin" not in full and full[-1] == "nova" and "cpu-obj" in full
     no_cpu = [s.name for s in driver_stages.required("nova", CompileOptions(cpu_image=False))]
     assert "cpu-llvm" not in no_cpu and "cubin" in no_cpu
+    cpu_only = [s.name for s in driver_stages.required("nova", CompileOptions(ptx=False))]
+    assert cpu_only == ["parse", "outline", "cpu-llvm", "cpu-obj", "host-llvm", "embed", "obj",
+                        "nova"]
 
 
 def test_emit_names_are_validated() -> None:
@@ -59,6 +62,10 @@ def test_emit_names_are_validated() -> None:
         CompileOptions(emit="bogus").target()
     with pytest.raises(CompileOptionsError, match="disabled"):
         CompileOptions(emit="cubin", cubin=False).target()
+    with pytest.raises(CompileOptionsError, match="disabled"):
+        CompileOptions(emit="cubin", ptx=False).target()
+    with pytest.raises(CompileOptionsError, match="no kernel image to build"):
+        CompileOptions(ptx=False, cpu_image=False).target()
 
 
 def test_arch_defaults_to_config() -> None:
@@ -207,6 +214,18 @@ def test_compile_to_bundle_end_to_end(tmp_path: Path) -> None:
     assert [m.name for m in bundle.manifest.modules] == ["scale_kernel"]
     assert [e.name for e in bundle.manifest.entries] == ["scale"]
     assert list(result.timings)[:3] == ["cache", "parse", "outline"]
+
+
+@pytest.mark.skipif(not _have(*_BACKENDS), reason="backends / bundle writer not available")
+def test_cpu_only_bundle_has_only_the_cpu_image(tmp_path: Path) -> None:
+    from nova.bundle.format import PayloadKind
+    from nova.bundle.reader import read_bundle
+
+    with config.scoped(cache_dir=tmp_path, dump_dir=None):
+        bundle = driver.compile_to_bundle(PROGRAM, "scale.mlir", CompileOptions(ptx=False))
+    (module,) = read_bundle(bundle, name="scale.nova").manifest.modules
+    assert [p.kind for p in module.payloads] == [PayloadKind.CPU_OBJECT]
+    assert [k.name for k in module.kernels] == ["scale_kernel"]
 
 
 @pytest.mark.skipif(not _have(*_BACKENDS, "nova.runtime.executor"),

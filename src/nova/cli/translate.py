@@ -1,7 +1,8 @@
 """nova-translate: compile MLIR text into a .nova bundle, or stop at an intermediate stage.
 
     nova-translate in.mlir -o out.nova [--emit=outlined|device-llvm|ptx|cubin|cpu-llvm|cpu-obj|
-                   host-llvm|obj|nova] [--arch sm_90] [--no-cubin] [--no-cpu-image] [-O N]
+                   host-llvm|obj|nova] [--arch sm_90] [--no-ptx] [--no-cubin] [--no-cpu-image]
+                   [-O N]
                    [--timings]
 
 Text outputs go to stdout without -o; a bundle or object is written to stdout only when it is not
@@ -30,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"stop after this stage and write its output ({', '.join(emits)})")
     parser.add_argument("--arch", default=None, help="GPU architecture (default: NOVA_ARCH or "
                         "sm_90)")
+    parser.add_argument("--no-ptx", action="store_true",
+                        help="build no GPU images (PTX, cubin): a bundle for the CPU device only")
     parser.add_argument("--no-cubin", action="store_true", help="do not run ptxas")
     parser.add_argument("--no-cpu-image", action="store_true",
                         help="do not build the CPU-device image of the kernels")
@@ -53,7 +56,8 @@ def _run(args: argparse.Namespace) -> int:
     from nova.driver import CompileOptions, compile_source, join_outputs
 
     text, filename = read_input(args.input)
-    fields: dict[str, object] = {"emit": args.emit, "cubin": not args.no_cubin,
+    fields: dict[str, object] = {"emit": args.emit, "ptx": not args.no_ptx,
+                                 "cubin": not args.no_cubin,
                                  "cpu_image": not args.no_cpu_image,
                                  "opt_level": args.opt_level}
     if args.arch:
