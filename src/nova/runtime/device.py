@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -279,11 +280,22 @@ class Device(ABC):
         n = self._span_size(nbytes, d_size, s_size, f"copy_{direction}")
         if n == 0:
             return
-        sync = stream is None
-        s = self._stream(stream)
-        self._enqueue_copy(direction, d_ptr, s_ptr, n, s, (d_keep, s_keep))
-        if sync:
-            s.synchronize()
+        if stream is None:
+            self._sync_copy(direction, d_ptr, s_ptr, n)
+        else:
+            self._enqueue_copy(direction, d_ptr, s_ptr, n, self._stream(stream), (d_keep, s_keep))
+
+    def _sync_copy(self, direction: str, dst: int, src: int, nbytes: int) -> None:
+        """A synchronous copy: on the default stream, then wait (devices may do better)."""
+        s = self.default_stream
+        self._enqueue_copy(direction, dst, src, nbytes, s, None)
+        s.synchronize()
+
+    def _sync_memset(self, dst: int, value: int, nbytes: int) -> None:
+        """A synchronous memset: on the default stream, then wait (devices may do better)."""
+        s = self.default_stream
+        self._enqueue_memset(dst, value, nbytes, s)
+        s.synchronize()
 
     @staticmethod
     def _span_size(nbytes: int | None, dst_size: int | None, src_size: int | None,
@@ -312,10 +324,10 @@ class Device(ABC):
         n = self._span_size(nbytes, size, None, "memset")
         if n == 0:
             return
-        s = self._stream(stream)
-        self._enqueue_memset(ptr, byte_value, n, s)
         if stream is None:
-            s.synchronize()
+            self._sync_memset(ptr, byte_value, n)
+        else:
+            self._enqueue_memset(ptr, byte_value, n, self._stream(stream))
 
     def to_device(self, array: Any, stream: Stream | None = None) -> Buffer:
         """Copy a NumPy array (or anything np.asarray accepts) into new device memory."""
@@ -330,7 +342,7 @@ class Device(ABC):
 
         dt = np.dtype(dtype)
         dims = (shape,) if isinstance(shape, int) else tuple(shape)
-        buf = self.allocate(int(np.prod(dims, dtype=np.int64)) * dt.itemsize, stream=stream)
+        buf = self.allocate(math.prod(dims) * dt.itemsize, stream=stream)
         return buf._retype(dt, dims)
 
     # --- streams and events ------------------------------------------------------------------

@@ -11,6 +11,7 @@ consumer's stream is made to wait (via an event) for work on the device's defaul
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -215,7 +216,7 @@ def import_dlpack(obj: Any, device: Device | None = None) -> Buffer:
                 _call_deleter(address, managed.deleter)
                 raise ArgumentError("from_dlpack: only C-contiguous tensors can be wrapped")
             expected *= shape[i]
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     ptr = (t.data or 0) + t.byte_offset
     deleter = managed.deleter
     return Buffer.wrap(dev, ptr, nbytes, dtype, shape, owner=obj,
@@ -254,5 +255,5 @@ def wrap_cuda_array_interface(obj: Any, device: Device | None = None) -> Buffer:
     stream = cai.get("stream")
     if stream is not None:
         dev.wait_for_foreign_stream(int(stream))  # type: ignore[attr-defined]
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     return Buffer.wrap(dev, ptr, nbytes, dtype, shape, owner=obj)

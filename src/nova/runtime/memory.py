@@ -10,6 +10,7 @@ Using a freed buffer raises DeviceError instead of touching released memory.
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,7 +43,7 @@ class Buffer:
         self.dtype = numpy_dtype(dtype)
         self.shape: tuple[int, ...] = (
             (nbytes // self.dtype.itemsize,) if shape is None else tuple(int(d) for d in shape))
-        if int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize > nbytes:
+        if math.prod(self.shape) * self.dtype.itemsize > nbytes:
             raise ArgumentError(f"shape {self.shape} of {self.dtype} needs more than the "
                                 f"{nbytes} bytes of the buffer")
         self.stream = stream
@@ -85,7 +86,7 @@ class Buffer:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def ndim(self) -> int:
@@ -123,7 +124,7 @@ class Buffer:
         """Set dtype and shape in place (for a buffer just allocated to hold them)."""
         dt = numpy_dtype(dtype)
         dims = tuple(int(d) for d in shape)
-        if int(np.prod(dims, dtype=np.int64)) * dt.itemsize > self.nbytes:
+        if math.prod(dims) * dt.itemsize > self.nbytes:
             raise ArgumentError(f"shape {dims} of {dt} needs more than {self.nbytes} bytes")
         self.dtype, self.shape = dt, dims
         return self

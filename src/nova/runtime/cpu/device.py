@@ -121,6 +121,18 @@ class CpuDevice(Device):
 
         self._cpu_stream(stream).enqueue(copy, f"copy_{direction} of {nbytes} bytes")
 
+    def _sync_copy(self, direction: str, dst: int, src: int, nbytes: int) -> None:
+        # When the default stream is idle nothing can precede the copy: run it right here
+        # instead of paying two thread hand-offs.
+        if not self._cpu_stream(self.default_stream).run_if_idle(
+                lambda: ctypes.memmove(dst, src, nbytes)):
+            super()._sync_copy(direction, dst, src, nbytes)
+
+    def _sync_memset(self, dst: int, value: int, nbytes: int) -> None:
+        if not self._cpu_stream(self.default_stream).run_if_idle(
+                lambda: ctypes.memset(dst, value, nbytes)):
+            super()._sync_memset(dst, value, nbytes)
+
     def _enqueue_memset(self, dst: int, value: int, nbytes: int, stream: Stream) -> None:
         self._cpu_stream(stream).enqueue(lambda: ctypes.memset(dst, value, nbytes),
                                          f"memset of {nbytes} bytes")

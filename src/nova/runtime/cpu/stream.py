@@ -115,6 +115,18 @@ class CpuStream(Stream):
         """Run `fn()` on this stream's thread after everything enqueued before it."""
         self._q.put(fn, what, always)
 
+    def run_if_idle(self, fn: Callable[[], object]) -> bool:
+        """Run `fn()` on the calling thread if the stream has no pending work or error (so
+        stream order holds); False (and nothing run) otherwise."""
+        q = self._q
+        if threading.current_thread() is q.thread:
+            return False
+        with q.cond:
+            idle = q.completed >= q.submitted and q.error is None and not q.closed
+        if idle:
+            fn()
+        return idle
+
     def synchronize(self) -> None:
         self._q.drain()
         self._q.take_error()
