@@ -110,15 +110,24 @@ def test_corpus_program_on_cpu(path: Path, run: str) -> None:
         pytest.skip(reason)
     command, _, check = run.partition("|")
     words = shlex.split(command.replace("%s", str(path)))
+    expect_failure = words[0] == "not"
+    words = words[1:] if expect_failure else words
+    merge = "2>&1" in words
+    words = [w for w in words if w != "2>&1"]
     assert words[0] == "nova-run", f"unexpected RUN line: {run}"
     done = nova_run(*words[1:])
-    assert done.returncode == 0, done.stderr
+    output = done.stdout + done.stderr if merge else done.stdout
+    if expect_failure:
+        assert done.returncode == 1, output
+        assert "Traceback" not in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
     check_words = shlex.split(check.replace("%s", str(path)))
     filecheck = shutil.which("filecheck") or shutil.which("FileCheck")
     assert filecheck is not None
-    checked = subprocess.run([filecheck, *check_words[1:]], input=done.stdout,
+    checked = subprocess.run([filecheck, *check_words[1:]], input=output,
                              capture_output=True, text=True, timeout=120, check=False)
-    assert checked.returncode == 0, checked.stderr + "\n--- output ---\n" + done.stdout
+    assert checked.returncode == 0, checked.stderr + "\n--- output ---\n" + output
 
 
 @pytest.mark.gpu
