@@ -3,6 +3,7 @@ and (cpu) errors raised by stream work."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 
@@ -172,3 +173,17 @@ def test_closed_streams_release_their_thread(cpu_device):
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert threading.active_count() <= before
+
+
+def test_cpu_synchronous_copy_waits_for_pending_default_stream_work(cpu_device):
+    buf = cpu_device.allocate(64)
+    cpu_device.memset(buf, 0)
+    s = cpu_device.default_stream
+
+    def slow_fill() -> None:
+        time.sleep(0.05)
+        ctypes.memset(buf.ptr, 1, 64)
+
+    s.enqueue(slow_fill, "slow fill")
+    assert (buf.numpy() == 1).all()  # not run inline: the stream was busy
+    assert s.query()
