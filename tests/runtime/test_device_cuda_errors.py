@@ -3,11 +3,14 @@ process, stream handles."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import device_test_kernels as tk
+import numpy as np
 import pytest
 
 from nova.errors import CudaError
@@ -25,8 +28,31 @@ def test_default_stream_is_not_the_legacy_stream(cuda_device):
 
 def test_bad_ptx_reports_the_jit_log(cuda_device):
     bad = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k() { bogus; }\n"
-    with pytest.raises(CudaError, match=r"(?s)cuModuleLoadDataEx.*PTX JIT of device module 'bad'"):
+    with pytest.raises(CudaError, match=r"(?s)cuModuleLoadDataEx.*PTX JIT of device module 'bad'"
+                       ) as info:
         cuda_device.load_module(ModuleImages("bad", ptx=bad))
+    log = str(info.value).split("failed:\n", 1)[1]
+    assert "bogus" in log or "error" in log.lower(), log  # the driver's JIT log, not a stub
+
+
+def test_cubin_path(cuda_device, tmp_path):
+    ptxas = shutil.which("ptxas") or ("/usr/local/bin/ptxas"
+                                      if Path("/usr/local/bin/ptxas").exists() else None)
+    if ptxas is None:
+        pytest.skip("ptxas not available")
+    (tmp_path / "k.ptx").write_text(tk.PTX)
+    arch = cuda_device.arch
+    subprocess.run([ptxas, f"-arch={arch}", str(tmp_path / "k.ptx"), "-o",
+                    str(tmp_path / "k.cubin")], check=True)
+    images = ModuleImages("cubin-test", ptx=None, cubin=(tmp_path / "k.cubin").read_bytes(),
+                          cubin_arch=arch)
+    module = cuda_device.load_module(images)
+    assert module.image_kind == "cubin"
+    flag = cuda_device.allocate(4)
+    cuda_device.memset(flag, 0)
+    cuda_device.launch(module.get_function("set_flag", tk.KERNELS["set_flag"]), 1, 1, [flag])
+    cuda_device.synchronize()
+    assert flag.view(np.int32).numpy()[0] == 1
 
 
 def test_sticky_fault_loses_the_context_cleanly(cuda_device):
