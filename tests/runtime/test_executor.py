@@ -268,3 +268,22 @@ def test_threads_each_have_their_own_unwind_frames(mod: NovaModule) -> None:
         t.join()
     assert len(errors) == 200
     assert all("nova_rt_mem_free" in e for e in errors)
+
+
+def test_libm_and_compiler_builtins_resolve(capfd: pytest.CaptureFixture[str]) -> None:
+    host = HOST_IR + """
+declare float @sinf(float)
+declare i16 @__truncsfhf2(float)
+define void @__nova_entry_builtins(ptr %args, ptr %results) {
+  %s = call float @sinf(float 0.0)
+  %h = call i16 @__truncsfhf2(float 1.0)
+  %w = zext i16 %h to i64
+  call void @nova_rt_print_i64(i64 %w)
+  call void @nova_rt_print_newline()
+  ret void
+}
+"""
+    entries = (*ENTRIES, EntryPoint("builtins", "__nova_entry_builtins", (), ()))
+    with load(build_bundle(host, entries), "cpu") as module:
+        module.builtins()
+    assert capfd.readouterr().out == "15360\n"  # 0x3C00, the half-precision 1.0

@@ -62,6 +62,8 @@ def _undefined_symbols(obj: bytes) -> list[str]:
 
 
 def _system_libraries() -> list[ctypes.CDLL]:
+    """The allowed libraries, opened for the symbol check and made visible to the JIT linker
+    (libgcc_s, home of compiler builtins such as `__truncsfhf2`, is often not loaded yet)."""
     libraries = []
     for short in _SYSTEM_LIBRARIES:
         path = ctypes.util.find_library(short)
@@ -69,7 +71,8 @@ def _system_libraries() -> list[ctypes.CDLL]:
             continue
         try:
             libraries.append(ctypes.CDLL(path))
-        except OSError:
+            llvm.load_library_permanently(path)
+        except (OSError, RuntimeError):
             continue
     return libraries
 
