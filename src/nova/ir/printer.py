@@ -6,6 +6,7 @@ Differences from xDSL 0.74's `Printer` that this subclass fixes:
   `func.func` drop their `func.` prefix (`return`, `call`), as MLIR's default-dialect rule does;
 * multi-result ops without name hints print as `%0:2 = ...` and their results as `%0#1`;
 * blocks with predecessors get MLIR's `// pred: ^bb0` / `// 2 preds: ^bb0, ^bb1` comments;
+* attribute dictionaries and properties print sorted by name (MLIR's DictionaryAttr order);
 * integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`);
 * floats that need the shortest form print with an upper-case exponent (`3.40282347E+38`) and
   NaN/Inf as upper-case hex (`0x7FC00000`), as MLIR's APFloat printing does.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import io
 import math
 import struct
+from collections.abc import Mapping
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -120,6 +122,11 @@ class NovaPrinter(Printer):
         super().print_block(block, False, print_block_terminator)
 
     # ---- attributes -----------------------------------------------------------------------
+    def print_attr_dict(self, attr_dict: Mapping[str, Attribute]) -> None:
+        """Print `{a = .., b}` with entries sorted by name, as MLIR's DictionaryAttr is."""
+        with self.in_braces():
+            self.print_list(sorted(attr_dict.items()), self._print_attr_string)
+
     def print_attribute(self, attribute: Attribute) -> None:
         """Print an attribute; memref types with an i64 memory space print it bare."""
         if isinstance(attribute, MemRefType | UnrankedMemRefType) and _is_i64_int(
