@@ -273,11 +273,12 @@ def test_threads_each_have_their_own_unwind_frames(mod: NovaModule) -> None:
 def test_libm_and_compiler_builtins_resolve(capfd: pytest.CaptureFixture[str]) -> None:
     host = HOST_IR + """
 declare float @sinf(float)
-declare i16 @__truncsfhf2(float)
+declare half @__truncsfhf2(float)
 define void @__nova_entry_builtins(ptr %args, ptr %results) {
   %s = call float @sinf(float 0.0)
-  %h = call i16 @__truncsfhf2(float 1.0)
-  %w = zext i16 %h to i64
+  %h = call half @__truncsfhf2(float 1.0)
+  %bits = bitcast half %h to i16
+  %w = zext i16 %bits to i64
   call void @nova_rt_print_i64(i64 %w)
   call void @nova_rt_print_newline()
   ret void
