@@ -24,12 +24,16 @@ PROGRAM = """module attributes {gpu.container_module} {
   func.func @main(%m: memref<?xf32>, %n: index, %v: f32) {
     %c1 = arith.constant 1 : index
     %smem = arith.constant 64 : i32
-    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %n, %sy = %c1, %sz = %c1) workgroup(%buf: memref<4xf32, 3>) private(%p: memref<2xf32, 5>) {
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+        threads(%tx, %ty, %tz) in (%sx = %n, %sy = %c1, %sz = %c1)
+        workgroup(%buf: memref<4xf32, 3>) private(%p: memref<2xf32, 5>) {
       %x, %ok = gpu.shuffle xor %v, %smem, %smem : f32
       gpu.terminator
     }
     %t = gpu.wait async
-    %t2 = gpu.launch_func async [%t] @kernels::@k blocks in (%c1, %c1, %c1) threads in (%n, %c1, %c1) dynamic_shared_memory_size %smem args(%m : memref<?xf32>, %v : f32)
+    %t2 = gpu.launch_func async [%t] @kernels::@k blocks in (%c1, %c1, %c1)
+        threads in (%n, %c1, %c1) dynamic_shared_memory_size %smem
+        args(%m : memref<?xf32>, %v : f32)
     %h = gpu.alloc host_shared (%n) : memref<?xf32>
     %mi = memref.alloc(%n) : memref<?xi32>
     %r = memref.atomic_rmw maxu %smem, %mi[%c1] : (i32, memref<?xi32>) -> i32

@@ -10,7 +10,8 @@ from nova.ir.locations import location_of, nearest_location, set_location
 
 SOURCE = """func.func @f(%m: memref<?xf32>, %i: index) {
   %c1 = arith.constant 1 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+      threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %v = memref.load %m[%tx] : memref<?xf32>
     gpu.terminator
   }
@@ -35,7 +36,7 @@ def test_every_op_has_a_location() -> None:
 def test_positions_are_line_and_column_of_the_op() -> None:
     ops = _ops_by_name(parse_mlir(SOURCE, "prog.mlir"))
     expected = {"func.func": (1, 1), "arith.constant": (2, 3), "gpu.launch": (3, 3),
-                "memref.load": (4, 5), "gpu.terminator": (5, 5), "func.return": (7, 3)}
+                "memref.load": (5, 5), "gpu.terminator": (6, 5), "func.return": (8, 3)}
     for name, (line, col) in expected.items():
         loc = location_of(ops[name][0])
         assert loc is not None
@@ -51,7 +52,7 @@ def test_location_survives_clone_and_printing() -> None:
     assert location_of(clone) == location_of(launch)
     inner = next(op for op in clone.walk() if op.name == "memref.load")
     loc = location_of(inner)
-    assert loc is not None and (loc.line, loc.column) == (4, 5)
+    assert loc is not None and (loc.line, loc.column) == (5, 5)
     assert "loc(" not in print_mlir(module)
 
 
