@@ -4,6 +4,7 @@ rules per type), cf.assert, and the rejection of external functions the runtime 
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -190,3 +191,58 @@ def test_half_and_bfloat_widening_is_exact_without_libcalls() -> None:
     same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
     assert same.all()
     assert all(b2f(int(i)) == int(i) << 16 for i in patterns[::97])
+
+
+MLIR_OPT = "/usr/lib/llvm-22/bin/mlir-opt"
+_UPSTREAM_NAMES = {"printI64": "i64", "printU64": "u64", "printF32": "f32", "printF64": "f64",
+                   "printF16": "f32", "printBF16": "f32",  # Nova widens f16/bf16 to f32
+                   "printNewline": "newline", "printComma": "comma", "printOpen": "open",
+                   "printClose": "close", "printString": "string"}
+
+
+def _print_protocol(text: str, call: str, names: dict[str, str] | None) -> list[str]:
+    """The extensions to i64 and print calls of lowered IR, in order."""
+    import re
+
+    steps = []
+    for line in text.splitlines():
+        if re.search(r"\b(arith\.extui|zext)\b.* to i64", line):
+            steps.append("zext")
+        elif re.search(r"\b(arith\.extsi|sext)\b.* to i64", line):
+            steps.append("sext")
+        elif (found := re.search(call, line)) is not None:
+            name = found.group(1)
+            steps.append(names[name] if names is not None else name)
+    return steps
+
+
+def test_vector_print_matches_upstream_vector_to_llvm(tmp_path: Path) -> None:
+    """Differential check against mlir-opt --convert-vector-to-llvm: which printer, which
+    extension, which punctuation, for every scalar type and punctuation kind."""
+    import shutil
+    import subprocess
+
+    if shutil.which(MLIR_OPT) is None:
+        pytest.skip("upstream mlir-opt is not installed")
+    types = ["i1", "i8", "i16", "i32", "i64", "ui8", "ui32", "si16", "index", "f16", "bf16",
+             "f32", "f64"]
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types))
+    punctuations = ["", " punctuation <comma>", " punctuation <open>", " punctuation <close>",
+                    " punctuation <no_punctuation>"]
+    lines = [f"  vector.print %a{i} : {t}{punctuations[i % len(punctuations)]}"
+             for i, t in enumerate(types)]
+    lines.append('  vector.print str "text"')
+    source = f"func.func @main({args}) {{\n" + "\n".join(lines) + "\n  return\n}\n"
+    path = tmp_path / "prints.mlir"
+    path.write_text(source)
+    upstream = subprocess.run([MLIR_OPT, str(path), "--convert-vector-to-llvm"],
+                              capture_output=True, text=True, check=True).stdout
+    expected = _print_protocol(upstream, r"llvm\.call @(\w+)\(", _UPSTREAM_NAMES)
+    # private: no entry wrapper (entries do not take unsigned/signed integer types)
+    ours_ir = str(lower_host(parse_mlir(source.replace("func.func @main",
+                                                       "func.func private @main"),
+                                        "prints.mlir")).llvm_module)
+    body = ours_ir.split('define internal void @"main"')[1].split("\n}\n")[0]
+    ours = _print_protocol(body, r'call void @"nova_rt_print_(\w+)"', None)
+    assert len(expected) > 2 * len(types)
+    assert ours == expected
