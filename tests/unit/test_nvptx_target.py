@@ -353,3 +353,16 @@ def test_backend_errors() -> None:
     if HAVE_PTXAS:
         with pytest.raises(BackendError, match="ptxas failed"):
             assemble_cubin(".version 8.0\n.target sm_90\n.address_size 64\nbogus;", "sm_90")
+
+
+def test_vector_print_uses_runner_formats() -> None:
+    c = compile_module(kernel("%x: f32, %i: i32, %n: index", """
+      vector.print %x : f32
+      vector.print %i : i32 punctuation <comma>
+      vector.print %n : index
+      vector.print str "100%\\n"
+      vector.print punctuation <open>"""))
+    for spelled in ('c"%g\\0a\\00"', 'c"%lld, \\00"', 'c"%llu\\0a\\00"', 'c"100%%\\0a\\00"',
+                    'c"( \\00"'):
+        assert spelled in c.llvm, spelled
+    assert c.ptx.count("vprintf") >= 5

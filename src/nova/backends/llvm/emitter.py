@@ -221,10 +221,12 @@ def core_handlers() -> dict[str, Handler]:
             ops_math,
             ops_memref,
             ops_scf,
+            ops_vector,
         )
 
         table: dict[str, Handler] = {}
-        for mod in (ops_arith, ops_math, ops_memref, ops_scf, ops_cf, ops_func, ops_index):
+        for mod in (ops_arith, ops_math, ops_memref, ops_scf, ops_cf, ops_func, ops_index,
+                    ops_vector):
             table.update(mod.HANDLERS)
         _CORE = table
     return _CORE

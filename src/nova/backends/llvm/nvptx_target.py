@@ -11,7 +11,8 @@
 * Memory spaces: `#gpu.address_space<workgroup>` -> addrspace(3), `global` -> 1, `private` and
   default -> 0 (generic). Workgroup attributions are internal addrspace(3) globals; private ones
   are allocas. Kernels record their static shared bytes in the manifest.
-* `gpu.printf` -> `vprintf(fmt, args)` with C vararg promotion (f32 -> f64; i1/i8/i16 -> i32).
+* `gpu.printf` -> `vprintf(fmt, args)` with C vararg promotion (f32 -> f64; i1/i8/i16 -> i32);
+  `vector.print` of a scalar -> vprintf with the runner utilities' formats and punctuation.
 * `cf.assert` -> `__assertfail(msg, file, line, function, 1)` then `llvm.trap`.
 * Collectives (gpu.shuffle, gpu.all_reduce, gpu.subgroup_reduce) live in nvptx_collectives.py,
   math functions without an NVPTX intrinsic in nvptx_math.py.
@@ -22,7 +23,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llvmlite import ir
-from xdsl.dialects.builtin import MemRefType, StringAttr, UnrankedMemRefType
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerType,
+    MemRefType,
+    Signedness,
+    StringAttr,
+    UnrankedMemRefType,
+)
 from xdsl.ir import Attribute, Operation
 
 from nova.backends.llvm import memref as M
@@ -139,12 +147,18 @@ def lower_barrier(fe: FunctionEmitter, op: Operation) -> None:
 
 
 def lower_printf(fe: FunctionEmitter, op: Operation) -> None:
-    """vprintf(format, packed args): args promoted as C varargs and stored in a local buffer."""
+    """gpu.printf "format", args..."""
     fmt = attr(op, "format")
-    text = fmt.data if isinstance(fmt, StringAttr) else str(fmt)
+    lower_printf_text(fe, fmt.data if isinstance(fmt, StringAttr) else str(fmt),
+                      fe.operands(op))
+
+
+def lower_printf_text(fe: FunctionEmitter, text: str, args: Sequence[ir.Value]) -> None:
+    """vprintf(format, packed args): args promoted as C varargs (f32/f16/bf16 -> double,
+    i1 -> zero-extended i32, i8/i16 -> sign-extended i32) and stored in a local buffer."""
     b = fe.builder
     values: list[ir.Value] = []
-    for value in fe.operands(op):
+    for value in args:
         ty = value.type
         if ty in (T.F32, T.F16) or str(ty) == "bfloat":
             value = b.fpext(value, T.F64)
@@ -169,6 +183,39 @@ def generic_string(fe: FunctionEmitter, text: str) -> ir.Value:
     """A generic pointer to a NUL-terminated string constant in global memory."""
     gv = fe.module.string_constant(text, address_space=1)
     return fe.builder.addrspacecast(M.opaque(fe.builder, gv), T.PTR)
+
+
+PUNCTUATION = {"newline": "\n", "no_punctuation": "", "comma": ", ", "open": "( ",
+               "close": " )"}
+
+
+def vector_print(fe: FunctionEmitter, op: Operation, value: ir.Value | None,
+                 mlir_type: Attribute | None) -> None:
+    """vector.print through vprintf, spelled like MLIR's runner utilities (%lld / %llu for
+    integers and index, %g for floats) followed by the op's punctuation (a newline by default)."""
+    text = attr(op, "stringLiteral")
+    if text is not None:
+        lower_printf_text(fe, str(getattr(text, "data", text)).replace("%", "%%"), [])
+        return
+    punct = PUNCTUATION.get(enum_text(attr(op, "punctuation")) or "newline")
+    if punct is None:
+        raise fe.unsupported(op, f"punctuation {attr(op, 'punctuation')}")
+    if value is None or mlir_type is None:
+        lower_printf_text(fe, punct, [])
+        return
+    b = fe.builder
+    if isinstance(mlir_type, IndexType):
+        spec = "%llu"
+    elif isinstance(mlir_type, IntegerType):
+        unsigned = mlir_type.signedness.data == Signedness.UNSIGNED or mlir_type.width.data == 1
+        if mlir_type.width.data < 64:
+            value = b.zext(value, T.I64) if unsigned else b.sext(value, T.I64)
+        spec = "%llu" if unsigned and mlir_type.width.data > 1 else "%lld"
+    elif T.is_float(mlir_type):
+        spec = "%g"
+    else:
+        raise fe.unsupported(op, f"vector.print of {mlir_type}")
+    lower_printf_text(fe, spec + punct.replace("%", "%%"), [value])
 
 
 class NvptxTarget(TargetBase):
@@ -215,6 +262,10 @@ class NvptxTarget(TargetBase):
         from nova.backends.llvm import nvptx_math
 
         return nvptx_math.lower(fe, op_name, list(args), mlir_type)
+
+    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value | None,
+                    mlir_type: Attribute | None) -> None:
+        vector_print(fe, op, value, mlir_type)
 
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None:
         loc = location_of(op)

@@ -19,8 +19,9 @@ x86-64 host goes through a `Target`:
 ``assert_fail(fe, op, message)``
     Emit the failing path of `cf.assert` (the emitter branches around it; must not return
     normally: end with unreachable or a trap).
-``print_value(fe, op, value, mlir_type)`` / ``print_format(fe, op, fmt, values, types)``
-    `vector.print` of scalars, `gpu.printf`.
+``print_value(fe, op, value, mlir_type)``
+    `vector.print` (value/mlir_type are None for the `str`/punctuation-only forms; the hook reads
+    the op's `punctuation` and `stringLiteral`).
 ``function_linkage(op) -> str`` and ``finish_function(me, op, fn)``
     Linkage of a lowered func.func/gpu.func, and a post-definition hook (kernel calling
     convention, nvvm.annotations, wrapper generation...).
