@@ -285,3 +285,29 @@ func.func @main() {
     with pytest.raises(UnsupportedError, match="run the outline-kernels pass first") as info:
         lower_host(parse_mlir(source, "inline.mlir"))
     assert str(info.value).startswith("inline.mlir:4:3: error:")
+
+
+def test_waiting_twice_on_one_token_destroys_its_stream_once() -> None:
+    status, rt, _ = run(program("    %t = gpu.wait async\n    gpu.wait [%t, %t]"))
+    assert status == 0
+    assert rt.names() == ["nova_rt_stream_create", "nova_rt_stream_synchronize",
+                          "nova_rt_stream_destroy"]
+
+
+def test_tokens_merge_through_scf_if() -> None:
+    body = "\n".join([
+        "    %t0 = gpu.wait async",
+        "    %t1 = gpu.wait async",
+        "    %first = arith.cmpi ult, %c1, %c4 : index",
+        "    %t = scf.if %first -> (!gpu.async.token) {",
+        "      scf.yield %t0 : !gpu.async.token",
+        "    } else {",
+        "      scf.yield %t1 : !gpu.async.token",
+        "    }",
+        launch("%t2", "async [%t]"),
+        "    gpu.wait [%t2, %t0, %t1]",
+    ])
+    status, rt, _ = run(program(body))
+    assert status == 0
+    assert rt.of("nova_rt_launch")[0].arg("stream") == STREAM1
+    assert [c.args for c in rt.of("nova_rt_stream_destroy")] == [(STREAM1,), (STREAM2,)]
