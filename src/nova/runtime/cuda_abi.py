@@ -280,12 +280,27 @@ class CudaAbi:
             token[0].free()  # type: ignore[index]
 
     def fetch(self, address: int, nbytes: int) -> bytes:
-        """Copy `nbytes` at any address (device, managed or host: unified addressing)."""
+        """Copy `nbytes` at any address: plain host memory (e.g. `memref.alloc` in host code)
+        directly, memory the driver knows (device, managed, registered) with cuMemcpyAsync."""
+        if nbytes == 0:
+            return b""
+        if not self._driver_knows(address):
+            return ctypes.string_at(address, nbytes)
         out = ctypes.create_string_buffer(nbytes)
-        if nbytes and (self._memcpy(ctypes.addressof(out), address, nbytes, None)
-                       or self._sync(None)):
+        if self._memcpy(ctypes.addressof(out), address, nbytes, None) or self._sync(None):
             raise take_error() or RuntimeFailure("copying a memref result failed")
         return out.raw
+
+    def _driver_knows(self, address: int) -> bool:
+        driver = getattr(self.device, "driver", None)
+        if driver is None:
+            return True
+        attr = driver.raw.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+        try:
+            driver.call("cuPointerGetAttribute", attr, address)
+        except CudaError:
+            return False  # CUDA_ERROR_INVALID_VALUE: pageable host memory
+        return True
 
     def synchronize(self) -> None:
         """Wait for the default stream natively, so a fault names the latest kernel."""
