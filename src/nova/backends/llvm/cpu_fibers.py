@@ -57,6 +57,8 @@ WARP_SIZE = 32
 SLOT_BYTES = 8
 """Each thread owns one 8-byte exchange slot (warp shuffles, reductions)."""
 ERROR_BYTES = 512
+STAGGER_LINES = 64
+"""Fiber i's stack top sits (i % STAGGER_LINES) cache lines below the end of its stack."""
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -478,8 +480,11 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
         bottom = canary_ptr(b, i)
         for w in range(CANARY_BYTES // 8):
             b.store(I64(CANARY_WORD), b.gep(bottom, [I64(w)], source_etype=I64))
-        top_int = b.and_(b.ptrtoint(b.gep(bottom, [stack_bytes], source_etype=I8), I64),
-                         I64(~15 & 0xFFFFFFFFFFFFFFFF))
+        # stagger the tops by whole cache lines: stacks a power of two apart would otherwise
+        # map their hot frames onto the same L1 sets and thrash at every switch
+        stagger = b.mul(b.and_(i, I64(STAGGER_LINES - 1)), I64(64))
+        top = b.gep(bottom, [b.sub(stack_bytes, stagger)], source_etype=I8)
+        top_int = b.and_(b.ptrtoint(top, I64), I64(~15 & 0xFFFFFFFFFFFFFFFF))
         sp = b.call(rt.init, [b.inttoptr(top_int, PTR), entry_fn, t])
         store_field(b, THREAD_CTX, t, sp, T.SP)
 
@@ -503,7 +508,8 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
                 b.ret(I32(1))
             bottom = canary_ptr(b, i)
             intact = I1(1)
-            for w in range(CANARY_BYTES // 8):
+            for w in (0, CANARY_BYTES // 8 - 1):  # both ends: cheap, and any overflow of
+                # the stack crosses the whole canary (frames are contiguous and grow down)
                 word = b.load(b.gep(bottom, [I64(w)], source_etype=I64), typ=I64)
                 intact = b.and_(intact, b.icmp_unsigned("==", word, I64(CANARY_WORD)))
             with b.if_then(b.not_(intact), likely=False):

@@ -456,6 +456,7 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
         store_field(b, BLOCK_CTX, bctx, _emit_fiber_entry(me, name, body), B.ENTRY)
         status = b.call(rt.block_alloc, [bctx, nthreads, I64(target.stack_bytes)])
         with b.if_then(b.icmp_unsigned("!=", status, I32(0)), likely=False):
+            b.call(rt.block_free, [bctx])  # frees what was allocated (free(NULL) is a no-op)
             b.call(free, [raw])
             b.ret(I32(1))
         values: list[ir.Value] = []
