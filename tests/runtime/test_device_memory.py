@@ -240,3 +240,24 @@ def test_buffers_of_another_device_are_rejected(device, cpu_device):
         pytest.skip("needs two devices")
     with pytest.raises(ArgumentError, match="lives on"):
         device.copy_dtod(device.allocate(8), cpu_device.allocate(8))
+
+
+def test_record_stream_delays_reuse(cpu_device):
+    import threading
+
+    gc.collect()
+    s = cpu_device.create_stream()
+    gate = threading.Event()
+    s.enqueue(lambda: gate.wait(5), "gate")
+    buf = cpu_device.allocate(4096)
+    ptr = buf.ptr
+    cpu_device.memset(buf, 1, stream=s)  # still queued behind the gate
+    buf.record_stream(s)
+    buf.free()
+    assert cpu_device.pool.stats().pending_blocks == 1
+    other = cpu_device.allocate(4096)
+    assert other.ptr != ptr
+    gate.set()
+    s.synchronize()
+    third = cpu_device.allocate(4096)
+    assert third.ptr == ptr and cpu_device.pool.stats().pending_blocks == 0

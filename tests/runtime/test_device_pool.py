@@ -106,3 +106,29 @@ def test_forget_stream():
     pool.release(pool.allocate(10, 8))
     pool.forget_stream(7)
     assert pool.stats().bytes_cached == 512 and len(mem.live) == 1
+
+
+class FlagEvent:
+    def __init__(self) -> None:
+        self.done = False
+
+    def query(self) -> bool:
+        return self.done
+
+
+def test_blocks_used_on_other_streams_wait_for_their_events():
+    pool, mem = make()
+    block = pool.allocate(100, 1)
+    event = FlagEvent()
+    pool.release(block, [event])
+    s = pool.stats()
+    assert s.pending_blocks == 1 and s.bytes_in_use == 512 and s.bytes_cached == 0
+    other = pool.allocate(100, 1)
+    assert other.ptr != block.ptr  # still in use by the other stream's work
+    event.done = True
+    pool.release(other)
+    again = pool.allocate(100, 1)
+    assert again.ptr in (block.ptr, other.ptr) and pool.stats().pending_blocks == 0
+    pool.release(pool.allocate(600, 1), [FlagEvent()])
+    pool.empty_cache()  # synchronizes: every pending block is released
+    assert pool.stats().pending_blocks == 0 and mem.syncs == 1

@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from nova.runtime.stream import Stream
 
 
-def _release(pool_release: Callable[[Block], None], block: Block) -> None:
+def _release(pool_release: Callable[..., None], block: Block,
+             used_on: set[Stream] | None = None) -> None:
     # a finalizer must never raise (e.g. after the CUDA context was lost)
     with contextlib.suppress(Exception):
-        pool_release(block)
+        after = [s.record() for s in used_on or () if not getattr(s, "closed", False)]
+        pool_release(block, after)
 
 
 class Buffer:
@@ -51,11 +53,13 @@ class Buffer:
         self._owner = owner
         self._freed = False
         self._finalizer: weakref.finalize | None = None
+        self._used_on: set[Stream] = set()
 
     @classmethod
     def _from_pool(cls, device: Device, block: Block, nbytes: int, stream: Stream) -> Buffer:
         buf = cls(device, block.ptr, nbytes, stream=stream)
-        buf._finalizer = weakref.finalize(buf, _release, device.pool.release, block)
+        buf._finalizer = weakref.finalize(buf, _release, device.pool.release, block,
+                                          buf._used_on)
         buf._finalizer.atexit = False
         return buf
 
@@ -102,6 +106,14 @@ class Buffer:
         if self._finalizer is not None:
             self._finalizer()
         self._owner = None
+
+    def record_stream(self, stream: Stream) -> None:
+        """Declare that work on `stream` (not the one the buffer was allocated on) uses it: when
+        freed, the memory is reused only after the work enqueued on `stream` so far finished."""
+        if self._base is not None:
+            self._base.record_stream(stream)
+        elif stream is not self.stream:
+            self._used_on.add(stream)
 
     def __enter__(self) -> Buffer:
         return self
@@ -213,7 +225,7 @@ class HostBuffer:
     @classmethod
     def _from_pool(cls, device: Device, block: Block, nbytes: int) -> HostBuffer:
         hb = cls(device, block.ptr, nbytes)
-        hb._finalizer = weakref.finalize(hb, _release, device.pinned_pool.release, block)
+        hb._finalizer = weakref.finalize(hb, _release, device.pinned_pool.release, block, None)
         hb._finalizer.atexit = False
         return hb
 

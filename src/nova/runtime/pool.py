@@ -11,14 +11,22 @@ whole cache and retries once before raising `OutOfMemoryError`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from nova.errors import OutOfMemoryError
 
 _SMALL = 1 << 20  # below 1 MiB: round to 512 B; above: round to 64 KiB
 _SMALL_GRAIN = 512
 _LARGE_GRAIN = 64 << 10
+
+
+def _completed(event: Any) -> bool:
+    try:
+        return bool(event.query())
+    except Exception:  # e.g. the CUDA context is lost: nothing will ever run again
+        return True
 
 
 def size_class(nbytes: int) -> int:
@@ -41,6 +49,7 @@ class PoolStats:
     device_allocs: int  # raw allocations made
     device_frees: int  # raw frees made
     limit: int | None
+    pending_blocks: int = 0  # freed, waiting for other streams' work (Buffer.record_stream)
 
     @property
     def bytes_reserved(self) -> int:
@@ -74,6 +83,7 @@ class MemoryPool:
         self._synchronize = synchronize
         self._lock = threading.RLock()
         self._cache: dict[tuple[int | None, int], list[int]] = {}
+        self._pending: list[tuple[Block, tuple[Any, ...]]] = []
         self._limit = limit
         self._in_use = 0
         self._cached = 0
@@ -100,7 +110,7 @@ class MemoryPool:
             c = self._counts
             return PoolStats(self._in_use, self._cached, self._peak, c["alloc"], c["free"],
                              c["hits"], c["misses"], c["device_allocs"], c["device_frees"],
-                             self._limit)
+                             self._limit, len(self._pending))
 
     def reset_peak(self) -> None:
         with self._lock:
@@ -111,6 +121,7 @@ class MemoryPool:
         """Reserve at least `nbytes` (a cached block of the same class and stream if any)."""
         size = size_class(nbytes)
         with self._lock:
+            self._collect_pending()
             if self._limit is not None and self._in_use + size > self._limit:
                 raise OutOfMemoryError(
                     f"{self.name}: allocating {nbytes} bytes ({size} reserved) would exceed the "
@@ -146,6 +157,7 @@ class MemoryPool:
                     f"{self._in_use} bytes in use by this pool, nothing cached): {first}"
                 ) from None
         self._synchronize()
+        self._collect_pending(all_done=True)
         self._release_cache()
         try:
             return self._alloc(size)
@@ -155,11 +167,32 @@ class MemoryPool:
                 f"after releasing the cache; {self._in_use} bytes in use by this pool: {second}"
             ) from None
 
-    def release(self, block: Block) -> None:
-        """Give a block back; it is cached for reuse on its stream."""
+    def release(self, block: Block, after: Sequence[Any] = ()) -> None:
+        """Give a block back; it is cached for reuse on its stream. `after` are events (objects
+        with `query() -> bool`) recorded on other streams that used the block: it stays
+        reserved until they have completed."""
+        with self._lock:
+            self._counts["free"] += 1
+            if after:
+                self._pending.append((block, tuple(after)))
+                return
+            self._recycle(block)
+
+    def _collect_pending(self, all_done: bool = False) -> None:
+        """Recycle held-back blocks whose events completed (all of them after a device-wide
+        synchronize, `all_done`)."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []  # re-entrant releases go to the new list
+        for block, events in pending:
+            if all_done or all(_completed(e) for e in events):
+                self._recycle(block)
+            else:
+                self._pending.append((block, events))
+
+    def _recycle(self, block: Block) -> None:
         with self._lock:
             self._in_use -= block.size
-            self._counts["free"] += 1
             if block.size == 0:
                 return
             if self._limit is not None and self._in_use + self._cached + block.size > self._limit:
@@ -180,8 +213,9 @@ class MemoryPool:
     def empty_cache(self) -> None:
         """Synchronize the device and return every cached block to it."""
         with self._lock:
-            if self._cached:
+            if self._cached or self._pending:
                 self._synchronize()
+                self._collect_pending(all_done=True)
                 self._release_cache()
 
     def _release_cache(self) -> None:
