@@ -167,3 +167,59 @@ def test_context_is_made_current_once_per_thread(gpu, fake):
     t.start()
     t.join()
     assert fake.calls.count("cuCtxSetCurrent") == count + 1
+
+
+def test_streams_and_events(gpu, fake):
+    s = gpu.create_stream()
+    assert s.handle in fake.streams and s.query()
+    start, end = gpu.create_event(timing=True), gpu.create_event(timing=True)
+    start.record(s)
+    end.record(s)
+    end.synchronize()
+    assert end.query() and start.elapsed_ms(end) >= 0.0
+    s.wait(start)
+    assert "cuStreamWaitEvent" in fake.calls
+    with pytest.raises(DeviceError, match="timing=True"):
+        start.elapsed_ms(gpu.create_event().record(s))
+    with s:
+        pass
+    assert s.handle not in fake.streams and s.closed
+    with pytest.raises(DeviceError, match="closed stream"):
+        s.synchronize()
+    start.close()
+    with pytest.raises(DeviceError, match="closed event"):
+        start.query()
+
+
+def test_cuda_array_interface_and_dlpack_round_trip(gpu, fake):
+    import nova
+    from nova.runtime.memory import Buffer
+
+    buf = gpu.to_device(np.arange(4, dtype=np.float32))
+    cai = buf.__cuda_array_interface__
+    assert cai["data"] == (buf.ptr, False) and cai["stream"] == gpu.default_stream.handle
+
+    foreign = type("Foreign", (), {})()
+    foreign.__cuda_array_interface__ = dict(cai, stream=1)
+    wrapped = Buffer.from_cuda_array_interface(foreign, device=gpu)
+    assert wrapped.ptr == buf.ptr and wrapped.dtype == np.float32 and wrapped.shape == (4,)
+    assert buf.__dlpack_device__() == (2, 0)
+    waits = fake.calls.count("cuStreamWaitEvent")
+
+    class Producer:  # hands out our own capsule, as another library would
+        def __dlpack_device__(self):
+            return buf.__dlpack_device__()
+
+        def __dlpack__(self, stream=None):
+            assert stream == gpu.default_stream.handle
+            return buf.__dlpack__(stream=stream)
+
+    imported = nova.from_dlpack(Producer(), device=gpu)
+    assert fake.calls.count("cuStreamWaitEvent") == waits + 1  # consumer stream waited
+    assert imported.ptr == buf.ptr and imported.shape == (4,)
+    np.testing.assert_array_equal(imported.numpy(), np.arange(4, dtype=np.float32))
+    imported.free()  # calls the producer's deleter
+    from nova.runtime import dlpack
+
+    gc.collect()
+    assert not dlpack._exported
