@@ -157,8 +157,13 @@ class EntryFunction:
             plan = _Plan(entry)
         staged: list[_Staged] = []
         try:
-            for index, (spec, value) in enumerate(zip(entry.args, args, strict=True)):
-                self._bind(plan, index, spec, value, staged, abi)
+            try:
+                for index, (spec, value) in enumerate(zip(entry.args, args, strict=True)):
+                    self._bind(plan, index, spec, value, staged, abi)
+            except BaseException:
+                for item in staged:  # arrays staged before the bad argument
+                    abi.release(item.token)
+                raise
             clear_error()
             status = abi.call_entry(self.address, plan.args, plan.results)
             if status:
