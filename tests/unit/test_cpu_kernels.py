@@ -610,3 +610,16 @@ def test_dynamic_shared_memory_is_per_os_thread_scratch() -> None:
                os_threads=2, dynamic_shared=block)
     expected = (np.arange(block)[::-1][None, :] + np.arange(blocks)[:, None]).reshape(-1)
     np.testing.assert_array_equal(out, expected.astype(np.int8))
+
+
+def test_fiber_stack_size_comes_from_config() -> None:
+    from nova import config
+    from nova.errors import UnsupportedError
+
+    with config.scoped(cpu_stack_kib=128):
+        mod = compile_cpu(BIG_PRIVATE)  # 64 KiB of private memory fits a 128 KiB stack
+    out = np.zeros(4, np.float32)
+    mod.launch("big", [out], block=(4, 1, 1))
+    assert (out == 1).all()
+    with config.scoped(cpu_stack_kib=4), pytest.raises(UnsupportedError, match="at least 24 KiB"):
+        compile_cpu(BIG_PRIVATE)

@@ -20,8 +20,10 @@ How a kernel runs (docs/architecture.md, "CPU device barriers"):
 - Workgroup memory (attributions and `memref.global`s in the workgroup address space) lives in a
   per-call buffer that each block reuses, so concurrently running blocks on other OS threads
   never share it. Private attributions are allocas of the thread (on its fiber stack).
-- Fiber stacks are `stack_bytes` (default 64 KiB, `DEFAULT_STACK_BYTES`) per GPU thread: kernels
-  with large private arrays must fit (a canary check reports overflows).
+- Fiber stacks are `stack_bytes` per GPU thread (NOVA_CPU_STACK_KIB, default 64 KiB). A fiber
+  kernel whose static private memory (private attributions, memref.alloca) does not fit in it
+  minus `STACK_RESERVE` is rejected at compile time; deeper overflows (recursion, dynamic
+  allocas) are caught at run time by a canary ("fiber stack overflow in block ...").
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ TRIPLE = "x86_64-unknown-linux-gnu"
 DATA_LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 DEFAULT_STACK_BYTES = cf.DEFAULT_STACK_BYTES
 WORKGROUP_ALIGN = 64
+STACK_RESERVE = 16 * 1024
+"""Bytes of every fiber stack kept for the runtime, libc calls (printf) and spills."""
 BODY_PREFIX = "__nova_cpu_fn."
 FIBER_PREFIX = "__nova_cpu_fiber."
 
@@ -185,9 +189,11 @@ class CpuTarget(TargetBase):
     data_layout = DATA_LAYOUT
 
     def __init__(self, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
-        if stack_bytes < cf.MIN_STACK_BYTES or stack_bytes % 16:
-            raise ValueError(f"CPU fiber stacks must be a multiple of 16 bytes, at least "
-                             f"{cf.MIN_STACK_BYTES}; got {stack_bytes}")
+        if stack_bytes < STACK_RESERVE + cf.MIN_STACK_BYTES or stack_bytes % 16:
+            raise UnsupportedError(
+                f"CPU fiber stacks must be a multiple of 16 bytes and at least "
+                f"{(STACK_RESERVE + cf.MIN_STACK_BYTES) // 1024} KiB (NOVA_CPU_STACK_KIB); got "
+                f"{stack_bytes} bytes")
         self.stack_bytes = stack_bytes
         self.layout = WorkgroupLayout()
         self.handlers = {
@@ -297,10 +303,6 @@ def needs_fibers(kernel: Operation, funcs: dict[str, Operation]) -> bool:
     return False
 
 
-STACK_RESERVE = 16 * 1024
-"""Bytes of every fiber stack kept for the runtime, libc calls (printf) and spills."""
-
-
 def private_bytes(kernel: Operation, funcs: dict[str, Operation]) -> int:
     """Static per-thread private memory of a kernel: its private attributions plus every
     statically shaped memref.alloca in it and in the functions it calls (an upper bound)."""
@@ -336,9 +338,13 @@ def _check_stack(op: Operation, funcs: dict[str, Operation], stack_bytes: int) -
             "use workgroup or global memory for large per-thread arrays", _loc(op))
 
 
-def lower_cpu_module(gpu_module: Operation,
-                     stack_bytes: int = DEFAULT_STACK_BYTES) -> CpuLowering:
-    """Lower one gpu.module for the CPU device (see the module docstring)."""
+def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None) -> CpuLowering:
+    """Lower one gpu.module for the CPU device (see the module docstring). `stack_bytes` is the
+    fiber stack per GPU thread (default: `nova.config` cpu_stack_kib, NOVA_CPU_STACK_KIB)."""
+    if stack_bytes is None:
+        from nova import config
+
+        stack_bytes = config.get().cpu_stack_kib * 1024
     target = CpuTarget(stack_bytes)
     name = symbol_name(gpu_module)
     me = ModuleEmitter(target, name)
