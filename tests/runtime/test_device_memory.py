@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 
 import nova
 from nova import config
-from nova.errors import ArgumentError, DeviceError, OutOfMemoryError
+from nova.errors import ArgumentError, DeviceError, OutOfMemoryError, RuntimeFailure
 from nova.runtime.memory import Buffer, HostBuffer
 from nova.runtime.pool import size_class
 
@@ -261,3 +261,21 @@ def test_record_stream_delays_reuse(cpu_device):
     s.synchronize()
     third = cpu_device.allocate(4096)
     assert third.ptr == ptr and cpu_device.pool.stats().pending_blocks == 0
+
+
+def test_pool_pressure_does_not_steal_stream_errors(cpu_device):
+    gc.collect()
+    cpu_device.pool.empty_cache()
+    s = cpu_device.create_stream()
+
+    def boom() -> None:
+        raise ValueError("stream work failed")
+
+    s.enqueue(boom, "failing task")
+    in_use = cpu_device.pool.stats().bytes_in_use
+    cpu_device.pool.limit = in_use + 8192
+    cpu_device.allocate(8192).free()
+    cpu_device.allocate(4096).free()  # drops the cache: waits for streams, raises nothing
+    cpu_device.pool.limit = None
+    with pytest.raises(RuntimeFailure, match="failing task"):
+        s.synchronize()

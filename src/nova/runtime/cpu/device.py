@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -150,6 +151,14 @@ class CpuDevice(Device):
         if not isinstance(stream, CpuStream) or stream.closed:
             raise DeviceError(f"{stream!r} is not an open cpu stream")
         return stream
+
+    def _sync_for_pool(self) -> None:
+        # Wait for every stream before the pool frees cached memory, but leave stream errors to
+        # the streams' own next synchronize (and never wait for the stream we are running on).
+        me = threading.current_thread()
+        for s in [s for s in list(self._streams) if not s.closed]:
+            if s._q.thread is not me:
+                s._q.drain()
 
     def _synchronize_all(self) -> None:
         streams = [s for s in list(self._streams) if not s.closed]
