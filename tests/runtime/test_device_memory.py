@@ -279,3 +279,13 @@ def test_pool_pressure_does_not_steal_stream_errors(cpu_device):
     cpu_device.pool.limit = None
     with pytest.raises(RuntimeFailure, match="failing task"):
         s.synchronize()
+
+
+def test_views_must_fit(device):
+    buf = device.allocate(16)
+    assert buf.view(np.int32, (2, 2)).shape == (2, 2)
+    for dtype, shape in ((np.int32, (5,)), (np.int32, (-1,))):
+        with pytest.raises(ArgumentError, match="does not fit"):
+            buf.view(dtype, shape)
+    with pytest.raises(ArgumentError, match="not a NumPy dtype"):
+        buf.view("nope")

@@ -45,8 +45,8 @@ class Buffer:
         self.dtype = numpy_dtype(dtype)
         self.shape: tuple[int, ...] = (
             (nbytes // self.dtype.itemsize,) if shape is None else tuple(int(d) for d in shape))
-        if math.prod(self.shape) * self.dtype.itemsize > nbytes:
-            raise ArgumentError(f"shape {self.shape} of {self.dtype} needs more than the "
+        if any(d < 0 for d in self.shape) or math.prod(self.shape) * self.dtype.itemsize > nbytes:
+            raise ArgumentError(f"shape {self.shape} of {self.dtype} does not fit the "
                                 f"{nbytes} bytes of the buffer")
         self.stream = stream
         self._base = base
@@ -136,8 +136,8 @@ class Buffer:
         """Set dtype and shape in place (for a buffer just allocated to hold them)."""
         dt = numpy_dtype(dtype)
         dims = tuple(int(d) for d in shape)
-        if math.prod(dims) * dt.itemsize > self.nbytes:
-            raise ArgumentError(f"shape {dims} of {dt} needs more than {self.nbytes} bytes")
+        if any(d < 0 for d in dims) or math.prod(dims) * dt.itemsize > self.nbytes:
+            raise ArgumentError(f"shape {dims} of {dt} does not fit {self.nbytes} bytes")
         self.dtype, self.shape = dt, dims
         return self
 
