@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from nova.backends.host import lower_host
-from nova.backends.llvm.host_trace import HANDLE_BASES, HostJit, TraceRuntime, memref_of, param_i64
+from nova.backends.llvm.host_trace import (
+    HANDLE_BASES,
+    HostJit,
+    TraceRuntime,
+    memref_of,
+    param_f32,
+    param_i64,
+)
 from nova.errors import UnsupportedError
 from nova.frontend.mlir_text import parse_mlir
 
@@ -96,7 +103,7 @@ def test_scalar_params_by_value_and_dynamic_shared_memory() -> None:
     (call,) = rt.of("nova_rt_launch")
     assert call.arg("shared_bytes") == 256
     x, y = call.params
-    assert np.frombuffer(x[:4], np.float32)[0] == 1.5
+    assert param_f32(x) == 1.5
     assert np.frombuffer(y[:4], np.int32)[0] == -7
     assert ctypes.string_at(rt.of("nova_rt_module_get_function")[0].arg("name")) == b"s"
 

@@ -105,12 +105,6 @@ class AbiCalls:
         self._raise_blocks[function.name] = block
         return block
 
-    def raise_now(self, builder: ir.IRBuilder) -> None:
-        """Jump to the raise block unconditionally (after a failure that has been recorded, e.g.
-        `nova_rt_host_assert_fail`); leaves `builder` in a new, unreachable block."""
-        builder.branch(self.raise_block(builder))
-        builder.position_at_end(builder.append_basic_block(name="after.raise"))
-
 
 def _check_arity(fn: AbiFunction, args: list[ir.Value]) -> None:
     """Catch a call site that disagrees with the table before LLVM does (with a clearer message)."""

@@ -292,11 +292,3 @@ def _cstring_global(module: ir.Module, name: str, text: str) -> ir.GlobalVariabl
     var.initializer = ir.Constant(typ, data)
     var.type = PTR  # referenced as the opaque `ptr` it is (llvmlite types globals)
     return var
-
-
-def cstring(module: ir.Module, text: str, prefix: str = "__nova_str") -> ir.GlobalVariable:
-    """A private constant C string with a fresh name (for messages and printed text)."""
-    index = 0
-    while f"{prefix}.{index}" in module.globals:
-        index += 1
-    return _cstring_global(module, f"{prefix}.{index}", text)
