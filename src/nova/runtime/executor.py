@@ -201,6 +201,11 @@ class EntryFunction:
                 raise ArgumentError(f"{self.name}: argument {index}: {spec.mlir} needs a "
                                     "C-contiguous device array")
             marshal.write_descriptor(storage, info)  # type: ignore[arg-type]
+            if info.stream is not None and not isinstance(value, Buffer):
+                # CuPy/PyTorch arrays: order the call after work on the array's own stream
+                wait = getattr(self._device, "wait_for_foreign_stream", None)
+                if wait is not None:
+                    wait(info.stream)
             if isinstance(value, Buffer):
                 plan.memo[index] = _Memo(weakref.ref(value), _layout(value), True)
             return

@@ -63,6 +63,7 @@ class ArrayInfo:
     strides: tuple[int, ...]
     dtype: np.dtype
     on_device: bool  # device memory (not host-addressable on cuda)
+    stream: int | None = None  # a foreign producer stream to wait for (CUDA array interface)
 
     @property
     def nbytes(self) -> int:
@@ -101,9 +102,11 @@ def array_info(value: Any) -> ArrayInfo | None:
         dtype = np.dtype(interface["typestr"])
         shape = tuple(int(s) for s in interface["shape"])
         strides = interface.get("strides")
+        stream = interface.get("stream")
         return ArrayInfo(int(interface["data"][0]), shape,
                          _element_strides(tuple(strides) if strides else None, shape,
-                                          dtype.itemsize), dtype, on_device=True)
+                                          dtype.itemsize), dtype, on_device=True,
+                         stream=int(stream) if stream else None)
     pointer = getattr(value, "device_ptr", None)
     if pointer is None:
         pointer = getattr(value, "ptr", None)
