@@ -81,3 +81,22 @@ def test_device_context_manager_synchronizes(device):
         buf = d.allocate(64)
         d.memset(buf, 1, stream=d.default_stream)
     assert bytes(buf.numpy()) == b"\x01" * 64
+
+
+def test_auto_falls_back_to_cpu_when_the_gpu_cannot_start(monkeypatch):
+    from nova.runtime import device as device_module
+    from nova.runtime.device import CudaStatus
+
+    monkeypatch.setattr(device_module, "cuda_status", lambda: CudaStatus(True, 1, ""))
+    monkeypatch.setattr(device_module, "_devices", {})
+
+    def broken(kind, index, real=device_module._create):
+        if kind == "cuda":
+            raise DeviceError("cuDevicePrimaryCtxRetain failed: CUDA_ERROR_UNKNOWN (999)")
+        return real(kind, index)
+
+    monkeypatch.setattr(device_module, "_create", broken)
+    with pytest.warns(RuntimeWarning, match="using the cpu device"):
+        assert get_device("auto").kind == "cpu"
+    with pytest.raises(DeviceError, match="CUDA_ERROR_UNKNOWN"):
+        get_device("cuda")

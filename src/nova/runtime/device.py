@@ -16,6 +16,7 @@ import ctypes
 import hashlib
 import math
 import threading
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -459,14 +460,30 @@ def get_device(spec: str | Device | None = None) -> Device:
         spec = config.get().device or "auto"
     if not isinstance(spec, str):
         raise ArgumentError(f"device must be a str or Device, got {type(spec).__name__}")
+    auto = spec.strip().lower() in ("", "auto")
     kind, index = _parse_spec(spec)
     index = index or 0
     with _devices_lock:
         device = _devices.get((kind, index))
         if device is None:
-            device = _create(kind, index)
+            try:
+                device = _create(kind, index)
+            except DeviceError as exc:
+                if not (auto and kind == "cuda"):
+                    raise
+                # 'auto': a GPU that is present but cannot be initialized means cpu
+                warnings.warn(f"cuda:{index} is unusable ({exc}); using the cpu device",
+                              RuntimeWarning, stacklevel=2)
+                return _cpu_locked()
             _devices[(kind, index)] = device
         return device
+
+
+def _cpu_locked() -> Device:
+    device = _devices.get(("cpu", 0))
+    if device is None:
+        device = _devices[("cpu", 0)] = _create("cpu", 0)
+    return device
 
 
 def _create(kind: str, index: int) -> Device:
