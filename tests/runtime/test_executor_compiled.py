@@ -95,3 +95,21 @@ def test_static_shape_and_layout_on_cpu(bundle: bytes) -> None:
         assert mod.at(np.asfortranarray(a), 1, 2) == 5.0  # copied to row-major for the call
         with pytest.raises(ArgumentError, match=r"at: argument 0: expected memref<2x3xf64>"):
             mod.at(np.zeros((3, 2)), 0, 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_status().usable, reason="no usable CUDA device")
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_foreign_device_arrays_are_used_in_place(bundle: bytes, library: str) -> None:
+    from nova.runtime.executor import load
+
+    lib = pytest.importorskip(library)
+    with load(bundle, "cuda") as mod:
+        if library == "cupy":
+            x, y = lib.arange(5, dtype=lib.float32), lib.ones(5, dtype=lib.float32)
+        else:
+            x = lib.arange(5, dtype=lib.float32, device="cuda")
+            y = lib.ones(5, dtype=lib.float32, device="cuda")
+        mod.saxpy(2.0, x, y)
+        host = y.get() if library == "cupy" else y.cpu().numpy()
+        assert host.tolist() == [1, 3, 5, 7, 9]
