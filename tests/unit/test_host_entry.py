@@ -130,3 +130,54 @@ module attributes {gpu.container_module} {
         assert decl.function_type == function_type(ABI_BY_NAME[name]), name
         assert [a.name for a in decl.args] == [p for p, _ in ABI_BY_NAME[name].params]
     assert "noreturn" in declared["nova_rt_raise"].attributes
+
+
+def test_every_fallible_call_is_checked() -> None:
+    """Each call of a fallible ABI function is followed by `icmp ne <status>, 0` and a branch to
+    the function's raise block; infallible ones (printing) are not."""
+    import re
+
+    from nova.runtime.abi import ABI_FUNCTIONS
+
+    source = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%a: memref<4xf32>) kernel { gpu.return }
+  }
+  func.func @main(%h: memref<4xf32>, %v: f32) {
+    %c1 = arith.constant 1 : index
+    %u = memref.cast %h : memref<4xf32> to memref<*xf32>
+    gpu.host_register %u : memref<*xf32>
+    %t0 = gpu.wait async
+    %d, %t1 = gpu.alloc async [%t0] () : memref<4xf32>
+    %t2 = gpu.memset async [%t1] %d, %v : memref<4xf32>, f32
+    %t3 = gpu.wait async [%t2]
+    gpu.launch_func @m::@k clusters in (%c1, %c1, %c1) blocks in (%c1, %c1, %c1)
+        threads in (%c1, %c1, %c1) args(%d : memref<4xf32>)
+    gpu.memcpy %h, %d : memref<4xf32>, memref<4xf32>
+    gpu.dealloc %d : memref<4xf32>
+    gpu.host_unregister %u : memref<*xf32>
+    gpu.wait [%t3, %t0]
+    vector.print %v : f32
+    return
+  }
+}
+"""
+    lines = str(lower_host(parse_mlir(source, "checked.mlir")).llvm_module).splitlines()
+    fallible = {f.name for f in ABI_FUNCTIONS if f.fallible}
+    seen = set()
+    for i, line in enumerate(lines):
+        call = re.search(r'(%\S+) = call i32 @"(nova_rt_\w+)"', line)
+        if call is None:
+            continue
+        status, name = call.groups()
+        if name not in fallible:
+            continue
+        seen.add(name)
+        flag = re.match(rf"\s*(%\S+) = icmp ne i32 {re.escape(status)}, 0$", lines[i + 1])
+        assert flag is not None, (line, lines[i + 1])
+        assert re.match(rf'\s*br i1 {re.escape(flag.group(1))}, label %"nova.raise", label',
+                        lines[i + 2]), lines[i + 2]
+    assert seen == fallible - {"nova_rt_host_assert_fail", "nova_rt_launch",
+                               "nova_rt_memset16", "nova_rt_memset8", "nova_rt_event_synchronize"}
+    assert any("call void @\"nova_rt_print_f32\"" in line for line in lines)
