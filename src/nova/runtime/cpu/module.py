@@ -141,7 +141,10 @@ class BlockRun:
     def run(self) -> None:
         if self.helpers is not None:
             for _ in range(min(self.workers - 1, self.chunks - 1)):
-                self.helpers.submit(self._participate)
+                try:
+                    self.helpers.submit(self._participate)
+                except RuntimeError:  # the interpreter is shutting down: run without helpers
+                    break
         self._participate()
         with self._cond:
             self._cond.wait_for(lambda: self._finished >= self._grabbed)
@@ -157,36 +160,45 @@ class BlockRun:
             self._grabbed += 1
             return index
 
+    def _finish(self, failure: str | None) -> None:
+        with self._cond:
+            if failure is not None and self._failure is None:
+                self._failure = failure
+            self._finished += 1
+            self._cond.notify_all()
+
     def _participate(self) -> None:
+        """Take chunks until none is left; every chunk taken is reported finished, whatever
+        happens, so `run` never waits forever."""
         index = self._grab()
         if index is None:
             return
-        launch = CpuLaunch()
-        launch.grid[:] = self.grid
-        launch.block[:] = self.block
-        launch.cluster[:] = self.cluster
-        scratch = ctypes.create_string_buffer(self.shared_bytes) if self.shared_bytes else None
-        launch.dynamic_shared = ctypes.addressof(scratch) if scratch is not None else None
-        launch.dynamic_shared_bytes = self.shared_bytes
+        try:
+            launch = CpuLaunch()
+            launch.grid[:] = self.grid
+            launch.block[:] = self.block
+            launch.cluster[:] = self.cluster
+            scratch = (ctypes.create_string_buffer(self.shared_bytes) if self.shared_bytes
+                       else None)
+            launch.dynamic_shared = ctypes.addressof(scratch) if scratch is not None else None
+            launch.dynamic_shared_bytes = self.shared_bytes
+        except BaseException as exc:  # e.g. MemoryError for the shared scratch
+            self._finish(f"cannot set up the launch: {type(exc).__name__}: {exc}")
+            return
         params = self.params.address
         entry = self.function.entry
         launch_ptr = ctypes.addressof(launch)
         while index is not None:
             begin = index * self.chunk
-            launch.block_begin = begin
-            launch.block_end = min(self.total, begin + self.chunk)
-            try:
-                status = entry(params, launch_ptr)
-            except BaseException as exc:  # ctypes itself failed; report it as the kernel's fault
-                status, launch.error = -1, f"{type(exc).__name__}: {exc}".encode()[:511]
+            end = min(self.total, begin + self.chunk)
             failure = None
-            if status != 0:
-                text = launch.error.decode("utf-8", "replace") or "no message"
-                failure = f"{text} (status {status}, blocks [{launch.block_begin}, " \
-                          f"{launch.block_end}))"
-            with self._cond:
-                if failure is not None and self._failure is None:
-                    self._failure = failure
-                self._finished += 1
-                self._cond.notify_all()
+            try:
+                launch.block_begin, launch.block_end = begin, end
+                status = entry(params, launch_ptr)
+                if status != 0:
+                    text = launch.error.decode("utf-8", "replace") or "no message"
+                    failure = f"{text} (status {status}, blocks [{begin}, {end}))"
+            except BaseException as exc:  # ctypes itself failed; report it as the kernel's
+                failure = f"{type(exc).__name__}: {exc} (blocks [{begin}, {end}))"
+            self._finish(failure)
             index = self._grab()
