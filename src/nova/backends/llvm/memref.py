@@ -176,6 +176,8 @@ def contiguous_strides(builder: ir.IRBuilder, sizes: list[ir.Value]) -> list[ir.
         size = sizes[i]
         if isinstance(running, ir.Constant) and isinstance(size, ir.Constant):
             running = const_index(int(running.constant) * int(size.constant))
+        elif _is_const(running, 1):
+            running = size
         else:
             running = builder.mul(running, size)
     return list(reversed(strides))
@@ -187,6 +189,8 @@ def num_elements(builder: ir.IRBuilder, sizes: list[ir.Value]) -> ir.Value:
     for size in sizes:
         if isinstance(total, ir.Constant) and isinstance(size, ir.Constant):
             total = const_index(int(total.constant) * int(size.constant))
+        elif _is_const(total, 1):
+            total = size
         else:
             total = builder.mul(total, size)
     return total

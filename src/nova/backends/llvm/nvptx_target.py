@@ -11,6 +11,7 @@
 * Memory spaces: `#gpu.address_space<workgroup>` -> addrspace(3), `global` -> 1, `private` and
   default -> 0 (generic). Workgroup attributions are internal addrspace(3) globals; private ones
   are allocas. Kernels record their static shared bytes in the manifest.
+  `gpu.dynamic_shared_memory` is an `extern .shared` array sized by %dynamic_smem_size.
 * `gpu.printf` -> `vprintf(fmt, args)` with C vararg promotion (f32 -> f64; i1/i8/i16 -> i32);
   `vector.print` of a scalar -> vprintf with the runner utilities' formats and punctuation.
 * `cf.assert` -> `__assertfail(msg, file, line, function, 1)` then `llvm.trap`.
@@ -185,6 +186,25 @@ def generic_string(fe: FunctionEmitter, text: str) -> ir.Value:
     return fe.builder.addrspacecast(M.opaque(fe.builder, gv), T.PTR)
 
 
+def lower_dynamic_shared_memory(fe: FunctionEmitter, op: Operation) -> None:
+    """gpu.dynamic_shared_memory -> memref<?xi8, workgroup> over an `extern .shared` array whose
+    size is the launch's dynamic shared bytes (%dynamic_smem_size)."""
+    module = fe.module.module
+    gv = module.globals.get("__nova_dynamic_shared")
+    if gv is None:
+        arr = ir.ArrayType(T.I8, 0)
+        gv = ir.GlobalVariable(module, arr, "__nova_dynamic_shared", addrspace=3)
+        gv.linkage = "external"
+        gv.align = 16
+    ty = op.results[0].type
+    base: ir.Value = M.opaque(fe.builder, gv)
+    space = fe.module.address_space(ty)
+    if space != 3:
+        base = fe.builder.addrspacecast(base, ir.PointerType(addrspace=space))
+    size = sreg64(fe, "dynamic_smem_size")
+    fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, base, [size]))  # type: ignore[arg-type]
+
+
 PUNCTUATION = {"newline": "\n", "no_punctuation": "", "comma": ", ", "open": "( ",
                "close": " )"}
 
@@ -245,6 +265,7 @@ class NvptxTarget(TargetBase):
             "gpu.subgroup_size": lower_subgroup_size,
             "gpu.barrier": lower_barrier,
             "gpu.printf": lower_printf,
+            "gpu.dynamic_shared_memory": lower_dynamic_shared_memory,
             **nvptx_collectives.HANDLERS,
         }
 
