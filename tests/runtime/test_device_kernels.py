@@ -164,3 +164,18 @@ def test_cluster_launch(device):
     assert flag.view(np.int32).numpy()[0] == 1
     with pytest.raises(ArgumentError, match="not a multiple of the cluster shape"):
         device.launch(fn, 3, 32, [flag], cluster=2)
+
+
+def test_images_from_a_descriptor(device):
+    from nova.runtime.abi import ABI_VERSION, DeviceModuleDescriptor
+
+    ptx = tk.PTX.encode() + b"\0"
+    obj = tk.cpu_object()
+    ptx_buf = ctypes.create_string_buffer(ptx, len(ptx))
+    obj_buf = ctypes.create_string_buffer(obj, len(obj))
+    desc = DeviceModuleDescriptor(ABI_VERSION, b"from_desc", ctypes.addressof(ptx_buf),
+                                  len(ptx) - 1, None, 0, ctypes.addressof(obj_buf), len(obj))
+    images = ModuleImages.from_descriptor(desc, "sm_90")
+    assert images.name == "from_desc" and images.ptx == tk.PTX and images.cubin is None
+    assert images.cpu_object == obj and images.cubin_arch == "sm_90"
+    assert device.load_module(images) is tk.load(device)  # same image: the cached module
