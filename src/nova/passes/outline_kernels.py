@@ -200,7 +200,7 @@ class OutlineKernelsPass(ModulePass):
         table = SymbolTable(op)
         modified = False
         for top in list(op.body.block.ops):
-            if symbol_name(top) is None or isinstance(top, GPUModuleOp):
+            if symbol_name(top) is None:  # upstream visits every top-level symbol op
                 continue
             launches = [nested for nested in top.walk() if isinstance(nested, LaunchOp)]
             for launch in launches:

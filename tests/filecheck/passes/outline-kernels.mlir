@@ -307,3 +307,24 @@ func.func @in_loop(%n: index, %buf: memref<?xindex>) {
 func.func @no_launch() {
   return
 }
+
+// -----
+
+// As upstream, launches inside any top-level symbol are outlined, also in a gpu.func of a
+// gpu.module; the new module follows that gpu.module.
+
+// CHECK-LABEL: gpu.module @dev {
+// CHECK: gpu.launch_func  @outer_kernel::@outer_kernel
+// CHECK: gpu.module @outer_kernel {
+// CHECK-NEXT: gpu.func @outer_kernel({{%[^:]+}}: memref<4xf32>) kernel
+gpu.module @dev {
+  gpu.func @outer(%a: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+      %v = memref.load %a[%tx] : memref<4xf32>
+      gpu.terminator
+    }
+    gpu.return
+  }
+}
