@@ -1,7 +1,7 @@
 // RUN: nova-run %s --device cpu | FileCheck %s
 
 // gpu.all_reduce with a custom reduction region (signed max, written with a compare and a
-// branch) over 35 threads: one full warp and a partial one. Thread t contributes (13 * t) % 35,
+// select) over 35 threads: one full warp and a partial one. Thread t contributes (13 * t) % 35,
 // a permutation of 0..34. Every thread stores the result.
 func.func @main() {
   %out = memref.alloc() : memref<35xi32>
@@ -18,11 +18,8 @@ func.func @main() {
     %max = gpu.all_reduce %v {
     ^bb0(%lhs: i32, %rhs: i32):
       %gt = arith.cmpi sgt, %lhs, %rhs : i32
-      cf.cond_br %gt, ^bb1, ^bb2
-    ^bb1:
-      gpu.yield %lhs : i32
-    ^bb2:
-      gpu.yield %rhs : i32
+      %larger = arith.select %gt, %lhs, %rhs : i32
+      gpu.yield %larger : i32
     } : (i32) -> i32
     memref.store %max, %out[%tx] : memref<35xi32>
     gpu.terminator

@@ -1,7 +1,7 @@
 // RUN: nova-run %s --device cpu | FileCheck %s
 
-// vector.print of scalars (i32, f32, index, i64) and of a string, on the host, around a
-// kernel whose result is printed the same way.
+// vector.print of scalars (i32, f32, index, i64) and of a string (which, unlike scalars, gets
+// no newline of its own), on the host, around a kernel whose result is printed the same way.
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -9,7 +9,7 @@ func.func @main() {
   %i = arith.constant 42 : i32
   %f = arith.constant -2.5 : f32
   %big = arith.constant 10000000000 : i64
-  vector.print str "Nova says hi"
+  vector.print str "Nova says hi\n"
   vector.print %i : i32
   vector.print %f : f32
   vector.print %c7 : index
