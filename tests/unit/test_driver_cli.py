@@ -135,3 +135,14 @@ def test_opt_split_input_file_continues_after_errors(
     assert captured.out.count("// -----") == 2
     bad_line = KERNEL.count("\n") + 2 + 1  # the separator, then line 2 of BAD
     assert captured.err.startswith(f"{path}:{bad_line}:23: error: ")
+
+
+def test_opt_accepts_mlir_opt_spellings(source: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert opt.main([str(source), "-p", "outline-kernels"]) == 0
+    expected = capsys.readouterr().out
+    assert opt.main([str(source), "--gpu-kernel-outlining"]) == 0
+    assert capsys.readouterr().out == expected
+    assert opt.main([str(source), "--pass-pipeline=builtin.module(outline-kernels)"]) == 0
+    assert capsys.readouterr().out == expected
+    assert opt.unwrap_pipeline(" builtin.module( a,b ) ") == " a,b "
+    assert opt.unwrap_pipeline("a,b") == "a,b"

@@ -3,6 +3,8 @@
     nova-opt in.mlir -p outline-kernels[,pass...] [-o out] [--split-input-file]
              [--mlir-print-op-generic]
     nova-opt in.mlir --outline-kernels          # one flag per registered pass, run in flag order
+    nova-opt in.mlir --gpu-kernel-outlining     # mlir-opt's names for the same passes
+    nova-opt in.mlir --pass-pipeline='builtin.module(outline-kernels)'
 
 With --split-input-file the input is cut at `// -----` lines and each part is processed on its own
 (diagnostics keep the line numbers of the whole file); outputs are joined by `// -----` lines and
@@ -46,13 +48,14 @@ class _AppendPass(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from nova.passes.registry import PASSES
+    from nova.passes.registry import PASSES, UPSTREAM_NAMES
 
     parser = argparse.ArgumentParser(prog=PROG, description="Run Nova passes on MLIR text.")
     parser.add_argument("input", nargs="?", default="-", help="input .mlir file ('-': stdin)")
     parser.add_argument("-o", "--output", default=None, help="output file (default: stdout)")
-    parser.add_argument("-p", "--passes", default="",
-                        help="comma-separated pass pipeline, e.g. outline-kernels")
+    parser.add_argument("-p", "--passes", "--pass-pipeline", default="",
+                        help="comma-separated pass pipeline, e.g. outline-kernels (mlir-opt's "
+                        "'builtin.module(...)' wrapper is accepted)")
     parser.add_argument("--split-input-file", action="store_true",
                         help=f"process each '{SPLIT_MARKER}'-separated part on its own")
     parser.add_argument("--mlir-print-op-generic", action="store_true",
@@ -62,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         doc = (cls.__doc__ or "").strip().splitlines()
         parser.add_argument(f"--{name}", action=_AppendPass, nargs=0, const=name,
                             help=doc[0] if doc else None)
+    for upstream, name in sorted(UPSTREAM_NAMES.items()):
+        parser.add_argument(f"--{upstream}", action=_AppendPass, nargs=0, const=name,
+                            help=f"mlir-opt's name for --{name}")
     return parser
 
 
@@ -77,10 +83,19 @@ def process(text: str, filename: str, pipeline: str, generic: bool) -> str:
     return printed if printed.endswith("\n") else printed + "\n"
 
 
+_ANCHOR = re.compile(r"^\s*builtin\.module\s*\((.*)\)\s*$", re.DOTALL)
+
+
+def unwrap_pipeline(pipeline: str) -> str:
+    """`builtin.module(a,b)` (mlir-opt's anchored form) -> `a,b`; other text unchanged."""
+    match = _ANCHOR.match(pipeline)
+    return match.group(1) if match else pipeline
+
+
 def _run(args: argparse.Namespace) -> int:
     from nova.passes.registry import parse_pipeline
 
-    pipeline = ",".join(p for p in [args.passes, *args.pipeline] if p)
+    pipeline = ",".join(p for p in [unwrap_pipeline(args.passes), *args.pipeline] if p)
     parse_pipeline(pipeline)  # report a bad pipeline once, before any input is read
     text, filename = read_input(args.input)
     if not args.split_input_file:

@@ -25,6 +25,14 @@ _PASS_CLASSES: dict[str, str] = {
 }
 
 
+# mlir-opt's names for the passes Nova mirrors (nova-opt accepts them as flags too).
+UPSTREAM_NAMES: dict[str, str] = {
+    "gpu-kernel-outlining": "outline-kernels",
+    "gpu-launch-sink-index-computations": "sink-index-computations",
+    "gpu-async-region": "async-region",
+}
+
+
 def module_for(name: str) -> str:
     """The module that defines pass `name`: kebab-case name -> `nova.passes.<snake_case>`."""
     return "nova.passes." + name.replace("-", "_")
