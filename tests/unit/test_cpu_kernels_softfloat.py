@@ -1,0 +1,126 @@
+"""The f16 conversion helpers the CPU object defines for LLVM's libcalls (cpu_softfloat):
+exhaustive for half -> float, against NumPy's IEEE round-to-nearest-even otherwise, and in a
+kernel end to end (no libgcc needed)."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+from cpu_jit import compile_cpu, jit_module
+from llvmlite import ir
+
+from nova.backends.llvm import cpu_softfloat as sf
+
+
+@functools.cache
+def _converters():  # type: ignore[no-untyped-def]
+    """Exported wrappers whose fpext/fptrunc LLVM lowers to calls of the local helpers."""
+    module = ir.Module("softfloat")
+    module.triple = "x86_64-unknown-linux-gnu"
+    i16, f32, f64 = ir.IntType(16), ir.FloatType(), ir.DoubleType()
+    for name, src, dst in (("h2f", i16, f32), ("f2h", f32, i16), ("d2h", f64, i16)):
+        fn = ir.Function(module, ir.FunctionType(dst, [src]), name)
+        b = ir.IRBuilder(fn.append_basic_block())
+        (x,) = fn.args
+        if name == "h2f":
+            b.ret(b.fpext(b.bitcast(x, ir.HalfType()), f32))
+        else:
+            b.ret(b.bitcast(b.fptrunc(x, ir.HalfType()), i16))
+    sf.add_half_helpers(module)
+    loaded = jit_module(module)
+    return (loaded,
+            loaded.function("h2f", ctypes.c_float, ctypes.c_uint16),
+            loaded.function("f2h", ctypes.c_uint16, ctypes.c_float),
+            loaded.function("d2h", ctypes.c_uint16, ctypes.c_double))
+
+
+def _same(got: np.ndarray, expected: np.ndarray) -> None:
+    """Equal bit patterns, except that any NaN matches any NaN."""
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint32 if got.dtype == np.float32 else np.uint16),
+                          expected[~nan].view(np.uint32 if got.dtype == np.float32
+                                              else np.uint16))
+
+
+def test_half_to_float_exhaustive() -> None:
+    _, h2f, _, _ = _converters()
+    bits = np.arange(65536, dtype=np.uint16)
+    got = np.array([h2f(int(b)) for b in bits], np.float32)
+    _same(got, bits.view(np.float16).astype(np.float32))
+
+
+def _edge_floats() -> np.ndarray:
+    halves = np.arange(65536, dtype=np.uint16).view(np.float16)
+    finite = halves[np.isfinite(halves)].astype(np.float64)
+    ups = np.nextafter(finite, np.inf)
+    mids = (finite[:-1] + np.sort(finite)[1:]) / 2
+    extra = np.array([65504.0, 65519.99, 65520.0, 1e9, -1e9, 2.0**-24, 2.0**-25, 2.0**-26,
+                      3 * 2.0**-26, 6.0e-8, 2.0**-14, 2.0**-14 - 2.0**-25, 0.0, -0.0,
+                      np.inf, -np.inf, np.nan, 1e-40, -1e-45])
+    return np.concatenate([finite, ups, mids, extra])
+
+
+def test_float_to_half_rounds_to_nearest_even() -> None:
+    _, _, f2h, _ = _converters()
+    rng = np.random.default_rng(0)
+    random = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    values = np.concatenate([_edge_floats().astype(np.float32), random])
+    got = np.array([f2h(float(v)) for v in values], np.uint16).view(np.float16)
+    with np.errstate(over="ignore"):
+        _same(got, values.astype(np.float16))
+
+
+def test_double_to_half_has_no_double_rounding() -> None:
+    _, _, _, d2h = _converters()
+    rng = np.random.default_rng(1)
+    random = rng.integers(0, 2**64, 200_000, dtype=np.uint64).view(np.float64)
+    scaled = rng.standard_normal(100_000) * np.exp2(rng.integers(-30, 20, 100_000))
+    edges = _edge_floats()
+    # just above a half-way point between two halves, by less than a float ulp: rounding through
+    # float first would land on the half-way point and round to even
+    finite = np.sort(np.unique(np.abs(edges[np.isfinite(edges)])))[:2000]
+    sneaky = np.nextafter(((finite[:-1] + finite[1:]) / 2), np.inf)
+    values = np.concatenate([edges, random, scaled, sneaky])
+    got = np.array([d2h(float(v)) for v in values], np.uint16).view(np.float16)
+    with np.errstate(over="ignore"):
+        _same(got, values.astype(np.float16))
+
+
+HALF_KERNEL = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @axpy_h(%x: memref<?xf16>, %y: memref<?xf16>, %a: f32) kernel {
+      %t = gpu.thread_id x
+      %xv = memref.load %x[%t] : memref<?xf16>
+      %yv = memref.load %y[%t] : memref<?xf16>
+      %ah = arith.truncf %a : f32 to f16
+      %p = arith.mulf %ah, %xv : f16
+      %s = arith.addf %p, %yv : f16
+      memref.store %s, %y[%t] : memref<?xf16>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def test_f16_kernel_runs_without_libgcc() -> None:
+    mod = compile_cpu(HALF_KERNEL)
+    text = str(mod.lowering.llvm_module)
+    assert 'define internal float @"__extendhfsf2"(half' in text
+    assert '@"llvm.compiler.used" = appending global' in text
+    x = np.linspace(-3, 3, 64).astype(np.float16)
+    y = np.linspace(10, 20, 64).astype(np.float16)
+    expected = (np.float16(1.5) * x) + y  # NumPy rounds each f16 op to f16 as well
+    mod.launch("axpy_h", [x, y, ctypes.c_float(1.5)], block=(64, 1, 1))
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_helpers_only_where_needed() -> None:
+    from test_cpu_kernels import VECADD
+
+    text = str(compile_cpu(VECADD).lowering.llvm_module)
+    assert "__extendhfsf2" not in text
