@@ -143,3 +143,18 @@ def test_symbol_table_uniquing_uses_one_counter() -> None:
         names.append(table.insert(GPUModuleOp(name)))
     assert names == ["a_0", "b_1", "a_2", "c"]
     assert table.lookup("a_2") is not None and table.lookup("zzz") is None
+
+
+def test_ir_that_breaks_after_a_pass_is_reported_naming_the_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from nova.passes.outline_kernels import OutlineKernelsPass
+
+    def break_ir(self: OutlineKernelsPass, ctx: object, op: object) -> None:
+        launch = next(o for o in op.walk() if isinstance(o, LaunchOp))
+        launch.body.blocks[0].erase_op(launch.body.blocks[0].last_op)  # drop the terminator
+
+    monkeypatch.setattr(OutlineKernelsPass, "apply", break_ir)
+    with pytest.raises(PassError, match="pass 'outline-kernels' produced IR that does not verify"):
+        _outlined(LAUNCH)
+    module = parse_mlir(LAUNCH, "t.mlir")
+    run_pipeline(module, "outline-kernels", verify_each=False)  # no check requested

@@ -75,11 +75,13 @@ def parse_pipeline(pipeline: str) -> list[ModulePass]:
     return passes
 
 
-def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None) -> None:
+def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None,
+                 verify_each: bool = True) -> None:
     """Run the passes of `pipeline` in order on `module`, in place.
 
-    Each pass leaves a module that verifies; a pass that finds input it cannot transform raises
-    PassError located at the offending op.
+    A pass that finds input it cannot transform raises PassError located at the offending op.
+    With `verify_each` (as mlir-opt's default) the module is verified after every pass, and IR
+    that no longer verifies is reported as a PassError naming the pass.
     """
     passes = parse_pipeline(pipeline)
     if ctx is None:
@@ -88,3 +90,16 @@ def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None) ->
         ctx = make_context()
     for module_pass in passes:
         module_pass.apply(ctx, module)
+        if verify_each:
+            _verify_after(module, module_pass.name)
+
+
+def _verify_after(module: ModuleOp, pass_name: str) -> None:
+    from nova.errors import VerifyError
+    from nova.ir.verify import verify_located
+
+    try:
+        verify_located(module)
+    except VerifyError as exc:
+        raise PassError(f"pass '{pass_name}' produced IR that does not verify: {exc.message}",
+                        exc.location) from exc
