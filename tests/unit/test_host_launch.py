@@ -318,3 +318,34 @@ def test_tokens_merge_through_scf_if() -> None:
     assert status == 0
     assert rt.of("nova_rt_launch")[0].arg("stream") == STREAM1
     assert [c.args for c in rt.of("nova_rt_stream_destroy")] == [(STREAM1,), (STREAM2,)]
+
+
+def test_dotted_symbol_names_do_not_collide() -> None:
+    source = """
+module attributes {gpu.container_module} {
+  gpu.module @"a.b" {
+    gpu.func @c() kernel { gpu.return }
+  }
+  gpu.module @a {
+    gpu.func @"b.c"() kernel { gpu.return }
+  }
+  func.func @main() {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @"a.b"::@c blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    gpu.launch_func @a::@"b.c" blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    return
+  }
+}
+"""
+    lowering = lower_host(parse_mlir(source, "dots.mlir"))
+    assert lowering.device_modules == ("a.b", "a")
+    runtime = TraceRuntime()
+    engine = HostJit(str(lowering.llvm_module), runtime, lowering.device_modules)
+    assert engine.call("main") == 0
+    loads = runtime.of("nova_rt_module_load")
+    assert [c.arg("descriptor") for c in loads] == [engine.descriptor_address("a.b"),
+                                                    engine.descriptor_address("a")]
+    names = [ctypes.string_at(c.arg("name")) for c in runtime.of("nova_rt_module_get_function")]
+    assert names == [b"c", b"b.c"]
+    launched = [c.arg("function") for c in runtime.of("nova_rt_launch")]
+    assert launched == [KERNEL_K, KERNEL_K + 1]

@@ -93,17 +93,19 @@ class HostDevice:
         getter = self._kernel_getters.get(key)
         if getter is not None:
             return getter
-        handle = _private_pointer_global(self.module,
-                                         f"{FUNCTION_HANDLE_PREFIX}{module_name}.{kernel}")
-        name = _cstring_global(self.module, f"__nova_kernel_name.{module_name}.{kernel}", kernel)
+        # get_unique_name: quoted MLIR symbols may contain '.', so `m.k` could repeat
+        handle = _private_pointer_global(self.module, self.module.get_unique_name(
+            f"{FUNCTION_HANDLE_PREFIX}{module_name}.{kernel}"))
+        name = _cstring_global(self.module, self.module.get_unique_name(
+            f"__nova_kernel_name.{module_name}.{kernel}"), kernel)
         loader = self._module_loader(module_name)
 
         def fill(b: ir.IRBuilder, out: ir.Value) -> None:
             mod = b.call(loader, [], name="module")
             self.abi.call_checked(b, "nova_rt_module_get_function", [out, mod, name])
 
-        getter = self._cached_handle_function(f"__nova_get_kernel.{module_name}.{kernel}",
-                                              handle, fill)
+        getter = self._cached_handle_function(
+            self.module.get_unique_name(f"__nova_get_kernel.{module_name}.{kernel}"), handle, fill)
         self._kernel_getters[key] = getter
         return getter
 
