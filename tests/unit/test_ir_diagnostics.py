@@ -87,6 +87,10 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
     "missing-terminator": (
         "func.func @f() {\n  %c = arith.constant 1 : i32\n}\n",
         VerifyError, "2:3", "block with no terminator"),
+    "attribution-wrong-address-space": (
+        "gpu.module @m {\n  gpu.func @k() workgroup(%w: memref<4xf32, "
+        "#gpu.address_space<private>>) kernel {\n    gpu.return\n  }\n}\n",
+        VerifyError, "2:3", "expected memory space workgroup in attribution"),
     "subgroup-cluster-not-power-of-two": (
         "func.func @f(%v: f32) {\n  %r = gpu.subgroup_reduce add %v cluster(size = 3) : (f32) "
         "-> f32\n  return\n}\n",

@@ -82,6 +82,19 @@ func.func @f(%n: index) {
   return
 }
 """,
+    "address-spaces": """
+gpu.module @m {
+  gpu.func @k(%a: memref<4xf32, #gpu.address_space<global>>)
+      workgroup(%w: memref<32xf32, #gpu.address_space<workgroup>>)
+      private(%p: memref<2xf32, #gpu.address_space<private>>) kernel {
+    gpu.return
+  }
+}
+func.func @f() {
+  %a = memref.alloca() : memref<4xf32, #gpu.address_space<workgroup>>
+  return
+}
+""",
     "all-reduce-multiblock": """
 func.func @f(%i: i32) {
   %r = gpu.all_reduce %i {

@@ -10,6 +10,8 @@ from __future__ import annotations
 from xdsl.ir import Dialect
 
 from nova.ir.gpu_base import (
+    AddressSpace,
+    AddressSpaceAttr,
     AllReduceOperation,
     AllReduceOperationAttr,
     AsyncTokenType,
@@ -61,12 +63,13 @@ CONTAINER_MODULE_ATTR = "gpu.container_module"
 GPU = Dialect(
     "gpu",
     [*MODULE_OPS, *LAUNCH_OPS, *KERNEL_OPS, *MEMORY_OPS],
-    [AsyncTokenType, DimensionAttr, AllReduceOperationAttr, ShuffleModeAttr],
+    [AsyncTokenType, DimensionAttr, AllReduceOperationAttr, ShuffleModeAttr, AddressSpaceAttr],
 )
 
 __all__ = [
-    "CONTAINER_MODULE_ATTR", "GPU", "AllReduceOp", "AllReduceOperation",
-    "AllReduceOperationAttr", "AllocOp", "AsyncTokenType", "BarrierOp", "BlockDimOp",
+    "CONTAINER_MODULE_ATTR", "GPU", "AddressSpace", "AddressSpaceAttr", "AllReduceOp",
+    "AllReduceOperation", "AllReduceOperationAttr", "AllocOp", "AsyncTokenType", "BarrierOp",
+    "BlockDimOp",
     "BlockIdOp", "ClusterBlockIdOp", "ClusterDimBlocksOp", "ClusterDimOp", "ClusterIdOp",
     "DeallocOp", "Dimension", "DimensionAttr", "FuncOp", "GPUModuleOp", "GlobalIdOp",
     "GridDimOp", "HostRegisterOp", "HostUnregisterOp", "LaneIdOp", "LaunchFuncOp", "LaunchOp",

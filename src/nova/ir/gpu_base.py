@@ -18,7 +18,7 @@ from xdsl.ir import (
     TypeAttribute,
 )
 from xdsl.irdl import irdl_attr_definition
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
@@ -85,6 +85,61 @@ class ShuffleModeAttr(EnumAttribute[ShuffleMode], SpacedOpaqueSyntaxAttribute):
     """`#gpu<shuffle_mode xor>`."""
 
     name = "gpu.shuffle_mode"
+
+
+class AddressSpace(StrEnum):
+    """MLIR's `gpu::AddressSpace`: where a memref lives (numeric spaces 1, 3, 5 on NVPTX)."""
+
+    GLOBAL = "global"
+    WORKGROUP = "workgroup"
+    PRIVATE = "private"
+
+
+@irdl_attr_definition
+class AddressSpaceAttr(EnumAttribute[AddressSpace]):
+    """`#gpu.address_space<workgroup>` (a memref memory space)."""
+
+    name = "gpu.address_space"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> AddressSpace:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(AddressSpace)
+
+
+NUMERIC_ADDRESS_SPACES = {AddressSpace.GLOBAL: 1, AddressSpace.WORKGROUP: 3,
+                          AddressSpace.PRIVATE: 5}
+"""The NVPTX numbering MLIR uses for the symbolic spaces (and for plain integer spaces)."""
+
+
+def address_space_of(memory_space: Attribute) -> AddressSpace | None:
+    """The gpu address space a memref memory space denotes (`3` or `#gpu.address_space<...>`),
+    or None for the default (host/global) space or an unknown one."""
+    if isinstance(memory_space, AddressSpaceAttr):
+        return memory_space.data
+    if isinstance(memory_space, IntegerAttr):
+        for space, number in NUMERIC_ADDRESS_SPACES.items():
+            if memory_space.value.data == number:
+                return space
+    return None
+
+
+def verify_attributions(op_name: str, args: Iterable[SSAValue], space: AddressSpace) -> None:
+    """MLIR's rule: attributions are memrefs, and a symbolic memory space must match `space`
+    (numeric spaces are taken as already lowered and not checked)."""
+    from xdsl.dialects.builtin import MemRefType
+
+    for arg in args:
+        if not isinstance(arg.type, MemRefType):
+            raise VerifyException(f"'{op_name}' op expected memref type in attribution, got "
+                                  f"{arg.type}")
+        declared = arg.type.memory_space
+        if isinstance(declared, AddressSpaceAttr) and declared.data != space:
+            raise VerifyException(f"'{op_name}' op expected memory space {space.value} in "
+                                  "attribution")
 
 
 INTEGER_ONLY_REDUCTIONS = frozenset({

@@ -17,7 +17,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    MemRefType,
     SymbolRefAttr,
     i32,
     i64,
@@ -41,10 +40,12 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from nova.ir.gpu_base import (
+    AddressSpace,
     AsyncTokenType,
     parse_async_dependencies,
     print_async_dependencies,
     print_attr_dict,
+    verify_attributions,
 )
 from nova.ir.gpu_module_ops import (
     FuncOp,
@@ -268,10 +269,8 @@ class LaunchOp(IRDLOperation):
             if not isinstance(arg.type, IndexType):
                 raise VerifyException("'gpu.launch' op launch config block arguments must be "
                                       "of index type")
-        for arg in (*self.workgroup_args(), *self.private_args()):
-            if not isinstance(arg.type, MemRefType):
-                raise VerifyException(
-                    f"'gpu.launch' op expected memref type in attribution, got {arg.type}")
+        verify_attributions("gpu.launch", self.workgroup_args(), AddressSpace.WORKGROUP)
+        verify_attributions("gpu.launch", self.private_args(), AddressSpace.PRIVATE)
         if self.asyncDependencies and self.asyncToken is None:
             raise VerifyException("'gpu.launch' op async dependencies require 'async'")
         for block in self.body.blocks:

@@ -18,7 +18,6 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FunctionType,
     IntegerAttr,
-    MemRefType,
     StringAttr,
     SymbolNameConstraint,
     UnitAttr,
@@ -45,7 +44,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from nova.ir.gpu_base import print_attr_dict
+from nova.ir.gpu_base import AddressSpace, print_attr_dict, verify_attributions
 
 _FUNC_PROPS = ("function_type", "arg_attrs", "res_attrs", "known_block_size",
                "known_grid_size", "workgroup_attrib_attrs", "private_attrib_attrs")
@@ -260,10 +259,8 @@ class FuncOp(IRDLOperation):
         if tuple(entry.arg_types[:len(inputs)]) != tuple(inputs):
             raise VerifyException("'gpu.func' op entry block argument types must match the "
                                   "function signature")
-        for arg in (*self.workgroup_args(), *self.private_args()):
-            if not isinstance(arg.type, MemRefType):
-                raise VerifyException(
-                    f"'gpu.func' op expected memref type in attribution, got {arg.type}")
+        verify_attributions("gpu.func", self.workgroup_args(), AddressSpace.WORKGROUP)
+        verify_attributions("gpu.func", self.private_args(), AddressSpace.PRIVATE)
 
 
 def _parse_attributions(parser: Parser, keyword: str) -> list[Parser.Argument]:
