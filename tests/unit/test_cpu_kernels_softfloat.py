@@ -28,7 +28,7 @@ def _converters():  # type: ignore[no-untyped-def]
             b.ret(b.fpext(b.bitcast(x, ir.HalfType()), f32))
         else:
             b.ret(b.bitcast(b.fptrunc(x, ir.HalfType()), i16))
-    sf.add_half_helpers(module)
+    sf.add_libcall_helpers(module)
     loaded = jit_module(module)
     return (loaded,
             loaded.function("h2f", ctypes.c_float, ctypes.c_uint16),
@@ -124,3 +124,37 @@ def test_helpers_only_where_needed() -> None:
 
     text = str(compile_cpu(VECADD).lowering.llvm_module)
     assert "__extendhfsf2" not in text
+
+
+POWI_KERNEL = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @powi(%x: memref<?xf32>, %y: memref<?xf64>, %n: memref<?xi32>) kernel {
+      %t = gpu.thread_id x
+      %xv = memref.load %x[%t] : memref<?xf32>
+      %yv = memref.load %y[%t] : memref<?xf64>
+      %nv = memref.load %n[%t] : memref<?xi32>
+      %a = math.fpowi %xv, %nv : f32, i32
+      %b = math.fpowi %yv, %nv : f64, i32
+      memref.store %a, %x[%t] : memref<?xf32>
+      memref.store %b, %y[%t] : memref<?xf64>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def test_fpowi_runs_without_compiler_rt() -> None:
+    mod = compile_cpu(POWI_KERNEL)
+    assert 'define internal double @"__powidf2"(double' in str(mod.lowering.llvm_module)
+    n = np.array([0, 1, 2, 3, 7, -1, -2, -5, 10, 31, -31, 2**31 - 1, -(2**31), 5, 0, 3], np.int32)
+    base = np.array([1.5, 2, -3, 0.5, 1.1, 4, -2, 3, 0.9, 1.0, -1.0, 1.0, 1.0, 0.0, 0.0,
+                     -0.0], np.float64)
+    x = base.astype(np.float32)
+    y = base.copy()
+    mod.launch("powi", [x, y, n], block=(len(n), 1, 1))
+    expected = np.array([float(b) ** int(e) for b, e in zip(base[:11], n[:11], strict=True)])
+    np.testing.assert_allclose(y[:11], expected[:11], rtol=1e-14)
+    np.testing.assert_allclose(x[:11], expected[:11].astype(np.float32), rtol=1e-6)
+    assert y[11] == 1.0 and y[12] == 1.0 and y[13] == 0.0 and y[14] == 1.0 and y[15] == -0.0

@@ -1,7 +1,8 @@
-"""Half-precision conversion helpers that LLVM's x86-64 code calls, defined inside the CPU object.
+"""compiler-rt routines that LLVM's x86-64 code calls, defined inside the CPU object.
 
 Why: on x86-64 without F16C, LLVM lowers every f16 operation to calls of compiler-rt/libgcc
-routines (`__extendhfsf2`, `__truncsfhf2`, `__truncdfhf2`). The CPU object may only depend on
+routines (`__extendhfsf2`, `__truncsfhf2`, `__truncdfhf2`), and `llvm.powi` (math.fpowi) to
+`__powisf2`/`__powidf2`. The CPU object may only depend on
 libc, and a process that has not loaded libgcc_s would jump to an unresolved symbol. So the CPU
 target defines them itself, with `internal` linkage (the code generator's libcalls bind to these
 local definitions; no clash with other objects) and listed in `llvm.compiler.used` so LLVM keeps
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from nova.errors import LoweringError
+
 I1 = ir.IntType(1)
 I16 = ir.IntType(16)
 I32 = ir.IntType(32)
@@ -20,7 +23,7 @@ I64 = ir.IntType(64)
 F16 = ir.HalfType()
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
-HELPERS = ("__extendhfsf2", "__truncsfhf2", "__truncdfhf2")
+HELPERS = ("__extendhfsf2", "__truncsfhf2", "__truncdfhf2", "__powisf2", "__powidf2")
 
 
 def uses_half_types(llvm_ir: str) -> bool:
@@ -28,16 +31,34 @@ def uses_half_types(llvm_ir: str) -> bool:
     return "half" in llvm_ir
 
 
-def add_half_helpers(module: ir.Module) -> None:
-    """Define the conversion helpers in `module` (once)."""
-    if "__extendhfsf2" in module.globals:
-        return
-    fns = [_extend_hf_sf(module), _trunc_sf_hf(module), _trunc_df_hf(module)]
+def uses_powi(llvm_ir: str) -> bool:
+    """True when LLVM IR text calls llvm.powi (then __powisf2/__powidf2 are needed)."""
+    return "@llvm.powi." in llvm_ir or '@"llvm.powi.' in llvm_ir
+
+
+def add_libcall_helpers(module: ir.Module) -> None:
+    """Define the helpers that `module`'s IR will need from the code generator (call once,
+    after everything else is emitted)."""
+    text = str(module)
+    fns: list[ir.Function] = []
+    if uses_half_types(text):
+        fns += [_extend_hf_sf(module), _trunc_sf_hf(module), _trunc_df_hf(module)]
+    if uses_powi(text):
+        fns += [_powi(module, "__powisf2", F32), _powi(module, "__powidf2", F64)]
+    if fns:
+        _mark_used(module, fns)
+
+
+def _mark_used(module: ir.Module, fns: list[ir.Function]) -> None:
+    """Keep `fns` alive through optimisation (`llvm.compiler.used`, which only we define)."""
+    if "llvm.compiler.used" in module.globals:
+        raise LoweringError("internal: llvm.compiler.used defined twice in a CPU device module")
+    fns = [f.bitcast(ir.PointerType()) for f in fns]
     used_ty = ir.ArrayType(ir.PointerType(), len(fns))
     used = ir.GlobalVariable(module, used_ty, "llvm.compiler.used")
     used.linkage = "appending"
     used.section = "llvm.metadata"
-    used.initializer = ir.Constant(used_ty, [f.bitcast(ir.PointerType()) for f in fns])
+    used.initializer = ir.Constant(used_ty, fns)
 
 
 def _function(module: ir.Module, name: str, ret: ir.Type, arg: ir.Type
@@ -113,4 +134,38 @@ def _trunc_df_hf(module: ir.Module) -> ir.Function:
     bits = _round_to_half(b, absx, sign, I64, F64, value_abs, 42, (1023 - 15) << 52,
                           0x7FF0000000000000, 0x40EFFE0000000000, 0x3F10000000000000)
     b.ret(b.bitcast(bits, F16))
+    return fn
+
+
+def _powi(module: ir.Module, name: str, fty: ir.Type) -> ir.Function:
+    """x ** n for i32 n, compiler-rt's algorithm (same multiplication order, same results)."""
+    fn = ir.Function(module, ir.FunctionType(fty, [fty, I32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    x, n = fn.args
+    entry = fn.append_basic_block("entry")
+    loop = fn.append_basic_block("loop")
+    square = fn.append_basic_block("square")
+    done = fn.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+    b.branch(loop)
+    b.position_at_end(loop)
+    a = b.phi(fty)
+    e = b.phi(I32)
+    r = b.phi(fty)
+    a.add_incoming(x, entry)
+    e.add_incoming(n, entry)
+    r.add_incoming(ir.Constant(fty, 1.0), entry)
+    odd = b.icmp_unsigned("!=", b.and_(e, I32(1)), I32(0))
+    r2 = b.select(odd, b.fmul(r, a), r)
+    e2 = b.sdiv(e, I32(2))
+    b.cbranch(b.icmp_signed("==", e2, I32(0)), done, square)
+    b.position_at_end(square)
+    a.add_incoming(b.fmul(a, a), square)
+    e.add_incoming(e2, square)
+    r.add_incoming(r2, square)
+    b.branch(loop)
+    b.position_at_end(done)
+    recip = b.fdiv(ir.Constant(fty, 1.0), r2)
+    b.ret(b.select(b.icmp_signed("<", n, I32(0)), recip, r2))
     return fn

@@ -52,7 +52,7 @@ from nova.backends.llvm.cpu_fibers import (
     store_field,
 )
 from nova.backends.llvm.cpu_gpu_ops import FIBER_OPS, GPU_HANDLERS, runtime
-from nova.backends.llvm.cpu_softfloat import add_half_helpers, uses_half_types
+from nova.backends.llvm.cpu_softfloat import add_libcall_helpers
 from nova.backends.llvm.emitter import (
     FunctionEmitter,
     ModuleEmitter,
@@ -392,8 +392,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None) -> C
                 _check_stack(op, funcs, stack_bytes)
             _emit_entry(me, target, op, fn, fiber)
             kernels.append(kernel_info(op, target.layout.kernel_bytes[fname], fiber))
-    if uses_half_types(str(me.module)):
-        add_half_helpers(me.module)
+    add_libcall_helpers(me.module)
     return CpuLowering(me.module, tuple(kernels))
 
 
