@@ -332,3 +332,31 @@ def test_override_bypasses_the_cache(tmp_path: Path, fake_pipeline: list[str]) -
                        override_dir=tmp_path / "o"):
         again = compile_source("prog", "p.mlir")
     assert not again.cache_hit and fake_pipeline == ["prog", "prog"]
+
+
+def test_driver_import_and_cache_hits_stay_light(tmp_path: Path) -> None:
+    """A fresh process that imports the driver and hits the cache loads no xDSL/llvmlite."""
+    import subprocess
+    import sys
+
+    child = """
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from nova import config
+from nova.driver import CompileOptions, compile_source
+from nova.driver_cache import BundleCache, cache_key
+heavy = [m for m in ("xdsl", "llvmlite", "numpy") if m in sys.modules]
+assert not heavy, f"importing the driver loaded {heavy}"
+options = CompileOptions()
+with config.scoped(cache_dir=Path(sys.argv[1]), cache_enabled=True, dump_dir=None,
+                   override_dir=None):
+    BundleCache(Path(sys.argv[1])).put(cache_key("text", "t.mlir", asdict(options)), b"B")
+    result = compile_source("text", "t.mlir", options)
+assert result.cache_hit and result.output == b"B"
+heavy = [m for m in ("xdsl", "llvmlite", "numpy") if m in sys.modules]
+assert not heavy, f"a cache hit loaded {heavy}"
+"""
+    proc = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
