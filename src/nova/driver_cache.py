@@ -81,10 +81,12 @@ def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
 
 
 class BundleCache:
-    """A directory of cached bundles: `<dir>/bundles/<key[:2]>/<key>.nova`."""
+    """A directory of cached bundles: `<dir>/bundles/<key[:2]>/<key>.nova`, holding at most
+    `max_entries` (the least recently written go first)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, max_entries: int = 512) -> None:
         self.directory = directory / "bundles"
+        self.max_entries = max_entries
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.nova"
@@ -115,5 +117,14 @@ class BundleCache:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
+            self._prune()
         except OSError:
             return
+
+    def _prune(self) -> None:
+        entries = list(self.directory.glob("*/*.nova"))
+        if len(entries) <= self.max_entries:
+            return
+        by_age = sorted(entries, key=lambda p: p.stat().st_mtime_ns)
+        for stale in by_age[:len(entries) - self.max_entries]:
+            stale.unlink(missing_ok=True)

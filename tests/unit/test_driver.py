@@ -360,3 +360,15 @@ assert not heavy, f"a cache hit loaded {heavy}"
     proc = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_bundle_cache_keeps_at_most_max_entries(tmp_path: Path) -> None:
+    import os
+
+    cache = BundleCache(tmp_path, max_entries=3)
+    keys = [cache_key(f"text{i}", "f.mlir", {}) for i in range(5)]
+    for age, key in enumerate(keys):
+        cache.put(key, key.encode())
+        path = next((tmp_path / "bundles").rglob(f"{key}.nova"))
+        os.utime(path, ns=(age * 10**9, age * 10**9))  # distinct, increasing write times
+    assert [cache.get(k) is not None for k in keys] == [False, False, True, True, True]
