@@ -1,0 +1,220 @@
+"""`@nova.kernel` and `@nova.func`: Python functions compiled into GPU kernels.
+
+    @nova.kernel
+    def axpy(out, a, x, y):
+        i = nova.global_id(0)
+        if i < out.shape[0]:
+            out[i] = a * x[i] + y[i]
+
+    axpy[blocks, threads](out, 2.0, x, y)                  # grid, block (ints or tuples)
+    axpy.launch(out, 2.0, x, y, grid=g, block=b, stream=s, shared_bytes=0)
+    axpy.mlir(nova.float32[:], nova.float64, ...)          # or example arguments
+    axpy.ptx(...)
+
+Argument types are inferred at each launch (array dtype and rank, scalar types); each signature is
+compiled once per device and cached in memory (a `LaunchPlan`) and on disk (compiler.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from nova.errors import ArgumentError
+from nova.frontend.kernel import types as T
+from nova.frontend.kernel.compiler import (
+    CompiledImages,
+    build_module,
+    compile_images,
+    print_module,
+)
+from nova.frontend.kernel.launch import LaunchPlan, Staged, arg_type, finish_staged
+from nova.frontend.kernel.source import FunctionSource
+from nova.runtime.device import Device, ModuleImages, get_device
+
+Signature = tuple[T.NovaType, ...]
+
+
+class DeviceFunction:
+    """A `@nova.func` device function: callable from kernels (inlined at each call)."""
+
+    __nova_device_function__ = True
+
+    def __init__(self, py_func: Any) -> None:
+        self.py_func = py_func
+        self._source: FunctionSource | None = None
+        self.__name__ = py_func.__name__
+        self.__doc__ = py_func.__doc__
+        self.__wrapped__ = py_func
+
+    @property
+    def source(self) -> FunctionSource:
+        if self._source is None:
+            self._source = FunctionSource.of(self.py_func)
+        return self._source
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the Python body on the host (useful for testing a device function)."""
+        return self.py_func(*args)
+
+    def __repr__(self) -> str:
+        return f"<nova.func {self.__name__}>"
+
+
+def func(py_func: Any) -> DeviceFunction:
+    """Decorator: a device function callable from kernels and other device functions."""
+    return DeviceFunction(py_func)
+
+
+class _Configured:
+    """`kern[grid, block]` (optionally `[grid, block, stream, shared_bytes]`): call to launch."""
+
+    __slots__ = ("block", "grid", "kernel", "shared_bytes", "stream")
+
+    def __init__(self, kernel: KernelFunction, grid: Any, block: Any, stream: Any,
+                 shared_bytes: int) -> None:
+        self.kernel, self.grid, self.block = kernel, grid, block
+        self.stream, self.shared_bytes = stream, shared_bytes
+
+    def __call__(self, *args: Any) -> None:
+        self.kernel.launch(*args, grid=self.grid, block=self.block, stream=self.stream,
+                           shared_bytes=self.shared_bytes)
+
+
+class KernelFunction:
+    """A `@nova.kernel` function (see the module docstring)."""
+
+    __nova_kernel__ = True
+
+    def __init__(self, py_func: Any, device: str | Device | None = None) -> None:
+        self.py_func = py_func
+        self.__name__ = py_func.__name__
+        self.__doc__ = py_func.__doc__
+        self.__wrapped__ = py_func
+        self._device = device
+        self._source: FunctionSource | None = None
+        self._plans: dict[tuple[Device, Signature], LaunchPlan] = {}
+        self._modules: dict[Signature, tuple[Any, str]] = {}
+        self._images: dict[tuple[Signature, str, str], CompiledImages] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<nova.kernel {self.__name__}>"
+
+    @property
+    def source(self) -> FunctionSource:
+        if self._source is None:
+            self._source = FunctionSource.of(self.py_func)
+        return self._source
+
+    def __call__(self, *args: Any) -> None:
+        raise ArgumentError(f"launch kernel {self.__name__} with a configuration: "
+                            f"{self.__name__}[grid, block](...) or .launch(..., grid=, block=)")
+
+    # --- signatures and compilation -------------------------------------------------------------
+    def signature(self, *args: Any) -> Signature:
+        """The signature of example arguments, or of explicit types (`nova.float32[:]`...)."""
+        out = []
+        for a in args:
+            if isinstance(a, T.ArrayType | T.ScalarType):
+                out.append(a)
+            elif a in (int, float, bool):
+                out.append(T.resolve_dtype(a))
+            else:
+                out.append(arg_type(a))
+        return tuple(out)
+
+    def _module(self, sig: Signature) -> tuple[Any, str]:
+        with self._lock:
+            found = self._modules.get(sig)
+            if found is None:
+                module = build_module(self.source, sig, self.__name__)
+                found = (module, print_module(module))
+                self._modules[sig] = found
+            return found
+
+    def mlir(self, *sig: Any) -> str:
+        """The generated MLIR (a module holding one gpu.module) for a signature."""
+        return self._module(self.signature(*sig))[1]
+
+    def compile(self, *sig: Any, device: str | Device | None = None) -> CompiledImages:
+        """Compile a signature for a device (default: the launch device); returns its images."""
+        dev = get_device(device if device is not None else self._device)
+        return self._compile(self.signature(*sig), dev.kind, _arch(dev))
+
+    def _compile(self, sig: Signature, target: str, arch: str) -> CompiledImages:
+        key = (sig, target, arch)
+        with self._lock:
+            found = self._images.get(key)
+            if found is None:
+                module, text = self._module(sig)
+                found = compile_images(module, text, target, arch)
+                self._images[key] = found
+            return found
+
+    def ptx(self, *sig: Any, arch: str | None = None) -> str:
+        """The PTX for a signature (arch defaults to config.arch)."""
+        from nova import config
+
+        images = self._compile(self.signature(*sig), "cuda", arch or config.get().arch)
+        assert images.ptx is not None
+        return images.ptx
+
+    # --- launching ---------------------------------------------------------------------------------
+    def __getitem__(self, config: Any) -> _Configured:
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise ArgumentError(f"{self.__name__}[grid, block] (optionally [grid, block, "
+                                f"stream, shared_bytes]), got {config!r}")
+        grid, block, *rest = config
+        stream = rest[0] if rest else None
+        shared = rest[1] if len(rest) > 1 else 0
+        return _Configured(self, grid, block, stream, shared)
+
+    def _plan(self, device: Device, sig: Signature) -> LaunchPlan:
+        with self._lock:
+            plan = self._plans.get((device, sig))
+            if plan is None:
+                images = self._compile(sig, device.kind, _arch(device))
+                module = device.load_module(ModuleImages(
+                    f"{self.__name__}", ptx=images.ptx, cubin=images.cubin,
+                    cubin_arch=images.cubin_arch, cpu_object=images.cpu_object))
+                fn = module.get_function(images.kernel.name, images.kernel)
+                plan = LaunchPlan(device, fn, sig)
+                self._plans[(device, sig)] = plan
+            return plan
+
+    def launch(self, *args: Any, grid: int | Sequence[int], block: int | Sequence[int],
+               stream: Any = None, shared_bytes: int = 0,
+               device: str | Device | None = None) -> None:
+        """Launch on `device` (default: the kernel's, else NOVA_DEVICE/auto). NumPy arrays are
+        copied in and back (the call then waits for the kernel); device arrays are used in place
+        and the launch is asynchronous on `stream` (default: the device's default stream)."""
+        dev = stream.device if stream is not None and hasattr(stream, "device") else \
+            get_device(device if device is not None else self._device)
+        sig = tuple(arg_type(a) for a in args)
+        plan = self._plans.get((dev, sig)) or self._plan(dev, sig)
+        staged: list[Staged] = []
+        try:
+            values = plan.values(args, staged)
+            with plan.lock:
+                plan.pack(values)
+                dev.launch(plan.function, grid, block, plan.address, shared_bytes, stream)
+            finish_staged(dev, staged, stream)
+        finally:
+            for s in staged:
+                s.buffer.free()
+
+
+def _arch(device: Device) -> str:
+    if device.kind == "cpu":
+        return "x86_64"
+    return device.arch
+
+
+def kernel(py_func: Any = None, *, device: str | Device | None = None) -> Any:
+    """Decorator: compile a Python function into a GPU kernel (`@nova.kernel` or
+    `@nova.kernel(device="cpu")`)."""
+    if py_func is None:
+        return lambda f: KernelFunction(f, device)
+    return KernelFunction(py_func, device)

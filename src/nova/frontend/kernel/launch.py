@@ -1,0 +1,168 @@
+"""Launch arguments: infer a signature from Python values, and pack kernel parameters cheaply.
+
+`arg_type(value)` gives the Nova type of one launch argument: NumPy arrays (copied to the device
+and back around the launch), Nova `Buffer`s, objects with `__cuda_array_interface__` (CuPy,
+PyTorch CUDA tensors; used in place), Python/NumPy scalars. Arrays must be C-contiguous.
+
+A `LaunchPlan` is made once per (device, signature): the loaded function, one parameter block of
+8-byte slots (one per expanded parameter, abi.py's layout) and the `void**` array over it, and a
+`struct` format that writes every slot in one `pack_into`. A cached launch therefore only resolves
+arguments, packs, and calls `Device.launch` with the parameter address.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nova.errors import ArgumentError
+from nova.frontend.kernel import types as T
+from nova.runtime.device import Device, DeviceFunction
+from nova.runtime.memory import Buffer
+
+_SLOT_FORMATS = {"bool": "?7x", "int8": "b7x", "int16": "h6x", "int32": "i4x", "int64": "q",
+                 "uint8": "B7x", "uint16": "H6x", "uint32": "I4x", "uint64": "Q",
+                 "float16": "e6x", "bfloat16": "H6x", "float32": "f4x", "float64": "d"}
+
+
+def arg_type(value: Any) -> T.NovaType:
+    """The Nova type of a launch argument (ArgumentError for what kernels cannot take)."""
+    if isinstance(value, np.ndarray | Buffer):
+        return _array_type(value.dtype, value.ndim, value)
+    if isinstance(value, bool | np.bool_):
+        return T.bool_
+    if isinstance(value, int):
+        return T.int64
+    if isinstance(value, float):
+        return T.float64
+    if isinstance(value, np.generic):
+        ty = T.from_numpy_dtype(value.dtype)
+        if ty is not None:
+            return ty
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is not None:
+        return _array_type(np.dtype(cai["typestr"]), len(cai["shape"]), value)
+    raise ArgumentError(f"kernel arguments must be arrays (NumPy, Nova Buffer, CuPy, PyTorch "
+                        f"CUDA) or numbers, got {type(value).__name__}")
+
+
+def _array_type(dtype: Any, ndim: int, value: Any) -> T.ArrayType:
+    ty = T.from_numpy_dtype(dtype)
+    if ty is None:
+        raise ArgumentError(f"arrays of {dtype} cannot be kernel arguments (supported: bool, "
+                            "int8..uint64, float16, bfloat16, float32, float64)")
+    return T.ArrayType(ty, ndim)
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return strides[::-1]
+
+
+@dataclass
+class Staged:
+    """A NumPy array copied to the device for one launch, copied back after it."""
+
+    host: np.ndarray
+    buffer: Buffer
+    copy_back: bool
+
+
+@dataclass
+class LaunchPlan:
+    """Everything a cached launch reuses (see the module docstring)."""
+
+    device: Device
+    function: DeviceFunction
+    sig: tuple[T.NovaType, ...]
+    fmt: struct.Struct = field(init=False)
+    storage: ctypes.Array = field(init=False)
+    pointers: ctypes.Array = field(init=False)
+    address: int = field(init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        parts = ["<"]
+        for ty in self.sig:
+            if isinstance(ty, T.ArrayType):
+                parts.append("QQq" + "q" * (2 * ty.ndim))
+            else:
+                parts.append(_SLOT_FORMATS[ty.name])
+        self.fmt = struct.Struct("".join(parts))
+        count = self.fmt.size // 8
+        self.storage = (ctypes.c_uint64 * max(count, 1))()
+        base = ctypes.addressof(self.storage)
+        self.pointers = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
+        self.address = ctypes.addressof(self.pointers) if count else 0
+
+    def values(self, args: tuple[Any, ...], staged: list[Staged]) -> list[Any]:
+        """The slot values of one launch; NumPy arrays are staged to the device."""
+        out: list[Any] = []
+        device = self.device
+        for value, ty in zip(args, self.sig, strict=True):
+            if isinstance(ty, T.ArrayType):
+                ptr, shape = self._array(value, device, staged)
+                out += (ptr, ptr, 0, *shape, *_contiguous_strides(shape))
+            elif ty.name == "bfloat16":
+                out.append(int(np.asarray(value, T.bfloat16.np_dtype).view(np.uint16)))
+            else:
+                out.append(value)
+        return out
+
+    @staticmethod
+    def _array(value: Any, device: Device, staged: list[Staged]) -> tuple[int, tuple[int, ...]]:
+        if isinstance(value, Buffer):
+            if value.device is not device:
+                raise ArgumentError(f"a Buffer on {value.device.kind}:{value.device.index} was "
+                                    f"passed to a launch on {device.kind}:{device.index}")
+            return value.ptr, value.shape
+        if isinstance(value, np.ndarray):
+            host = value if value.flags.c_contiguous else np.ascontiguousarray(value)
+            buf = device.allocate(host.nbytes)
+            if host.nbytes:
+                device.copy_htod(buf, host, host.nbytes)
+            staged.append(Staged(value, buf, bool(value.flags.writeable)))
+            return buf.ptr, host.shape
+        cai = value.__cuda_array_interface__
+        if device.kind != "cuda":
+            raise ArgumentError("CUDA arrays (CuPy, PyTorch) can only be passed to kernels "
+                                "launched on a cuda device")
+        shape = tuple(int(d) for d in cai["shape"])
+        strides = cai.get("strides")
+        itemsize = np.dtype(cai["typestr"]).itemsize
+        if strides is not None and tuple(strides) != tuple(
+                s * itemsize for s in _contiguous_strides(shape)) and all(shape):
+            raise ArgumentError("CUDA arrays passed to kernels must be C-contiguous (call "
+                                ".contiguous() / cupy.ascontiguousarray first)")
+        return int(cai["data"][0]), shape
+
+    def pack(self, values: list[Any]) -> None:
+        try:
+            self.fmt.pack_into(self.storage, 0, *values)
+        except struct.error as exc:
+            raise ArgumentError(f"launch of @{self.function.name}: an argument does not fit its "
+                                f"type ({exc})") from None
+
+
+def finish_staged(device: Device, staged: list[Staged], stream: Any) -> None:
+    """Wait for the launch and copy staged NumPy arrays back (numba's semantics)."""
+    if not staged:
+        return
+    (stream or device.default_stream).synchronize()
+    for s in staged:
+        if s.copy_back and s.host.nbytes:
+            if s.host.flags.c_contiguous:
+                device.copy_dtoh(s.host, s.buffer, s.host.nbytes)
+            else:
+                tmp = np.empty_like(s.host, order="C")
+                device.copy_dtoh(tmp, s.buffer, tmp.nbytes)
+                s.host[...] = tmp
+        s.buffer.free()

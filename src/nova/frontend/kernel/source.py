@@ -1,0 +1,127 @@
+"""Python source of kernels and device functions: the AST, absolute locations, captured names.
+
+`FunctionSource.of(pyfunc)` parses the function's source once. Positions in its AST are relative
+to the dedented source; `location(node)` turns them into absolute `file:line:col` locations whose
+excerpt shows the real source line with a caret, as Python's own SyntaxError does.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+from nova.errors import DiagnosticError, SourceLocation, UnsupportedError, VerifyError
+
+
+class KernelTypeError(VerifyError, TypeError):
+    """A type error in a kernel (operands, assignments, arguments), located in its source."""
+
+
+class KernelSyntaxError(UnsupportedError):
+    """A Python construct kernels do not support, located in its source; names what is."""
+
+
+@dataclass
+class FunctionSource:
+    """A parsed Python function: AST, file, line offset and the names it can see."""
+
+    func: Any
+    tree: ast.FunctionDef
+    filename: str
+    first_line: int
+    indent: int
+    file_text: str | None
+    text: str
+    _digest: str = field(default="", repr=False)
+
+    @staticmethod
+    def of(func: Any) -> FunctionSource:
+        try:
+            lines, first_line = inspect.getsourcelines(func)
+            filename = inspect.getsourcefile(func) or "<unknown>"
+        except (OSError, TypeError) as exc:
+            raise DiagnosticError(f"cannot read the source of {func!r}: {exc} (kernels must be "
+                                  f"defined in a file, not typed into an interactive prompt)"
+                                  ) from exc
+        raw = "".join(lines)
+        text = textwrap.dedent(raw)
+        indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+        tree = ast.parse(text)
+        fn = tree.body[0]
+        if not isinstance(fn, ast.FunctionDef):
+            raise DiagnosticError(f"{func!r} is not a plain 'def' function")
+        file_text = "".join(linecache.getlines(filename)) or None
+        return FunctionSource(func, fn, filename, first_line, indent, file_text, text)
+
+    @property
+    def name(self) -> str:
+        return self.tree.name
+
+    @property
+    def digest(self) -> str:
+        if not self._digest:
+            self._digest = hashlib.sha256(self.text.encode()).hexdigest()
+        return self._digest
+
+    def location(self, node: ast.AST | None) -> SourceLocation:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        return SourceLocation(self.filename, self.first_line + line - 1, col + self.indent + 1,
+                              self.file_text)
+
+    def lookup_global(self, name: str) -> tuple[bool, Any]:
+        """(found, value) of a free name: closure cells, then module globals, then builtins."""
+        code = self.func.__code__
+        if name in code.co_freevars and self.func.__closure__ is not None:
+            cell = self.func.__closure__[code.co_freevars.index(name)]
+            try:
+                return True, cell.cell_contents
+            except ValueError:
+                return False, None
+        if name in self.func.__globals__:
+            return True, self.func.__globals__[name]
+        import builtins
+
+        if hasattr(builtins, name):
+            return True, getattr(builtins, name)
+        return False, None
+
+
+def assigned_names(body: list[ast.stmt]) -> tuple[dict[str, int], set[str]]:
+    """(assignment count per name, names whose only assignment is a top-level statement)."""
+    counts: dict[str, int] = {}
+    top: set[str] = set()
+
+    def bump(target: ast.AST, top_level: bool) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                counts[node.id] = counts.get(node.id, 0) + 1
+                if top_level:
+                    top.add(node.id)
+
+    def walk(stmts: list[ast.stmt], top_level: bool) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    bump(t, top_level)
+            elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+                bump(stmt.target, top_level and isinstance(stmt, ast.AnnAssign))
+                if isinstance(stmt, ast.AugAssign):
+                    bump(stmt.target, False)
+            elif isinstance(stmt, ast.For):
+                bump(stmt.target, False)
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.NamedExpr):
+                    bump(child.target, False)
+            for attr in ("body", "orelse"):
+                inner = getattr(stmt, attr, None)
+                if isinstance(inner, list):
+                    walk(inner, False)
+
+    walk(body, True)
+    return counts, {n for n in top if counts.get(n) == 1}

@@ -1,0 +1,232 @@
+"""Nova kernel types: scalar types (bool, int8..uint64, float16/bfloat16/float32/float64), array
+types (element type + rank), the promotion rules between them, and their MLIR/NumPy spellings.
+
+Scalar type objects are also callable inside kernels as casts (`nova.uint8(x)`) and on the host as
+NumPy scalar constructors (`nova.float32(1.5)` -> `np.float32(1.5)`).
+
+Promotion rules (binary arithmetic and comparisons; documented in docs/python-kernels.md):
+
+- Python literals are *weak*: an int literal next to a typed integer takes that integer's type
+  (it must fit, else a located error asks for an explicit cast); an int or float literal next to a
+  typed float takes the float's type; a float literal next to an integer gives float64. Alone, an
+  int literal is int64, a float literal float64, True/False bool.
+- Two integers: the wider width wins; with mixed signedness, the signed type wins only when it is
+  strictly wider, else the unsigned type of the wider width (C's usual conversions, without C's
+  promotion of narrow types to int: int8 + int8 is int8 and wraps around).
+- Integer with float: the float type (as C). Two floats: the wider; float16 with bfloat16 gives
+  float32. bool in arithmetic counts as the other operand's type (int64 when both are bool).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+)
+from xdsl.ir import Attribute
+
+try:  # bfloat16 NumPy arrays need ml_dtypes; without it bfloat16 still works in kernels
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+
+SHARED_MEMORY_SPACE = 3
+"""The memref memory space of workgroup (shared) memory (NVVM's address space 3)."""
+
+
+@dataclass(frozen=True, eq=False)
+class ScalarType:
+    """A kernel scalar type: `kind` is 'bool', 'int', 'uint' or 'float'."""
+
+    name: str
+    kind: str
+    bits: int
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "int"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def mlir(self) -> Attribute:
+        """The MLIR type (integers are signless: signedness lives in the ops Nova picks)."""
+        if self.kind == "float":
+            return {16: BFloat16Type() if self.name == "bfloat16" else Float16Type(),
+                    32: Float32Type(), 64: Float64Type()}[self.bits]
+        return IntegerType(self.bits)
+
+    @property
+    def itemsize(self) -> int:
+        return max(self.bits // 8, 1)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The NumPy dtype (bfloat16 needs ml_dtypes; raises KernelTypeUnavailable without)."""
+        if self.name == "bfloat16":
+            if _ml_dtypes is None:
+                from nova.errors import ArgumentError
+
+                raise ArgumentError("bfloat16 NumPy arrays need the ml_dtypes package "
+                                    "(pip install ml_dtypes)")
+            return np.dtype(_ml_dtypes.bfloat16)
+        return np.dtype(self.name)
+
+    def min_max(self) -> tuple[int, int]:
+        """The range of an integer type."""
+        if self.kind == "bool":
+            return 0, 1
+        if self.kind == "uint":
+            return 0, (1 << self.bits) - 1
+        return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+
+    def __call__(self, value: Any) -> Any:
+        """On the host, a NumPy scalar of this type (inside kernels the translator casts)."""
+        return self.np_dtype.type(value)
+
+    def __getitem__(self, dims: Any) -> ArrayType:
+        """`nova.float32[:]`, `nova.float32[:, :]`: an array type for signatures."""
+        items = dims if isinstance(dims, tuple) else (dims,)
+        if not items or not all(isinstance(d, slice) and d == slice(None) for d in items):
+            raise TypeError(f"array types are written {self.name}[:], {self.name}[:, :], ...")
+        return ArrayType(self, len(items))
+
+    def __repr__(self) -> str:
+        return f"nova.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+bool_ = ScalarType("bool", "bool", 1)
+int8 = ScalarType("int8", "int", 8)
+int16 = ScalarType("int16", "int", 16)
+int32 = ScalarType("int32", "int", 32)
+int64 = ScalarType("int64", "int", 64)
+uint8 = ScalarType("uint8", "uint", 8)
+uint16 = ScalarType("uint16", "uint", 16)
+uint32 = ScalarType("uint32", "uint", 32)
+uint64 = ScalarType("uint64", "uint", 64)
+float16 = ScalarType("float16", "float", 16)
+bfloat16 = ScalarType("bfloat16", "float", 16)
+float32 = ScalarType("float32", "float", 32)
+float64 = ScalarType("float64", "float", 64)
+
+SCALAR_TYPES: tuple[ScalarType, ...] = (bool_, int8, int16, int32, int64, uint8, uint16, uint32,
+                                        uint64, float16, bfloat16, float32, float64)
+BY_NAME: dict[str, ScalarType] = {t.name: t for t in SCALAR_TYPES}
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """A C-contiguous array of `dtype` with `ndim` dimensions. `shape` is None for arguments
+    (sizes known at run time) and the static shape for shared/local arrays; `space` is 0 (global
+    or private) or SHARED_MEMORY_SPACE."""
+
+    dtype: ScalarType
+    ndim: int
+    shape: tuple[int, ...] | None = None
+    space: int = 0
+
+    @property
+    def mlir(self) -> MemRefType:
+        dims = self.shape if self.shape is not None else (DYNAMIC_INDEX,) * self.ndim
+        space = IntegerAttr(self.space, 64) if self.space else None
+        if space is None:
+            return MemRefType(self.dtype.mlir, list(dims))
+        return MemRefType(self.dtype.mlir, list(dims), memory_space=space)
+
+    def __str__(self) -> str:
+        where = "shared " if self.space == SHARED_MEMORY_SPACE else ""
+        dims = "x".join(str(d) for d in self.shape) if self.shape else f"{self.ndim}d"
+        return f"{where}array({self.dtype}, {dims})"
+
+
+NovaType = ScalarType | ArrayType
+
+
+def from_numpy_dtype(dtype: Any) -> ScalarType | None:
+    """The scalar type of a NumPy dtype, or None when kernels do not support it."""
+    dt = np.dtype(dtype)
+    if _ml_dtypes is not None and dt == np.dtype(_ml_dtypes.bfloat16):
+        return bfloat16
+    if dt == np.bool_:
+        return bool_
+    return BY_NAME.get(dt.name)
+
+
+def resolve_dtype(obj: Any) -> ScalarType | None:
+    """A scalar type from a Nova type, NumPy dtype/scalar class or dtype string; else None."""
+    if isinstance(obj, ScalarType):
+        return obj
+    if obj is bool:
+        return bool_
+    if obj is int:
+        return int64
+    if obj is float:
+        return float64
+    try:
+        return from_numpy_dtype(obj)
+    except TypeError:
+        return None
+
+
+def _int_promote(a: ScalarType, b: ScalarType) -> ScalarType:
+    if a.kind == b.kind:
+        return a if a.bits >= b.bits else b
+    signed, unsigned = (a, b) if a.is_signed else (b, a)
+    if signed.bits > unsigned.bits:
+        return signed
+    return BY_NAME[f"uint{max(a.bits, b.bits)}"]
+
+
+def promote(a: ScalarType, b: ScalarType) -> ScalarType:
+    """The common type of two typed operands (module docstring rules)."""
+    if a is b:
+        return a
+    if a.is_bool:
+        return int64 if b.is_bool else b
+    if b.is_bool:
+        return a
+    if a.is_float and b.is_float:
+        if a.bits == b.bits:  # float16 with bfloat16
+            return float32
+        return a if a.bits > b.bits else b
+    if a.is_float:
+        return a
+    if b.is_float:
+        return b
+    return _int_promote(a, b)
+
+
+def literal_type(value: Any) -> ScalarType:
+    """The type of a Python literal standing alone."""
+    if isinstance(value, bool | np.bool_):
+        return bool_
+    if isinstance(value, np.generic):
+        found = from_numpy_dtype(value.dtype)
+        if found is not None:
+            return found
+    if isinstance(value, int | np.integer):
+        return int64
+    return float64
