@@ -49,3 +49,18 @@ def test_filecheck_suite(tmp_path: Path) -> None:
             f"--- lit output ---\n{proc.stdout[-20000:]}\n{proc.stderr[-5000:]}"
         )
     assert re.search(r"Passed\s*:\s*[1-9]", proc.stdout), f"lit ran no tests:\n{proc.stdout}"
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["false"], 0),
+    (["true"], 1),
+    (["sh", "-c", "kill -9 $$"], 1),
+    (["--crash", "sh", "-c", "kill -9 $$"], 0),
+    (["--crash", "false"], 1),
+    (["/nonexistent/tool"], 0),
+])
+def test_portable_not(args: list[str], expected: int) -> None:
+    """tests/filecheck/tools/not: success only for a failing command (a crash with --crash)."""
+    tool = SUITE / "tools" / "not"
+    proc = subprocess.run([sys.executable, str(tool), *args], capture_output=True, check=False)
+    assert proc.returncode == expected
