@@ -158,3 +158,74 @@ def test_fpowi_runs_without_compiler_rt() -> None:
     np.testing.assert_allclose(y[:11], expected[:11], rtol=1e-14)
     np.testing.assert_allclose(x[:11], expected[:11].astype(np.float32), rtol=1e-6)
     assert y[11] == 1.0 and y[12] == 1.0 and y[13] == 0.0 and y[14] == 1.0 and y[15] == -0.0
+
+
+def undefined_symbols(obj: bytes) -> set[str]:
+    """Names an x86-64 ELF relocatable object needs from elsewhere (its SHN_UNDEF symbols)."""
+    import struct
+
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
+                for i in range(shnum)]
+    names: set[str] = set()
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[sh[6]]
+        for off in range(sh[4], sh[4] + sh[5], 24):
+            st_name, _info, _other, shndx = struct.unpack_from("<IBBH", obj, off)
+            if shndx == 0 and st_name:
+                start = strtab[4] + st_name
+                names.add(obj[start:obj.index(b"\0", start)].decode())
+    return names
+
+
+EVERYTHING = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%x: memref<?xf16>, %y: memref<?xf32>, %d: memref<?xf64>, %c: memref<4xi32>,
+                %n: i32) kernel {
+      %t = gpu.thread_id x
+      %h = memref.load %x[%t] : memref<?xf16>
+      %h2 = arith.mulf %h, %h : f16
+      memref.store %h2, %x[%t] : memref<?xf16>
+      %f = memref.load %y[%t] : memref<?xf32>
+      %s = math.sin %f : f32
+      %e = math.exp %s : f32
+      %th = math.tanh %e : f32
+      %p = math.fpowi %th, %n : f32, i32
+      %r = arith.addf %p, %f : f32
+      %a = gpu.all_reduce add %r {} : (f32) -> f32
+      memref.store %a, %y[%t] : memref<?xf32>
+      %dv = memref.load %d[%t] : memref<?xf64>
+      %dp = math.powf %dv, %dv : f64
+      %da = math.atan2 %dp, %dv : f64
+      memref.store %da, %d[%t] : memref<?xf64>
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1 : i32
+      %old = memref.atomic_rmw addi %one, %c[%c0] : (i32, memref<4xi32>) -> i32
+      %ok = arith.cmpi sge, %old, %one : i32
+      cf.assert %ok, "never"
+      gpu.printf "%f\\n", %a : f32
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def test_cpu_object_needs_only_libc_and_libm() -> None:
+    import ctypes.util
+
+    from nova.backends.device import DeviceTarget, lower_device_module
+    from nova.backends.x86 import emit_object
+    from nova.frontend.mlir_text import parse_mlir
+
+    gm = next(op for op in parse_mlir(EVERYTHING, "<t>").walk() if op.name == "gpu.module")
+    obj = emit_object(str(lower_device_module(gm, DeviceTarget.CPU).llvm_module))
+    needed = undefined_symbols(obj) - {"_GLOBAL_OFFSET_TABLE_"}
+    assert {"printf", "malloc", "sinf"} <= needed  # the parser sees real references
+    libs = [ctypes.CDLL(ctypes.util.find_library(name)) for name in ("c", "m")]
+    for name in sorted(needed):
+        assert any(hasattr(lib, name) for lib in libs), f"{name} is not in libc or libm"
