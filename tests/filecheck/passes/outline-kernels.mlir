@@ -328,3 +328,39 @@ gpu.module @dev {
     gpu.return
   }
 }
+
+// -----
+
+// A value used twice is one argument; a recursive device function is cloned once.
+
+// CHECK-LABEL: func.func @function_call
+// CHECK: [[D:%[^ ]+]] = memref.dim
+// CHECK: gpu.launch_func  @function_call_kernel::@function_call_kernel blocks in ({{.*}}) threads in ({{.*}})  args([[D]] : index, {{%[^ ]+}} : memref<?xf32>)
+// CHECK: gpu.module @function_call_kernel {
+// CHECK: gpu.func @function_call_kernel({{%[^:]+}}: index, {{%[^:]+}}: memref<?xf32>) kernel
+// CHECK: func.func @device_function()
+// CHECK: func.func @recursive_device_function()
+// CHECK-NOT: func.func @recursive_device_function()
+// CHECK: }
+func.func @device_function() {
+  call @recursive_device_function() : () -> ()
+  return
+}
+func.func @recursive_device_function() {
+  call @recursive_device_function() : () -> ()
+  return
+}
+func.func @function_call(%arg0 : memref<?xf32>) {
+  %cst = arith.constant 8 : index
+  %c0 = arith.constant 0 : index
+  %d = memref.dim %arg0, %c0 : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%grid_x = %cst, %grid_y = %cst, %grid_z = %cst)
+             threads(%tx, %ty, %tz) in (%block_x = %cst, %block_y = %cst, %block_z = %cst) {
+    func.call @device_function() : () -> ()
+    func.call @device_function() : () -> ()
+    %0 = memref.load %arg0[%d] : memref<?xf32>
+    %1 = memref.load %arg0[%d] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
