@@ -623,3 +623,29 @@ def test_fiber_stack_size_comes_from_config() -> None:
     assert (out == 1).all()
     with config.scoped(cpu_stack_kib=4), pytest.raises(UnsupportedError, match="at least 24 KiB"):
         compile_cpu(BIG_PRIVATE)
+
+
+def _symbolic(source: str) -> str:
+    """The same program with MLIR's symbolic gpu address spaces instead of 3 / 5."""
+    return (source.replace(", 3>", ", #gpu.address_space<workgroup>>")
+            .replace(", 5>", ", #gpu.address_space<private>>"))
+
+
+def test_symbolic_address_spaces() -> None:
+    assert "#gpu.address_space<workgroup>" in _symbolic(SHARED_GLOBAL)
+    mod = compile_cpu(_symbolic(REDUCE))
+    blocks, block = 8, 64
+    data = np.arange(blocks * block, dtype=np.int32)
+    out = np.zeros(blocks, np.int32)
+    mod.launch("block_sum", [data, out], grid=(blocks, 1, 1), block=(block, 1, 1), os_threads=2)
+    np.testing.assert_array_equal(out, data.reshape(blocks, block).sum(axis=1))
+    mod = compile_cpu(_symbolic(SHARED_GLOBAL))
+    out64 = np.zeros(4 * 16, np.int64)
+    mod.launch("rotate", [out64], grid=(4, 1, 1), block=(16, 1, 1), os_threads=2)
+    b = np.repeat(np.arange(4), 16)
+    t = np.tile(np.arange(16), 4)
+    np.testing.assert_array_equal(out64, b * 1000 + (t + 1) % 16)
+    mod = compile_cpu(_symbolic(ATTRIBUTIONS))
+    out32 = np.zeros(40, np.float32)
+    mod.launch("scratch", [out32], block=(40, 1, 1))
+    np.testing.assert_array_equal(out32, 2 * np.arange(40)[::-1].astype(np.float32) + 1)
