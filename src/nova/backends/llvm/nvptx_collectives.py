@@ -32,6 +32,7 @@ from nova.backends.llvm.nvptx_target import (
     block_size,
     known_block_size,
     linear_thread_id,
+    sreg,
 )
 from nova.backends.llvm.ops_arith import icmp
 from nova.backends.llvm.target import Handler
@@ -90,8 +91,16 @@ def lower_shuffle(fe: FunctionEmitter, op: Operation) -> None:
         raise fe.error(op, f"unknown shuffle mode {mode!r}")
     b = fe.builder
     up = mode == "up"
-    c_op = b.shl(b.sub(_c32(32), width), _c32(8)) if up else b.sub(width, _c32(1))
+    # PTX: for .up the source lane j = lane - offset is valid when j >= maxLane, and maxLane is
+    # the clamp (c[4:0]) when no segment mask is set; clamp 0 gives "j >= 0". CUDA's segmented
+    # encoding ((32 - width) << 8) is only right for power-of-two widths (e.g. width 13 would
+    # mark lane 3 <- lane 0 invalid), and upstream's `32 - width` clamp rejects most lanes, so
+    # .up uses clamp 0 and checks `lane < width` itself. The other modes use clamp width - 1.
+    c_op = _c32(0) if up else b.sub(width, _c32(1))
     out, valid = shuffle(fe, MODES[mode], value, offset, c_op, active_mask(fe))
+    if up:
+        lane = sreg(fe, "laneid")
+        valid = b.and_(valid, b.icmp_unsigned("<", lane, width))
     fe.bind(op.results[0], out)
     fe.bind(op.results[1], valid)
 
