@@ -335,9 +335,9 @@ gpu.module @dev {
 
 // CHECK-LABEL: func.func @function_call
 // CHECK: [[D:%[^ ]+]] = memref.dim
-// CHECK: gpu.launch_func  @function_call_kernel::@function_call_kernel blocks in ({{.*}}) threads in ({{.*}})  args([[D]] : index, {{%[^ ]+}} : memref<?xf32>)
+// CHECK: gpu.launch_func  @function_call_kernel::@function_call_kernel blocks in ({{.*}}) threads in ({{.*}})  args({{%[^ ]+}} : memref<?xf32>, [[D]] : index)
 // CHECK: gpu.module @function_call_kernel {
-// CHECK: gpu.func @function_call_kernel({{%[^:]+}}: index, {{%[^:]+}}: memref<?xf32>) kernel
+// CHECK: gpu.func @function_call_kernel({{%[^:]+}}: memref<?xf32>, {{%[^:]+}}: index) kernel
 // CHECK: func.func @device_function()
 // CHECK: func.func @recursive_device_function()
 // CHECK-NOT: func.func @recursive_device_function()
