@@ -43,7 +43,6 @@ for name in ("NOVA_DEVICE", "NOVA_DEBUG", "NOVA_ARCH", "HOME", "CUDA_VISIBLE_DEV
     if name in os.environ:
         config.environment[name] = os.environ[name]
 config.environment["NOVA_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
-config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 
 if shutil.which("mlir-opt", path=path + os.pathsep + "/usr/lib/llvm-22/bin"):
     config.available_features.add("mlir-opt")
