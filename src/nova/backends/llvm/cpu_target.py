@@ -62,7 +62,7 @@ from nova.backends.llvm.emitter import (
     symbol_name,
 )
 from nova.backends.llvm.target import TargetBase
-from nova.bundle.format import Kernel, KernelParam, TypeSpec
+from nova.bundle.format import Kernel
 from nova.errors import UnsupportedError
 
 TRIPLE = "x86_64-unknown-linux-gnu"
@@ -518,34 +518,12 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
 
 # ---- kernel descriptions ---------------------------------------------------------------------
 
-_DTYPES = {"index": "index", "f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
-
-
-def _dtype(ty: Attribute) -> str:
-    text = str(ty)
-    if text in _DTYPES:
-        return _DTYPES[text]
-    if text.startswith("i") and text[1:].isdigit():
-        return text
-    raise UnsupportedError(f"kernel argument element type {ty} is not supported")
-
-
-def _size(llty: ir.Type) -> int:
-    if isinstance(llty, ir.PointerType):
-        return 8
-    return TY.element_size_llvm(llty)
-
-
 def kernel_info(op: Operation, workgroup_bytes: int, uses_fibers: bool) -> Kernel:
-    """The manifest's description of a kernel: its MLIR args and expanded params."""
-    args: list[TypeSpec] = []
-    params: list[KernelParam] = []
-    for index, ty in enumerate(_ftype(op).inputs.data):
-        if isinstance(ty, MemRefType):
-            shape = tuple(-1 if TY.is_dynamic(d) else d for d in ty.get_shape())
-            args.append(TypeSpec("memref", _dtype(ty.element_type), str(ty), shape))
-        else:
-            args.append(TypeSpec("scalar", _dtype(ty), str(ty)))
-        for llty in TY.expanded_param_types(ty, lambda _t: 0):
-            params.append(KernelParam(str(llty), _size(llty), index))
-    return Kernel(symbol_name(op), tuple(args), tuple(params), workgroup_bytes, uses_fibers)
+    """The manifest's description of a kernel (args and expanded params as for every target;
+    `static_shared_bytes` is the CPU per-block workgroup buffer, `uses_barriers` whether the
+    kernel runs its threads as fibers)."""
+    from nova.backends.device import kernel_params, type_spec
+
+    ftype = _ftype(op)
+    return Kernel(symbol_name(op), tuple(type_spec(t) for t in ftype.inputs.data),
+                  kernel_params(ftype, lambda _t: 0), workgroup_bytes, uses_fibers)
