@@ -4,6 +4,8 @@ Differences from xDSL 0.74's `Printer` that this subclass fixes:
 
 * op names: `builtin.module` prints as `module`, and ops of the `func` dialect directly inside a
   `func.func` drop their `func.` prefix (`return`, `call`), as MLIR's default-dialect rule does;
+* ops built with xDSL's own classes of ops Nova overrides (`memref.cast`, `scf.parallel`, ...)
+  still print MLIR's custom syntax;
 * multi-result ops without name hints print as `%0:2 = ...` and their results as `%0#1`;
 * blocks with predecessors get MLIR's `// pred: ^bb0` / `// 2 preds: ^bb0, ^bb1` comments;
 * attribute dictionaries and properties print sorted by name (MLIR's DictionaryAttr order);
@@ -37,6 +39,23 @@ from xdsl.traits import IsolatedFromAbove
 # Ops whose regions make their own dialect the default one for direct children (MLIR's
 # OpAsmOpInterface::getDefaultDialect).
 _DEFAULT_DIALECT_OF_PARENT = {"func.func": "func"}
+
+
+_OVERRIDES: dict[str, type[Operation]] | None = None
+
+
+def _override_for(op: Operation) -> type[Operation] | None:
+    """Nova's class for `op.name` when `op` is an instance of xDSL's original class (e.g. built
+    by a pass with `xdsl.dialects.memref.CastOp.get`), so it still prints MLIR's syntax."""
+    global _OVERRIDES
+    if _OVERRIDES is None:
+        from nova.ir.dialect_ext import FuncOp, IndexCastUIOp, ParallelOp
+        from nova.ir.memref_ext import AtomicRMWOp, CastOp, CopyOp, GlobalOp, RankOp
+
+        _OVERRIDES = {cls.name: cls for cls in (FuncOp, IndexCastUIOp, ParallelOp, AtomicRMWOp,
+                                                  CastOp, CopyOp, GlobalOp, RankOp)}
+    cls = _OVERRIDES.get(op.name)
+    return cls if cls is not None and not isinstance(op, cls) else None
 
 
 class NovaPrinter(Printer):
@@ -77,6 +96,9 @@ class NovaPrinter(Printer):
                 del op.attributes["op_name__"]
                 self.print_op_with_default_format(op)
                 op.attributes["op_name__"] = op_name
+            elif not self.print_generic_format and (override := _override_for(op)):
+                self.print_string(self._custom_name(op))
+                override.print(op, self)
             elif self.print_generic_format or Operation.print is type(op).print:
                 self.print_string(f'"{op.name}"')
                 self.print_op_with_default_format(op)
