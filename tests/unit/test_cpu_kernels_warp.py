@@ -354,3 +354,56 @@ def test_all_reduce_multi_block_region(block: tuple[int, int, int]) -> None:
     out = np.zeros_like(data)
     mod.launch("ar_cfg_max", [data, out], grid=(2, 1, 1), block=block)
     assert (out[:n] == data[:n].max()).all() and (out[n:] == data[n:].max()).all()
+
+
+BUTTERFLY = _module("""
+    func.func @warp_sum(%v: f32) -> f32 {
+      %c1 = arith.constant 1 : index
+      %c5 = arith.constant 5 : index
+      %c0 = arith.constant 0 : index
+      %w = arith.constant 32 : i32
+      %r = scf.for %i = %c0 to %c5 step %c1 iter_args(%acc = %v) -> (f32) {
+        %ii = arith.index_cast %i : index to i32
+        %one = arith.constant 1 : i32
+        %off = arith.shli %one, %ii : i32
+        %o, %ok = gpu.shuffle xor %acc, %off, %w : f32
+        %s = arith.addf %acc, %o : f32
+        scf.yield %s : f32
+      }
+      return %r : f32
+    }
+    func.func @sync_then_read(%buf: memref<64xf32, 3>, %i: index) -> f32 {
+      gpu.barrier
+      %v = memref.load %buf[%i] : memref<64xf32, 3>
+      return %v : f32
+    }
+    gpu.func @warp_sums(%in: memref<?xf32>, %out: memref<?xf32>)
+        workgroup(%buf: memref<64xf32, 3>) kernel {
+      %t = gpu.thread_id x
+      %b = gpu.block_id x
+      %d = gpu.block_dim x
+      %g0 = arith.muli %b, %d : index
+      %g = arith.addi %g0, %t : index
+      %v = memref.load %in[%g] : memref<?xf32>
+      %s = func.call @warp_sum(%v) : (f32) -> f32
+      memref.store %s, %buf[%t] : memref<64xf32, 3>
+      %c1 = arith.constant 1 : index
+      %last = arith.subi %d, %c1 : index
+      %m = arith.subi %last, %t : index
+      %r = func.call @sync_then_read(%buf, %m) : (memref<64xf32, 3>, index) -> f32
+      memref.store %r, %out[%g] : memref<?xf32>
+      gpu.return
+    }
+""")
+
+
+def test_butterfly_warp_sum_and_barrier_in_device_functions() -> None:
+    mod = compile_cpu(BUTTERFLY)
+    assert mod.kernel("warp_sums").uses_barriers
+    blocks, block = 6, 64
+    data = np.random.default_rng(5).integers(-8, 8, blocks * block).astype(np.float32)
+    out = np.zeros_like(data)
+    mod.launch("warp_sums", [data, out], grid=(blocks, 1, 1), block=(block, 1, 1), os_threads=2)
+    sums = data.reshape(blocks, 2, 32).sum(axis=2)  # exact: small integers
+    expected = np.repeat(sums, 32, axis=1)[:, ::-1].reshape(-1)
+    np.testing.assert_array_equal(out, expected)
