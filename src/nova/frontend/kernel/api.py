@@ -119,7 +119,7 @@ class KernelFunction:
         for a in args:
             if isinstance(a, T.ArrayType | T.ScalarType):
                 out.append(a)
-            elif a in (int, float, bool):
+            elif a is int or a is float or a is bool:
                 out.append(T.resolve_dtype(a))
             else:
                 out.append(arg_type(a))
@@ -212,9 +212,31 @@ def _arch(device: Device) -> str:
     return device.arch
 
 
-def kernel(py_func: Any = None, *, device: str | Device | None = None) -> Any:
-    """Decorator: compile a Python function into a GPU kernel (`@nova.kernel` or
-    `@nova.kernel(device="cpu")`)."""
-    if py_func is None:
-        return lambda f: KernelFunction(f, device)
-    return KernelFunction(py_func, device)
+class _KernelDecorator:
+    """`nova.kernel`: the decorator (`@nova.kernel`, `@nova.kernel(device="cpu")`), also
+    carrying the ahead-of-time entry point `nova.kernel.save_bundle(path, [(kern, sig), ...])`."""
+
+    def __call__(self, py_func: Any = None, *, device: str | Device | None = None) -> Any:
+        if py_func is None:
+            return lambda f: KernelFunction(f, device)
+        return KernelFunction(py_func, device)
+
+    @staticmethod
+    def save_bundle(path: Any, kernels_with_signatures: Any, **options: Any) -> Any:
+        """See nova.frontend.kernel.aot.save_bundle."""
+        from nova.frontend.kernel.aot import save_bundle
+
+        return save_bundle(path, kernels_with_signatures, **options)
+
+    @staticmethod
+    def bundle_source(kernels_with_signatures: Any) -> str:
+        """The MLIR text save_bundle compiles (see nova.frontend.kernel.aot)."""
+        from nova.frontend.kernel.aot import bundle_source
+
+        return bundle_source(kernels_with_signatures)
+
+    def __repr__(self) -> str:
+        return "<nova.kernel decorator>"
+
+
+kernel = _KernelDecorator()
