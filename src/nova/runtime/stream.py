@@ -14,6 +14,8 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from nova.runtime.device import Device
 
 
@@ -91,6 +93,19 @@ class Stream(ABC):
             event = self.device.create_event()
         event.record(self)
         return event
+
+    def add_callback(self, fn: Any) -> Future:
+        """Run `fn()` on Nova's callback thread once the work enqueued so far has finished; the
+        Future holds its result (`nova.runtime.callbacks`). The stream does not wait for `fn`."""
+        from nova.runtime.callbacks import add_callback
+
+        return add_callback(self, fn)
+
+    def future(self) -> Future:
+        """A concurrent.futures.Future completed when the work enqueued so far has finished."""
+        from nova.runtime.callbacks import stream_future
+
+        return stream_future(self)
 
     @abstractmethod
     def close(self) -> None:
