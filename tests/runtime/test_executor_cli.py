@@ -103,7 +103,10 @@ def _corpus_cases() -> list[tuple[Path, str]]:
     return cases
 
 
-@pytest.mark.parametrize(("path", "run"), _corpus_cases(), ids=lambda v: getattr(v, "name", ""))
+_CASES = _corpus_cases()
+
+
+@pytest.mark.parametrize(("path", "run"), _CASES, ids=[p.name for p, _ in _CASES])
 def test_corpus_program_on_cpu(path: Path, run: str) -> None:
     reason = _compiler_ready()
     if reason is not None:
@@ -131,7 +134,7 @@ def test_corpus_program_on_cpu(path: Path, run: str) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("path", "run"), _corpus_cases(), ids=lambda v: getattr(v, "name", ""))
+@pytest.mark.parametrize(("path", "run"), _CASES, ids=[p.name for p, _ in _CASES])
 def test_corpus_program_on_cuda(path: Path, run: str) -> None:
     """The same programs and CHECK lines on the GPU (each in its own nova-run process)."""
     from nova.runtime.device import cuda_status
