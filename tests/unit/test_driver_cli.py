@@ -146,3 +146,47 @@ def test_opt_accepts_mlir_opt_spellings(source: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().out == expected
     assert opt.unwrap_pipeline(" builtin.module( a,b ) ") == " a,b "
     assert opt.unwrap_pipeline("a,b") == "a,b"
+
+
+# ---- --verify-diagnostics ---------------------------------------------------------------------
+
+def test_expectation_lines_and_kinds() -> None:
+    from nova.cli.verify_diagnostics import parse_expectations
+
+    text = ("a // expected-error {{same line}}\n"
+            "// expected-error @+2 {{two below}}\n"
+            "// expected-note @above {{previous}}\n"
+            "// expected-warning@below {{next}}\n"
+            "x // expected-error-re {{v[0-9]+}}\n"
+            "// expected-error @unknown {{nowhere}}\n")
+    got = [(e.kind, e.line, e.text, e.regex) for e in parse_expectations(text)]
+    assert got == [("error", 1, "same line", False), ("error", 4, "two below", False),
+                   ("note", 2, "previous", False), ("warning", 5, "next", False),
+                   ("error", 5, "v[0-9]+", True), ("error", None, "nowhere", False)]
+
+
+def _verify(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    path = tmp_path / "v.mlir"
+    path.write_text(text)
+    status = opt.main([str(path), "-p", "outline-kernels", "--split-input-file",
+                       "--verify-diagnostics"])
+    return status, capsys.readouterr().err
+
+
+def test_verify_diagnostics_accepts_expected_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = BAD.replace("  %0 = arith.constant : i32\n",
+                       "  %0 = arith.constant : i32 // expected-error {{attribute expected}}\n")
+    assert _verify(tmp_path, text + "// -----\n" + KERNEL, capsys) == (0, "")
+
+
+def test_verify_diagnostics_reports_mismatches(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wrong_text = BAD.replace("  %0 = arith.constant : i32\n",
+                             "  %0 = arith.constant : i32 // expected-error {{other text}}\n")
+    status, err = _verify(tmp_path, wrong_text, capsys)
+    assert status == 1
+    assert f"{tmp_path / 'v.mlir'}:2:23: error: unexpected error: attribute expected" in err
+    assert 'v.mlir:2: error: expected error "other text" was not produced' in err
+    status, err = _verify(tmp_path, KERNEL + "// expected-error @-1 {{never}}\n", capsys)
+    assert status == 1 and 'expected error "never" was not produced' in err

@@ -5,10 +5,12 @@
     nova-opt in.mlir --outline-kernels          # one flag per registered pass, run in flag order
     nova-opt in.mlir --gpu-kernel-outlining     # mlir-opt's names for the same passes
     nova-opt in.mlir --pass-pipeline='builtin.module(outline-kernels)'
+    nova-opt in.mlir -p outline-kernels --split-input-file --verify-diagnostics
 
 With --split-input-file the input is cut at `// -----` lines and each part is processed on its own
 (diagnostics keep the line numbers of the whole file); outputs are joined by `// -----` lines and
-the exit status is 1 if any part failed, as with mlir-opt.
+the exit status is 1 if any part failed, as with mlir-opt. With --verify-diagnostics, errors are
+checked against `// expected-error {{...}}` comments instead (nova.cli.verify_diagnostics).
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"process each '{SPLIT_MARKER}'-separated part on its own")
     parser.add_argument("--mlir-print-op-generic", action="store_true",
                         help="print operations in generic form")
+    parser.add_argument("--verify-diagnostics", action="store_true",
+                        help="check diagnostics against the input's expected-error comments")
     parser.set_defaults(pipeline=[])
     for name, cls in sorted(PASSES.items()):
         doc = (cls.__doc__ or "").strip().splitlines()
@@ -93,24 +97,32 @@ def unwrap_pipeline(pipeline: str) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from nova.cli.verify_diagnostics import check
     from nova.passes.registry import parse_pipeline
 
     pipeline = ",".join(p for p in [unwrap_pipeline(args.passes), *args.pipeline] if p)
     parse_pipeline(pipeline)  # report a bad pipeline once, before any input is read
     text, filename = read_input(args.input)
-    if not args.split_input_file:
-        write_output(args.output, process(text, filename, pipeline, args.mlir_print_op_generic))
-        return EXIT_OK
+    parts = split_input(text) if args.split_input_file else [text]
     outputs: list[str] = []
     status = EXIT_OK
-    for part in split_input(text):
+    for part in parts:
+        failure: NovaError | None = None
         try:
             outputs.append(process(part, filename, pipeline, args.mlir_print_op_generic))
         except NovaError as exc:
-            print(format_error(exc), file=sys.stderr)
+            failure = exc
             outputs.append("")
+        if args.verify_diagnostics:
+            problems = check(part, filename, failure)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            status = EXIT_ERROR if problems else status
+        elif failure is not None:
+            print(format_error(failure), file=sys.stderr)
             status = EXIT_ERROR
-    write_output(args.output, f"\n{SPLIT_MARKER}\n".join(outputs))
+    if status == EXIT_OK or args.split_input_file:
+        write_output(args.output, f"\n{SPLIT_MARKER}\n".join(outputs))
     return status
 
 
