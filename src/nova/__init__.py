@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
     "float32": "nova.frontend.kernel",
     "float64": "nova.frontend.kernel",
     "bool_": "nova.frontend.kernel",
+    "WARP_SIZE": "nova.frontend.kernel",
 }
 
 
