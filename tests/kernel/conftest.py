@@ -1,0 +1,34 @@
+"""Fixtures of the Python-kernel tests: `device` runs each test on cpu (always) and cuda (marked
+`gpu`, skipped with the reason when no CUDA device is usable) -- the same parametrisation as
+tests/runtime/conftest.py. Kernels compile into a per-session temporary cache directory so a
+stale user cache never hides a compiler change."""
+
+from __future__ import annotations
+
+import pytest
+
+from nova import config
+from nova.runtime.device import Device, cuda_status, get_device
+
+_CUDA = cuda_status()
+
+DEVICE_PARAMS = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=[
+        pytest.mark.gpu,
+        pytest.mark.skipif(not _CUDA.usable, reason=f"no usable CUDA device: {_CUDA.reason}"),
+    ]),
+]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kernel_cache(tmp_path_factory: pytest.TempPathFactory):
+    with config.scoped(cache_dir=tmp_path_factory.mktemp("nova-cache")):
+        yield
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
+def device(request: pytest.FixtureRequest) -> Device:
+    dev = get_device(request.param)
+    yield dev
+    dev.synchronize()
