@@ -121,6 +121,22 @@ def test_builders_print_like_mlir() -> None:
     assert print_mlir(alloc).strip() == "%0:2 = gpu.alloc async [%1] () : memref<4xi32>"
 
 
+def test_ops_built_from_xdsl_classes_print_mlir_syntax() -> None:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp, UnrankedMemRefType
+    from xdsl.ir import Block, Region
+
+    block = Block(arg_types=[MemRefType(f32, [4])])
+    block.add_ops([xmemref.CastOp.get(block.args[0], UnrankedMemRefType.from_type(f32)),
+                   func.ReturnOp()])
+    defined = func.FuncOp("f", ([MemRefType(f32, [4])], []), Region(block))
+    declared = func.FuncOp.external("printMemrefF32", [UnrankedMemRefType.from_type(f32)], [])
+    text = print_mlir(ModuleOp([defined, declared]))
+    assert "= memref.cast %0 : memref<4xf32> to memref<*xf32>\n    return\n" in text
+    assert "func.func private @printMemrefF32(memref<*xf32>)\n" in text
+    assert print_mlir(parse_mlir(text)) == text
+
+
 def test_parsing_the_corpus_is_fast() -> None:
     texts = [p.read_text() for p in sorted(CORPUS.glob("*.mlir"))]
     parse_mlir(texts[0], "warm.mlir")

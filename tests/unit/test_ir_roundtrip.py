@@ -82,6 +82,20 @@ func.func @f(%n: index) {
   return
 }
 """,
+    "launch-module-function-names": """
+func.func @f() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+      threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) module(@mymod) function(@myfn) {
+    gpu.terminator
+  }
+  %t = gpu.launch async blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+      threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    gpu.terminator
+  }
+  return
+}
+""",
     "address-spaces": """
 gpu.module @m {
   gpu.func @k(%a: memref<4xf32, #gpu.address_space<global>>)

@@ -112,8 +112,8 @@ class LaunchOp(IRDLOperation):
     clusterSizeZ = opt_operand_def(IndexType)
     dynamicSharedMemorySize = opt_operand_def(i32)
     asyncToken = opt_result_def(AsyncTokenType)
-    kernelFunc = opt_prop_def(SymbolRefAttr)
-    kernelModule = opt_prop_def(SymbolRefAttr)
+    kernel_func = opt_prop_def(SymbolRefAttr, prop_name="function")
+    kernel_module = opt_prop_def(SymbolRefAttr, prop_name="module")
     workgroup_attributions = opt_attr_def(IntegerAttr)
     body = region_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -134,6 +134,16 @@ class LaunchOp(IRDLOperation):
             regions=[body])
 
     # ---- accessors ------------------------------------------------------------------------
+    @property
+    def kernelModule(self) -> SymbolRefAttr | None:
+        """The `module(@m)` name an outlining pass should use (property `module`)."""
+        return self.kernel_module
+
+    @property
+    def kernelFunc(self) -> SymbolRefAttr | None:
+        """The `function(@f)` name an outlining pass should use (property `function`)."""
+        return self.kernel_func
+
     @property
     def has_clusters(self) -> bool:
         return self.clusterSizeX is not None
@@ -217,9 +227,9 @@ class LaunchOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict()
         op = cls(grid, block, body, cluster, dsms, deps, is_async, len(workgroup))
         if kernel_module is not None:
-            op.properties["kernelModule"] = kernel_module
+            op.properties["module"] = kernel_module
         if kernel_func is not None:
-            op.properties["kernelFunc"] = kernel_func
+            op.properties["function"] = kernel_func
         op.attributes.update(attrs)
         return op
 
@@ -243,10 +253,14 @@ class LaunchOp(IRDLOperation):
         if self.dynamicSharedMemorySize is not None:
             printer.print_string(" dynamic_shared_memory_size ")
             printer.print_operand(self.dynamicSharedMemorySize)
-        if self.kernelModule is not None:
-            printer.print_string(f" module(@{self.kernelModule.root_reference.data})")
-        if self.kernelFunc is not None:
-            printer.print_string(f" function(@{self.kernelFunc.root_reference.data})")
+        if self.kernel_module is not None:
+            printer.print_string(" module(")
+            printer.print_symbol_name(self.kernel_module.root_reference.data)
+            printer.print_string(")")
+        if self.kernel_func is not None:
+            printer.print_string(" function(")
+            printer.print_symbol_name(self.kernel_func.root_reference.data)
+            printer.print_string(")")
         _print_attributions(printer, "workgroup", self.workgroup_args())
         _print_attributions(printer, "private", self.private_args())
         printer.print_string(" ")
