@@ -24,7 +24,8 @@ from nova.runtime.abi import ABI_BY_NAME
 from nova.runtime.native_support import host_target_machine
 
 _LINK_LOCK = threading.Lock()
-_SYSTEM_LIBRARIES = ("c", "m", "gcc_s")
+_SYSTEM_LIBRARIES = (("libc.so.6", "c"), ("libm.so.6", "m"), ("libgcc_s.so.1", "gcc_s"))
+"""(glibc soname, short name for find_library when the soname does not load)."""
 
 _LINKER_DEFINED = frozenset({"_GLOBAL_OFFSET_TABLE_"})  # provided by the JIT linker itself
 _SHT_SYMTAB = 2
@@ -61,19 +62,25 @@ def _undefined_symbols(obj: bytes) -> list[str]:
     return names
 
 
+def _open(path: str | None) -> ctypes.CDLL | None:
+    if path is None:
+        return None
+    try:
+        library = ctypes.CDLL(path)
+        llvm.load_library_permanently(path)
+    except (OSError, RuntimeError):
+        return None
+    return library
+
+
 def _system_libraries() -> list[ctypes.CDLL]:
     """The allowed libraries, opened for the symbol check and made visible to the JIT linker
     (libgcc_s, home of compiler builtins such as `__truncsfhf2`, is often not loaded yet)."""
     libraries = []
-    for short in _SYSTEM_LIBRARIES:
-        path = ctypes.util.find_library(short)
-        if path is None:
-            continue
-        try:
-            libraries.append(ctypes.CDLL(path))
-            llvm.load_library_permanently(path)
-        except (OSError, RuntimeError):
-            continue
+    for soname, short in _SYSTEM_LIBRARIES:
+        library = _open(soname) or _open(ctypes.util.find_library(short))
+        if library is not None:
+            libraries.append(library)
     return libraries
 
 

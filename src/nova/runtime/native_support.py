@@ -14,7 +14,6 @@ device, module loading) or from native code through an error-path-only callback 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from dataclasses import dataclass
 
@@ -93,7 +92,7 @@ def host_target_machine() -> llvm.TargetMachine:
 
 
 def _compile() -> _NativeUnwind:
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    libc = ctypes.CDLL(None)
     key = ctypes.c_uint(0)
     if libc.pthread_key_create(ctypes.byref(key), None) != 0:
         raise RuntimeFailure("pthread_key_create failed: cannot set up Nova's unwind frames")

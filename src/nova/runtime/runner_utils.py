@@ -13,7 +13,6 @@ element that does not exist; Nova prints `[]` for that dimension instead of read
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import math
 from collections.abc import Callable
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from nova.runtime.abi import ABI_BY_NAME
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_LIBC = ctypes.CDLL(None, use_errno=True)  # the process's namespace: libc's own stdout
 _LIBC.fwrite.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p)
 _LIBC.fwrite.restype = ctypes.c_size_t
 _LIBC.fflush.argtypes = (ctypes.c_void_p,)
