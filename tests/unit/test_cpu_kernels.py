@@ -649,3 +649,33 @@ def test_symbolic_address_spaces() -> None:
     out32 = np.zeros(40, np.float32)
     mod.launch("scratch", [out32], block=(40, 1, 1))
     np.testing.assert_array_equal(out32, 2 * np.arange(40)[::-1].astype(np.float32) + 1)
+
+
+LIBDEVICE = _module("""
+    func.func private @__nv_expf(f32) -> f32
+    func.func private @cbrt(f64) -> f64
+    gpu.func @ext(%x: memref<?xf32>, %y: memref<?xf64>) kernel {
+      %t = gpu.thread_id x
+      %v = memref.load %x[%t] : memref<?xf32>
+      %e = func.call @__nv_expf(%v) : (f32) -> f32
+      memref.store %e, %x[%t] : memref<?xf32>
+      %w = memref.load %y[%t] : memref<?xf64>
+      %c = func.call @cbrt(%w) : (f64) -> f64
+      memref.store %c, %y[%t] : memref<?xf64>
+      gpu.return
+    }
+""")
+
+
+def test_libdevice_and_libm_declarations() -> None:
+    from nova.errors import UnsupportedError
+
+    mod = compile_cpu(LIBDEVICE)
+    x = np.linspace(-2, 2, 16).astype(np.float32)
+    y = np.linspace(-27, 27, 16)
+    expected_x, expected_y = np.exp(x), np.cbrt(y)
+    mod.launch("ext", [x, y], block=(16, 1, 1))
+    np.testing.assert_allclose(x, expected_x, rtol=1e-6)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-14)
+    with pytest.raises(UnsupportedError, match=r"function @__nv_no_such_fn is declared but not"):
+        compile_cpu(LIBDEVICE.replace("@__nv_expf", "@__nv_no_such_fn"))

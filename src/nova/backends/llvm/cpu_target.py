@@ -28,6 +28,9 @@ How a kernel runs (docs/architecture.md, "CPU device barriers"):
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -71,6 +74,7 @@ DEFAULT_STACK_BYTES = cf.DEFAULT_STACK_BYTES
 WORKGROUP_ALIGN = 64
 STACK_RESERVE = 16 * 1024
 """Bytes of every fiber stack kept for the runtime, libc calls (printf) and spills."""
+LIBDEVICE_PREFIX = "__nv_"
 BODY_PREFIX = "__nova_cpu_fn."
 FIBER_PREFIX = "__nova_cpu_fiber."
 
@@ -142,6 +146,35 @@ def _ftype(op: Operation) -> FunctionType:
     ftype = attr(op, "function_type")
     assert isinstance(ftype, FunctionType)
     return ftype
+
+
+@functools.cache
+def _c_libraries() -> tuple[ctypes.CDLL, ...]:
+    libs = []
+    for name in ("c", "m"):
+        path = ctypes.util.find_library(name)
+        if path:
+            libs.append(ctypes.CDLL(path))
+    return tuple(libs)
+
+
+def _in_libc(name: str) -> bool:
+    return any(hasattr(lib, name) for lib in _c_libraries())
+
+
+def external_symbol(op: Operation) -> str:
+    """The symbol a function declared (not defined) in a gpu.module binds to on the CPU device:
+    a libc/libm function of the same name, or for CUDA libdevice's `__nv_<f>` the libm `<f>`.
+    Anything else would be unresolved when the runtime loads the object, so it is an error."""
+    name = symbol_name(op)
+    if name.startswith(LIBDEVICE_PREFIX) and _in_libc(name[len(LIBDEVICE_PREFIX):]):
+        return name[len(LIBDEVICE_PREFIX):]
+    if _in_libc(name):
+        return name
+    raise UnsupportedError(
+        f"function @{name} is declared but not defined in the gpu.module; CPU device kernels "
+        "may only call functions defined in their gpu.module, libc/libm functions, or libdevice "
+        "functions (__nv_*) that have a libm equivalent", _loc(op))
 
 
 def is_kernel(op: Operation) -> bool:
@@ -238,12 +271,10 @@ class CpuTarget(TargetBase):
         name = callee.root_reference.data
         fn = fe.module.functions.get(name)
         args = fe.flat_args(op.operands)
-        if fn is not None and name in getattr(fe.module, "cpu_with_ctx", ()):
+        if fn is None:
+            raise fe.error(op, f"func.call of @{name}, which is not in the gpu.module")
+        if name in getattr(fe.module, "cpu_with_ctx", ()):
             args = [fe.tctx, *args]  # type: ignore[attr-defined]
-        else:
-            ftype = FunctionType.from_lists([v.type for v in op.operands],
-                                            [r.type for r in op.results])
-            fn = fe.module.declare(name, fe.module.function_type(ftype))
         result = fe.builder.call(fn, args)
         if len(op.results) == 1:
             fe.bind_from_llvm(op.results[0], result)
@@ -377,7 +408,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None) -> C
             fn.linkage = "internal"
             with_ctx.add(fname)
         else:
-            fn = me.declare(fname, fnty)
+            fn = me.declare(external_symbol(op), fnty)
         me.functions[fname] = fn
         me.func_ops[fname] = op
     kernels: list[Kernel] = []
