@@ -288,3 +288,22 @@ define void @__nova_entry_builtins(ptr %args, ptr %results) {
     with load(build_bundle(host, entries), "cpu") as module:
         module.builtins()
     assert capfd.readouterr().out == "15360\n"  # 0x3C00, the half-precision 1.0
+
+
+def test_ctrl_c_inside_a_runtime_callback_unwinds_then_interrupts(
+        mod: NovaModule, monkeypatch: pytest.MonkeyPatch) -> None:
+    stream = nova.get_device("cpu").default_stream
+    original = stream.synchronize
+    calls = []
+
+    def interrupted() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        original()
+
+    monkeypatch.setattr(stream, "synchronize", interrupted)
+    with pytest.raises(KeyboardInterrupt, match="nova_rt_stream_synchronize was interrupted"):
+        mod.main(np.zeros(8, np.float32))
+    monkeypatch.undo()
+    assert mod.add(2, 2) == 4

@@ -22,7 +22,7 @@ from nova.errors import NovaError, RuntimeFailure
 from nova.runtime.abi import ABI_BY_NAME, DeviceModuleDescriptor
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
-from nova.runtime.native_support import call_entry_function, record_error
+from nova.runtime.native_support import InterruptedCall, call_entry_function, record_error
 from nova.runtime.stream import Event, Stream
 
 CPU_ABI_NAMES: tuple[str, ...] = (
@@ -50,6 +50,9 @@ def _guarded(name: str, impl: Callable[..., None]) -> Callable[..., int]:
         except NovaError as exc:
             exc.add_note(f"(raised by the runtime call {name})")
             record_error(exc)
+            return 1
+        except KeyboardInterrupt:
+            record_error(InterruptedCall(f"{name} was interrupted"))
             return 1
         except BaseException as exc:  # never unwind through C frames
             record_error(RuntimeFailure(f"{name} failed: {type(exc).__name__}: {exc}"))

@@ -34,6 +34,7 @@ from nova.runtime.cuda_native import (
 )
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.native_support import (
+    InterruptedCall,
     host_target_machine,
     record_error,
     take_error,
@@ -209,6 +210,9 @@ class CudaAbi:
             except NovaError as exc:
                 exc.add_note(f"(raised by the runtime call {name})")
                 record_error(exc)
+                return 1
+            except KeyboardInterrupt:
+                record_error(InterruptedCall(f"{name} was interrupted"))
                 return 1
             except BaseException as exc:  # never unwind through C frames
                 record_error(RuntimeFailure(f"{name} failed: {type(exc).__name__}: {exc}"))

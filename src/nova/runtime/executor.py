@@ -31,7 +31,12 @@ from nova.runtime import marshal
 from nova.runtime.device import Device, get_device
 from nova.runtime.linker import LinkedObject, link_object
 from nova.runtime.memory import Buffer
-from nova.runtime.native_support import clear_error, control_symbols, take_error
+from nova.runtime.native_support import (
+    InterruptedCall,
+    clear_error,
+    control_symbols,
+    take_error,
+)
 from nova.runtime.runner_utils import flush_stdout, runner_util_symbols
 
 
@@ -170,6 +175,8 @@ class EntryFunction:
                 error = self._failure()  # taken first: the cleanup may fail (and record) too
                 self._abandon(abi, staged)
                 clear_error()
+                if isinstance(error, InterruptedCall):
+                    raise KeyboardInterrupt(str(error))
                 raise error
             self._finish(abi, staged)
             return self._results(plan, abi)

@@ -131,6 +131,11 @@ def call_entry_function() -> ctypes._CFuncPtr:
 
 # --- the error slot ------------------------------------------------------------------------
 
+class InterruptedCall(RuntimeFailure):
+    """Ctrl-C arrived while a runtime callback ran; the executor re-raises KeyboardInterrupt
+    once the program has unwound (an exception must never cross the C frames)."""
+
+
 def record_error(error: NovaError) -> None:
     """Remember the first failure of the current call on this thread (later ones are echoes)."""
     if getattr(_slot, "error", None) is None:
