@@ -104,6 +104,12 @@ gpu.module @m {
     gpu.return
   }
 }
+gpu.module @dyn {
+  gpu.func @k() kernel {
+    %0 = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    gpu.return
+  }
+}
 func.func @f() {
   %a = memref.alloca() : memref<4xf32, #gpu.address_space<workgroup>>
   return

@@ -11,14 +11,18 @@ from collections.abc import Sequence
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyFloat,
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
+    NoneAttr,
     StringAttr,
     UnitAttr,
     VectorType,
     i1,
+    i8,
     i32,
 )
 from xdsl.ir import Attribute, Region, SSAValue
@@ -39,6 +43,8 @@ from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from nova.ir.gpu_base import (
+    AddressSpace,
+    AddressSpaceAttr,
     AllReduceOperation,
     AllReduceOperationAttr,
     Dimension,
@@ -497,6 +503,46 @@ class SubgroupReduceOp(IRDLOperation):
                                       "two")
 
 
+# ---- dynamic shared memory -------------------------------------------------------------------
+
+
+@irdl_op_definition
+class DynamicSharedMemoryOp(IRDLOperation):
+    """`gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>`: the block's
+    dynamic shared memory (sized by the launch's `dynamic_shared_memory_size`)."""
+
+    name = "gpu.dynamic_shared_memory"
+    resultMemref = result_def(MemRefType)
+    traits = traits_def(Pure())
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[MemRefType(i8, [DYNAMIC_INDEX], NoneAttr(),
+                                                  AddressSpaceAttr(AddressSpace.WORKGROUP))])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.create(result_types=[type_], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        print_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.resultMemref.type)
+
+    def verify_(self) -> None:
+        t = self.resultMemref.type
+        assert isinstance(t, MemRefType)
+        space = t.memory_space
+        if not (isinstance(space, AddressSpaceAttr) and space.data == AddressSpace.WORKGROUP):
+            raise VerifyException("'gpu.dynamic_shared_memory' op address space must be "
+                                  "address_space<workgroup>")
+        if t.get_shape() != (DYNAMIC_INDEX,) or t.element_type != i8:
+            raise VerifyException("'gpu.dynamic_shared_memory' op result must be "
+                                  "memref<?xi8, #gpu.address_space<workgroup>>")
+
+
 # ---- printf ----------------------------------------------------------------------------------
 
 
@@ -549,5 +595,5 @@ KERNEL_OPS: tuple[type[IRDLOperation], ...] = (
     ThreadIdOp, BlockIdOp, BlockDimOp, GridDimOp, GlobalIdOp, ClusterIdOp, ClusterDimOp,
     ClusterDimBlocksOp, ClusterBlockIdOp, LaneIdOp, SubgroupIdOp, SubgroupSizeOp,
     NumSubgroupsOp, BarrierOp, TerminatorOp, ReturnOp, YieldOp, ShuffleOp, AllReduceOp,
-    SubgroupReduceOp, PrintfOp,
+    SubgroupReduceOp, DynamicSharedMemoryOp, PrintfOp,
 )
