@@ -305,6 +305,7 @@ class NovaModule:
         self._abi: DeviceAbi | None = _make_abi(device, self.manifest)
         bindings = {**control_symbols(), **runner_util_symbols(), **self._abi.symbols()}
         self._linked: LinkedObject = link_object(bundle.object_bytes, bindings, name)
+        self._object_bytes = bundle.object_bytes  # linked again by graph capture
         self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
         self._lock = threading.Lock()
 
@@ -329,6 +330,14 @@ class NovaModule:
 
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self._entries})
+
+    def capture(self, entry: str, *example_args: Any) -> Any:
+        """Capture entry `entry` once (a CUDA graph on cuda, a recorded op list on cpu) for
+        arguments shaped like `example_args`; returns a `nova.runtime.graph.CapturedEntry`
+        whose `replay(*args)` / `__call__` runs it again with new inputs of the same shapes."""
+        from nova.runtime.graph import capture
+
+        return capture(self, entry, *example_args)
 
     def _require_open(self) -> DeviceAbi:
         abi = self._abi
