@@ -32,3 +32,8 @@ def device(request: pytest.FixtureRequest) -> Device:
     dev = get_device(request.param)
     yield dev
     dev.synchronize()
+
+
+@pytest.fixture
+def cpu_device() -> Device:
+    return get_device("cpu")

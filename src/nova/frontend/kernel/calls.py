@@ -150,7 +150,8 @@ def _math(tr: Translator, name: str, args: list, node: ast.AST, python: bool) ->
     if name == "absolute":
         s = tr.scalar(args[0], node)
         if s.type.is_float:  # type: ignore[union-attr]
-            return Val(em.res(xmath.AbsFOp(s.ssa)), s.type)
+            x, back = _float_operand(tr, s, node)
+            return em.convert(Val(em.res(xmath.AbsFOp(x.ssa)), x.type), back)
         if s.type.is_signed:  # type: ignore[union-attr]
             return Val(em.res(xmath.AbsIOp(s.ssa)), s.type)
         return s
@@ -339,11 +340,37 @@ def _warp_operand(tr: Translator, value: Value, node: ast.AST) -> tuple[Val, T.S
 
 
 def _shuffle(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """CUDA's __shfl_*_sync semantics: lanes form segments of `width` (a power of two); a source
+    lane outside the caller's segment yields the caller's own value. With the default width the
+    native gpu.shuffle modes are used; otherwise the source lane is computed and read with `idx`.
+    """
+    em = tr.em
     x, back = _warp_operand(tr, v["value"], node)
     offset = tr.as_type(v[_SHUFFLE_ARG[name]], T.int32, node)
-    width = tr.as_type(v["width"], T.int32, node)
-    op = tr.em.op(gpu.ShuffleOp(name.removeprefix("shuffle_"), x.ssa, offset.ssa, width.ssa))
-    return tr.em.convert(Val(op.results[0], x.type), back)
+    width_v = v["width"]
+    if isinstance(width_v, Const) and width_v.value not in (1, 2, 4, 8, 16, 32):
+        raise tr.type_error(node, f"nova.{name}() width must be a power of two <= 32")
+    full = em.constant(WARP_SIZE, T.int32)
+    mode = name.removeprefix("shuffle_")
+    if isinstance(width_v, Const) and width_v.value == WARP_SIZE and mode != "idx":
+        op = em.op(gpu.ShuffleOp(mode, x.ssa, offset.ssa, full.ssa))
+        return em.convert(Val(op.results[0], x.type), back)
+    width = tr.as_type(width_v, T.int32, node)
+    lane = em.convert(em.from_index(em.res(gpu.LaneIdOp())), T.int32)
+    one = em.constant(1, T.int32)
+    low = em.binary("-", width, one, T.int32)
+    seg = em.binary("&", lane, em.invert(low), T.int32)        # first lane of the segment
+    end = em.binary("+", seg, width, T.int32)
+    if mode == "idx":
+        src = em.binary("+", seg, em.binary("&", offset, low, T.int32), T.int32)
+    else:
+        op_sym = {"up": "-", "down": "+", "xor": "^"}[mode]
+        src = em.binary(op_sym, lane, offset, T.int32)
+    inside = em.binary("&", em.compare(">=", src, seg, T.int32),
+                       em.compare("<", src, end, T.int32), T.bool_)
+    src = em.select(inside, src, lane)
+    op = em.op(gpu.ShuffleOp("idx", x.ssa, src.ssa, full.ssa))
+    return em.convert(Val(op.results[0], x.type), back)
 
 
 _SHUFFLE_ARG = {"shuffle_idx": "lane", "shuffle_up": "delta", "shuffle_down": "delta",

@@ -87,7 +87,7 @@ def dimension(tr: Translator, array: Val, d: int) -> Value:
     if at.shape is not None:
         return Const(at.shape[d])
     c = tr.em.res(_index_constant(d))
-    return tr.em.from_index(tr.em.res(memref.DimOp.from_source_and_index(array.ssa, c)))
+    return tr.em.from_index(tr.em.res(memref.DimOp(array.ssa, c)))
 
 
 def _index_constant(d: int) -> Any:

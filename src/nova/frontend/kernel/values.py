@@ -77,6 +77,8 @@ class Emitter:
     # --- constants and conversions ------------------------------------------------------------
     def constant(self, value: Any, ty: T.ScalarType) -> Val:
         """Materialize a Python number as `ty` (ints must fit the type's range)."""
+        if ty is T.bfloat16:
+            return self.convert(self.constant(value, T.float32), ty)
         if ty.is_float:
             return Val(self.res(arith.ConstantOp(FloatAttr(float(value), ty.mlir))), ty)
         if isinstance(value, float) and not float(value).is_integer():
@@ -117,6 +119,10 @@ class Emitter:
         v = value.ssa
         if to.is_bool:
             return self.truth(value)
+        if src is T.bfloat16:
+            return self.convert(self._bf16_to_f32(value), to)
+        if to is T.bfloat16:
+            return self._f32_to_bf16(self.convert(value, T.float32))
         if to.is_float:
             if src.is_float:
                 if src.bits == to.bits:  # float16 <-> bfloat16 through float32
@@ -136,6 +142,31 @@ class Emitter:
         cls = arith.ExtSIOp if src.is_signed else arith.ExtUIOp
         return Val(self.res(cls(v, to.mlir)), to)
 
+    # bfloat16 <-> float32 through bit patterns: LLVM 0.50's llvmlite has no bfloat type, so the
+    # emitter stores bf16 as i16 and only bitcasts and integer ops are safe on every target.
+    def _bits(self, v: SSAValue, bits: int) -> SSAValue:
+        return self.res(arith.BitcastOp(v, IntegerType(bits)))
+
+    def _int_const(self, value: int, bits: int) -> SSAValue:
+        return self.res(arith.ConstantOp(IntegerAttr(value, IntegerType(bits))))
+
+    def _bf16_to_f32(self, value: Val) -> Val:
+        wide = self.res(arith.ExtUIOp(self._bits(value.ssa, 16), IntegerType(32)))
+        shifted = self.res(arith.ShLIOp(wide, self._int_const(16, 32)))
+        return Val(self.res(arith.BitcastOp(shifted, T.float32.mlir)), T.float32)
+
+    def _f32_to_bf16(self, value: Val) -> Val:
+        """Round to nearest even; NaN stays a (quiet) NaN."""
+        u = self._bits(value.ssa, 32)
+        sixteen = self._int_const(16, 32)
+        lsb = self.res(arith.AndIOp(self.res(arith.ShRUIOp(u, sixteen)), self._int_const(1, 32)))
+        bias = self.res(arith.AddiOp(lsb, self._int_const(0x7FFF, 32)))
+        rounded = self.res(arith.ShRUIOp(self.res(arith.AddiOp(u, bias)), sixteen))
+        nan = self.res(arith.CmpfOp(value.ssa, value.ssa, "uno"))
+        bits = self.res(arith.SelectOp(nan, self._int_const(0x7FC0, 32), rounded))
+        narrow = self.res(arith.TruncIOp(bits, IntegerType(16)))
+        return Val(self.res(arith.BitcastOp(narrow, T.bfloat16.mlir)), T.bfloat16)
+
     def truth(self, value: Val) -> Val:
         """Python truthiness as a bool value."""
         t = value.type
@@ -144,6 +175,8 @@ class Emitter:
         if t.is_bool:
             return value
         zero = self.constant(0, t)
+        if t is T.bfloat16:
+            return self.truth(self.convert(value, T.float32))
         if t.is_float:
             return Val(self.res(arith.CmpfOp(value.ssa, zero.ssa, "une")), T.bool_)
         return Val(self.res(arith.CmpiOp(value.ssa, zero.ssa, "ne")), T.bool_)
@@ -162,6 +195,10 @@ class Emitter:
             if not t.is_float:
                 a, b, t = self.convert(a, T.float64), self.convert(b, T.float64), T.float64
             return Val(self.res(arith.DivfOp(a.ssa, b.ssa)), t)
+        if t is T.bfloat16:  # exact: float32 holds every bfloat16 result before rounding
+            wide = self.binary(op, self.convert(a, T.float32), self.convert(b, T.float32),
+                               T.float32)
+            return self.convert(wide, t)
         if t.is_float:
             return self._float_binary(op, a, b, t)
         return self._int_binary(op, a, b, t)
@@ -243,6 +280,8 @@ class Emitter:
     def compare(self, op: str, a: Val, b: Val, t: T.ScalarType) -> Val:
         """`a op b` for ==, !=, <, <=, >, >= with both operands of type `t`."""
         rel = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}[op]
+        if t is T.bfloat16:
+            a, b, t = self.convert(a, T.float32), self.convert(b, T.float32), T.float32
         if t.is_float:
             pred = "une" if rel == "ne" else f"o{rel}"
             return Val(self.res(arith.CmpfOp(a.ssa, b.ssa, pred)), T.bool_)
@@ -253,6 +292,8 @@ class Emitter:
     def negate(self, a: Val) -> Val:
         t = a.type
         assert isinstance(t, T.ScalarType)
+        if t is T.bfloat16:
+            return self.convert(self.negate(self.convert(a, T.float32)), t)
         if t.is_float:
             return Val(self.res(arith.NegfOp(a.ssa)), t)
         if t.is_bool:
@@ -276,6 +317,10 @@ class Emitter:
 
     def minmax(self, which: str, a: Val, b: Val, t: T.ScalarType) -> Val:
         """min/max (NaN-propagating for floats, like Python's with a NaN first operand...)."""
+        if t is T.bfloat16:
+            wide = self.minmax(which, self.convert(a, T.float32), self.convert(b, T.float32),
+                               T.float32)
+            return self.convert(wide, t)
         if t.is_float:
             cls = arith.MaximumfOp if which == "max" else arith.MinimumfOp
         elif t.is_signed:
