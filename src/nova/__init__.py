@@ -25,6 +25,9 @@ _LAZY: dict[str, str] = {
     "Event": "nova.runtime.stream",
     "from_dlpack": "nova.runtime.memory",
     "HostBuffer": "nova.runtime.memory",
+    "Pipeline": "nova.runtime.pipeline",
+    "PipelineError": "nova.runtime.pipeline",
+    "CapturedEntry": "nova.runtime.graph",
     # Python kernels (nova.frontend.kernel; docs/python-kernels.md)
     "kernel": "nova.frontend.kernel",
     "func": "nova.frontend.kernel",
