@@ -563,17 +563,17 @@ def test_private_memory_beyond_the_fiber_stack_is_rejected() -> None:
 DYNAMIC_SHARED = _module("""
     gpu.func @dyn(%out: memref<?xi8>, %n: index) kernel {
       %c1 = arith.constant 1 : index
-      %smem = memref.alloc(%n) : memref<?xi8, 3>
+      %smem = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
       %t = gpu.thread_id x
       %d = gpu.block_dim x
       %b = gpu.block_id x
       %tb = arith.addi %t, %b : index
       %v = arith.index_cast %tb : index to i8
-      memref.store %v, %smem[%t] : memref<?xi8, 3>
+      memref.store %v, %smem[%t] : memref<?xi8, #gpu.address_space<workgroup>>
       gpu.barrier
       %last = arith.subi %d, %c1 : index
       %m = arith.subi %last, %t : index
-      %w = memref.load %smem[%m] : memref<?xi8, 3>
+      %w = memref.load %smem[%m] : memref<?xi8, #gpu.address_space<workgroup>>
       %g0 = arith.muli %b, %d : index
       %g = arith.addi %g0, %t : index
       memref.store %w, %out[%g] : memref<?xi8>
@@ -583,27 +583,9 @@ DYNAMIC_SHARED = _module("""
 
 
 def test_dynamic_shared_memory_is_per_os_thread_scratch() -> None:
-    """gpu.dynamic_shared_memory (built in Python: the parser lacks it) views
-    launch->dynamic_shared, which the runtime gives each OS thread separately."""
-    from xdsl.irdl import IRDLOperation, irdl_op_definition, result_def
-    from xdsl.rewriter import Rewriter
-
-    from nova.backends.llvm.cpu_target import lower_cpu_module
-    from nova.frontend.mlir_text import parse_mlir
-
-    @irdl_op_definition
-    class DynamicSharedMemoryOp(IRDLOperation):
-        name = "gpu.dynamic_shared_memory"
-        result = result_def()
-
-    module = parse_mlir(DYNAMIC_SHARED, "<test>")
-    alloc = next(op for op in module.walk() if op.name == "memref.alloc")
-    Rewriter.replace_op(alloc, DynamicSharedMemoryOp(result_types=[alloc.results[0].type]))
-    gm = next(op for op in module.walk() if op.name == "gpu.module")
-    lowering = lower_cpu_module(gm)
-    from cpu_jit import CpuModule, jit_module
-
-    mod = CpuModule(lowering, jit_module(lowering.llvm_module))
+    """gpu.dynamic_shared_memory views launch->dynamic_shared, which the runtime gives each OS
+    thread separately."""
+    mod = compile_cpu(DYNAMIC_SHARED)
     blocks, block = 16, 50
     out = np.zeros(blocks * block, np.int8)
     mod.launch("dyn", [out, I64(block)], grid=(blocks, 1, 1), block=(block, 1, 1),
