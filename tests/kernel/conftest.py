@@ -37,3 +37,10 @@ def device(request: pytest.FixtureRequest) -> Device:
 @pytest.fixture
 def cpu_device() -> Device:
     return get_device("cpu")
+
+
+@pytest.fixture
+def cuda_device() -> Device:
+    if not _CUDA.usable:
+        pytest.skip(f"no usable CUDA device: {_CUDA.reason}")
+    return get_device("cuda")
