@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from nova.bundle.format import Kernel
 from nova.errors import DeviceError, KernelFault
 from nova.runtime.abi import CpuLaunch
+from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams
 
@@ -92,6 +93,7 @@ class CpuModule(DeviceModule):
             raise DeviceError(f"cannot load the CPU object of device module {images.name!r}: "
                               f"{exc}") from exc
         self._engine = engine
+        fault_guard.guard()  # install the fault handlers before any kernel of the module runs
 
     @property
     def handle(self) -> int:
@@ -182,11 +184,11 @@ class BlockRun:
                        else None)
             launch.dynamic_shared = ctypes.addressof(scratch) if scratch is not None else None
             launch.dynamic_shared_bytes = self.shared_bytes
+            guard = fault_guard.guard()
         except BaseException as exc:  # e.g. MemoryError for the shared scratch
             self._finish(f"cannot set up the launch: {type(exc).__name__}: {exc}")
             return
         params = self.params.address
-        entry = self.function.entry
         launch_ptr = ctypes.addressof(launch)
         while index is not None:
             begin = index * self.chunk
@@ -194,8 +196,13 @@ class BlockRun:
             failure = None
             try:
                 launch.block_begin, launch.block_end = begin, end
-                status = entry(params, launch_ptr)
-                if status != 0:
+                if guard is not None:  # faults become FAULT_STATUS (see fault_guard)
+                    status = guard.call(self.function.handle, params, launch_ptr)
+                else:
+                    status = self.function.entry(params, launch_ptr)
+                if status == fault_guard.FAULT_STATUS and guard is not None:
+                    failure = fault_guard.describe_fault(launch, begin, end)
+                elif status != 0:
                     text = launch.error.decode("utf-8", "replace") or "no message"
                     failure = f"{text} (status {status}, blocks [{begin}, {end}))"
             except BaseException as exc:  # ctypes itself failed; report it as the kernel's

@@ -1,0 +1,460 @@
+"""Faults in CPU-device kernels raise `KernelFault` instead of killing the process.
+
+Why: on the cpu device a kernel is native code running inside the Python process. A store through a
+bad pointer, an integer division by zero or a fiber stack overflow would otherwise end the process
+with SIGSEGV/SIGFPE/SIGBUS, where the same bug on a GPU gives a catchable error. A small native
+module (LLVM IR below, JIT-compiled once per process with llvmlite: no C compiler at run time)
+turns such a fault into a failed launch:
+
+- `nova_cpu_fault_guard_install()` installs one handler for SIGSEGV, SIGBUS, SIGFPE and SIGILL with
+  `sigaction` (SA_SIGINFO | SA_ONSTACK), remembering the handlers it replaces.
+- `nova_cpu_guarded_call(kernel, params, launch)` calls `i32 kernel(params, launch)` after a
+  `__sigsetjmp(buf, 1)` whose buffer it publishes in the thread's state (a pthread key: MCJIT
+  cannot place thread-local globals), marked "in kernel" for the duration of the call. On its
+  first use in a thread it gives the thread an alternate signal stack (`sigaltstack`, unless the
+  thread has one already), so a fault with an exhausted stack (a fiber overflowed by a huge
+  alloca) can still be handled; a pthread key destructor frees it when the thread exits.
+- The handler: when the faulting thread is in a guarded kernel call it writes a `FaultRecord`
+  (signal, si_code, faulting address, pc and sp from the ucontext) at the start of
+  `launch->error` and `siglongjmp`s back to the guarded call, which returns `FAULT_STATUS`. The
+  jump leaves the fiber stack (kernels with barriers run GPU threads as fibers, on stacks of their
+  own) for the guarded-call frame on the thread's real stack; the saved signal mask is restored.
+  Otherwise it chains to the handler it replaced (Python's faulthandler, which pytest enables,
+  or SIG_DFL: the action is reinstated and the fault re-raised), so ordinary crashes behave as
+  before.
+
+Layouts are glibc's x86-64 ones (tests/runtime/test_cpu_faults.py checks them against gcc where
+present): struct sigaction is 152 bytes (handler at 0, sa_mask 128 bytes at 8, sa_flags at 136,
+sa_restorer at 144); siginfo_t has si_code at 8 and si_addr at 16; a sigjmp_buf is 200 bytes;
+stack_t is {ptr ss_sp, i32 ss_flags, i64 ss_size}; ucontext_t's saved rsp/rip are at 160/168.
+Elsewhere (other libcs or architectures) `guard()` returns None and kernels run unguarded.
+
+What a caught fault leaves behind: the kernel stopped in the middle, so memory it wrote may be
+partially updated, and the per-call scratch it had allocated (fiber stacks) is leaked. The device
+itself stays usable. A fault while the kernel held a libc lock (inside malloc or printf) could
+leave that lock held; kernels call libc rarely, so this is a documented limit, not a handled case.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import sys
+import threading
+from dataclasses import dataclass
+
+from nova.runtime.abi import CpuLaunch
+
+FAULT_STATUS = -0x4E46
+"""What `nova_cpu_guarded_call` returns after a caught fault (kernels return 0 or small positive
+statuses); `launch->error` then starts with a FaultRecord."""
+
+FAULT_MAGIC = 0x544C55414641564E  # "NOVAFAULT"[:8], little-endian: marks a FaultRecord
+ALT_STACK_BYTES = 256 * 1024
+"""Alternate signal stack per kernel thread: the handler needs little, but the kernel's signal
+frame holds the full XSAVE state (several KiB with AVX-512, more with AMX)."""
+
+SIGILL, SIGBUS, SIGFPE, SIGSEGV = 4, 7, 8, 11
+GUARDED_SIGNALS = (SIGILL, SIGBUS, SIGFPE, SIGSEGV)
+
+SA_SIGINFO = 0x4
+SA_ONSTACK = 0x08000000
+SS_DISABLE = 2
+SIGACTION_BYTES = 152
+SIGACTION_FLAGS_OFFSET = 136
+SIGINFO_CODE_OFFSET = 8
+SIGINFO_ADDR_OFFSET = 16
+SIGJMP_BUF_BYTES = 200
+STACK_T_BYTES = 24
+UCONTEXT_RSP_OFFSET = 160
+UCONTEXT_RIP_OFFSET = 168
+
+GUARDED_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class FaultRecord(ctypes.Structure):
+    """What the handler writes at the start of `CpuLaunch.error` (40 of its 512 bytes)."""
+
+    _fields_ = (
+        ("magic", ctypes.c_uint64),
+        ("signal", ctypes.c_int32),
+        ("code", ctypes.c_int32),
+        ("address", ctypes.c_uint64),
+        ("pc", ctypes.c_uint64),
+        ("sp", ctypes.c_uint64),
+    )
+
+
+_ERROR_OFFSET = CpuLaunch.error.offset
+
+
+def _install_calls() -> str:
+    """IR lines installing the handler for each guarded signal, jumping to %fail on error."""
+    lines = []
+    for i, sig in enumerate(GUARDED_SIGNALS):
+        nxt = f"sig{i + 1}" if i + 1 < len(GUARDED_SIGNALS) else "installed"
+        lines += [f"  %rc{i} = call i32 @nova_fg_install_one(i32 {sig})",
+                  f"  %ok{i} = icmp eq i32 %rc{i}, 0",
+                  f"  br i1 %ok{i}, label %{nxt}, label %fail",
+                  f"{nxt}:"]
+    return "\n".join(lines)
+
+
+# The per-thread state, malloc'd on first use: { i32 active, ptr jmpbuf, ptr launch, ptr altstack }
+_IR = f"""
+%State = type {{ i32, ptr, ptr, ptr }}
+%Actions = type [32 x [{SIGACTION_BYTES} x i8]]  ; the replaced sigaction of each signal number
+
+@nova_fg_key = internal global i32 0
+@nova_fg_installed = internal global i32 0
+@nova_fg_old = internal global %Actions zeroinitializer, align 16
+
+declare i32 @__sigsetjmp(ptr, i32) returns_twice
+declare void @siglongjmp(ptr, i32) noreturn
+declare i32 @sigaction(i32, ptr, ptr)
+declare i32 @sigaltstack(ptr, ptr)
+declare i32 @raise(i32)
+declare i32 @pthread_key_create(ptr, ptr)
+declare ptr @pthread_getspecific(i32)
+declare i32 @pthread_setspecific(i32, ptr)
+declare ptr @calloc(i64, i64)
+declare ptr @malloc(i64)
+declare void @free(ptr)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+
+; ---- the signal handler -----------------------------------------------------------------------
+define internal void @nova_fg_handler(i32 %sig, ptr %info, ptr %uc) nounwind {{
+entry:
+  %key = load volatile i32, ptr @nova_fg_key
+  %st = call ptr @pthread_getspecific(i32 %key)
+  %has = icmp ne ptr %st, null
+  br i1 %has, label %check, label %chain
+check:
+  %active = load volatile i32, ptr %st
+  %inside = icmp ne i32 %active, 0
+  br i1 %inside, label %caught, label %chain
+caught:
+  store volatile i32 0, ptr %st
+  %launch.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
+  %launch = load volatile ptr, ptr %launch.at
+  %rec = getelementptr inbounds i8, ptr %launch, i64 {_ERROR_OFFSET}
+  store volatile i64 {FAULT_MAGIC}, ptr %rec
+  %rec.sig = getelementptr inbounds i8, ptr %rec, i64 8
+  store volatile i32 %sig, ptr %rec.sig
+  %code.at = getelementptr inbounds i8, ptr %info, i64 {SIGINFO_CODE_OFFSET}
+  %code = load i32, ptr %code.at
+  %rec.code = getelementptr inbounds i8, ptr %rec, i64 12
+  store volatile i32 %code, ptr %rec.code
+  %addr.at = getelementptr inbounds i8, ptr %info, i64 {SIGINFO_ADDR_OFFSET}
+  %addr = load i64, ptr %addr.at
+  %rec.addr = getelementptr inbounds i8, ptr %rec, i64 16
+  store volatile i64 %addr, ptr %rec.addr
+  %pc.at = getelementptr inbounds i8, ptr %uc, i64 {UCONTEXT_RIP_OFFSET}
+  %pc = load i64, ptr %pc.at
+  %rec.pc = getelementptr inbounds i8, ptr %rec, i64 24
+  store volatile i64 %pc, ptr %rec.pc
+  %sp.at = getelementptr inbounds i8, ptr %uc, i64 {UCONTEXT_RSP_OFFSET}
+  %sp = load i64, ptr %sp.at
+  %rec.sp = getelementptr inbounds i8, ptr %rec, i64 32
+  store volatile i64 %sp, ptr %rec.sp
+  %rec.nul = getelementptr inbounds i8, ptr %rec, i64 40
+  store volatile i8 0, ptr %rec.nul
+  %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
+  %jb = load volatile ptr, ptr %jb.at
+  call void @siglongjmp(ptr %jb, i32 1)
+  unreachable
+chain:
+  %old = getelementptr inbounds %Actions, ptr @nova_fg_old, i32 0, i32 %sig, i32 0
+  %h = load ptr, ptr %old
+  %hi = ptrtoint ptr %h to i64
+  %default = icmp ule i64 %hi, 1
+  br i1 %default, label %restore, label %call
+call:
+  %flags.at = getelementptr inbounds i8, ptr %old, i64 {SIGACTION_FLAGS_OFFSET}
+  %flags = load i32, ptr %flags.at
+  %siginfo = and i32 %flags, {SA_SIGINFO}
+  %three = icmp ne i32 %siginfo, 0
+  br i1 %three, label %call3, label %call1
+call3:
+  call void %h(i32 %sig, ptr %info, ptr %uc)
+  ret void
+call1:
+  call void %h(i32 %sig)
+  ret void
+restore:
+  ; SIG_DFL / SIG_IGN: reinstate it; a hardware fault re-executes and meets it, a signal sent by
+  ; kill/raise (si_code <= 0) is sent again (delivered once this handler returns)
+  %ignored = call i32 @sigaction(i32 %sig, ptr %old, ptr null)
+  %code2.at = getelementptr inbounds i8, ptr %info, i64 {SIGINFO_CODE_OFFSET}
+  %code2 = load i32, ptr %code2.at
+  %user = icmp sle i32 %code2, 0
+  br i1 %user, label %resend, label %done
+resend:
+  %ignored2 = call i32 @raise(i32 %sig)
+  br label %done
+done:
+  ret void
+}}
+
+; ---- per-thread state and alternate signal stack ---------------------------------------------
+define internal void @nova_fg_thread_exit(ptr %st) nounwind {{
+entry:
+  %alt.at = getelementptr inbounds %State, ptr %st, i32 0, i32 3
+  %alt = load ptr, ptr %alt.at
+  %own = icmp ne ptr %alt, null
+  br i1 %own, label %release, label %done
+release:
+  %cur = alloca [{STACK_T_BYTES} x i8], align 8
+  %q = call i32 @sigaltstack(ptr null, ptr %cur)
+  %cur.sp = load ptr, ptr %cur
+  %ours = icmp eq ptr %cur.sp, %alt
+  br i1 %ours, label %disable, label %free
+disable:
+  %off = alloca [{STACK_T_BYTES} x i8], align 8
+  call void @llvm.memset.p0.i64(ptr %off, i8 0, i64 {STACK_T_BYTES}, i1 false)
+  %off.flags = getelementptr inbounds i8, ptr %off, i64 8
+  store i32 {SS_DISABLE}, ptr %off.flags
+  %d = call i32 @sigaltstack(ptr %off, ptr null)
+  br label %free
+free:
+  call void @free(ptr %alt)
+  br label %done
+done:
+  call void @free(ptr %st)
+  ret void
+}}
+
+define internal ptr @nova_fg_thread_state() nounwind {{
+entry:
+  %key = load volatile i32, ptr @nova_fg_key
+  %st = call ptr @pthread_getspecific(i32 %key)
+  %known = icmp ne ptr %st, null
+  br i1 %known, label %have, label %create
+have:
+  ret ptr %st
+create:
+  %new = call ptr @calloc(i64 1, i64 32)
+  %failed = icmp eq ptr %new, null
+  br i1 %failed, label %none, label %altstack
+none:
+  ret ptr null
+altstack:
+  %cur = alloca [{STACK_T_BYTES} x i8], align 8
+  %q = call i32 @sigaltstack(ptr null, ptr %cur)
+  %cur.flags.at = getelementptr inbounds i8, ptr %cur, i64 8
+  %cur.flags = load i32, ptr %cur.flags.at
+  %dis = and i32 %cur.flags, {SS_DISABLE}
+  %needed = icmp ne i32 %dis, 0
+  br i1 %needed, label %allocate, label %publish
+allocate:
+  %mem = call ptr @malloc(i64 {ALT_STACK_BYTES})
+  %nomem = icmp eq ptr %mem, null
+  br i1 %nomem, label %publish, label %install
+install:
+  %ss = alloca [{STACK_T_BYTES} x i8], align 8
+  call void @llvm.memset.p0.i64(ptr %ss, i8 0, i64 {STACK_T_BYTES}, i1 false)
+  store ptr %mem, ptr %ss
+  %ss.size = getelementptr inbounds i8, ptr %ss, i64 16
+  store i64 {ALT_STACK_BYTES}, ptr %ss.size
+  %rc = call i32 @sigaltstack(ptr %ss, ptr null)
+  %ok = icmp eq i32 %rc, 0
+  br i1 %ok, label %keep, label %drop
+keep:
+  %alt.at = getelementptr inbounds %State, ptr %new, i32 0, i32 3
+  store ptr %mem, ptr %alt.at
+  br label %publish
+drop:
+  call void @free(ptr %mem)
+  br label %publish
+publish:
+  %set = call i32 @pthread_setspecific(i32 %key, ptr %new)
+  %set.ok = icmp eq i32 %set, 0
+  br i1 %set.ok, label %done, label %undo
+undo:
+  call void @nova_fg_thread_exit(ptr %new)
+  ret ptr null
+done:
+  ret ptr %new
+}}
+
+; ---- the guarded call ------------------------------------------------------------------------
+define i32 @nova_cpu_guarded_call(ptr %kernel, ptr %params, ptr %launch) noinline {{
+entry:
+  %jb = alloca [{SIGJMP_BUF_BYTES} x i8], align 16
+  %st = call ptr @nova_fg_thread_state()
+  %none = icmp eq ptr %st, null
+  br i1 %none, label %unguarded, label %guard
+unguarded:
+  %r0 = call i32 %kernel(ptr %params, ptr %launch)
+  ret i32 %r0
+guard:
+  %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
+  %launch.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
+  %prev.active = load volatile i32, ptr %st
+  %prev.jb = load volatile ptr, ptr %jb.at
+  %prev.launch = load volatile ptr, ptr %launch.at
+  store volatile ptr %jb, ptr %jb.at
+  store volatile ptr %launch, ptr %launch.at
+  %jumped = call i32 @__sigsetjmp(ptr %jb, i32 1) returns_twice
+  %first = icmp eq i32 %jumped, 0
+  br i1 %first, label %run, label %faulted
+run:
+  store volatile i32 1, ptr %st
+  %r = call i32 %kernel(ptr %params, ptr %launch)
+  store volatile i32 %prev.active, ptr %st
+  store volatile ptr %prev.jb, ptr %jb.at
+  store volatile ptr %prev.launch, ptr %launch.at
+  ret i32 %r
+faulted:
+  store volatile i32 %prev.active, ptr %st
+  store volatile ptr %prev.jb, ptr %jb.at
+  store volatile ptr %prev.launch, ptr %launch.at
+  ret i32 {FAULT_STATUS}
+}}
+
+; ---- installation (once per process; 0 on success) ----------------------------------------
+define internal i32 @nova_fg_install_one(i32 %sig) {{
+entry:
+  %act = alloca [{SIGACTION_BYTES} x i8], align 16
+  call void @llvm.memset.p0.i64(ptr %act, i8 0, i64 {SIGACTION_BYTES}, i1 false)
+  store ptr @nova_fg_handler, ptr %act
+  %flags.at = getelementptr inbounds i8, ptr %act, i64 {SIGACTION_FLAGS_OFFSET}
+  store i32 {SA_SIGINFO | SA_ONSTACK}, ptr %flags.at
+  %old = getelementptr inbounds %Actions, ptr @nova_fg_old, i32 0, i32 %sig, i32 0
+  %rc = call i32 @sigaction(i32 %sig, ptr %act, ptr %old)
+  ret i32 %rc
+}}
+
+define i32 @nova_cpu_fault_guard_install() {{
+entry:
+  %done = load volatile i32, ptr @nova_fg_installed
+  %again = icmp ne i32 %done, 0
+  br i1 %again, label %ok, label %key
+key:
+  %k = call i32 @pthread_key_create(ptr @nova_fg_key, ptr @nova_fg_thread_exit)
+  %k.ok = icmp eq i32 %k, 0
+  br i1 %k.ok, label %signals, label %fail
+signals:
+{_install_calls()}
+  store volatile i32 1, ptr @nova_fg_installed
+  br label %ok
+ok:
+  ret i32 0
+fail:
+  ret i32 1
+}}
+"""
+
+
+@dataclass(frozen=True)
+class FaultGuard:
+    """The process's fault guard: `call(kernel_address, params, launch)` runs a kernel entry
+    and returns its status, or FAULT_STATUS with a FaultRecord in `launch.error`."""
+
+    engine: object  # the llvmlite ExecutionEngine owning the code (kept alive here)
+    call: ctypes._CFuncPtr
+    address: int
+
+
+_lock = threading.Lock()
+_guard: FaultGuard | None = None
+_unsupported: str | None = None
+
+
+def supported() -> str | None:
+    """None when the guard can work here; else why not (glibc x86-64 Linux only)."""
+    if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
+        return (f"the CPU fault guard needs x86-64 Linux (this is {sys.platform} "
+                f"{platform.machine()})")
+    if platform.libc_ver()[0] != "glibc":
+        return "the CPU fault guard needs glibc (its struct layouts are glibc's)"
+    return None
+
+
+def _compile() -> FaultGuard:
+    import llvmlite.binding as llvm
+
+    from nova.errors import DeviceError
+    from nova.runtime.native_support import host_target_machine
+
+    module = llvm.parse_assembly(_IR)
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, host_target_machine())
+    engine.finalize_object()
+    install = ctypes.CFUNCTYPE(ctypes.c_int32)(
+        engine.get_function_address("nova_cpu_fault_guard_install"))
+    if install() != 0:
+        raise DeviceError("cannot install the CPU device's fault handlers (sigaction or "
+                          "pthread_key_create failed)")
+    address = engine.get_function_address("nova_cpu_guarded_call")
+    return FaultGuard(engine, GUARDED_CALL(address), address)
+
+
+def guard() -> FaultGuard | None:
+    """The process-wide fault guard, compiled and installed on first use; None where the platform
+    is not supported (kernels then run unguarded, as before)."""
+    global _guard, _unsupported
+    if _guard is not None:
+        return _guard
+    with _lock:
+        if _guard is None and _unsupported is None:
+            _unsupported = supported()
+            if _unsupported is None:
+                _guard = _compile()
+        return _guard
+
+
+# ---- describing a caught fault ------------------------------------------------------------------
+
+_WHAT = {
+    SIGSEGV: "illegal memory access",
+    SIGBUS: "bus error (misaligned or unbacked memory access)",
+    SIGFPE: "arithmetic fault (integer division by zero, or overflow of a signed division)",
+    SIGILL: "illegal instruction (a trap or an instruction this CPU lacks)",
+}
+_NAMES = {SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGILL: "SIGILL"}
+_CODES = {
+    SIGSEGV: {1: "address not mapped", 2: "no permission for the access"},
+    SIGBUS: {1: "misaligned address", 2: "nonexistent physical address", 3: "object error"},
+    SIGFPE: {1: "integer divide by zero", 2: "integer overflow"},
+}
+_STACK_WINDOW = 64 * 1024
+
+
+def fault_record(launch: CpuLaunch) -> FaultRecord | None:
+    """The FaultRecord at the start of `launch.error`, or None when there is none."""
+    record = FaultRecord.from_buffer_copy(launch, _ERROR_OFFSET)
+    return record if record.magic == FAULT_MAGIC else None
+
+
+def block_coordinates(linear: int, grid: tuple[int, int, int]) -> tuple[int, int, int]:
+    """(x, y, z) of the block with linear id `linear` (x fastest, as kernels number them)."""
+    return linear % grid[0], (linear // grid[0]) % grid[1], linear // (grid[0] * grid[1])
+
+
+def describe_fault(launch: CpuLaunch, begin: int, end: int) -> str:
+    """A complete message for a fault caught in blocks [begin, end) of a launch (the caller
+    prefixes the kernel's name)."""
+    record = fault_record(launch)
+    if record is None:
+        return (f"the kernel crashed (no details recorded) in blocks [{begin}, {end}); memory it "
+                f"wrote may be inconsistent, the cpu device remains usable")
+    sig = record.signal
+    name = _NAMES.get(sig, f"signal {sig}")
+    code = _CODES.get(sig, {}).get(record.code)
+    text = f"{_WHAT.get(sig, 'fault')} ({name}{': ' + code if code else ''})"
+    if sig in (SIGSEGV, SIGBUS):
+        text += f" at address {record.address:#x}"
+        if abs(record.address - record.sp) <= _STACK_WINDOW:
+            text += (" next to the stack pointer: probably a stack overflow (a large alloca or "
+                     "private array, or deep recursion; kernels with barriers run each GPU thread "
+                     "on a small fiber stack, see NOVA_CPU_STACK_KIB)")
+    text += f" (pc {record.pc:#x})"
+    grid = (int(launch.grid[0]), int(launch.grid[1]), int(launch.grid[2]))
+    if end - begin == 1:
+        x, y, z = block_coordinates(begin, grid)
+        text += f" in block ({x},{y},{z})"
+    else:
+        text += f" in one of the blocks with linear ids [{begin}, {end})"
+    return (text + ". The kernel stopped part-way: memory it wrote may be inconsistent; the cpu "
+            "device remains usable.")

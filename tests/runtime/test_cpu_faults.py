@@ -1,0 +1,373 @@
+"""A faulting kernel on the cpu device raises KernelFault; it never kills the process.
+
+Covers nova.runtime.cpu.fault_guard: illegal addresses (null, far out of range, unmapped), a fault
+on a fiber stack (kernel with gpu.barrier), integer division by zero (SIGFPE), a stack overflow by
+a huge alloca in a fiber, faults on helper threads; after each the same process runs kernels
+correctly. nova-run exits 1 with a clear message; crashes outside kernels still kill the process
+as before (the handler chains to faulthandler / SIG_DFL). Layouts are checked against gcc.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nova
+from nova.errors import KernelFault
+from nova.runtime.cpu import fault_guard
+from nova.runtime.device import get_device
+
+sys.path.insert(0, str(Path(__file__).parent))
+import device_test_kernels as dtk
+
+pytestmark = pytest.mark.skipif(fault_guard.supported() is not None,
+                                reason=str(fault_guard.supported()))
+
+FAR = 1 << 40  # an index ~4 TiB past the buffer: unmapped in any realistic address space
+
+OOB_STORE = """
+func.func @store(%i: index, %out: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 5.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %j = arith.addi %tx, %i : index
+    memref.store %f, %out[%j] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+# Threads store before and after a barrier, so the kernel runs as fibers; the fault happens on a
+# fiber stack and must land in the guarded call's frame on the thread's own stack.
+FIBER_STORE = """
+func.func @fiber(%i: index, %out: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 2.0 : f32
+  %g = arith.constant 3.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    memref.store %f, %out[%tx] : memref<?xf32>
+    gpu.barrier
+    %j = arith.addi %tx, %i : index
+    memref.store %g, %out[%j] : memref<?xf32>
+    gpu.barrier
+    gpu.terminator
+  }
+  return
+}
+"""
+
+DIVIDE = """
+func.func @divide(%a: i32, %b: i32, %out: memref<?xi32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %q = arith.divsi %a, %b : i32
+    memref.store %q, %out[%tx] : memref<?xi32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+# A per-thread alloca of n floats in a fiber kernel: n = 2^38 (1 TiB) moves the fiber's stack
+# pointer into unmapped memory, and the first store there faults with the stack exhausted.
+STACK = """
+func.func @stack(%n: index, %i: index, %j: index, %out: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %f = arith.constant 7.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %a = memref.alloca(%n) : memref<?xf32>
+    memref.store %f, %a[%i] : memref<?xf32>
+    gpu.barrier
+    %v = memref.load %a[%j] : memref<?xf32>
+    memref.store %v, %out[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+# 64 blocks over the device's helper threads; only block 37 faults.
+MANY_BLOCKS = """
+func.func @blocks(%bad: index, %out: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %f = arith.constant 1.0 : f32
+  %far = arith.constant 1099511627776 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c64, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
+    %base = arith.muli %bx, %c16 : index
+    %k = arith.addi %base, %tx : index
+    %hit = arith.cmpi eq, %bx, %bad : index
+    %j = scf.if %hit -> (index) {
+      %o = arith.addi %k, %far : index
+      scf.yield %o : index
+    } else {
+      scf.yield %k : index
+    }
+    memref.store %f, %out[%j] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+NOVA_RUN_OOB = """
+func.func @main() {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %far = arith.constant 1099511627776 : index
+  %f = arith.constant 1.0 : f32
+  %m = gpu.alloc(%c4) : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    gpu.barrier
+    memref.store %f, %m[%far] : memref<?xf32>
+    gpu.terminator
+  }
+  vector.print str "unreachable: the launch failed"
+  return
+}
+"""
+
+NOVA_RUN_DIVIDE = """
+func.func @main() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %z = arith.constant 0 : i32
+  %seven = arith.constant 7 : i32
+  %m = gpu.alloc(%c4) : memref<?xi32>
+  gpu.memset %m, %z : memref<?xi32>, i32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    %d = memref.load %m[%c0] : memref<?xi32>
+    %q = arith.divsi %seven, %d : i32
+    memref.store %q, %m[%tx] : memref<?xi32>
+    gpu.terminator
+  }
+  vector.print str "unreachable: the launch failed"
+  return
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def oob() -> nova.NovaModule:
+    return nova.compile(OOB_STORE, device="cpu")
+
+
+def _fault_message(call) -> str:  # type: ignore[no-untyped-def]
+    with pytest.raises(KernelFault) as info:
+        call()
+    return str(info.value)
+
+
+def test_out_of_range_store_raises_and_the_process_goes_on(oob) -> None:  # type: ignore[no-untyped-def]
+    out = np.zeros(64, np.float32)
+    text = _fault_message(lambda: oob.store(FAR, out))
+    assert "kernel @store_kernel failed" in text
+    assert "illegal memory access (SIGSEGV" in text
+    assert "in block (0,0,0)" in text
+    assert "remains usable" in text
+    oob.store(0, out)
+    assert (out == 5.0).all()
+
+
+def test_fault_inside_a_fiber_kernel() -> None:
+    mod = nova.compile(FIBER_STORE, device="cpu")
+    out = np.zeros(64, np.float32)
+    text = _fault_message(lambda: mod.fiber(FAR, out))
+    assert "kernel @fiber_kernel failed: illegal memory access" in text
+    for _ in range(3):  # the device and the fiber kernel keep working
+        out[:] = 0
+        mod.fiber(0, out)
+        assert (out == 3.0).all()
+
+
+def test_integer_division_by_zero() -> None:
+    mod = nova.compile(DIVIDE, device="cpu")
+    out = np.zeros(8, np.int32)
+    text = _fault_message(lambda: mod.divide(7, 0, out))
+    assert "kernel @divide_kernel failed" in text
+    assert "SIGFPE: integer divide by zero" in text
+    mod.divide(42, 6, out)
+    assert (out == 7).all()
+
+
+def test_fiber_stack_overflow_by_a_huge_alloca() -> None:
+    mod = nova.compile(STACK, device="cpu")
+    out = np.zeros(32, np.float32)
+    text = _fault_message(lambda: mod.stack(1 << 38, 0, 0, out))
+    assert "kernel @stack_kernel failed: illegal memory access" in text
+    assert "probably a stack overflow" in text
+    mod.stack(16, 3, 3, out)
+    assert (out == 7.0).all()
+
+
+def test_fault_on_a_helper_thread_names_the_block() -> None:
+    mod = nova.compile(MANY_BLOCKS, device="cpu")
+    out = np.zeros(64 * 16, np.float32)
+    for _ in range(3):  # every thread that ran a chunk keeps working after a fault elsewhere
+        text = _fault_message(lambda: mod.blocks(37, out))
+        assert "kernel @blocks_kernel failed: illegal memory access" in text
+        # the block, or the range of blocks (one helper's chunk) holding it
+        found = re.search(r"in block \((\d+),0,0\)|linear ids \[(\d+), (\d+)\)", text)
+        assert found, text
+        if found.group(1):
+            assert found.group(1) == "37"
+        else:
+            assert int(found.group(2)) <= 37 < int(found.group(3))
+        out[:] = 0
+        mod.blocks(1000, out)
+        assert (out == 1.0).all()
+
+
+def _null_and_unmapped() -> list[int]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long)
+    libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    size = 1 << 20
+    address = libc.mmap(None, size, 3, 0x22, -1, 0)  # PROT_READ|WRITE, MAP_PRIVATE|ANONYMOUS
+    assert address not in (None, ctypes.c_void_p(-1).value)
+    assert libc.munmap(address, size) == 0  # freed: any access now faults
+    return [0, address]
+
+
+@pytest.mark.parametrize("where", ["null", "unmapped"])
+def test_device_layer_launch_through_a_bad_pointer(where: str) -> None:
+    """The hand-written `scale` kernel (out[i] = in[i] * factor) launched on bad pointers."""
+    device = get_device("cpu")
+    fn = dtk.function(device, "scale")
+    bad = _null_and_unmapped()[0 if where == "null" else 1]
+    good = device.to_device(np.arange(256, dtype=np.float32))
+    device.launch(fn, 4, 64, [good.ptr, bad, 2.0, 256])
+    with pytest.raises(KernelFault, match=r"kernel @scale failed: illegal memory access "
+                                          r"\(SIGSEGV: address not mapped\) at address"):
+        device.synchronize()
+    result = device.to_device(np.zeros(256, np.float32))
+    device.launch(fn, 4, 64, [result.ptr, good.ptr, 2.0, 256])
+    device.synchronize()
+    assert result.numpy().tolist() == [2.0 * i for i in range(256)]
+
+
+def test_many_faults_in_a_row_do_not_exhaust_anything(oob) -> None:  # type: ignore[no-untyped-def]
+    out = np.zeros(64, np.float32)
+    for _ in range(200):
+        with pytest.raises(KernelFault):
+            oob.store(FAR, out)
+    oob.store(0, out)
+    assert (out == 5.0).all()
+
+
+# ---- whole processes --------------------------------------------------------------------------
+
+def _nova_run(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "prog.mlir"
+    path.write_text(text)
+    return subprocess.run([sys.executable, "-m", "nova.cli.run", str(path), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_nova_run_exits_1_on_an_illegal_address_in_a_fiber_kernel(tmp_path: Path) -> None:
+    done = _nova_run(tmp_path, NOVA_RUN_OOB)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "kernel @main_kernel failed: illegal memory access (SIGSEGV" in done.stderr
+    assert "unreachable" not in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_nova_run_exits_1_on_division_by_zero(tmp_path: Path) -> None:
+    done = _nova_run(tmp_path, NOVA_RUN_DIVIDE)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert "kernel @main_kernel failed: arithmetic fault" in done.stderr
+    assert "SIGFPE" in done.stderr
+    assert "unreachable" not in done.stdout
+
+
+_CRASH_OUTSIDE = textwrap.dedent("""
+    import ctypes, sys
+    sys.path.insert(0, {tests!r})
+    import device_test_kernels as dtk
+    from nova.runtime.device import get_device
+    dtk.load(get_device("cpu"))  # loading a CPU module installs the fault handlers
+    print("installed", flush=True)
+    ctypes.string_at(0)  # a crash outside any kernel
+""")
+
+
+@pytest.mark.parametrize("faulthandler", [False, True])
+def test_crashes_outside_kernels_still_kill_the_process(faulthandler: bool) -> None:
+    code = _CRASH_OUTSIDE.format(tests=str(Path(__file__).parent))
+    flags = ["-X", "faulthandler"] if faulthandler else []
+    done = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert "installed" in done.stdout, done.stderr
+    assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stderr)
+    if faulthandler:  # chained to Python's faulthandler, which printed the traceback
+        assert "Fatal Python error: Segmentation fault" in done.stderr
+
+
+# ---- struct layouts against the C headers -----------------------------------------------------
+
+_LAYOUT_C = r"""
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <ucontext.h>
+int main(void) {
+  printf("%zu %zu %zu %zu %zu\n", sizeof(struct sigaction), offsetof(struct sigaction, sa_handler),
+         offsetof(struct sigaction, sa_mask), offsetof(struct sigaction, sa_flags),
+         offsetof(struct sigaction, sa_restorer));
+  printf("%zu %zu %zu\n", offsetof(siginfo_t, si_code), offsetof(siginfo_t, si_addr),
+         sizeof(sigjmp_buf));
+  printf("%zu %zu %zu %zu\n", sizeof(stack_t), offsetof(stack_t, ss_sp),
+         offsetof(stack_t, ss_flags), offsetof(stack_t, ss_size));
+  printf("%zu %zu\n", offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]),
+         offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]));
+  printf("%d %d %d %d %d %d %d %d\n", SA_SIGINFO, SA_ONSTACK, SS_DISABLE, SIGILL, SIGBUS, SIGFPE,
+         SIGSEGV, NSIG);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_layouts_match_glibc(tmp_path: Path) -> None:
+    (tmp_path / "layout.c").write_text(_LAYOUT_C)
+    subprocess.run(["gcc", "-o", str(tmp_path / "layout"), str(tmp_path / "layout.c")],
+                   check=True, timeout=60)
+    out = subprocess.run([str(tmp_path / "layout")], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    fg = fault_guard
+    assert out[0].split() == [str(v) for v in (fg.SIGACTION_BYTES, 0, 8,
+                                                 fg.SIGACTION_FLAGS_OFFSET, 144)]
+    assert out[1].split() == [str(v) for v in (fg.SIGINFO_CODE_OFFSET, fg.SIGINFO_ADDR_OFFSET,
+                                                 fg.SIGJMP_BUF_BYTES)]
+    assert out[2].split() == [str(v) for v in (fg.STACK_T_BYTES, 0, 8, 16)]
+    assert out[3].split() == [str(fg.UCONTEXT_RSP_OFFSET), str(fg.UCONTEXT_RIP_OFFSET)]
+    values = [int(v) for v in out[4].split()]
+    assert values[:7] == [fg.SA_SIGINFO, fg.SA_ONSTACK, fg.SS_DISABLE, *fg.GUARDED_SIGNALS]
+    assert max(fg.GUARDED_SIGNALS) < 32 <= values[7]  # the saved-actions table has 32 slots
