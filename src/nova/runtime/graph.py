@@ -273,13 +273,14 @@ class CudaCaptureAbi:
     """Runtime ABI bindings for one capture on a cuda device (Python callbacks that delegate to
     the native ABI functions on the capture stream; see the module docstring)."""
 
-    def __init__(self, device: Any, manifest: Any, origin: Stream) -> None:
+    def __init__(self, device: Any, manifest: Any, origin: Stream | int,
+                 base: Any = None) -> None:
         from nova.runtime.cuda_abi import CudaAbi
 
         self.device = device
-        self.base = CudaAbi(device, manifest)
+        self.base = base if base is not None else CudaAbi(device, manifest)
         self.call_entry = self.base.call_entry
-        self.origin = origin.handle
+        self.origin = origin if isinstance(origin, int) else origin.handle
         self.native = {name: ABI_BY_NAME[name].ctypes_prototype()(address)
                        for name, address in self.base.native.addresses.items()}
         self.live: set[int] = set()
