@@ -272,6 +272,8 @@ def test_device_layer_launch_through_a_bad_pointer(where: str) -> None:
 
 
 def test_many_faults_in_a_row_do_not_exhaust_anything(oob) -> None:  # type: ignore[no-untyped-def]
+    """Each fault is caught on the same stream thread: the handler must unblock its signal
+    (a second fault with SIGSEGV blocked would kill the process) and reuse the thread's state."""
     out = np.zeros(64, np.float32)
     for _ in range(200):
         with pytest.raises(KernelFault):
@@ -347,8 +349,8 @@ int main(void) {
          offsetof(stack_t, ss_flags), offsetof(stack_t, ss_size));
   printf("%zu %zu\n", offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]),
          offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]));
-  printf("%d %d %d %d %d %d %d %d\n", SA_SIGINFO, SA_ONSTACK, SS_DISABLE, SIGILL, SIGBUS, SIGFPE,
-         SIGSEGV, NSIG);
+  printf("%d %d %d %d %d %d %d %d %d %zu\n", SA_SIGINFO, SA_ONSTACK, SS_DISABLE, SIGILL, SIGBUS,
+         SIGFPE, SIGSEGV, NSIG, SIG_UNBLOCK, sizeof(sigset_t));
   return 0;
 }
 """
@@ -371,3 +373,4 @@ def test_layouts_match_glibc(tmp_path: Path) -> None:
     values = [int(v) for v in out[4].split()]
     assert values[:7] == [fg.SA_SIGINFO, fg.SA_ONSTACK, fg.SS_DISABLE, *fg.GUARDED_SIGNALS]
     assert max(fg.GUARDED_SIGNALS) < 32 <= values[7]  # the saved-actions table has 32 slots
+    assert values[8:] == [fg.SIG_UNBLOCK, 128]

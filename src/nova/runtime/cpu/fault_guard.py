@@ -9,7 +9,7 @@ turns such a fault into a failed launch:
 - `nova_cpu_fault_guard_install()` installs one handler for SIGSEGV, SIGBUS, SIGFPE and SIGILL with
   `sigaction` (SA_SIGINFO | SA_ONSTACK), remembering the handlers it replaces.
 - `nova_cpu_guarded_call(kernel, params, launch)` calls `i32 kernel(params, launch)` after a
-  `__sigsetjmp(buf, 1)` whose buffer it publishes in the thread's state (a pthread key: MCJIT
+  `__sigsetjmp(buf, 0)` whose buffer it publishes in the thread's state (a pthread key: MCJIT
   cannot place thread-local globals), marked "in kernel" for the duration of the call. On its
   first use in a thread it gives the thread an alternate signal stack (`sigaltstack`, unless the
   thread has one already), so a fault with an exhausted stack (a fiber overflowed by a huge
@@ -18,7 +18,8 @@ turns such a fault into a failed launch:
   (signal, si_code, faulting address, pc and sp from the ucontext) at the start of
   `launch->error` and `siglongjmp`s back to the guarded call, which returns `FAULT_STATUS`. The
   jump leaves the fiber stack (kernels with barriers run GPU threads as fibers, on stacks of their
-  own) for the guarded-call frame on the thread's real stack; the saved signal mask is restored.
+  own) for the guarded-call frame on the thread's real stack. The mask is not saved by the
+  setjmp (a syscall per call); the handler unblocks its signal itself before jumping.
   Otherwise it chains to the handler it replaced (Python's faulthandler, which pytest enables,
   or SIG_DFL: the action is reinstated and the fault re-raised), so ordinary crashes behave as
   before.
@@ -60,6 +61,7 @@ GUARDED_SIGNALS = (SIGILL, SIGBUS, SIGFPE, SIGSEGV)
 SA_SIGINFO = 0x4
 SA_ONSTACK = 0x08000000
 SS_DISABLE = 2
+SIG_UNBLOCK = 1
 SIGACTION_BYTES = 152
 SIGACTION_FLAGS_OFFSET = 136
 SIGINFO_CODE_OFFSET = 8
@@ -114,6 +116,7 @@ declare void @siglongjmp(ptr, i32) noreturn
 declare i32 @sigaction(i32, ptr, ptr)
 declare i32 @sigaltstack(ptr, ptr)
 declare i32 @raise(i32)
+declare i32 @pthread_sigmask(i32, ptr, ptr)
 declare i32 @pthread_key_create(ptr, ptr)
 declare ptr @pthread_getspecific(i32)
 declare i32 @pthread_setspecific(i32, ptr)
@@ -159,6 +162,15 @@ caught:
   store volatile i64 %sp, ptr %rec.sp
   %rec.nul = getelementptr inbounds i8, ptr %rec, i64 40
   store volatile i8 0, ptr %rec.nul
+  ; the jump does not restore the signal mask (saving it would cost a syscall per call), so
+  ; unblock the signal the kernel blocked for this handler (sa_mask is empty)
+  %set = alloca [16 x i64], align 8
+  call void @llvm.memset.p0.i64(ptr %set, i8 0, i64 128, i1 false)
+  %bitpos = sub i32 %sig, 1
+  %bitpos64 = zext i32 %bitpos to i64
+  %bit = shl i64 1, %bitpos64
+  store i64 %bit, ptr %set
+  %unblocked = call i32 @pthread_sigmask(i32 {SIG_UNBLOCK}, ptr %set, ptr null)
   %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
   %jb = load volatile ptr, ptr %jb.at
   call void @siglongjmp(ptr %jb, i32 1)
@@ -295,7 +307,7 @@ guard:
   %prev.launch = load volatile ptr, ptr %launch.at
   store volatile ptr %jb, ptr %jb.at
   store volatile ptr %launch, ptr %launch.at
-  %jumped = call i32 @__sigsetjmp(ptr %jb, i32 1) returns_twice
+  %jumped = call i32 @__sigsetjmp(ptr %jb, i32 0) returns_twice
   %first = icmp eq i32 %jumped, 0
   br i1 %first, label %run, label %faulted
 run:
