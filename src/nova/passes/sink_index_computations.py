@@ -1,9 +1,10 @@
-"""sink-index-computations: clone constants used inside a `gpu.launch` into its body.
+"""sink-index-computations: clone cheap index computations used in a `gpu.launch` into its body.
 
-Upstream MLIR's `gpu-launch-sink-index-computations`: every constant (and constant-only chain)
-defined above a launch and used in its body is cloned to the top of the body, in MLIR's order, and
-the body's uses are redirected to the clones. Outlining afterwards then turns those constants
-into kernel-local values instead of kernel arguments.
+Upstream MLIR's `gpu-launch-sink-index-computations`: constants, `memref.dim`, `arith.select` and
+`arith.cmpi` defined above a launch and used in its body (with the chains of such ops they need)
+are cloned to the top of the body, in MLIR's order, when that adds no new captured values; the
+body's uses are redirected to the clones. Outlining afterwards then turns them into kernel-local
+values instead of kernel arguments.
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ from xdsl.passes import ModulePass
 from nova.ir.gpu_launch_ops import LaunchOp
 from nova.passes.launch_utils import captured_values, defining_op, is_constant
 
+# Besides constants, the ops upstream's `isLikelyAnIndexComputation` accepts.
+_INDEX_COMPUTATIONS = frozenset({"memref.dim", "arith.select", "arith.cmpi"})
+
+
+def is_index_computation(op: Operation) -> bool:
+    """Whether sinking (duplicating) `op` into a kernel is cheap and legal."""
+    return is_constant(op) or op.name in _INDEX_COMPUTATIONS
+
 
 def _collect_sinkable(op: Operation, dependencies: set[SSAValue], chosen: dict[Operation, None],
                       available: set[SSAValue]) -> bool:
@@ -25,7 +34,7 @@ def _collect_sinkable(op: Operation, dependencies: set[SSAValue], chosen: dict[O
     records it (after the ops it needs) in `chosen`."""
     if op in chosen:
         return True
-    if not is_constant(op):
+    if not is_index_computation(op):
         return False
     for operand in op.operands:
         if operand in available:

@@ -34,3 +34,35 @@ func.func @sink(%buf: memref<?xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// memref.dim, arith.cmpi and arith.select are sunk too (with the constants they need) when
+// that adds no captured value; an op with an operand that would become a new argument
+// (the addi's %n) stays outside.
+
+// CHECK-LABEL: func.func @sink_index_ops
+// CHECK-SAME: ([[BUF:%[^:]+]]: memref<?xf32>, [[N:%[^:]+]]: index)
+// CHECK: [[SUM:%[^ ]+]] = arith.addi [[N]]
+// CHECK: gpu.launch
+// CHECK-NEXT: [[C0:%[^ ]+]] = arith.constant 0 : index
+// CHECK-NEXT: [[DIM:%[^ ]+]] = memref.dim [[BUF]], [[C0]] : memref<?xf32>
+// CHECK-NEXT: [[CMP:%[^ ]+]] = arith.cmpi slt, [[DIM]], [[C0]] : index
+// CHECK-NEXT: [[SEL:%[^ ]+]] = arith.select [[CMP]], [[C0]], [[DIM]] : index
+// CHECK-NEXT: memref.load [[BUF]]{{\[}}[[SEL]]]
+// CHECK-NEXT: memref.load [[BUF]]{{\[}}[[SUM]]]
+func.func @sink_index_ops(%buf: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %dim = memref.dim %buf, %c0 : memref<?xf32>
+  %neg = arith.cmpi slt, %dim, %c0 : index
+  %idx = arith.select %neg, %c0, %dim : index
+  %sum = arith.addi %n, %dim : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %a = memref.load %buf[%idx] : memref<?xf32>
+    %b = memref.load %buf[%sum] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
