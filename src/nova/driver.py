@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,7 +166,7 @@ def compile_until(text: str, filename: str, options: CompileOptions,
     """The output of one stage (default `options.emit`) as text or bytes; outputs of several
     device modules are joined (text) or must be single (bytes)."""
     if stage is not None:
-        options = CompileOptions(**{**asdict(options), "emit": stage})
+        options = replace(options, emit=stage)
     return join_outputs(compile_source(text, filename, options).output)
 
 
