@@ -23,7 +23,9 @@ every datum lives in per-call memory, so the runtime may call kernels from many 
   round-robin, until all exited (0), or a thread failed / barriers diverged / a stack overflowed
   (1, message in launch->error).
 - `__nova_cpu_wait(ptr tctx, i32 kind)`: arrive at the block barrier (WAIT_BLOCK) or the warp
-  barrier (WAIT_WARP) and switch to the scheduler; returns once the barrier completed.
+  barrier (WAIT_WARP) and switch away; returns once the barrier completed. A fiber that stops
+  hands over directly to the next ready fiber of the current pass (one switch per fiber and
+  barrier), and to the scheduler only at the end of a pass.
 - `__nova_cpu_exit(ptr tctx)` / `__nova_cpu_fail(ptr tctx, ptr message)`: the thread finished /
   failed (assert, trap); both switch away for good.
 
@@ -34,7 +36,7 @@ no barrier can complete, the block fails with "barrier divergence in block (x,y,
 
 Stack limit: each fiber has `stack_bytes` (default 64 KiB) of stack, which must hold the kernel's
 frame (private arrays, allocas) plus libc calls such as printf (~several KiB). The bottom
-`CANARY_BYTES` of every stack hold a pattern checked whenever the fiber switches back; a damaged
+`CANARY_BYTES` of every stack hold a pattern checked whenever the fiber switches away; a damaged
 canary stops the block with "fiber stack overflow" instead of silently corrupting a neighbour
 (a guard zone of one stack size lies below the first stack). The CPU target also rejects, at
 compile time, kernels whose static private memory cannot fit (cpu_target.private_bytes).
@@ -326,8 +328,8 @@ def fiber_runtime(module: ir.Module) -> FiberRuntime:
     rt.wait.attributes.add("noinline")
     _define_block_alloc(module, rt)
     _define_block_free(module, rt)
-    _define_wait(rt)
-    _define_exit(rt)
+    _define_wait(module, rt)
+    _define_exit(module, rt)
     _define_fail(module, rt)
     _define_run_block(module, rt)
     module.__dict__["_nova_fiber_runtime"] = rt
@@ -388,7 +390,7 @@ def _define_block_free(module: ir.Module, rt: FiberRuntime) -> None:
     b.ret_void()
 
 
-def _define_wait(rt: FiberRuntime) -> None:
+def _define_wait(module: ir.Module, rt: FiberRuntime) -> None:
     fn = rt.wait
     tctx, kind = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -403,7 +405,7 @@ def _define_wait(rt: FiberRuntime) -> None:
             warp = b.udiv(load_field(b, THREAD_CTX, tctx, T.LINEAR), I64(WARP_SIZE))
             ptr = b.gep(load_field(b, BLOCK_CTX, bctx, B.WARP_WAIT), [warp], source_etype=I64)
             b.store(b.add(b.load(ptr, typ=I64), I64(1)), ptr)
-    _switch_to_scheduler(b, rt, tctx, bctx)
+    _switch_onward(module, b, rt, tctx, bctx)
     b.ret_void()
 
 
@@ -413,7 +415,69 @@ def _switch_to_scheduler(b: ir.IRBuilder, rt: FiberRuntime, tctx: ir.Value,
     b.call(rt.switch, [field(b, THREAD_CTX, tctx, T.SP), sched_sp])
 
 
-def _define_exit(rt: FiberRuntime) -> None:
+def _canary(b: ir.IRBuilder, bctx: ir.Value, linear: ir.Value) -> ir.Value:
+    """Bottom of fiber `linear`'s stack (the canary), see _define_block_alloc's layout."""
+    stacks = load_field(b, BLOCK_CTX, bctx, B.STACKS)
+    stack_bytes = load_field(b, BLOCK_CTX, bctx, B.STACK_BYTES)
+    return b.gep(stacks, [b.mul(b.add(linear, I64(1)), stack_bytes)], source_etype=I8)
+
+
+def _canary_intact(b: ir.IRBuilder, bottom: ir.Value) -> ir.Value:
+    intact = I1(1)
+    for w in (0, CANARY_BYTES // 8 - 1):  # both ends: cheap, and any overflow of the stack
+        # crosses the whole canary (frames are contiguous and grow down)
+        word = b.load(b.gep(bottom, [I64(w)], source_etype=I64), typ=I64)
+        intact = b.and_(intact, b.icmp_unsigned("==", word, I64(CANARY_WORD)))
+    return intact
+
+
+def _switch_onward(module: ir.Module, b: ir.IRBuilder, rt: FiberRuntime, tctx: ir.Value,
+                   bctx: ir.Value) -> None:
+    """Leave the current fiber: check its stack canary (a damaged one fails the block), then
+    hand over directly to the next ready fiber of this pass, or to the scheduler when there is
+    none (one switch per fiber and barrier instead of two)."""
+    linear = load_field(b, THREAD_CTX, tctx, T.LINEAR)
+    with b.if_then(b.not_(_canary_intact(b, _canary(b, bctx, linear))), likely=False):
+        launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
+        fmt = cstring(module, "fiber stack overflow in block (%lld,%lld,%lld), thread "
+                              "(%lld,%lld,%lld): a GPU thread used more than its %lld bytes of "
+                              "CPU-device stack (large private arrays or allocas); raise the "
+                              "CPU fiber stack size (NOVA_CPU_STACK_KIB)")
+        b.call(rt.snprintf, [field(b, LAUNCH_CTX, launch, L.ERROR, 0), I64(ERROR_BYTES), fmt,
+                             *_ids(b, bctx, tctx), load_field(b, BLOCK_CTX, bctx, B.STACK_BYTES)])
+        store_field(b, BLOCK_CTX, bctx, I64(1), B.FAILED)
+        _switch_to_scheduler(b, rt, tctx, bctx)
+        b.unreachable()
+    n = load_field(b, BLOCK_CTX, bctx, B.NTHREADS)
+    threads = load_field(b, BLOCK_CTX, bctx, B.THREADS)
+    fn = b.function
+    head = fn.append_basic_block("next.head")
+    check = fn.append_basic_block("next.check")
+    found = fn.append_basic_block("next.found")
+    none = fn.append_basic_block("next.none")
+    done = fn.append_basic_block("next.done")
+    pre = b.block
+    b.branch(head)
+    b.position_at_end(head)
+    j = b.phi(I64)
+    j.add_incoming(linear, pre)
+    nxt = b.add(j, I64(1))
+    b.cbranch(b.icmp_unsigned("<", nxt, n), check, none)
+    b.position_at_end(check)
+    other = b.gep(threads, [nxt], inbounds=True, source_etype=THREAD_CTX)
+    ready = b.icmp_unsigned("==", load_field(b, THREAD_CTX, other, T.STATE), I64(State.READY))
+    j.add_incoming(nxt, check)
+    b.cbranch(ready, found, head)
+    b.position_at_end(found)
+    b.call(rt.switch, [field(b, THREAD_CTX, tctx, T.SP), load_field(b, THREAD_CTX, other, T.SP)])
+    b.branch(done)
+    b.position_at_end(none)
+    _switch_to_scheduler(b, rt, tctx, bctx)
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _define_exit(module: ir.Module, rt: FiberRuntime) -> None:
     fn = rt.exit
     (tctx,) = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -421,7 +485,7 @@ def _define_exit(rt: FiberRuntime) -> None:
     store_field(b, THREAD_CTX, tctx, I64(State.EXITED), T.STATE)
     ptr = field(b, BLOCK_CTX, bctx, B.N_EXITED)
     b.store(b.add(b.load(ptr, typ=I64), I64(1)), ptr)
-    _switch_to_scheduler(b, rt, tctx, bctx)
+    _switch_onward(module, b, rt, tctx, bctx)
     b.unreachable()
 
 
@@ -506,20 +570,6 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
             failed = b.icmp_unsigned("!=", load_field(b, BLOCK_CTX, bctx, B.FAILED), I64(0))
             with b.if_then(failed, likely=False):
                 b.ret(I32(1))
-            bottom = canary_ptr(b, i)
-            intact = I1(1)
-            for w in (0, CANARY_BYTES // 8 - 1):  # both ends: cheap, and any overflow of
-                # the stack crosses the whole canary (frames are contiguous and grow down)
-                word = b.load(b.gep(bottom, [I64(w)], source_etype=I64), typ=I64)
-                intact = b.and_(intact, b.icmp_unsigned("==", word, I64(CANARY_WORD)))
-            with b.if_then(b.not_(intact), likely=False):
-                fmt = cstring(module, "fiber stack overflow in block (%lld,%lld,%lld), thread "
-                                      "(%lld,%lld,%lld): a GPU thread used more than its %lld "
-                                      "bytes of CPU-device stack (large private arrays or "
-                                      "allocas); raise the CPU fiber stack size")
-                b.call(rt.snprintf, [err, I64(ERROR_BYTES), fmt, *_ids(b, bctx, t), stack_bytes])
-                b.ret(I32(1))
-
     counted_loop(b, n, run_one, "pass")
     n_exited = load_field(b, BLOCK_CTX, bctx, B.N_EXITED)
     done = b.icmp_unsigned("==", n_exited, n)
