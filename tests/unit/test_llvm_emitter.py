@@ -303,3 +303,39 @@ def test_unsupported_op_names_op_and_dialects() -> None:
         lower(src)
     text = str(info.value)
     assert "test.unknown" in text and "arith" in text and "scf" in text
+
+
+def test_memrefs_as_block_arguments_and_loop_carried_values() -> None:
+    """Descriptors flow through scf.if results, scf.for iter_args and cf block arguments."""
+    src = """
+    func.func @f(%a: memref<?xi64>, %b: memref<?xi64>, %steps: index) -> i64 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = memref.dim %a, %c0 : memref<?xi64>
+      %src, %dst = scf.for %s = %c0 to %steps step %c1
+          iter_args(%x = %a, %y = %b) -> (memref<?xi64>, memref<?xi64>) {
+        scf.for %i = %c0 to %n step %c1 {
+          %v = memref.load %x[%i] : memref<?xi64>
+          %one = arith.constant 1 : i64
+          %w = arith.addi %v, %one : i64
+          memref.store %w, %y[%i] : memref<?xi64>
+        }
+        scf.yield %y, %x : memref<?xi64>, memref<?xi64>
+      }
+      %odd = arith.remui %steps, %c1 : index
+      %pick = arith.cmpi eq, %odd, %c0 : index
+      %m = scf.if %pick -> (memref<?xi64>) {
+        scf.yield %src : memref<?xi64>
+      } else {
+        scf.yield %dst : memref<?xi64>
+      }
+      cf.br ^bb1(%m : memref<?xi64>)
+    ^bb1(%r: memref<?xi64>):
+      %last = arith.subi %n, %c1 : index
+      %v = memref.load %r[%last] : memref<?xi64>
+      return %v : i64
+    }"""
+    f = function(src, "f", I64, [*memref_argtypes(1), *memref_argtypes(1), I64])
+    a = np.arange(5, dtype=np.int64)
+    b = np.zeros(5, dtype=np.int64)
+    assert f(*memref_args(a), *memref_args(b), 7) == 4 + 7
