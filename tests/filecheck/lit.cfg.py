@@ -20,9 +20,12 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
 config.excludes = ["tools", "Inputs", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
-config.test_exec_root = os.path.join(
-    os.environ.get("NOVA_LIT_OUT") or tempfile.gettempdir(), f"nova-lit-{os.getuid()}"
-)
+# Scratch files (%t) go to NOVA_LIT_OUT, else to a fresh directory per run (concurrent runs on
+# one machine never share %t); the compile cache is shared between runs (it is safe for that).
+_out = os.environ.get("NOVA_LIT_OUT")
+config.test_exec_root = _out or tempfile.mkdtemp(prefix="nova-lit-")
+_cache = os.path.join(_out, "cache") if _out else os.path.join(
+    tempfile.gettempdir(), f"nova-lit-cache-{os.getuid()}")
 
 # Tools: the venv that runs lit (sys.executable's directory) comes first on PATH, then the
 # directory of the active `nova-opt`, then our portable helpers (`not`).
@@ -42,7 +45,7 @@ config.substitutions.append(("FileCheck", filecheck))
 for name in ("NOVA_DEVICE", "NOVA_DEBUG", "NOVA_ARCH", "HOME", "CUDA_VISIBLE_DEVICES"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
-config.environment["NOVA_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
+config.environment["NOVA_CACHE_DIR"] = _cache
 
 if shutil.which("mlir-opt", path=path + os.pathsep + "/usr/lib/llvm-22/bin"):
     config.available_features.add("mlir-opt")
