@@ -1,0 +1,339 @@
+"""Launch cost at the hardware limit: Nova's compiled launch path against its peers, in one run.
+
+(a) Per-kernel cost of a compiled entry point launching N (default 1000) tiny kernels (an scf.for
+    around `gpu.launch async`, all on one stream), and of the same entry captured as a graph and
+    replayed (`mod.capture(...).launch()`). Goals: <= 3.0 us per kernel on streams, <= 1.2 us with
+    graph replay.
+(b) Python -> compiled-entry call overhead for a one-kernel program on device-resident buffers
+    (goal <= 10 us), beside an entry that launches nothing.
+Peers (cuda only, same process, same tiny kernel): a cuda.bindings cuLaunchKernel loop from
+Python, a CuPy RawKernel loop, a CUDA graph of N launches captured with cuda.bindings, and Nova's
+device-layer `Device.launch` from Python.
+
+Prints a table and writes JSON (never asserts). Runs on the cpu device too (smaller defaults), to
+debug the script without a GPU:
+
+    python bench/launch_overhead.py [--device cuda|cpu] [--kernels 1000] [--calls 2000]
+                                    [--repeats 5] [--json bench/results/launch_overhead-<dev>.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import platform
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PROGRAM = """
+func.func @launches(%x: memref<32xf32>, %count: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %t0 = gpu.wait async
+  %tn = scf.for %i = %c0 to %count step %c1 iter_args(%t = %t0) -> (!gpu.async.token) {
+    %t1 = gpu.launch async [%t] blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+      %v = memref.load %x[%tx] : memref<32xf32>
+      %one = arith.constant 1.0 : f32
+      %r = arith.addf %v, %one : f32
+      memref.store %r, %x[%tx] : memref<32xf32>
+      gpu.terminator
+    }
+    scf.yield %t1 : !gpu.async.token
+  }
+  gpu.wait [%tn]
+  return
+}
+
+func.func @one(%x: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%tx] : memref<32xf32>
+    %one = arith.constant 1.0 : f32
+    %r = arith.addf %v, %one : f32
+    memref.store %r, %x[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+
+func.func @noop(%x: memref<32xf32>) {
+  return
+}
+"""
+
+PEER_PTX = """
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry add1(.param .u64 x) {
+  .reg .b32 %r<2>;
+  .reg .f32 %f<3>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [x];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  ld.global.f32 %f1, [%rd4];
+  add.f32 %f2, %f1, 0f3F800000;
+  st.global.f32 [%rd4], %f2;
+  ret;
+}
+"""
+
+CUPY_SOURCE = r'''extern "C" __global__ void add1(float* x) { x[threadIdx.x] += 1.0f; }'''
+
+
+def measure(fn: Callable[[], Any], repeats: int) -> dict[str, float]:
+    """Seconds per run of `fn` over `repeats` runs (after one warm-up): min, median."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return {"min": min(times), "median": statistics.median(times)}
+
+
+class Results:
+    """Rows of (section, name, us per unit) plus errors, printed as a table and saved."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, section: str, name: str, per_unit: dict[str, float] | None, unit: str,
+            goal: float | None = None, note: str = "") -> None:
+        row: dict[str, Any] = {"section": section, "name": name, "unit": unit, "goal_us": goal,
+                               "note": note}
+        if per_unit is not None:
+            row["min_us"] = per_unit["min"] * 1e6
+            row["median_us"] = per_unit["median"] * 1e6
+        self.rows.append(row)
+
+    def run(self, section: str, name: str, unit: str, body: Callable[[], dict[str, float]],
+            goal: float | None = None) -> None:
+        try:
+            self.add(section, name, body(), unit, goal)
+        except Exception as exc:  # a peer that is missing or fails: report, never abort
+            detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
+            self.add(section, name, None, unit, goal, note=f"error: {detail}")
+            if "--debug" in sys.argv:
+                traceback.print_exc()
+
+    def print(self) -> None:
+        print(f"{'section':<8} {'measurement':<48} {'min us':>10} {'median us':>10} "
+              f"{'goal':>8}  unit / note")
+        for r in self.rows:
+            lo = f"{r['min_us']:10.2f}" if "min_us" in r else f"{'-':>10}"
+            med = f"{r['median_us']:10.2f}" if "median_us" in r else f"{'-':>10}"
+            goal = f"{r['goal_us']:8.1f}" if r["goal_us"] is not None else f"{'':>8}"
+            tail = r["unit"] + (f"  {r['note']}" if r["note"] else "")
+            print(f"{r['section']:<8} {r['name']:<48} {lo} {med} {goal}  {tail}")
+
+
+def per(n: int, t: dict[str, float]) -> dict[str, float]:
+    return {k: v / n for k, v in t.items()}
+
+
+# --- Nova --------------------------------------------------------------------------------------
+def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None:
+    import nova
+
+    mod = nova.compile(PROGRAM, device=dev)
+    x = dev.to_device(np.zeros(32, np.float32))
+    launches = mod["launches"]
+    res.run("a", f"nova entry, {n} async launches (total / N)", "us/kernel",
+            lambda: per(n, measure(lambda: launches(x, n), repeats)), goal=3.0)
+
+    def marginal() -> dict[str, float]:
+        full = measure(lambda: launches(x, n), repeats)
+        empty = measure(lambda: launches(x, 0), repeats)
+        return {k: max(full[k] - empty[k], 0.0) / n for k in full}
+
+    res.run("a", f"nova entry, {n} async launches (marginal)", "us/kernel", marginal, goal=3.0)
+
+    def graph() -> dict[str, float]:
+        captured = mod.capture("launches", x, n)
+        stream = dev.default_stream
+
+        def replay() -> None:
+            captured.launch(stream)
+            stream.synchronize()
+
+        try:
+            return per(n, measure(replay, repeats))
+        finally:
+            captured.close()
+
+    res.run("a", f"nova graph replay of the entry ({n} kernel nodes)", "us/kernel", graph,
+            goal=1.2)
+    one, noop = mod["one"], mod["noop"]
+
+    def loop_calls(entry: Any) -> Callable[[], dict[str, float]]:
+        def body() -> dict[str, float]:
+            def run() -> None:
+                for _ in range(calls):
+                    entry(x)
+            return per(calls, measure(run, repeats))
+        return body
+
+    res.run("b", "nova entry call, one kernel, device buffers", "us/call", loop_calls(one),
+            goal=10.0)
+    res.run("b", "nova entry call, no kernel (call overhead only)", "us/call", loop_calls(noop))
+    mod.close()
+
+
+def bench_device_layer(res: Results, dev: Any, n: int, repeats: int) -> None:
+    """Nova's Python device layer launching the same kernel (Device.launch per kernel)."""
+    from nova.bundle.format import Kernel, KernelParam
+    from nova.runtime.device import ModuleImages
+
+    kernel = Kernel("add1", (), (KernelParam("ptr", 8, 0),))
+    module = dev.load_module(ModuleImages("bench_peer", ptx=PEER_PTX))
+    fn = module.get_function("add1", kernel)
+    x = dev.to_device(np.zeros(32, np.float32))
+    stream = dev.create_stream()
+
+    def run() -> None:
+        for _ in range(n):
+            dev.launch(fn, 1, 32, [x], stream=stream)
+        stream.synchronize()
+
+    res.run("peer", f"nova Device.launch from Python x{n}", "us/kernel",
+            lambda: per(n, measure(run, repeats)))
+
+
+# --- peers (cuda only) -------------------------------------------------------------------------
+def _check(result: Any) -> Any:
+    err = result[0] if isinstance(result, tuple) else result
+    if int(err) != 0:
+        raise RuntimeError(f"CUDA error {int(err)}")
+    rest = result[1:] if isinstance(result, tuple) else ()
+    return rest[0] if len(rest) == 1 else rest
+
+
+def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
+    from cuda.bindings import driver as cu
+
+    from nova.bundle.format import Kernel, KernelParam
+    from nova.runtime.device import ModuleImages
+
+    dev.driver.make_current()
+    kernel = Kernel("add1", (), (KernelParam("ptr", 8, 0),))
+    fn = dev.load_module(ModuleImages("bench_peer", ptx=PEER_PTX)).get_function("add1", kernel)
+    x = dev.to_device(np.zeros(32, np.float32))
+    arg = ctypes.c_void_p(x.ptr)
+    params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
+    address = ctypes.addressof(params)
+    stream = _check(cu.cuStreamCreate(1))
+
+    def loop() -> None:
+        for _ in range(n):
+            cu.cuLaunchKernel(fn.cu, 1, 1, 1, 32, 1, 1, 0, stream, address, 0)
+        _check(cu.cuStreamSynchronize(stream))
+
+    res.run("peer", f"cuda.bindings cuLaunchKernel loop x{n}", "us/kernel",
+            lambda: per(n, measure(loop, repeats)))
+
+    def one_call() -> dict[str, float]:
+        def run() -> None:
+            for _ in range(n):
+                cu.cuLaunchKernel(fn.cu, 1, 1, 1, 32, 1, 1, 0, stream, address, 0)
+                cu.cuStreamSynchronize(stream)
+        return per(n, measure(run, repeats))
+
+    res.run("peer", "cuda.bindings launch + sync per call", "us/call", one_call)
+
+    def graph() -> dict[str, float]:
+        _check(cu.cuStreamBeginCapture(
+            stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+        for _ in range(n):
+            _check(cu.cuLaunchKernel(fn.cu, 1, 1, 1, 32, 1, 1, 0, stream, address, 0))
+        g = _check(cu.cuStreamEndCapture(stream))
+        exe = _check(cu.cuGraphInstantiate(g, 0))
+
+        def replay() -> None:
+            cu.cuGraphLaunch(exe, stream)
+            _check(cu.cuStreamSynchronize(stream))
+
+        try:
+            return per(n, measure(replay, repeats))
+        finally:
+            cu.cuGraphExecDestroy(exe)
+            cu.cuGraphDestroy(g)
+
+    res.run("peer", f"CUDA graph of {n} launches (cuda.bindings)", "us/kernel", graph)
+
+    def cupy_loop() -> dict[str, float]:
+        import cupy as cp
+
+        k = cp.RawKernel(CUPY_SOURCE, "add1")
+        y = cp.zeros(32, cp.float32)
+        s = cp.cuda.Stream(non_blocking=True)
+
+        def run() -> None:
+            with s:
+                for _ in range(n):
+                    k((1,), (32,), (y,))
+            s.synchronize()
+
+        return per(n, measure(run, repeats))
+
+    res.run("peer", f"CuPy RawKernel loop x{n}", "us/kernel", cupy_loop)
+    cu.cuStreamDestroy(stream)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto", help="cuda, cpu or auto (default)")
+    parser.add_argument("--kernels", type=int, default=None, help="launches per entry call")
+    parser.add_argument("--calls", type=int, default=None, help="entry calls for (b)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--debug", action="store_true", help="print tracebacks of failures")
+    args = parser.parse_args(argv)
+
+    import nova
+
+    dev = nova.get_device(args.device)
+    gpu = dev.kind == "cuda"
+    n = args.kernels or (1000 if gpu else 200)
+    calls = args.calls or (2000 if gpu else 200)
+    res = Results()
+    bench_nova(res, dev, n, calls, args.repeats)
+    if gpu:
+        bench_device_layer(res, dev, n, args.repeats)
+        bench_cuda_peers(res, dev, n, args.repeats)
+    print(f"device: {dev.kind}:{dev.index} {dev.name!r}; {n} kernels per entry, {calls} calls, "
+          f"{args.repeats} repeats (min and median of the repeats)")
+    res.print()
+    path = args.json or (Path(__file__).parent / "results" / f"launch_overhead-{dev.kind}.json")
+    record = {
+        "benchmark": "launch_overhead",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "device": {"kind": dev.kind, "index": dev.index, "name": dev.name, "arch": dev.arch},
+        "host": {"python": platform.python_version(), "machine": platform.machine()},
+        "kernels": n, "calls": calls, "repeats": args.repeats,
+        "rows": res.rows,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
