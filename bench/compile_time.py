@@ -162,11 +162,13 @@ def main(argv: list[str] | None = None) -> int:
 
     results = {"cold": summarize(cold), "warm": summarize(warm)}
     print_table(results, args.runs)
+    print(f"machine: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
     record = {
         "benchmark": "compile_time",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "processor": platform.processor() or platform.machine()},
+                    "processor": platform.processor() or platform.machine(),
+                    "load_average_1m": os.getloadavg()[0]},
         "program_lines": PROGRAM.count("\n"),
         "emit": args.emit,
         "runs": args.runs,
