@@ -369,3 +369,21 @@ def test_vector_print_uses_runner_formats() -> None:
                     'c"( \\00"'):
         assert spelled in c.llvm, spelled
     assert c.ptx.count("vprintf") >= 5
+
+
+def test_gpu_address_space_attributes() -> None:
+    c = compile_module("""
+    memref.global "private" @buf : memref<32xf32, #gpu.address_space<workgroup>>
+    """ + kernel("%m: memref<32xf32, #gpu.address_space<global>>", """
+      %t = gpu.thread_id x
+      %v = memref.load %m[%t] : memref<32xf32, #gpu.address_space<global>>
+      %g = memref.get_global @buf : memref<32xf32, #gpu.address_space<workgroup>>
+      memref.store %v, %g[%t] : memref<32xf32, #gpu.address_space<workgroup>>
+      memref.store %v, %pv[%t] : memref<32xf32, #gpu.address_space<private>>
+      gpu.barrier
+      %w = memref.load %g[%t] : memref<32xf32, #gpu.address_space<workgroup>>
+      memref.store %w, %m[%t] : memref<32xf32, #gpu.address_space<global>>""").replace(
+        "kernel", "private(%pv: memref<32xf32, #gpu.address_space<private>>) kernel", 1))
+    assert "ptr addrspace(1)" in c.llvm and "ptr addrspace(3)" in c.llvm
+    assert c.kernel("k").static_shared_bytes == 128
+    assert "ld.global" in c.ptx and "st.shared" in c.ptx

@@ -44,12 +44,11 @@ LoweredValue = ir.Value | M.MemRefDescriptor
 
 
 def location_of(op: Operation) -> SourceLocation | None:
-    """The source location of `op` recorded by the parser (None when unknown)."""
-    try:
-        from nova.ir.locations import location_of as lookup
-    except ImportError:  # the IR package predates locations: nothing recorded
-        return None
-    return lookup(op)
+    """The source location of `op`, or of its closest located ancestor (ops created by passes may
+    carry none); None when nothing is known."""
+    from nova.ir.locations import nearest_location
+
+    return nearest_location(op)
 
 
 def attr(op: Operation, name: str) -> Attribute | None:

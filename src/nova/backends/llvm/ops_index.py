@@ -66,6 +66,11 @@ def _cast(signed: bool) -> Handler:
     return handler
 
 
+def lower_sizeof(fe: FunctionEmitter, op: Operation) -> None:
+    """index.sizeof: the bit width of `index` (64 on every Nova target)."""
+    fe.bind(op.results[0], ir.Constant(T.INDEX, 64))
+
+
 HANDLERS: dict[str, Handler] = {
     f"index.{name}": _binary(INT_BINARY[arith]) for name, arith in INDEX_BINARY.items()
 }
@@ -75,4 +80,5 @@ HANDLERS.update({
     "index.bool.constant": lower_bool_constant,
     "index.casts": _cast(True),
     "index.castu": _cast(False),
+    "index.sizeof": lower_sizeof,
 })
