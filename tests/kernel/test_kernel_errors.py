@@ -134,7 +134,8 @@ def test_located_errors(kern, cls, message, line):
     assert message in text
     loc = err.location
     assert loc is not None and loc.filename == __file__
-    source_line = open(__file__).read().splitlines()[loc.line - 1]
+    with open(__file__) as fh:
+        source_line = fh.read().splitlines()[loc.line - 1]
     assert line in source_line
     head, excerpt, caret = text.split("\n")[:3]
     assert head.startswith(f"{__file__}:{loc.line}:{loc.column}: error: ")
@@ -150,7 +151,7 @@ def test_error_line_numbers_are_absolute():
 
 
 def test_intrinsics_outside_kernels_raise():
-    with pytest.raises(KernelCallError, match="can only be called inside a @nova.kernel"):
+    with pytest.raises(KernelCallError, match=r"can only be called inside a @nova\.kernel"):
         nova.thread_id(0)
 
 

@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import kernel_programs as P
 import pytest
 
-import kernel_programs as P
 import nova
 from nova.frontend.mlir_text import parse_mlir
+
+# ruff: noqa: E501  (FileCheck patterns quote whole lines of generated MLIR)
 
 I32, U8, I64, F32 = nova.int32[:], nova.uint8[:], nova.int64[:], nova.float32[:]
 M32 = nova.float32[:, :]
@@ -72,10 +74,12 @@ GOLDEN = {
 // CHECK:        memref.store {{.*}}, %3[{{.*}}, {{.*}}] : memref<16x16xf32, 3>
 // CHECK:        memref.store {{.*}}, %4[{{.*}}, {{.*}}] : memref<16x16xf32, 3>
 // CHECK:        gpu.barrier
-// CHECK:        memref.load %3[{{.*}}, {{.*}}] : memref<16x16xf32, 3>
-// CHECK:        memref.load %4[{{.*}}, {{.*}}] : memref<16x16xf32, 3>
-// CHECK-NEXT:   arith.mulf
-// CHECK-NEXT:   arith.addf
+// `acc += sa[ty, j] * sb[j, tx]` contracts to a fused multiply-add
+// CHECK:        %[[ACC:.*]] = memref.load %[[SLOT:.*]][] : memref<f32>
+// CHECK:        %[[A:.*]] = memref.load %3[{{.*}}, {{.*}}] : memref<16x16xf32, 3>
+// CHECK:        %[[B:.*]] = memref.load %4[{{.*}}, {{.*}}] : memref<16x16xf32, 3>
+// CHECK-NEXT:   %[[F:.*]] = math.fma %[[A]], %[[B]], %[[ACC]] : f32
+// CHECK-NEXT:   memref.store %[[F]], %[[SLOT]][] : memref<f32>
 // CHECK:        gpu.barrier
 // CHECK:        memref.store {{.*}}, %0[{{.*}}, {{.*}}] : memref<?x?xf32>
 """),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
+import kernel_programs as P
 import numpy as np
 import pytest
 
-import kernel_programs as P
 import nova
 from nova import config
 from nova.frontend.kernel import api, compiler

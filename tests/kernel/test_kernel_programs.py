@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import kernel_programs as P
 import numpy as np
 import pytest
-
-import kernel_programs as P
 
 
 def test_block_reduction_shared_memory_barriers_in_loop(device):

@@ -99,8 +99,35 @@ def test_promotion_rules(device):
     assert i.tolist() == [-30, 7 // -2, -7 % 3]
     text = promote.mlir(nova.float64[:], nova.uint32[:], nova.int64[:], nova.float32[:],
                         nova.uint8[:], nova.int16[:], nova.uint32[:])
-    assert "arith.mulf" in text and "arith.constant 2.000000e+00 : f32" in text
+    assert "math.fma" in text and "arith.constant 2.000000e+00 : f32" in text
     assert "arith.constant -6 : i8" in text  # 250 as an i8 bit pattern
+
+
+@nova.kernel
+def contraction(out, a, b, c):
+    out[0] = a[0] * b[0] + c[0]        # float32 product and sum: one fma
+    out[1] = c[0] - a[0] * b[0]        # fma(-a, b, c)
+    out[2] = a[0] * b[0] + 1.0         # the literal takes float32: fma
+
+
+@nova.kernel
+def no_contraction(out, a, b, d):
+    out[0] = a[0] * b[0] + d[0]        # float32 product widened to float64: no fma
+
+
+def test_multiply_add_contraction(device):
+    a, b, c = (np.array([v], np.float32) for v in (1.0 + 2**-12, 1.0 + 2**-12, -1.0))
+    out = np.zeros(3, np.float32)
+    contraction.launch(out, a, b, c, grid=1, block=1, device=device)
+    exact = float(a[0]) * float(b[0])  # exact in float64
+    assert out.tolist() == [np.float32(exact - 1.0), np.float32(-1.0 - exact),
+                            np.float32(exact + 1.0)]
+    assert out[0] != np.float32(a[0] * b[0]) - 1  # the unfused result rounds the product
+    text = contraction.mlir(nova.float32[:], nova.float32[:], nova.float32[:], nova.float32[:])
+    assert text.count("math.fma") == 3 and "arith.mulf" not in text
+    text = no_contraction.mlir(nova.float64[:], nova.float32[:], nova.float32[:],
+                               nova.float64[:])
+    assert "math.fma" not in text and "arith.mulf" in text
 
 
 @nova.kernel
@@ -184,7 +211,7 @@ def control(out, a):
     out[i, 0] = total
     out[i, 1] = count
     out[i, 2] = first_index_of(a, i)
-    out[i, 3] = 1 if i % 2 == 0 and a[0] == 5 or i == 3 else 0
+    out[i, 3] = 1 if (i % 2 == 0 and a[0] == 5) or i == 3 else 0
     out[i, 4] = i if i < 2 else (i * 10 if i < 4 else -1)
 
 

@@ -33,5 +33,5 @@ __all__ = [
     "INTRINSIC_NAMES", "WARP_SIZE", "ArrayType", "DeviceFunction", "KernelCallError",
     "KernelFunction", "KernelSyntaxError", "KernelTypeError", "ScalarType", "bfloat16", "bool_",
     "float16", "float32", "float64", "func", "int8", "int16", "int32", "int64", "kernel",
-    "save_bundle", "uint8", "uint16", "uint32", "uint64", *INTRINSIC_NAMES,  # noqa: PLE0604
+    "save_bundle", "uint8", "uint16", "uint32", "uint64", *INTRINSIC_NAMES,
 ]

@@ -161,7 +161,7 @@ class KernelFunction:
         assert images.ptx is not None
         return images.ptx
 
-    # --- launching ---------------------------------------------------------------------------------
+    # --- launching ------------------------------------------------------------------------------
     def __getitem__(self, config: Any) -> _Configured:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise ArgumentError(f"{self.__name__}[grid, block] (optionally [grid, block, "

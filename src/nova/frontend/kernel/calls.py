@@ -200,7 +200,7 @@ def _derived_math(tr: Translator, name: str, x: Val) -> Val:
     return Val(em.res(xmath.PowFOp(em.constant(2.0, t).ssa, x.ssa)), t)
 
 
-# --- intrinsics ------------------------------------------------------------------------------------
+# --- intrinsics --------------------------------------------------------------------------------
 def _intrinsic(tr: Translator, name: str, node: ast.Call) -> Value:
     spec = _INTRINSIC_PARAMS[name]
     values = _bind_args(tr, name, spec, node)

@@ -46,7 +46,7 @@ def build_module(src: FunctionSource, sig: tuple[T.NovaType, ...], symbol: str,
     return Translator(src, sig, symbol, module_name).build()
 
 
-def gpu_module_of(module: ModuleOp):  # noqa: ANN201 - an xDSL GPUModuleOp
+def gpu_module_of(module: ModuleOp):
     return next(iter(module.body.block.ops))
 
 

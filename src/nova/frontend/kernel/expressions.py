@@ -164,9 +164,56 @@ def binary_op(tr: Translator, op: ast.operator, a: Value | Tup, b: Value | Tup,
 
 
 def _binop(tr: Translator, node: ast.BinOp) -> Value:
+    if isinstance(node.op, ast.Add | ast.Sub) and any(
+            isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult)
+            for side in (node.left, node.right)):
+        return _multiply_add(tr, node)
     a, b = tr.expr(node.left), tr.expr(node.right)
     tr.at(node)
     return binary_op(tr, node.op, a, b, node)
+
+
+def _multiply_add(tr: Translator, node: ast.BinOp) -> Value:
+    """`x * y + c` (or -, either side): one fused multiply-add when the product and the sum
+    have the same float32/float64 type -- contraction within an expression, as C compilers and
+    CUDA do by default; otherwise a plain multiply then add."""
+    from xdsl.dialects import math as xmath
+
+    left_mul = isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Mult)
+    mul_node: ast.BinOp = node.left if left_mul else node.right  # type: ignore[assignment]
+    if left_mul:
+        x, y = tr.expr(mul_node.left), tr.expr(mul_node.right)
+        c = tr.expr(node.right)
+    else:
+        c = tr.expr(node.left)
+        x, y = tr.expr(mul_node.left), tr.expr(mul_node.right)
+    tr.at(node)
+    symbol = BIN_OPS[type(node.op)]
+    if isinstance(x, Const) and isinstance(y, Const):
+        product = binary(tr, "*", x, y, mul_node)
+        return binary(tr, symbol, product, c, node) if left_mul else \
+            binary(tr, symbol, c, product, node)
+    xv, yv, tm = tr.common(x, y, mul_node)  # type: ignore[arg-type]
+    if isinstance(c, Const) and is_number(c.value):
+        final = tr.weak_type(c.value, tm)
+    elif isinstance(c, Val) and isinstance(c.type, T.ScalarType):
+        final = T.promote(tm, c.type)
+    else:
+        final = None
+    if final is tm and tm.is_float and tm.bits >= 32:
+        cv = tr.as_type(c, tm, node)
+        if symbol == "-":
+            if left_mul:
+                cv = tr.em.negate(cv)
+            else:
+                xv = tr.em.negate(xv)
+        return Val(tr.em.res(xmath.FmaOp(xv.ssa, yv.ssa, cv.ssa)), tm)
+    try:
+        product = tr.em.binary("*", xv, yv, tm)
+    except TypeFault as exc:
+        raise tr.type_error(mul_node, str(exc)) from None
+    return binary(tr, symbol, product, c, node) if left_mul else \
+        binary(tr, symbol, c, product, node)
 
 
 def _unaryop(tr: Translator, node: ast.UnaryOp) -> Value:

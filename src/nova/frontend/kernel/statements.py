@@ -109,6 +109,10 @@ def _aug_assign(tr: Translator, stmt: ast.AugAssign) -> None:
     from nova.frontend.kernel.expressions import binary_op
 
     load = ast.copy_location(_as_load(stmt.target), stmt.target)
+    if isinstance(stmt.op, ast.Add | ast.Sub):  # `acc += x * y` may fuse (expressions.py)
+        combined = ast.copy_location(ast.BinOp(load, stmt.op, stmt.value), stmt)
+        store(tr, stmt.target, tr.expr(combined))
+        return
     current = tr.expr(load)
     value = tr.expr(stmt.value)
     tr.at(stmt)

@@ -83,7 +83,7 @@ class Translator:
         self.var_types: dict[tuple[str, str], tuple[T.ScalarType, bool]] = {}
         self.em = Emitter()
 
-    # --- driver -------------------------------------------------------------------------------
+    # --- driver ---------------------------------------------------------------------------------
     def build(self) -> ModuleOp:
         for _ in range(_MAX_PASSES):
             try:
@@ -148,8 +148,8 @@ class Translator:
         if frame.counts.get(arg.arg, 0) == 0:
             frame.scope[arg.arg] = value
             return
-        if not isinstance(value, Val | Const) or isinstance(value, Val) and \
-                not isinstance(value.type, T.ScalarType):
+        if not isinstance(value, Val | Const) or (isinstance(value, Val) and \
+                not isinstance(value.type, T.ScalarType)):
             raise self.type_error(arg, f"parameter '{arg.arg}' is reassigned; only scalar "
                                   "parameters may be", frame.src)
         prev, self.frame = self.frame, frame
@@ -158,7 +158,7 @@ class Translator:
         finally:
             self.frame = prev
 
-    # --- errors --------------------------------------------------------------------------------
+    # --- errors ---------------------------------------------------------------------------------
     def unsupported(self, node: ast.AST, message: str,
                     src: FunctionSource | None = None) -> KernelSyntaxError:
         return KernelSyntaxError(message, (src or self.frame.src).location(node))
@@ -185,7 +185,7 @@ class Translator:
         self.em.op(cf.ConditionalBranchOp(cond.ssa, then, [], other, []))
         self.em.block = None
 
-    # --- variables -------------------------------------------------------------------------------
+    # --- variables ------------------------------------------------------------------------------
     def slot(self, ty: T.ScalarType) -> SSAValue:
         """A rank-0 memref in the entry block (promoted to a register by LLVM)."""
         op = memref.AllocaOp.get(ty.mlir, shape=[])
@@ -213,11 +213,10 @@ class Translator:
                     declared: T.ScalarType | None = None) -> None:
         frame = self.frame
         if name in frame.direct and declared is None:
-            if isinstance(value, Val | Const | Tup):
-                frame.scope[name] = value
-                return
-        if isinstance(value, Tup) or isinstance(value, Val) and isinstance(value.type,
-                                                                           T.ArrayType):
+            frame.scope[name] = value
+            return
+        if isinstance(value, Tup) or (isinstance(value, Val) and isinstance(value.type,
+                                                                           T.ArrayType)):
             raise self.type_error(node, f"'{name}' holds an array or tuple and is assigned more "
                                   "than once (or inside a branch or loop); such names must be "
                                   "assigned exactly once, at the top level of the function")
@@ -267,7 +266,7 @@ class Translator:
         v = self.as_type(value, var.type, node)
         self.em.op(memref.StoreOp.get(v.ssa, var.slot, []))
 
-    # --- typing helpers ----------------------------------------------------------------------------
+    # --- typing helpers -------------------------------------------------------------------------
     def as_type(self, value: Value | Tup, ty: T.ScalarType, node: ast.AST) -> Val:
         """`value` converted to `ty` (a literal must fit; a typed value converts C-style)."""
         try:
@@ -294,8 +293,8 @@ class Translator:
     def common(self, a: Value, b: Value, node: ast.AST) -> tuple[Val, Val, T.ScalarType]:
         """Both operands converted to their common type (types.py rules)."""
         for v in (a, b):
-            if isinstance(v, Val) and not isinstance(v.type, T.ScalarType) or \
-                    isinstance(v, Tup) or isinstance(v, Const) and not is_number(v.value):
+            if (isinstance(v, Val) and not isinstance(v.type, T.ScalarType)) or \
+                    isinstance(v, Tup) or (isinstance(v, Const) and not is_number(v.value)):
                 raise self.type_error(node, f"operands must be numbers, got "
                                       f"{self.describe(v)}")
         if isinstance(a, Const) and isinstance(b, Val):
@@ -327,7 +326,7 @@ class Translator:
             return repr(value.value)
         return str(value.type)
 
-    # --- statements --------------------------------------------------------------------------------
+    # --- statements -----------------------------------------------------------------------------
     def stmts(self, body: list[ast.stmt]) -> None:
         from nova.frontend.kernel import statements
 
@@ -347,7 +346,7 @@ class Translator:
         finally:
             self.em.location = saved
 
-    # --- inlining ------------------------------------------------------------------------------------
+    # --- inlining -------------------------------------------------------------------------------
     def inline(self, device_func: Any, args: list[Value | Tup], node: ast.AST) -> Value:
         src: FunctionSource = device_func.source
         if device_func.py_func in self.call_stack:
@@ -390,8 +389,8 @@ class Translator:
         if isinstance(value, Const) and value.value is None:
             self.branch(frame.exit_block)  # type: ignore[arg-type]
             return
-        if isinstance(value, Tup) or isinstance(value, Val) and isinstance(value.type,
-                                                                           T.ArrayType):
+        if isinstance(value, Tup) or (isinstance(value, Val) and isinstance(value.type,
+                                                                           T.ArrayType)):
             raise self.type_error(node.value, "device functions return scalars only")
         saved = self.frame.direct
         self.frame.direct = set()

@@ -1,0 +1,298 @@
+"""Python kernels (@nova.kernel) on the GPU against their peers, in one run (issue 5's goals).
+
+1. Bandwidth: an elementwise kernel (out = a * x, one element per thread) against the
+   device-to-device copy rate (same bytes: read n, write n) and CuPy's elementwise multiply.
+   Goal: >= 90% of the copy rate.
+2. Matmul (fp32): the tiled shared-memory kernel of the test suite (16x16 tiles) and a
+   register-blocked one (64x64 block tile, 4x4 outputs per thread) against cuBLAS through
+   `cupy.matmul`; reports the ratios.
+3. Compile latency of the first call (cold: empty cache; warm: compiled code from the disk
+   cache in a fresh kernel object) and cached-call launch overhead (host time per launch of a
+   tiny kernel on device arrays), against numba-cuda where installed.
+
+Every result is checked against NumPy/CuPy; a mismatch is reported in the table (never raised).
+Prints a table and writes JSON (bench/results/python_kernels-<date>.json).
+
+Usage: python bench/python_kernels.py [--device cuda] [--n 67108864] [--matmul 2048]
+       [--repeat 20] [--launches 5000]
+On the CPU device (--device cpu, small sizes) it checks the kernels only; peers need CUDA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import nova
+from nova import config
+from nova.frontend.kernel.api import KernelFunction
+
+BLOCK = 256
+TILE = 16
+BM, BN, BK, TM, TN = 64, 64, 16, 4, 4  # register-blocked matmul: 16x16 threads
+
+
+def _scale(out, x, a):
+    i = nova.global_id(0)
+    if i < len(x):
+        out[i] = a * x[i]
+
+
+scale = nova.kernel(_scale)
+
+
+@nova.kernel
+def tiled_matmul(c, a, b):
+    sa = nova.shared_array((TILE, TILE), nova.float32)
+    sb = nova.shared_array((TILE, TILE), nova.float32)
+    tx = nova.thread_id(0)
+    ty = nova.thread_id(1)
+    row = nova.block_id(1) * TILE + ty
+    col = nova.block_id(0) * TILE + tx
+    n = a.shape[0]
+    k = a.shape[1]
+    m = b.shape[1]
+    acc = nova.float32(0)
+    for t in range((k + TILE - 1) // TILE):
+        kk = t * TILE
+        sa[ty, tx] = a[row, kk + tx] if row < n and kk + tx < k else 0
+        sb[ty, tx] = b[kk + ty, col] if kk + ty < k and col < m else 0
+        nova.syncthreads()
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        nova.syncthreads()
+    if row < n and col < m:
+        c[row, col] = acc
+
+
+@nova.kernel
+def blocked_matmul(c, a, b):
+    sa = nova.shared_array((BK, BM), nova.float32)  # the A tile, transposed
+    sb = nova.shared_array((BK, BN), nova.float32)
+    acc = nova.local_array((TM, TN), nova.float32)
+    tx = nova.thread_id(0)
+    ty = nova.thread_id(1)
+    tid = ty * 16 + tx
+    row0 = nova.block_id(1) * BM
+    col0 = nova.block_id(0) * BN
+    n = a.shape[0]
+    k = a.shape[1]
+    m = b.shape[1]
+    for i in range(TM):
+        for j in range(TN):
+            acc[i, j] = 0.0
+    for kk in range(0, k, BK):
+        for step in range(BM * BK // 256):
+            e = tid + step * 256
+            r = e // BK
+            q = e % BK
+            sa[q, r] = a[row0 + r, kk + q] if row0 + r < n and kk + q < k else 0.0
+            r2 = e // BN
+            q2 = e % BN
+            sb[r2, q2] = b[kk + r2, col0 + q2] if kk + r2 < k and col0 + q2 < m else 0.0
+        nova.syncthreads()
+        for p in range(BK):
+            for i in range(TM):
+                av = sa[p, ty * TM + i]
+                for j in range(TN):
+                    acc[i, j] += av * sb[p, tx * TN + j]
+        nova.syncthreads()
+    for i in range(TM):
+        for j in range(TN):
+            r = row0 + ty * TM + i
+            q = col0 + tx * TN + j
+            if r < n and q < m:
+                c[r, q] = acc[i, j]
+
+
+def _timed(device: nova.Device, fn: Any, repeat: int) -> float:
+    """Median seconds of `fn()` on the device's default stream (CUDA events; wall on cpu)."""
+    fn()
+    device.synchronize()
+    times = []
+    for _ in range(repeat):
+        if device.kind == "cuda":
+            start, end = device.create_event(timing=True), device.create_event(timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_ms(end) / 1e3)
+        else:
+            t = time.perf_counter()
+            fn()
+            device.synchronize()
+            times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def _cupy() -> Any:
+    try:
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        return cupy
+    except Exception:
+        return None
+
+
+def bench_bandwidth(device: nova.Device, n: int, repeat: int) -> dict[str, Any]:
+    x_host = np.random.default_rng(0).random(n, dtype=np.float32)
+    x = nova.to_device(x_host, device)
+    out = device.empty(n, np.float32)
+    grid = (n + BLOCK - 1) // BLOCK
+    nbytes = 2 * n * 4
+    row: dict[str, Any] = {"n": n}
+    t = _timed(device, lambda: scale[grid, BLOCK](out, x, np.float32(2)), repeat)
+    row["nova_gbs"] = nbytes / t / 1e9
+    row["nova_ok"] = bool(np.array_equal(out.numpy(), x_host * np.float32(2)))
+    t = _timed(device, lambda: device.copy_dtod(out, x, stream=device.default_stream), repeat)
+    row["copy_gbs"] = nbytes / t / 1e9
+    row["nova_vs_copy"] = row["nova_gbs"] / row["copy_gbs"]
+    cupy = _cupy() if device.kind == "cuda" else None
+    if cupy is not None:
+        cx = cupy.asarray(x_host)
+        cout = cupy.empty_like(cx)
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        cupy.multiply(cx, np.float32(2), out=cout)
+        times = []
+        for _ in range(repeat):
+            start.record()
+            cupy.multiply(cx, np.float32(2), out=cout)
+            end.record()
+            end.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+        row["cupy_gbs"] = nbytes / float(np.median(times)) / 1e9
+        row["nova_vs_cupy"] = row["nova_gbs"] / row["cupy_gbs"]
+    return row
+
+
+def bench_matmul(device: nova.Device, size: int, repeat: int) -> dict[str, Any]:
+    rng = np.random.default_rng(1)
+    a_host = rng.random((size, size), dtype=np.float32)
+    b_host = rng.random((size, size), dtype=np.float32)
+    a, b = nova.to_device(a_host, device), nova.to_device(b_host, device)
+    c = device.empty((size, size), np.float32)
+    flops = 2.0 * size ** 3
+    want = a_host.astype(np.float64) @ b_host.astype(np.float64)
+    row: dict[str, Any] = {"size": size}
+    g16 = ((size + TILE - 1) // TILE, (size + TILE - 1) // TILE)
+    t = _timed(device, lambda: tiled_matmul[g16, (TILE, TILE)](c, a, b), repeat)
+    row["tiled_tflops"] = flops / t / 1e12
+    row["tiled_ok"] = bool(np.allclose(c.numpy(), want, rtol=1e-3, atol=1e-3))
+    g64 = ((size + BN - 1) // BN, (size + BM - 1) // BM)
+    t = _timed(device, lambda: blocked_matmul[g64, (16, 16)](c, a, b), repeat)
+    row["blocked_tflops"] = flops / t / 1e12
+    row["blocked_ok"] = bool(np.allclose(c.numpy(), want, rtol=1e-3, atol=1e-3))
+    cupy = _cupy() if device.kind == "cuda" else None
+    if cupy is not None:
+        ca, cb = cupy.asarray(a_host), cupy.asarray(b_host)
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        cupy.matmul(ca, cb)
+        times = []
+        for _ in range(repeat):
+            start.record()
+            cupy.matmul(ca, cb)
+            end.record()
+            end.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+        row["cublas_tflops"] = flops / float(np.median(times)) / 1e12
+        row["tiled_vs_cublas"] = row["tiled_tflops"] / row["cublas_tflops"]
+        row["blocked_vs_cublas"] = row["blocked_tflops"] / row["cublas_tflops"]
+    return row
+
+
+def _launch_loop(launch: Any, sync: Any, count: int) -> float:
+    launch()
+    sync()
+    start = time.perf_counter()
+    for _ in range(count):
+        launch()
+    elapsed = time.perf_counter() - start
+    sync()
+    return elapsed / count
+
+
+def bench_latency(device: nova.Device, launches: int) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    x = nova.to_device(np.zeros(BLOCK, np.float32), device)
+    with tempfile.TemporaryDirectory() as tmp, config.scoped(cache_dir=Path(tmp),
+                                                              cache_enabled=True):
+        cold = KernelFunction(_scale)
+        t = time.perf_counter()
+        cold[1, BLOCK](x, x, np.float32(1))
+        device.synchronize()
+        row["nova_first_call_cold_s"] = time.perf_counter() - t
+        warm = KernelFunction(_scale)
+        t = time.perf_counter()
+        warm[1, BLOCK](x, x, np.float32(1))
+        device.synchronize()
+        row["nova_first_call_disk_cache_s"] = time.perf_counter() - t
+        row["nova_launch_us"] = 1e6 * _launch_loop(
+            lambda: warm[1, BLOCK](x, x, np.float32(1)), device.synchronize, launches)
+    if device.kind != "cuda":
+        return row
+    try:
+        from numba import cuda
+    except ImportError:
+        row["numba"] = "not installed"
+        return row
+
+    def nb_scale(out, xs, a):
+        i = cuda.grid(1)
+        if i < xs.shape[0]:
+            out[i] = a * xs[i]
+
+    dx = cuda.to_device(np.zeros(BLOCK, np.float32))
+    t = time.perf_counter()
+    jitted = cuda.jit(nb_scale)
+    jitted[1, BLOCK](dx, dx, np.float32(1))
+    cuda.synchronize()
+    row["numba_first_call_s"] = time.perf_counter() - t
+    row["numba_launch_us"] = 1e6 * _launch_loop(
+        lambda: jitted[1, BLOCK](dx, dx, np.float32(1)), cuda.synchronize, launches)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--n", type=int, default=1 << 26)
+    p.add_argument("--matmul", type=int, default=2048)
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--launches", type=int, default=5000)
+    args = p.parse_args(argv)
+    device = nova.get_device(args.device)
+    if device.kind == "cpu":
+        args.n, args.matmul = min(args.n, 1 << 20), min(args.matmul, 128)
+        args.repeat, args.launches = min(args.repeat, 3), min(args.launches, 200)
+    results = {
+        "device": device.name, "kind": device.kind, "python": platform.python_version(),
+        "bandwidth": bench_bandwidth(device, args.n, args.repeat),
+        "matmul": bench_matmul(device, args.matmul, args.repeat),
+        "latency": bench_latency(device, args.launches),
+    }
+    for section in ("bandwidth", "matmul", "latency"):
+        print(f"== {section}")
+        for key, value in results[section].items():
+            text = f"{value:.4g}" if isinstance(value, float) else str(value)
+            print(f"  {key:32s} {text}")
+    out_dir = Path(__file__).parent / "results"
+    out_dir.mkdir(exist_ok=True)
+    path = out_dir / f"python_kernels-{device.kind}-{date.today()}.json"
+    path.write_text(json.dumps(results, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
