@@ -93,17 +93,23 @@ def _report(device: Any, call: bytes, code: int, function: int | None,
         name = call.decode() if isinstance(call, bytes) else str(call)
         kernel = _kernel_names.get(function or 0) if function else None
         lost = code in STICKY_ERRORS
+        driver = getattr(device, "driver", None)
+        latest = (f"@{_kernel_names.get(last_function, hex(last_function))}" if last_function
+                  else "")
         detail = ""
-        if kernel is None and lost and last_function:
-            detail = (f"the fault was found here; the latest kernel launched was "
-                      f"@{_kernel_names.get(last_function, hex(last_function))}")
+        if lost and driver is not None and driver.context_lost and driver._lost_by:
+            # a later call of a program after the fault: say so, not "the fault was found here"
+            detail = f"the CUDA context was already lost: {driver._lost_by} destroyed it"
+        elif kernel is None and lost and latest:
+            detail = f"the fault was found here; the latest kernel launched was {latest}"
         record_error(CudaError(name, error_name(code), code, detail, kernel=kernel,
                                context_lost=lost))
-        driver = getattr(device, "driver", None)
         if lost and driver is not None and not driver.context_lost:
             driver.context_lost = True
-            where = f" in kernel @{kernel}" if kernel else ""
+            where = (f" in kernel @{kernel}" if kernel
+                     else f" (the latest kernel launched was {latest})" if latest else "")
             driver._lost_by = f"an earlier {error_name(code)} from {name}{where}"
+            driver._lost_error = (error_name(code), code)
     except BaseException as exc:  # never unwind through C frames
         record_error(RuntimeFailure(f"a CUDA driver call failed ({code}); reporting it failed "
                                     f"too: {exc}"))
