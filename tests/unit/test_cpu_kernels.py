@@ -396,6 +396,13 @@ def test_assert_failure_reports_block_and_thread() -> None:
     assert error.startswith("assertion failed: value must be non-negative")
     assert error.endswith("in block (2,0,0), thread (5,0,0)")
     assert "<test>:" in error  # the source location of the cf.assert
+    # from two OS threads at once: the one running block 2 fails, the other finishes its blocks
+    data[:] = np.arange(32)
+    data[2 * 8 + 5] = -7
+    status, error = mod.launch("check", [data], grid=(4, 1, 1), block=(8, 1, 1), check=False,
+                               os_threads=2)
+    assert status != 0 and error.endswith("in block (2,0,0), thread (5,0,0)")
+    np.testing.assert_array_equal(data[:16], np.arange(16) + 1)
 
 
 DIVERGENT = _module("""
