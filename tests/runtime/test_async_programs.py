@@ -17,6 +17,10 @@ from nova.runtime.device import get_device
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
 
+# Polls before the spinning kernel gives up: it only gives up when the streams were serialized
+# (a failure), so the limit bounds the time a failing run takes (GPU atomics are ~1 us apart).
+_SPIN_LIMIT = {"cpu": 200_000_000, "cuda": 20_000_000}
+
 @pytest.fixture(scope="module")
 def program() -> bytes:
     return bundle()
@@ -70,7 +74,7 @@ def test_two_streams_run_concurrently(program: bytes, device: str) -> None:
         for _ in range(3):
             flag = np.zeros(1, np.int32)
             out = np.zeros(1, np.int32)
-            mod.spin_pair(flag, out, 200_000_000)
+            mod.spin_pair(flag, out, _SPIN_LIMIT[device])
             assert out[0] == 1, "stream A gave up: the two streams were serialized"
             assert flag[0] == 1
 

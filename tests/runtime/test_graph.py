@@ -80,6 +80,10 @@ func.func @sum_of(%x: memref<4xf32>, %k: index) -> index {
 """
 
 
+# Polls before the spinning kernel gives up: it only gives up when the streams were serialized
+# (a failure), so the limit bounds the time a failing run takes (GPU atomics are ~1 us apart).
+_SPIN_LIMIT = {"cpu": 200_000_000, "cuda": 20_000_000}
+
 @pytest.fixture(scope="module")
 def programs() -> tuple[bytes, bytes]:
     return bundle(), bundle(STEPS, "graph_steps.mlir")
@@ -162,11 +166,11 @@ def test_streams_events_and_allocations_inside_the_graph(programs, device: str) 
 def test_graph_keeps_streams_concurrent(programs, device: str) -> None:
     with _load(programs[0], device) as mod:
         flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
-        with mod.capture("spin_pair", flag, out, 200_000_000) as graph:
+        with mod.capture("spin_pair", flag, out, _SPIN_LIMIT[device]) as graph:
             for _ in range(3):
                 flag[:] = 0
                 out[:] = 0
-                graph(flag, out, 200_000_000)
+                graph(flag, out, _SPIN_LIMIT[device])
                 assert out[0] == 1 and flag[0] == 1
 
 
