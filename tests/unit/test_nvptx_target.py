@@ -387,3 +387,27 @@ def test_gpu_address_space_attributes() -> None:
     assert "ptr addrspace(1)" in c.llvm and "ptr addrspace(3)" in c.llvm
     assert c.kernel("k").static_shared_bytes == 128
     assert "ld.global" in c.ptx and "st.shared" in c.ptx
+
+
+def test_half_and_bfloat_arithmetic_math_and_shuffles() -> None:
+    c = compile_module(kernel("%m: memref<4xbf16>, %n: memref<4xf16>", """
+      %c0 = arith.constant 0 : index
+      %a = memref.load %m[%c0] : memref<4xbf16>
+      %b = memref.load %n[%c0] : memref<4xf16>
+      %k = arith.constant 1.5 : bf16
+      %h = arith.constant 2.25 : f16
+      %s = arith.addf %a, %k : bf16
+      %t = arith.mulf %b, %h : f16
+      %e = arith.extf %s : bf16 to f32
+      %f = arith.truncf %e : f32 to f16
+      %g = arith.addf %f, %t : f16
+      %x = math.exp %g : f16
+      %y = math.sin %s : bf16
+      %c1 = arith.constant 1 : i32
+      %c32 = arith.constant 32 : i32
+      %r, %ok = gpu.shuffle xor %y, %c1, %c32 : bf16
+      memref.store %x, %n[%c0] : memref<4xf16>
+      memref.store %r, %m[%c0] : memref<4xbf16>"""))
+    assert "fadd bfloat %" in c.llvm and ", 0xR3FC0" in c.llvm
+    assert "fmul half" in c.llvm
+    assert c.kernel("k").args[0].dtype == "bf16"

@@ -20,6 +20,7 @@ constants instead of descriptor loads where the type already knows them.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 
 from llvmlite import ir
@@ -47,14 +48,38 @@ I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 INDEX = I64
 F16 = ir.HalfType()
-BF16 = ir.IntType(16)  # replaced below when llvmlite has a bfloat type
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
 
-if hasattr(ir, "BFloatType"):  # llvmlite >= 0.45
-    BF16 = ir.BFloatType()  # type: ignore[attr-defined]
+
+
+class BFloatType(ir.Type):
+    """LLVM's `bfloat` (llvmlite 0.50 has no bfloat type). Constants print in LLVM's `0xR` form,
+    rounded to nearest-even from the float32 value."""
+
+    null = "0xR0000"
+    intrinsic_name = "bf16"
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BFloatType)
+
+    def __hash__(self) -> int:
+        return hash(BFloatType)
+
+    def format_constant(self, value: float) -> str:
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        if (bits & 0x7F800000) == 0x7F800000 and bits & 0x7FFFFF:  # NaN: keep it quiet
+            return f"0xR{(bits >> 16) | 0x40:04X}"
+        bits += 0x7FFF + ((bits >> 16) & 1)
+        return f"0xR{(bits >> 16) & 0xFFFF:04X}"
+
+
+BF16 = BFloatType()
 
 AddressSpaceFn = Callable[[Attribute], int]
 """Maps a memref type to the LLVM address space of its pointers (a Target hook)."""
