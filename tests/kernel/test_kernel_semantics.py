@@ -371,3 +371,31 @@ def test_compile_time_constants(device):
     uses_constants.launch(out, grid=1, block=12, device=device)
     assert out.tolist() == [((i + 1) % 12) * 3 for i in range(12)]
     assert "memref<12xi32, 3>" in uses_constants.mlir(nova.int32[:])
+
+
+def _nvptx_cases() -> list:
+    cases = []
+    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        t = getattr(nova, name)
+        cases += [(int_ops, (t[:, :], t[:], t[:], t)), (shift_out_of_range, (t[:, :], t[:], t[:]))]
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        t = getattr(nova, name)
+        cases += [(floats, (t[:, :], t[:])), (small_shuffle, (t[:], t[:]))]
+    return [*cases,
+            (mathk, (nova.float32[:, :], nova.float32[:])),
+            (control, (nova.int64[:, :], nova.int32[:])),
+            (locals_and_types, (nova.float64[:, :],)),
+            (atomics, (nova.int64[:],) * 4), (atomic_float, (nova.float32[:],) * 2),
+            (warp_ops, (nova.int64[:, :], nova.int64[:])),
+            (small_shuffle, (nova.int8[:],) * 2), (small_shuffle, (nova.uint16[:],) * 2),
+            (bit_counts, (nova.uint32[:, :], nova.uint32[:])),
+            (uses_constants, (nova.int32[:],)), (contraction, (nova.float32[:],) * 4)]
+
+
+@pytest.mark.parametrize(("kern", "sig"), _nvptx_cases(),
+                         ids=lambda v: getattr(v, "__name__", None) or "-".join(map(str, v)))
+def test_every_kernel_compiles_for_nvptx(kern, sig):
+    """The GPU path of every kernel above, up to PTX (and a cubin where ptxas exists), so NVPTX
+    lowering is checked on machines without a GPU too."""
+    images = kern._compile(kern.signature(*sig), "cuda", "sm_90")
+    assert f".visible .entry {kern.__name__}(" in images.ptx

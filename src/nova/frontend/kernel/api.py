@@ -203,7 +203,8 @@ class KernelFunction:
             finish_staged(dev, staged, stream)
         finally:
             for s in staged:
-                s.buffer.free()
+                if s.buffer is not None:
+                    s.buffer.free()
 
 
 def _arch(device: Device) -> str:

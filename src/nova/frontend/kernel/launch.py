@@ -69,10 +69,11 @@ def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
 
 @dataclass
 class Staged:
-    """A NumPy array copied to the device for one launch, copied back after it."""
+    """A NumPy array copied to the device for one launch and back after it (on the cpu
+    device a contiguous writable array is used in place; the launch still waits for it)."""
 
     host: np.ndarray
-    buffer: Buffer
+    buffer: Buffer | None  # None: used in place (cpu device), only waited for
     copy_back: bool
 
 
@@ -125,6 +126,9 @@ class LaunchPlan:
                                     f"passed to a launch on {device.kind}:{device.index}")
             return value.ptr, value.shape
         if isinstance(value, np.ndarray):
+            if device.kind == "cpu" and value.flags.c_contiguous and value.flags.writeable:
+                staged.append(Staged(value, None, False))  # host memory is device memory
+                return value.ctypes.data, value.shape
             host = value if value.flags.c_contiguous else np.ascontiguousarray(value)
             buf = device.allocate(host.nbytes)
             if host.nbytes:
@@ -158,6 +162,8 @@ def finish_staged(device: Device, staged: list[Staged], stream: Any) -> None:
         return
     (stream or device.default_stream).synchronize()
     for s in staged:
+        if s.buffer is None:
+            continue
         if s.copy_back and s.host.nbytes:
             if s.host.flags.c_contiguous:
                 device.copy_dtoh(s.host, s.buffer, s.host.nbytes)
