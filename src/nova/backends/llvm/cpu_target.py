@@ -150,11 +150,15 @@ def _ftype(op: Operation) -> FunctionType:
 
 @functools.cache
 def _c_libraries() -> tuple[ctypes.CDLL, ...]:
+    """libc and libm of this (glibc x86-64) host, by soname (find_library as a fallback)."""
     libs = []
-    for name in ("c", "m"):
-        path = ctypes.util.find_library(name)
-        if path:
-            libs.append(ctypes.CDLL(path))
+    for soname, short in (("libc.so.6", "c"), ("libm.so.6", "m")):
+        try:
+            libs.append(ctypes.CDLL(soname))
+        except OSError:
+            path = ctypes.util.find_library(short)
+            if path:
+                libs.append(ctypes.CDLL(path))
     return tuple(libs)
 
 
