@@ -339,3 +339,55 @@ def test_memrefs_as_block_arguments_and_loop_carried_values() -> None:
     a = np.arange(5, dtype=np.int64)
     b = np.zeros(5, dtype=np.int64)
     assert f(*memref_args(a), *memref_args(b), 7) == 4 + 7
+
+
+def test_reshapes_casts_unranked_switch_and_execute_region() -> None:
+    src = """
+
+    func.func @f(%m: memref<2x3x4xf32>, %k: i32) -> f32 {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %flat = memref.collapse_shape %m [[0, 1], [2]] : memref<2x3x4xf32> into memref<6x4xf32>
+      %ex = memref.expand_shape %flat [[0, 1], [2]] output_shape [3, 2, 4]
+          : memref<6x4xf32> into memref<3x2x4xf32>
+      %rc = memref.reinterpret_cast %m to offset: [4], sizes: [5], strides: [2]
+          : memref<2x3x4xf32> to memref<5xf32, strided<[2], offset: 4>>
+      %u = memref.cast %m : memref<2x3x4xf32> to memref<*xf32>
+      %back = memref.cast %u : memref<*xf32> to memref<2x3x4xf32>
+      %r = memref.rank %m : memref<2x3x4xf32>
+      %dyn = memref.cast %m : memref<2x3x4xf32> to memref<?x?x?xf32>
+      %d = memref.dim %dyn, %c2 : memref<?x?x?xf32>
+      %a = memref.load %flat[%c2, %c1] : memref<6x4xf32>
+      %b = memref.load %ex[%c2, %c1, %c1] : memref<3x2x4xf32>
+      %c = memref.load %rc[%c1] : memref<5xf32, strided<[2], offset: 4>>
+      %e = memref.load %back[%c1, %c1, %c1] : memref<2x3x4xf32>
+      %s1 = arith.addf %a, %b : f32
+      %s2 = arith.addf %s1, %c : f32
+      %s3 = arith.addf %s2, %e : f32
+      %ri = arith.index_cast %r : index to i32
+      %di = arith.index_cast %d : index to i32
+      %sum = arith.addi %ri, %di : i32
+      %x = scf.execute_region -> i32 {
+        cf.switch %k : i32, [
+          default: ^bb1(%sum : i32),
+          1: ^bb2
+        ]
+      ^bb1(%v: i32):
+        scf.yield %v : i32
+      ^bb2:
+        %z = arith.constant 100 : i32
+        scf.yield %z : i32
+      }
+      %xf = arith.sitofp %x : i32 to f32
+      %out = arith.addf %s3, %xf : f32
+      return %out : f32
+    }
+    """
+    f = function(src, "f", F32, [*memref_argtypes(3), ctypes.c_int32])
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    flat = a.reshape(6, 4)
+    ex = flat.reshape(3, 2, 4)
+    want = flat[2, 1] + ex[2, 1, 1] + a.reshape(-1)[4 + 2] + a[1, 1, 1]
+    assert f(*memref_args(a), 0) == want + 3 + 4  # rank + dim 2 through the default case
+    assert f(*memref_args(a), 1) == want + 100
