@@ -399,3 +399,37 @@ def test_every_kernel_compiles_for_nvptx(kern, sig):
     lowering is checked on machines without a GPU too."""
     images = kern._compile(kern.signature(*sig), "cuda", "sm_90")
     assert f".visible .entry {kern.__name__}(" in images.ptx
+
+
+@nova.kernel
+def odds_and_ends(out, flags, x, step):
+    i = nova.thread_id(0)
+    if i > 0:
+        return
+    a, b = x[0], x[1]
+    a, b = b, a                      # tuple unpacking swaps
+    out[0] = a * 10 + b
+    out[1] = x.size + x.ndim
+    total = 0
+    for j in range(x.shape[0] - 1, -1, step):   # a run-time (negative) step
+        total = total * 10 + x[j]
+    out[2] = total
+    n = 0
+    while (k := n * n) < 50:
+        n += 1
+    out[3] = k
+    count = 0
+    for j in range(len(flags)):
+        if flags[j]:
+            count += 1
+        flags[j] = not flags[j]
+    out[4] = count
+
+
+def test_unpacking_runtime_steps_walrus_and_bool_arrays(device):
+    out = np.zeros(5, np.int64)
+    flags = np.array([True, False, True, True])
+    x = np.array([1, 2, 3], np.int64)
+    odds_and_ends.launch(out, flags, x, -1, grid=1, block=4, device=device)
+    assert out.tolist() == [21, 4, 321, 64, 3]
+    assert flags.tolist() == [False, True, False, False]

@@ -115,9 +115,12 @@ def assigned_names(body: list[ast.stmt]) -> tuple[dict[str, int], set[str]]:
                     bump(stmt.target, False)
             elif isinstance(stmt, ast.For):
                 bump(stmt.target, False)
-            for child in ast.iter_child_nodes(stmt):
-                if isinstance(child, ast.NamedExpr):
-                    bump(child.target, False)
+            for field_name in ("test", "value", "iter"):  # `:=` in the statement's own parts
+                part = getattr(stmt, field_name, None)
+                if isinstance(part, ast.AST):
+                    for node in ast.walk(part):
+                        if isinstance(node, ast.NamedExpr):
+                            bump(node.target, False)
             for attr in ("body", "orelse"):
                 inner = getattr(stmt, attr, None)
                 if isinstance(inner, list):
