@@ -126,5 +126,20 @@ class OutOfMemoryError(DeviceError):
     """An allocation exceeded the device's memory or the pool's limit."""
 
 
+CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
+class CudaOutOfMemoryError(CudaError, OutOfMemoryError):
+    """The driver ran out of device memory (CUDA_ERROR_OUT_OF_MEMORY); also an OutOfMemoryError,
+    so `except OutOfMemoryError` catches it whichever path (pool or compiled code) allocated."""
+
+
+def cuda_error(call: str, error_name: str, code: int, detail: str = "",
+               kernel: str | None = None, context_lost: bool = False) -> CudaError:
+    """The CudaError subclass for a failed driver call (one place maps codes to classes)."""
+    cls = CudaOutOfMemoryError if code == CUDA_ERROR_OUT_OF_MEMORY else CudaError
+    return cls(call, error_name, code, detail, kernel=kernel, context_lost=context_lost)
+
+
 class ArgumentError(NovaError, TypeError):
     """A Python call passed arguments of the wrong number, type, dtype, rank or shape."""

@@ -20,7 +20,7 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from nova.bundle.format import Kernel, Manifest
-from nova.errors import CudaError, DeviceError, NovaError, RuntimeFailure
+from nova.errors import CudaError, DeviceError, NovaError, RuntimeFailure, cuda_error
 from nova.runtime.abi import ABI_BY_NAME, DeviceModuleDescriptor
 from nova.runtime.cuda_native import (
     CALL_ENTRY,
@@ -97,19 +97,18 @@ def _report(device: Any, call: bytes, code: int, function: int | None,
         latest = (f"@{_kernel_names.get(last_function, hex(last_function))}" if last_function
                   else "")
         detail = ""
-        if lost and driver is not None and driver.context_lost and driver._lost_by:
+        if lost and driver is not None and driver.lost_reason:
             # a later call of a program after the fault: say so, not "the fault was found here"
-            detail = f"the CUDA context was already lost: {driver._lost_by} destroyed it"
+            detail = f"the CUDA context was already lost: {driver.lost_reason} destroyed it"
         elif kernel is None and lost and latest:
             detail = f"the fault was found here; the latest kernel launched was {latest}"
-        record_error(CudaError(name, error_name(code), code, detail, kernel=kernel,
-                               context_lost=lost))
+        record_error(cuda_error(name, error_name(code), code, detail, kernel=kernel,
+                                context_lost=lost))
         if lost and driver is not None and not driver.context_lost:
-            driver.context_lost = True
             where = (f" in kernel @{kernel}" if kernel
                      else f" (the latest kernel launched was {latest})" if latest else "")
-            driver._lost_by = f"an earlier {error_name(code)} from {name}{where}"
-            driver._lost_error = (error_name(code), code)
+            driver.mark_lost(f"an earlier {error_name(code)} from {name}{where}",
+                             error_name(code), code)
     except BaseException as exc:  # never unwind through C frames
         record_error(RuntimeFailure(f"a CUDA driver call failed ({code}); reporting it failed "
                                     f"too: {exc}"))

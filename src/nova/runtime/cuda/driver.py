@@ -18,7 +18,7 @@ import contextlib
 import threading
 from typing import Any
 
-from nova.errors import CudaError
+from nova.errors import cuda_error
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_READY = 600
@@ -128,7 +128,7 @@ class CudaDriver:
         """Call a driver function; raise CudaError on failure (codes in `allow` are returned as
         the first result instead, e.g. CUDA_ERROR_NOT_READY for queries)."""
         if self.context_lost:
-            raise CudaError(name, *self._lost_error,
+            raise cuda_error(name, *self._lost_error,
                             f"not attempted: {self._lost_by} destroyed the context",
                             kernel=kernel, context_lost=True)
         if current and self.context is not None:
@@ -149,12 +149,22 @@ class CudaDriver:
         err_name = _error_name(self.raw, err)
         lost = code in STICKY_ERRORS
         if lost:
-            self.context_lost = True
             where = f" in kernel @{kernel}" if kernel else ""
-            self._lost_by = f"an earlier {err_name} from {name}{where}"
-            self._lost_error = (err_name, code)
-        raise CudaError(name, err_name, code, _error_string(self.raw, err), kernel=kernel,
-                        context_lost=lost)
+            self.mark_lost(f"an earlier {err_name} from {name}{where}", err_name, code)
+        raise cuda_error(name, err_name, code, _error_string(self.raw, err), kernel=kernel,
+                         context_lost=lost)
+
+    def mark_lost(self, reason: str, error_name: str, code: int) -> None:
+        """Record that a sticky error destroyed the context (`reason` names the call and kernel);
+        later calls fail fast with that reason instead of reaching the driver."""
+        self.context_lost = True
+        self._lost_by = reason
+        self._lost_error = (error_name, code)
+
+    @property
+    def lost_reason(self) -> str:
+        """What destroyed the context ('' while it is usable)."""
+        return self._lost_by if self.context_lost else ""
 
     def make_current(self) -> None:
         """Bind this device's primary context to the calling thread (cheap when it already is)."""

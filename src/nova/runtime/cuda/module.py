@@ -10,7 +10,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from nova.bundle.format import Kernel
-from nova.errors import CudaError, DeviceError
+from nova.errors import CudaError, DeviceError, cuda_error
 from nova.runtime.device import DeviceFunction, DeviceModule, ModuleImages, image_digest
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class CudaModule(DeviceModule):
             if exc.context_lost:
                 raise
             log = _log_text(err_log) or _log_text(info_log) or "(the JIT left no log)"
-            raise CudaError(exc.call, exc.error_name, exc.code,
+            raise cuda_error(exc.call, exc.error_name, exc.code,
                             f"PTX JIT of device module {self.name!r} failed:\n{log}") from None
 
     @property
