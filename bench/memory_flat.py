@@ -1,0 +1,247 @@
+"""Memory stays flat over 10 000 calls of a compiled entry point (issue 3).
+
+Three entry points of one compiled program, each called `--calls` times after `--warmup` calls:
+
+- `step(x)`: one kernel (x[i] += 1) on a device-resident Buffer: nothing should be allocated.
+- `alloc_step(x)`: gpu.alloc inside the program, copy in, kernel, copy out, gpu.dealloc: every
+  call allocates and frees device memory (cuMemAllocAsync/FreeAsync on cuda, the pool on cpu).
+- `step(host)` with a NumPy array: the executor stages it to the device and back every call.
+
+For each, host RSS (/proc/self/status) and device memory are sampled before, every `--calls/10`
+calls, and after: cuda `mem_info()` free bytes and the driver's default memory pool (used and
+reserved, cuMemPoolGetAttribute) on cuda, and Nova's caching pool (`device.pool.stats()`) on
+both (on cpu device memory is host memory, so RSS covers it; `mem_info()` there is the whole
+system's and is not reported as growth). The result is checked once (x counts the calls) and
+reported, as are the growth per 1000 calls and the time per call. Prints a table and writes
+JSON; never asserts.
+
+    python bench/memory_flat.py [--device cpu|cuda|all] [--calls 10000] [--warmup 200] [--n 4096]
+                                [--json bench/results/memory_flat-<date>.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROGRAM = """
+module attributes {gpu.container_module} {
+  func.func @step(%x: memref<?xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %one = arith.constant 1.0 : f32
+    %n = memref.dim %x, %c0 : memref<?xf32>
+    %nb = arith.ceildivui %n, %c256 : index
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %nb, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      %base = arith.muli %bx, %sx : index
+      %i = arith.addi %base, %tx : index
+      %ok = arith.cmpi ult, %i, %n : index
+      scf.if %ok {
+        %v = memref.load %x[%i] : memref<?xf32>
+        %w = arith.addf %v, %one : f32
+        memref.store %w, %x[%i] : memref<?xf32>
+      }
+      gpu.terminator
+    }
+    return
+  }
+
+  func.func @alloc_step(%x: memref<?xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %one = arith.constant 1.0 : f32
+    %n = memref.dim %x, %c0 : memref<?xf32>
+    %nb = arith.ceildivui %n, %c256 : index
+    %d = gpu.alloc(%n) : memref<?xf32>
+    gpu.memcpy %d, %x : memref<?xf32>, memref<?xf32>
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %nb, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      %base = arith.muli %bx, %sx : index
+      %i = arith.addi %base, %tx : index
+      %ok = arith.cmpi ult, %i, %n : index
+      scf.if %ok {
+        %v = memref.load %d[%i] : memref<?xf32>
+        %w = arith.addf %v, %one : f32
+        memref.store %w, %d[%i] : memref<?xf32>
+      }
+      gpu.terminator
+    }
+    gpu.memcpy %x, %d : memref<?xf32>, memref<?xf32>
+    gpu.dealloc %d : memref<?xf32>
+    return
+  }
+}
+"""
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def driver_pool(device: Any) -> dict[str, int] | None:
+    """Used and reserved bytes of the CUDA device's default memory pool (what gpu.alloc's
+    cuMemAllocAsync draws from), or None on cpu / when the query fails."""
+    driver = getattr(device, "driver", None)
+    if driver is None:
+        return None
+    try:
+        raw = driver.raw
+        pool = driver.call("cuDeviceGetDefaultMemPool", device.cu_device)
+        attr = raw.CUmemPool_attribute
+        used = driver.call("cuMemPoolGetAttribute", pool,
+                           attr.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+        reserved = driver.call("cuMemPoolGetAttribute", pool,
+                               attr.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+        return {"used": int(used), "reserved": int(reserved)}
+    except Exception:  # an older driver or bindings: report what we have
+        return None
+
+
+def sample(device: Any) -> dict[str, Any]:
+    gc.collect()
+    device.synchronize()
+    stats = device.pool.stats()
+    free, total = device.mem_info()
+    return {"rss": rss_bytes(), "device_free": free, "device_total": total,
+            "pool_in_use": stats.bytes_in_use, "pool_cached": stats.bytes_cached,
+            "pool_device_allocs": stats.device_allocs, "pool_device_frees": stats.device_frees,
+            "driver_pool": driver_pool(device)}
+
+
+def measure(device: Any, call: Callable[[], None], calls: int, warmup: int) -> dict[str, Any]:
+    for _ in range(warmup):
+        call()
+    before = sample(device)
+    samples = [dict(before, calls=0)]
+    every = max(1, calls // 10)
+    start = time.perf_counter()
+    elapsed = 0.0
+    for i in range(1, calls + 1):
+        call()
+        if i % every == 0 or i == calls:
+            elapsed += time.perf_counter() - start
+            samples.append(dict(sample(device), calls=i))
+            start = time.perf_counter()
+    after = samples[-1]
+    per_k = calls / 1000
+
+    def growth(key: str) -> float:
+        return (after[key] - before[key]) / per_k
+
+    result = {
+        "us_per_call": elapsed / calls * 1e6,
+        "rss_before": before["rss"], "rss_after": after["rss"],
+        "rss_growth_per_1000_calls": growth("rss"),
+        # on cpu mem_info() is the whole system's free memory: other processes' noise
+        "device_used_growth_per_1000_calls": (None if device.kind == "cpu"
+                                              else -growth("device_free")),
+        "pool_in_use_after": after["pool_in_use"], "pool_cached_after": after["pool_cached"],
+        "pool_raw_allocs_during": after["pool_device_allocs"] - before["pool_device_allocs"],
+        "samples": samples,
+    }
+    if before["driver_pool"] and after["driver_pool"]:
+        result["driver_pool_used_growth"] = (after["driver_pool"]["used"]
+                                             - before["driver_pool"]["used"])
+        result["driver_pool_reserved_after"] = after["driver_pool"]["reserved"]
+    return result
+
+
+def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any]]:
+    import nova
+    from nova.runtime.device import get_device
+
+    device = get_device(kind)
+    mod = nova.compile(PROGRAM, device=kind)
+    rows = []
+    buf = device.to_device(np.zeros(n, np.float32))
+    host = np.zeros(n, np.float32)
+    cases: list[tuple[str, Callable[[], None], Callable[[], np.ndarray]]] = [
+        ("step(device buffer)", lambda: mod.step(buf), buf.numpy),
+        ("alloc_step(device buffer)", lambda: mod.alloc_step(buf), buf.numpy),
+        ("step(numpy array)", lambda: mod.step(host), lambda: host),
+    ]
+    for name, call, value in cases:
+        start_value = float(value()[0])
+        row = {"device": kind, "case": name, "calls": calls, "warmup": warmup, "n": n,
+               **measure(device, call, calls, warmup)}
+        got = float(value()[0]) - start_value
+        row["result_ok"] = bool(got == calls + warmup)
+        rows.append(row)
+    mod.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="all", choices=("all", "cpu", "cuda"))
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--n", type=int, default=4096, help="elements per buffer")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+
+    from nova.runtime.device import cuda_status
+
+    kinds = ["cpu", "cuda"] if args.device == "all" else [args.device]
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    for kind in kinds:
+        if kind == "cuda" and not cuda_status().usable:
+            skipped["cuda"] = cuda_status().reason
+            continue
+        rows += run_device(kind, args.calls, args.warmup, args.n)
+
+    def mib(value: float | None) -> str:
+        return f"{'n/a':>9}" if value is None else f"{value / 2**20:+9.3f}"
+
+    print(f"\nMemory over {args.calls} calls (after {args.warmup} warm-up calls), n = {args.n}")
+    head = (f"{'device':<6} {'case':<27} {'us/call':>8} {'RSS MiB':>9} {'RSS/1k':>9} "
+            f"{'dev/1k':>9} {'pool use':>9} {'raw alloc':>9} {'ok':>3}")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(f"{r['device']:<6} {r['case']:<27} {r['us_per_call']:8.1f} "
+              f"{r['rss_after'] / 2**20:9.1f} {mib(r['rss_growth_per_1000_calls'])} "
+              f"{mib(r['device_used_growth_per_1000_calls'])} "
+              f"{r['pool_in_use_after'] / 2**20:9.3f} {r['pool_raw_allocs_during']:>9} "
+              f"{'yes' if r['result_ok'] else 'NO':>3}")
+    for kind, reason in skipped.items():
+        print(f"{kind}: skipped ({reason})")
+    print("RSS/1k, dev/1k: growth in MiB per 1000 calls (host RSS; device memory in use from "
+          "mem_info, cuda only); pool use: Nova pool bytes in use after; raw alloc: "
+          "pool allocations from the device during the measured calls")
+
+    report = {"benchmark": "memory_flat", "date": date.today().isoformat(),
+              "python": platform.python_version(), "machine": platform.machine(),
+              "calls": args.calls, "warmup": args.warmup, "n": args.n, "skipped": skipped,
+              "results": rows}
+    path = args.json or ROOT / "bench" / "results" / f"memory_flat-{date.today()}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
