@@ -175,6 +175,7 @@ def test_all_reduce_within_one_warp_needs_no_shared_memory() -> None:
         "attributes {known_block_size = array<i32: 20, 1, 1>}"))
     assert "bar.sync" not in c.ptx and ".shared" not in c.ptx
     assert "shfl.sync.idx" in c.ptx
+    assert c.kernel("k").static_shared_bytes == 0
 
 
 @pytest.mark.parametrize("cluster", ["", "cluster(size = 4)", "cluster(size = 8, stride = 2)",

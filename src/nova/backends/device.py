@@ -123,12 +123,16 @@ def kernel_metadata(kernel: Operation, funcs: dict[str, Operation],
         shared += _bytes(arg.type)
     used_globals: set[str] = set()
     uses_barriers = False
+    from nova.backends.llvm.nvptx_target import WARP_SIZE, known_block_size
+
     for fn in reached:
+        known = known_block_size(fn)
+        one_warp = known is not None and known[0] * known[1] * known[2] <= WARP_SIZE
         for inner in fn.walk():
             if inner.name in BARRIER_OPS:
                 uses_barriers = True
-            if inner.name == "gpu.all_reduce":
-                shared += 33 * T.element_size(inner.operands[0].type)
+            if inner.name == "gpu.all_reduce" and not one_warp:
+                shared += (WARP_SIZE + 1) * T.element_size(inner.operands[0].type)
             if inner.name == "memref.get_global":
                 used_globals.add(attr(inner, "name").root_reference.data)  # type: ignore[union-attr]
     for name in sorted(used_globals):

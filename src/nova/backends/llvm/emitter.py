@@ -150,18 +150,13 @@ class ModuleEmitter:
                 self.declare_function(op)
             elif op.name == "memref.global":
                 emit_global(self, op)
-            elif op.name in self.target.handlers:
-                continue  # module-level op lowered by the target in the second pass
             else:
                 raise UnsupportedError(
                     f"module-level op '{op.name}' is not supported by the LLVM lowering "
                     "(supported: func.func, gpu.func, memref.global)", location_of(op))
         for op in ops:
-            if op.name in ("func.func", "gpu.func"):
-                if op.regions and op.regions[0].blocks:
-                    self.define_function(op)
-            elif op.name in self.target.handlers and op.name != "memref.global":
-                self.target.handlers[op.name](None, op)  # type: ignore[arg-type]
+            if op.name in ("func.func", "gpu.func") and op.regions and op.regions[0].blocks:
+                self.define_function(op)
 
     def declare_function(self, op: Operation) -> ir.Function:
         """Declare the LLVM function for a func.func/gpu.func (memref args expanded)."""
