@@ -138,7 +138,7 @@ def test_cuda_arrays_are_used_in_place(cuda_device):
     cupy = pytest.importorskip("cupy")
     x = cupy.arange(64, dtype=cupy.float32)
     out = cupy.zeros(64, dtype=cupy.float32)
-    scale[2, 32](out, x, np.float32(2))
+    scale[2, 32](out, x, np.float32(2))  # waits for CuPy's stream (CAI v3 'stream')
     cuda_device.synchronize()
     assert cupy.asnumpy(out).tolist() == (np.arange(64) * 2).tolist()
 

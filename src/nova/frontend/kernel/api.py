@@ -119,8 +119,8 @@ class KernelFunction:
         for a in args:
             if isinstance(a, T.ArrayType | T.ScalarType):
                 out.append(a)
-            elif a is int or a is float or a is bool:
-                out.append(T.resolve_dtype(a))
+            elif isinstance(a, type) and T.resolve_dtype(a) is not None:
+                out.append(T.resolve_dtype(a))  # int, float, bool, np.float32, ...
             else:
                 out.append(arg_type(a))
         return tuple(out)
@@ -196,7 +196,7 @@ class KernelFunction:
         plan = self._plans.get((dev, sig)) or self._plan(dev, sig)
         staged: list[Staged] = []
         try:
-            values = plan.values(args, staged)
+            values = plan.values(args, staged, stream)
             with plan.lock:
                 plan.pack(values)
                 dev.launch(plan.function, grid, block, plan.address, shared_bytes, stream)

@@ -104,13 +104,14 @@ class LaunchPlan:
         self.pointers = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
         self.address = ctypes.addressof(self.pointers) if count else 0
 
-    def values(self, args: tuple[Any, ...], staged: list[Staged]) -> list[Any]:
+    def values(self, args: tuple[Any, ...], staged: list[Staged],
+               stream: Any = None) -> list[Any]:
         """The slot values of one launch; NumPy arrays are staged to the device."""
         out: list[Any] = []
         device = self.device
         for value, ty in zip(args, self.sig, strict=True):
             if isinstance(ty, T.ArrayType):
-                ptr, shape = self._array(value, device, staged)
+                ptr, shape = self._array(value, device, staged, stream)
                 out += (ptr, ptr, 0, *shape, *_contiguous_strides(shape))
             elif ty.name == "bfloat16":
                 out.append(int(np.asarray(value, T.bfloat16.np_dtype).view(np.uint16)))
@@ -119,7 +120,8 @@ class LaunchPlan:
         return out
 
     @staticmethod
-    def _array(value: Any, device: Device, staged: list[Staged]) -> tuple[int, tuple[int, ...]]:
+    def _array(value: Any, device: Device, staged: list[Staged],
+               stream: Any) -> tuple[int, tuple[int, ...]]:
         if isinstance(value, Buffer):
             if value.device is not device:
                 raise ArgumentError(f"a Buffer on {value.device.kind}:{value.device.index} was "
@@ -146,6 +148,9 @@ class LaunchPlan:
                 s * itemsize for s in _contiguous_strides(shape)) and all(shape):
             raise ArgumentError("CUDA arrays passed to kernels must be C-contiguous (call "
                                 ".contiguous() / cupy.ascontiguousarray first)")
+        producer = cai.get("stream")  # CAI v3: work on it must finish before the kernel reads
+        if producer is not None and stream is None:
+            device.wait_for_foreign_stream(int(producer))  # type: ignore[attr-defined]
         return int(cai["data"][0]), shape
 
     def pack(self, values: list[Any]) -> None:
