@@ -108,8 +108,9 @@ def test_async_region_program_gives_the_same_results(program: bytes, device: str
         np.testing.assert_array_equal(w, 3 * x + 1)
 
 
-CORPUS_PROGRAMS = ["memset-memcpy.mlir", "two-launches.mlir", "scf-host-device.mlir",
-                   "launch-in-function.mlir", "async-streams.mlir", "printf.mlir"]
+CORPUS_PROGRAMS = ["async-fork-join.mlir", "memset-memcpy.mlir", "two-launches.mlir",
+                   "scf-host-device.mlir", "launch-in-function.mlir", "async-streams.mlir",
+                   "printf.mlir", "atomics-spin.mlir"]
 
 
 def _nova_run(path: Path) -> str:
