@@ -1,6 +1,7 @@
 // RUN: nova-translate %s --emit=device-llvm | FileCheck %s
 
-// Warp shuffles use shfl.sync.*.i32p (value + valid predicate) on the active mask; all_reduce
+// Warp shuffles use shfl.sync.*.i32p (value + valid predicate) on the mask of the warp's
+// existing lanes; all_reduce
 // reduces each warp with predicated shfl.down, then the warps' partials through a 33-slot
 // shared array between two barriers; subgroup_reduce broadcasts from the cluster leader.
 
@@ -24,7 +25,7 @@ module attributes {gpu.container_module} {
 }
 
 // CHECK-LABEL: define external ptx_kernel void @"collectives"
-// CHECK:       [[MASK:%.+]] = call i32 @"llvm.nvvm.activemask"()
+// CHECK:       [[MASK:%.+]] = lshr i32 -1, {{%.+}}
 // CHECK:       [[X:%.+]] = call {i32, i1} @"llvm.nvvm.shfl.sync.bfly.i32p"(i32 [[MASK]], i32 {{%.+}}, i32 1, i32 {{%.+}})
 // CHECK:       extractvalue {i32, i1} [[X]], 1
 // CHECK:       call {i32, i1} @"llvm.nvvm.shfl.sync.up.i32p"

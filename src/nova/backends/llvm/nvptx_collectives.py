@@ -1,8 +1,10 @@
 """Warp and block collectives for NVPTX: gpu.shuffle, gpu.all_reduce, gpu.subgroup_reduce.
 
 Shuffles use `llvm.nvvm.shfl.sync.{bfly,up,down,idx}.i32p`, which also return the `valid`
-predicate. The member mask is the warp's active mask (`llvm.nvvm.activemask`), so partial warps
-(blocks that are not a multiple of 32 threads) never name lanes that do not exist. The `c`
+predicate. The member mask is every lane of the calling warp that exists (all 32 unless the block
+size is not a multiple of 32 and this is the last warp; a constant when the block size is known),
+computed from the thread id rather than `activemask`, so it does not depend on how converged
+the warp happens to be, and never names lanes that do not exist. The `c`
 operand follows MLIR's NVVM lowering for xor/down/idx (clamp = width - 1) and CUDA's segmented
 encoding for up (`(32 - width) << 8`, i.e. shuffles stay within each `width`-lane segment).
 Values wider than 32 bits are shuffled as two halves; narrower ones (i1/i8/i16/f16/bf16) are
@@ -43,11 +45,6 @@ MODES = {"xor": "bfly", "up": "up", "down": "down", "idx": "idx"}
 
 def _c32(value: int) -> ir.Constant:
     return ir.Constant(T.I32, value)
-
-
-def active_mask(fe: FunctionEmitter) -> ir.Value:
-    fn = fe.module.declare("llvm.nvvm.activemask", ir.FunctionType(T.I32, []))
-    return fe.builder.call(fn, [])
 
 
 def _shfl32(fe: FunctionEmitter, mode: str, value: ir.Value, b_op: ir.Value, c_op: ir.Value,
@@ -97,7 +94,8 @@ def lower_shuffle(fe: FunctionEmitter, op: Operation) -> None:
     # mark lane 3 <- lane 0 invalid), and upstream's `32 - width` clamp rejects most lanes, so
     # .up uses clamp 0 and checks `lane < width` itself. The other modes use clamp width - 1.
     c_op = _c32(0) if up else b.sub(width, _c32(1))
-    out, valid = shuffle(fe, MODES[mode], value, offset, c_op, active_mask(fe))
+    mask = _lane_mask(fe, _lanes_in_warp(fe, linear_thread_id(fe), block_size(fe)))
+    out, valid = shuffle(fe, MODES[mode], value, offset, c_op, mask)
     if up:
         lane = sreg(fe, "laneid")
         valid = b.and_(valid, b.icmp_unsigned("<", lane, width))
