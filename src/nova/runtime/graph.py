@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -440,6 +442,10 @@ class CudaGraph:
         self.graph_exec = graph_exec
         self.kernel_count = abi.kernels
         self.node_count = self._count_nodes()
+        drv = self.device.driver
+        # a CapturedEntry dropped without close() still gives the graph back to the driver
+        self._finalizer = weakref.finalize(self, _destroy_graph, drv, graph, graph_exec)
+        self._finalizer.atexit = False
 
     def _count_nodes(self) -> int | None:
         try:
@@ -455,10 +461,13 @@ class CudaGraph:
         origin.synchronize()
 
     def close(self) -> None:
-        drv = self.device.driver
-        drv.quiet("cuGraphExecDestroy", self.graph_exec)
-        drv.quiet("cuGraphDestroy", self.graph)
+        self._finalizer()
         self.abi.close()
+
+
+def _destroy_graph(driver: Any, graph: Any, graph_exec: Any) -> None:
+    driver.quiet("cuGraphExecDestroy", graph_exec)
+    driver.quiet("cuGraphDestroy", graph)
 
 
 # --- the public object -------------------------------------------------------------------------
@@ -493,6 +502,7 @@ class CapturedEntry:
                 self._scalars.append(storage.value)  # type: ignore[attr-defined]
         self._linked: LinkedObject | None = None
         self._graph: CpuGraph | CudaGraph | None = None
+        self._lock = threading.Lock()  # one replay at a time: they share the capture buffers
         self._record()
 
     def _capture_buffer(self, index: int, spec: Any, value: Any) -> Buffer:
@@ -607,7 +617,14 @@ class CapturedEntry:
 
     def replay(self, *args: Any, stream: Stream | None = None) -> Any:
         """Copy `args` into the capture-time buffers, run the recorded work, copy the memref
-        arguments back, wait, and return the entry's results."""
+        arguments back, wait, and return the entry's results. Replays of one CapturedEntry are
+        serialized (they share the capture-time buffers)."""
+        with self._lock:
+            return self._replay(args, stream)
+
+    __call__ = replay
+
+    def _replay(self, args: tuple[Any, ...], stream: Stream | None) -> Any:
         graph = self._require()
         s = self.device._stream(stream)
         if len(args) != len(self.entry.args):
@@ -632,8 +649,6 @@ class CapturedEntry:
             if original is not contiguous:
                 np.copyto(original, contiguous)
         return self._results()
-
-    __call__ = replay
 
     def _check_scalar(self, index: int, spec: Any, value: Any) -> None:
         converted = marshal.scalar_value(self.name, index, spec, value)

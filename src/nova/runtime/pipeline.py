@@ -383,8 +383,9 @@ class Pipeline:
         self._compute_q.put(_STOP)
         for t in self._threads:
             t.join()
-        with contextlib.suppress(NovaError):
-            self.device.synchronize()
+        for s in (self.copy_in_stream, self.compute_stream, self.copy_out_stream):
+            with contextlib.suppress(NovaError):
+                s.synchronize()  # only after failures can work of ours still be queued
         for s in (self.copy_in_stream, self.copy_out_stream):
             with contextlib.suppress(NovaError):
                 s.close()
