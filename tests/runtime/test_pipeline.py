@@ -140,3 +140,33 @@ def test_bad_arguments(cpu_device) -> None:
         Pipeline(lambda ctx: None, device=cpu_device, slots=0)
     with pytest.raises(ArgumentError, match="callable"):
         Pipeline(42, device=cpu_device)  # type: ignore[arg-type]
+
+
+DOUBLE = """
+func.func @double(%x: memref<?xf32>, %y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%bx] : memref<?xf32>
+    %r = arith.addf %v, %v : f32
+    memref.store %r, %y[%bx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def test_compiled_entry_as_the_kernel_stage(device) -> None:
+    from async_programs import bundle
+
+    from nova.runtime.executor import load
+
+    with load(bundle(DOUBLE, "pipeline_double.mlir"), device) as mod:
+        items = [np.arange(n, dtype=np.float32) for n in (10, 300, 7, 1000, 64)]
+        with Pipeline(lambda ctx: mod.double(ctx.input, ctx.output), device=device,
+                      slots=2) as pipe:
+            for item, got in zip(items, pipe.map(items), strict=True):
+                np.testing.assert_array_equal(got, 2 * item)
