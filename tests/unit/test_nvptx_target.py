@@ -412,3 +412,14 @@ def test_half_and_bfloat_arithmetic_math_and_shuffles() -> None:
     assert "fadd bfloat %" in c.llvm and ", 0xR3FC0" in c.llvm
     assert "fmul half" in c.llvm
     assert c.kernel("k").args[0].dtype == "bf16"
+
+
+@pytest.mark.parametrize(("arch", "version"), [("sm_80", "8.0"), ("sm_90", "8.0"),
+                                               ("sm_90a", "8.0"), ("sm_100", "8.6")])
+def test_ptx_for_other_architectures(arch: str, version: str) -> None:
+    llvm_ir = ('target triple = "nvptx64-nvidia-cuda"\n'
+               "define ptx_kernel void @k(ptr %p) {\n  store i32 1, ptr %p\n  ret void\n}\n")
+    ptx = emit_ptx(llvm_ir, arch)
+    assert f".version {version}" in ptx and f".target {arch}" in ptx
+    if HAVE_PTXAS:
+        assert assemble_cubin(ptx, arch)

@@ -36,12 +36,25 @@ def _check_arch(arch: str) -> str:
     return arch
 
 
+def ptx_version(arch: str) -> int:
+    """The PTX ISA version to emit for `arch` (x10): 8.0 up to sm_90a, newer for Blackwell."""
+    match = _ARCH.match(_check_arch(arch))
+    assert match is not None
+    number = int(match.group(1))
+    if number >= 120:
+        return 87
+    if number >= 100:
+        return 86
+    return 80
+
+
 @functools.cache
 def target_machine(arch: str) -> llvm.TargetMachine:
-    """The NVPTX target machine for `arch` at O3 (PTX ISA 8.0, enough for sm_90 and ptxas 12+)."""
+    """The NVPTX target machine for `arch` at O3."""
     _init()
     target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(cpu=_check_arch(arch), features="+ptx80", opt=3)
+    return target.create_target_machine(cpu=_check_arch(arch),
+                                        features=f"+ptx{ptx_version(arch)}", opt=3)
 
 
 def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
