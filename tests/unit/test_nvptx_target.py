@@ -107,11 +107,11 @@ def test_shuffles(ty: str, mode: str) -> None:
     ptx_mode = {"xor": "bfly"}.get(mode, mode)
     lines = re.findall(rf"shfl\.sync\.{ptx_mode}\.b32\s+[^;]+;", c.ptx)
     assert len(lines) == (2 if ty in ("i64", "f64") else 1)
-    # up: clamp 0 (source lane >= 0) plus an explicit `laneid < width` check, exact for any
-    # width; the others: MLIR's clamp width - 1.
+    # up: clamp 0 (source lane >= 0); the others: MLIR's clamp width - 1; every mode also
+    # checks `laneid < width`, exact for any width.
     clamp = 0 if mode == "up" else 15
     assert all(f", 3, {clamp}, " in line for line in lines), lines
-    assert ("%laneid" in c.ptx) == (mode == "up")
+    assert "%laneid" in c.ptx
 
 
 def test_shuffle_of_narrow_types_and_dynamic_width() -> None:
