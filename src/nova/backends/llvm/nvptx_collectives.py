@@ -92,13 +92,14 @@ def lower_shuffle(fe: FunctionEmitter, op: Operation) -> None:
     # the clamp (c[4:0]) when no segment mask is set; clamp 0 gives "j >= 0". CUDA's segmented
     # encoding ((32 - width) << 8) is only right for power-of-two widths (e.g. width 13 would
     # mark lane 3 <- lane 0 invalid), and upstream's `32 - width` clamp rejects most lanes, so
-    # .up uses clamp 0 and checks `lane < width` itself. The other modes use clamp width - 1.
+    # .up uses clamp 0. The other modes use clamp width - 1 (source lane <= width - 1).
+    # In every mode a lane at or beyond `width` gets valid = false, as MLIR defines the op and
+    # as the CPU device computes it (PTX alone would accept e.g. lane 20 xor 16 at width 16).
     c_op = _c32(0) if up else b.sub(width, _c32(1))
     mask = _lane_mask(fe, _lanes_in_warp(fe, linear_thread_id(fe), block_size(fe)))
     out, valid = shuffle(fe, MODES[mode], value, offset, c_op, mask)
-    if up:
-        lane = sreg(fe, "laneid")
-        valid = b.and_(valid, b.icmp_unsigned("<", lane, width))
+    lane = sreg(fe, "laneid")
+    valid = b.and_(valid, b.icmp_unsigned("<", lane, width))
     fe.bind(op.results[0], out)
     fe.bind(op.results[1], valid)
 
