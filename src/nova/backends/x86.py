@@ -22,6 +22,8 @@ def target_machine() -> llvm.TargetMachine:
     """The x86-64 target machine (generic x86-64 CPU, PIC, O3)."""
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # Inline asm (the CPU device's fiber switch) needs the asm parser, or LLVM aborts the process.
+    llvm.initialize_native_asmparser()
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu="x86-64", opt=3, reloc="pic", codemodel="small")
 
