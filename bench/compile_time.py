@@ -4,7 +4,8 @@ Each run is a new Python process (what `nova-translate` or a first `nova.compile
 imports the driver, compiles, and reports the process's import time and the driver's per-stage
 times. Prints a table and writes JSON; never asserts.
 
-    python bench/compile_time.py [--runs 3] [--emit nova] [--json bench/results/compile_time.json]
+    python bench/compile_time.py [--runs 3] [--emit nova] [--json PATH]
+        (default PATH: bench/results/compile_time-<date>.json)
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--emit", default="nova", help="stage to compile to (default: nova)")
-    parser.add_argument("--json", type=Path,
-                        default=Path(__file__).parent / "results" / "compile_time.json")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="where to write the JSON record")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="nova-bench-") as tmp:
@@ -175,9 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "raw": {"cold": cold, "warm": warm},
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(record, indent=1))
-    print(f"wrote {args.json}")
+    path = args.json or (Path(__file__).parent / "results"
+                         / f"compile_time-{datetime.now(UTC):%Y-%m-%d}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1))
+    print(f"wrote {path}")
     return 0
 
 
