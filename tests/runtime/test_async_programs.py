@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,32 @@ def test_fork_join_on_device_buffers_repeatedly(program: bytes, device: str) -> 
             bufs[0].copy_from_host(np.full(n, k, np.float32))
             mod.fork_join(*bufs)
             assert bufs[3].numpy().tolist() == [3 * k + 1] * n
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_new_streams_follow_work_already_on_the_default_stream(program: bytes,
+                                                               device: str) -> None:
+    """`gpu.wait async` (no dependencies) starts a stream ordered after what was enqueued on the
+    program's default stream before the call: the executor's own staging copies of NumPy
+    arguments, or the caller's asynchronous copies, as the legacy default stream would order
+    them upstream."""
+    dev = get_device(device)
+    n = 1 << 16
+    with _load(program, device) as mod:
+        x = dev.to_device(np.zeros(n, np.float32))
+        y, z, w = (dev.to_device(np.zeros(n, np.float32)) for _ in range(3))
+        stream = dev.default_stream
+        if hasattr(stream, "enqueue"):  # cpu: hold the default stream back for a while
+            stream.enqueue(lambda: time.sleep(0.3), "delay")
+        data = np.full(n, 5, np.float32)
+        dev.copy_htod(x, data, stream=stream)  # asynchronous, on the default stream
+        mod.fork_join(x, y, z, w)
+        assert (w.numpy() == 16).all()
+        for k in range(3):  # NumPy inputs are staged asynchronously on cuda
+            xs = np.full(n, k, np.float32)
+            ws = np.zeros(n, np.float32)
+            mod.fork_join(xs, np.zeros(n, np.float32), np.zeros(n, np.float32), ws)
+            assert (ws == 3 * k + 1).all()
 
 
 @pytest.mark.parametrize("device", DEVICES)

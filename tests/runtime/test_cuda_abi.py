@@ -177,7 +177,12 @@ def test_streams_and_events(native: Any, driver: MockDriver) -> None:
     out = ctypes.c_void_p()
     assert abi(native, "nova_rt_stream_create")(ctypes.addressof(out)) == 0
     assert out.value == 0xABC000
-    assert driver.calls[-1] == ("cuStreamCreate", (ctypes.addressof(out), 1))
+    assert driver.calls[0] == ("cuStreamCreate", (ctypes.addressof(out), 1))
+    # the new stream forks from the default stream (an event recorded there, then waited for)
+    assert [name for name, _ in driver.calls[1:]] == [
+        "cuEventCreate", "cuEventRecord", "cuStreamWaitEvent", "cuEventDestroy_v2"]
+    assert driver.calls[2][1] == (0xABC000, DEFAULT_STREAM)
+    assert driver.calls[3][1] == (0xABC000, 0xABC000, 0)
     assert abi(native, "nova_rt_event_create")(ctypes.addressof(out)) == 0
     assert driver.calls[-1] == ("cuEventCreate", (ctypes.addressof(out), 2))
     abi(native, "nova_rt_stream_synchronize")(None)
@@ -187,7 +192,7 @@ def test_streams_and_events(native: Any, driver: MockDriver) -> None:
     abi(native, "nova_rt_event_destroy")(0xE1)
     abi(native, "nova_rt_stream_destroy")(0x77)
     abi(native, "nova_rt_stream_destroy")(None)  # never destroys the executor's stream
-    assert driver.calls[2:] == [
+    assert driver.calls[6:] == [
         ("cuStreamSynchronize", (DEFAULT_STREAM,)),
         ("cuStreamWaitEvent", (DEFAULT_STREAM, 0xE1, 0)),
         ("cuEventRecord", (0xE1, 0x77)),

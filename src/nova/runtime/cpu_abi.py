@@ -165,7 +165,14 @@ class CpuAbi:
     # --- streams and events ------------------------------------------------------------------
     def _stream_create(self, out: int) -> None:
         handle = self._new_handle()
-        self._streams[handle] = self.device.create_stream()
+        stream = self.device.create_stream()
+        # Ordered after the work already on the program's default stream (staging copies, the
+        # caller's async work), as the legacy default stream orders new streams upstream.
+        fork = self.device.create_event()
+        fork.record(self.device.default_stream)
+        stream.wait(fork)
+        fork.close()
+        self._streams[handle] = stream
         _store_pointer(out, handle)
 
     def _stream_destroy(self, stream: int | None) -> None:

@@ -171,6 +171,16 @@ def _functions(prefix: str) -> list[str]:
 
     b = body()
     b.call("cuStreamCreate", f"ptr %out, i32 {CU_STREAM_NON_BLOCKING}")
+    # Fork from the default stream: the new stream follows the work already enqueued there
+    # (staging copies of arguments, the caller's async work), as upstream's legacy stream does.
+    b("  %fork = alloca ptr, align 8")
+    b.call("cuEventCreate", f"ptr %fork, i32 {CU_EVENT_DISABLE_TIMING}")
+    b("  %fork.event = load ptr, ptr %fork")
+    b("  %fork.stream = load ptr, ptr %out")
+    b(f"  %fork.default = load ptr, ptr @{DEFAULT_STREAM_GLOBAL}")
+    b.call("cuEventRecord", "ptr %fork.event, ptr %fork.default")
+    b.call("cuStreamWaitEvent", "ptr %fork.stream, ptr %fork.event, i32 0")
+    b.call("cuEventDestroy_v2", "ptr %fork.event")
     out.append(_define("nova_rt_stream_create", "ptr %out", b))
 
     b = body()
