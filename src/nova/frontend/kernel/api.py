@@ -190,8 +190,12 @@ class KernelFunction:
         """Launch on `device` (default: the kernel's, else NOVA_DEVICE/auto). NumPy arrays are
         copied in and back (the call then waits for the kernel); device arrays are used in place
         and the launch is asynchronous on `stream` (default: the device's default stream)."""
-        dev = stream.device if stream is not None and hasattr(stream, "device") else \
-            get_device(device if device is not None else self._device)
+        if stream is not None and hasattr(stream, "device"):
+            dev = stream.device
+        elif device is None and self._device is None:
+            dev = _default_device()
+        else:
+            dev = get_device(device if device is not None else self._device)
         sig = tuple(arg_type(a) for a in args)
         plan = self._plans.get((dev, sig)) or self._plan(dev, sig)
         staged: list[Staged] = []
@@ -205,6 +209,23 @@ class KernelFunction:
             for s in staged:
                 if s.buffer is not None:
                     s.buffer.free()
+
+
+_default: tuple[Any, Device] | None = None
+
+
+def _default_device() -> Device:
+    """get_device(None), memoised per active configuration (it probes CUDA and takes a lock)."""
+    global _default
+    from nova import config
+
+    cfg = config.get()
+    cached = _default
+    if cached is not None and cached[0] is cfg:
+        return cached[1]
+    dev = get_device(None)
+    _default = (cfg, dev)
+    return dev
 
 
 def _arch(device: Device) -> str:

@@ -30,20 +30,35 @@ _SLOT_FORMATS = {"bool": "?7x", "int8": "b7x", "int16": "h6x", "int32": "i4x", "
                  "float16": "e6x", "bfloat16": "H6x", "float32": "f4x", "float64": "d"}
 
 
+_ARRAY_TYPES: dict[tuple[Any, int], T.ArrayType] = {}
+_SCALAR_TYPES: dict[Any, T.ScalarType] = {}
+_PY_SCALARS: dict[type, T.ScalarType] = {bool: T.bool_, int: T.int64, float: T.float64}
+
+
 def arg_type(value: Any) -> T.NovaType:
-    """The Nova type of a launch argument (ArgumentError for what kernels cannot take)."""
-    if isinstance(value, np.ndarray | Buffer):
-        return _array_type(value.dtype, value.ndim, value)
-    if isinstance(value, bool | np.bool_):
-        return T.bool_
-    if isinstance(value, int):
-        return T.int64
-    if isinstance(value, float):
-        return T.float64
+    """The Nova type of a launch argument (ArgumentError for what kernels cannot take).
+    Memoised by dtype and rank: this runs for every argument of every launch."""
+    cls = type(value)
+    found = _PY_SCALARS.get(cls)
+    if found is not None:
+        return found
+    if cls is np.ndarray or cls is Buffer or isinstance(value, np.ndarray | Buffer):
+        key = (value.dtype, value.ndim)
+        at = _ARRAY_TYPES.get(key)
+        if at is None:
+            at = _ARRAY_TYPES[key] = _array_type(value.dtype, value.ndim, value)
+        return at
     if isinstance(value, np.generic):
-        ty = T.from_numpy_dtype(value.dtype)
-        if ty is not None:
-            return ty
+        st = _SCALAR_TYPES.get(value.dtype)
+        if st is None:
+            st = T.from_numpy_dtype(value.dtype)
+            if st is None:
+                raise ArgumentError(f"NumPy scalars of {value.dtype} cannot be kernel arguments")
+            _SCALAR_TYPES[value.dtype] = st
+        return st
+    if isinstance(value, bool | int | float):  # subclasses (IntEnum, ...)
+        return _PY_SCALARS[bool if isinstance(value, bool) else int
+                           if isinstance(value, int) else float]
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
         return _array_type(np.dtype(cai["typestr"]), len(cai["shape"]), value)
