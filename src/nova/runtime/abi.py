@@ -129,7 +129,9 @@ ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
         "Launch `function` with thread-block clusters of cluster_x*y*z blocks (sm_90+).",
         ("function", P), *_CLUSTER, *_GRID, *_BLOCK, *_LAUNCH_TAIL),
     # --- streams and events -----------------------------------------------------------------
-    _fn("nova_rt_stream_create", I32, "Create a non-blocking stream; *out = handle.", ("out", P)),
+    _fn("nova_rt_stream_create", I32,
+        "Create a non-blocking stream ordered after the work already on the default stream; "
+        "*out = handle.", ("out", P)),
     _fn("nova_rt_stream_destroy", I32, "Destroy a stream (after its work completes).",
         ("stream", P)),
     _fn("nova_rt_stream_synchronize", I32, "Block the host until `stream` is idle.",
