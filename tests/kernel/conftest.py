@@ -21,9 +21,14 @@ DEVICE_PARAMS = [
 ]
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _kernel_cache(tmp_path_factory: pytest.TempPathFactory):
-    with config.scoped(cache_dir=tmp_path_factory.mktemp("nova-cache")):
+@pytest.fixture(scope="session")
+def _kernel_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    return tmp_path_factory.mktemp("nova-cache")
+
+
+@pytest.fixture(autouse=True)
+def _kernel_cache(_kernel_cache_dir):
+    with config.scoped(cache_dir=_kernel_cache_dir):
         yield
 
 
