@@ -55,8 +55,8 @@ def undefined(out):
 
 
 @nova.kernel
-def prints(out):
-    print(out[0])
+def opens(out):
+    open(out[0])  # noqa: SIM115 - never runs: the kernel is rejected
 
 
 @nova.kernel
@@ -109,8 +109,8 @@ CASES = [
      "for i in [1, 2]:"),
     (undefined, KernelTypeError, "name 'not_defined_anywhere' is not defined",
      "out[0] = not_defined_anywhere"),
-    (prints, KernelSyntaxError, "is not supported in kernels (supported: nova intrinsics",
-     "print(out[0])"),
+    (opens, KernelSyntaxError, "is not supported in kernels (supported: nova intrinsics",
+     "open(out[0])"),
     (returns_value, KernelTypeError, "a kernel cannot return a value", "return 1"),
     (float_shift, KernelTypeError, "operator << needs integer operands",
      "out[0] = out[1] << 2"),

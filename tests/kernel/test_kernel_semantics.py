@@ -433,3 +433,19 @@ def test_unpacking_runtime_steps_walrus_and_bool_arrays(device):
     odds_and_ends.launch(out, flags, x, -1, grid=1, block=4, device=device)
     assert out.tolist() == [21, 4, 321, 64, 3]
     assert flags.tolist() == [False, True, False, False]
+
+
+@nova.kernel
+def hello(x):
+    i = nova.thread_id(0)
+    if i < 2:
+        print("thread", i, "of", nova.block_dim(0), "x =", x[i], "u =", nova.uint8(200), "100%")
+
+
+def test_print_from_kernels(cpu_device, capfd):
+    hello.launch(np.array([0.5, -2.0], np.float32), grid=1, block=4, device=cpu_device)
+    out = capfd.readouterr().out.splitlines()
+    assert sorted(out) == ["thread 0 of 4 x = 0.5 u = 200 100%",
+                           "thread 1 of 4 x = -2 u = 200 100%"]
+    assert 'gpu.printf "thread %lld of %lld x = %g u = %llu 100%%\\0A", ' in hello.mlir(
+        nova.float32[:])

@@ -2,7 +2,7 @@
 
 - casts: `nova.int32(x)`, `np.float32(x)`, `int(x)` (int64), `float(x)` (float64), `bool(x)`;
   float -> int truncates toward zero, int -> narrower int wraps around.
-- builtins: `len(a)`, `min(...)`, `max(...)`, `abs(x)`.
+- builtins: `len(a)`, `min(...)`, `max(...)`, `abs(x)`, `print(...)` (gpu.printf).
 - math: Python's `math` module and the NumPy ufuncs of the same names (sqrt, exp, log, log2,
   log10, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, asinh, acosh, atanh, erf, erfc, floor,
   ceil, trunc, fabs, pow/power, copysign, fma, cbrt, rsqrt, exp2, isnan, isinf, isfinite,
@@ -82,6 +82,8 @@ def call(tr: Translator, node: ast.Call) -> Value | Tup:
         return _math(tr, "absolute", args, node, python=False)
     if target is range:
         raise tr.unsupported(node, "range() is only supported as the iterable of a for loop")
+    if target is print:
+        return _print(tr, args, node)
     fname = getattr(target, "__name__", None)
     module = getattr(target, "__module__", None) or type(target).__module__
     if fname in _MATH_NAMES and (target is getattr(pymath, fname, None) or
@@ -99,6 +101,35 @@ def _cast(tr: Translator, value: Value | Tup, ty: T.ScalarType, node: ast.AST) -
         return tr.em.constant(value.value if not ty.is_bool else bool(value.value), ty)
     s = tr.scalar(value, node)
     return tr.em.convert(s, ty)
+
+
+def _print(tr: Translator, args: list, node: ast.AST) -> Value:
+    """print(a, b, ...) -> gpu.printf: space-separated, newline-terminated. Strings and
+    constants are inlined; signed integers print as %lld, unsigned as %llu, bools as 0/1, floats
+    as %g (in float64). Lines of different threads may interleave in any order."""
+    from nova.frontend.kernel.translate import Tup
+
+    parts: list[str] = []
+    operands = []
+    for a in args:
+        if isinstance(a, Const) and isinstance(a.value, str | int | float | bool):
+            parts.append(str(a.value).replace("%", "%%"))
+            continue
+        if isinstance(a, Tup) or not isinstance(a, Val) or not isinstance(a.type, T.ScalarType):
+            raise tr.type_error(node, f"print() in kernels takes numbers and string constants, "
+                                f"got {tr.describe(a)}")
+        ty = a.type
+        if ty.is_float:
+            operands.append(tr.em.convert(a, T.float64).ssa)
+            parts.append("%g")
+        elif ty.is_bool or ty.is_signed:
+            operands.append(tr.em.convert(a, T.int64).ssa)
+            parts.append("%lld")
+        else:
+            operands.append(tr.em.convert(a, T.uint64).ssa)
+            parts.append("%llu")
+    tr.em.op(gpu.PrintfOp(" ".join(parts) + "\n", operands))
+    return Const(None)
 
 
 def _len(tr: Translator, args: list, node: ast.AST) -> Value:
