@@ -170,3 +170,47 @@ def test_compiled_entry_as_the_kernel_stage(device) -> None:
                       slots=2) as pipe:
             for item, got in zip(items, pipe.map(items), strict=True):
                 np.testing.assert_array_equal(got, 2 * item)
+
+
+SLOTS, WAIT = 3, 20.0
+
+
+def test_copies_overlap_kernels(cpu_device) -> None:
+    """While the kernel of item i runs, item i+1's H2D completes and item i-1's D2H completes:
+    each kernel (a task on the cpu compute stream) waits to observe both, and would time out if
+    the pipeline serialized its stages."""
+    import ctypes
+
+    n = 4096
+    count = 5
+    items = [np.full(n, i, np.float32) for i in range(count)]
+    outs = [np.zeros(n, np.float32) for _ in range(count)]
+    observed: dict[int, tuple[bool, bool]] = {}
+
+    def wait_for(condition, seconds: float = WAIT) -> bool:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+        return True
+
+    holder: list[Pipeline] = []
+
+    def stage(ctx: StageContext) -> None:
+        pipe, i, nbytes = holder[0], ctx.index, ctx.input.nbytes
+
+        def kernel() -> None:
+            ctypes.memmove(ctx.output.ptr, ctx.input.ptr, nbytes)
+            next_in = i + 1 >= count or wait_for(
+                lambda: pipe.bytes_in >= (i + 2) * nbytes and pipe.copy_in_stream.query())
+            prev_out = i == 0 or wait_for(lambda: bool((outs[i - 1] == i - 1).all()))
+            observed[i] = (next_in, prev_out)
+
+        ctx.stream.enqueue(kernel, f"kernel {i}")  # type: ignore[attr-defined]
+
+    with Pipeline(stage, device=cpu_device, slots=SLOTS) as pipe:
+        holder.append(pipe)
+        results = list(pipe.map(items, outs))
+    assert [r[0] for r in results] == list(range(count))
+    assert observed == {i: (True, True) for i in range(count)}
