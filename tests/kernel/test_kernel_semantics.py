@@ -373,34 +373,6 @@ def test_compile_time_constants(device):
     assert "memref<12xi32, 3>" in uses_constants.mlir(nova.int32[:])
 
 
-def _nvptx_cases() -> list:
-    cases = []
-    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
-        t = getattr(nova, name)
-        cases += [(int_ops, (t[:, :], t[:], t[:], t)), (shift_out_of_range, (t[:, :], t[:], t[:]))]
-    for name in ("float16", "bfloat16", "float32", "float64"):
-        t = getattr(nova, name)
-        cases += [(floats, (t[:, :], t[:])), (small_shuffle, (t[:], t[:]))]
-    return [*cases,
-            (mathk, (nova.float32[:, :], nova.float32[:])),
-            (control, (nova.int64[:, :], nova.int32[:])),
-            (locals_and_types, (nova.float64[:, :],)),
-            (atomics, (nova.int64[:],) * 4), (atomic_float, (nova.float32[:],) * 2),
-            (warp_ops, (nova.int64[:, :], nova.int64[:])),
-            (small_shuffle, (nova.int8[:],) * 2), (small_shuffle, (nova.uint16[:],) * 2),
-            (bit_counts, (nova.uint32[:, :], nova.uint32[:])),
-            (uses_constants, (nova.int32[:],)), (contraction, (nova.float32[:],) * 4)]
-
-
-@pytest.mark.parametrize(("kern", "sig"), _nvptx_cases(),
-                         ids=lambda v: getattr(v, "__name__", None) or "-".join(map(str, v)))
-def test_every_kernel_compiles_for_nvptx(kern, sig):
-    """The GPU path of every kernel above, up to PTX (and a cubin where ptxas exists), so NVPTX
-    lowering is checked on machines without a GPU too."""
-    images = kern._compile(kern.signature(*sig), "cuda", "sm_90")
-    assert f".visible .entry {kern.__name__}(" in images.ptx
-
-
 @nova.kernel
 def odds_and_ends(out, flags, x, step):
     i = nova.thread_id(0)
@@ -449,3 +421,50 @@ def test_print_from_kernels(cpu_device, capfd):
                            "thread 1 of 4 x = -2 u = 200 100%"]
     assert 'gpu.printf "thread %lld of %lld x = %g u = %llu 100%%\\0A", ' in hello.mlir(
         nova.float32[:])
+
+
+@nova.kernel
+def checked(out, limit):
+    i = nova.global_id(0)
+    assert i < limit, "index past the limit"
+    out[i] = i
+
+
+def test_assert_in_kernels(cpu_device):
+    out = np.zeros(64, np.int64)
+    checked.launch(out, 64, grid=2, block=32, device=cpu_device)
+    assert out.tolist() == list(range(64))
+    with pytest.raises(nova.NovaError, match="assertion failed: index past the limit") as info:
+        checked.launch(out, 40, grid=2, block=32, device=cpu_device)
+    assert "test_kernel_semantics.py:" in str(info.value)
+    assert "cf.assert" in checked.mlir(nova.int64[:], nova.int64)
+
+
+def _nvptx_cases() -> list:
+    cases = []
+    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        t = getattr(nova, name)
+        cases += [(int_ops, (t[:, :], t[:], t[:], t)), (shift_out_of_range, (t[:, :], t[:], t[:]))]
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        t = getattr(nova, name)
+        cases += [(floats, (t[:, :], t[:])), (small_shuffle, (t[:], t[:]))]
+    return [*cases,
+            (mathk, (nova.float32[:, :], nova.float32[:])),
+            (control, (nova.int64[:, :], nova.int32[:])),
+            (locals_and_types, (nova.float64[:, :],)),
+            (atomics, (nova.int64[:],) * 4), (atomic_float, (nova.float32[:],) * 2),
+            (warp_ops, (nova.int64[:, :], nova.int64[:])),
+            (small_shuffle, (nova.int8[:],) * 2), (small_shuffle, (nova.uint16[:],) * 2),
+            (bit_counts, (nova.uint32[:, :], nova.uint32[:])),
+            (uses_constants, (nova.int32[:],)), (contraction, (nova.float32[:],) * 4),
+            (checked, (nova.int64[:], nova.int64)), (hello, (nova.float32[:],)),
+            (odds_and_ends, (nova.int64[:], nova.bool_[:], nova.int64[:], nova.int64))]
+
+
+@pytest.mark.parametrize(("kern", "sig"), _nvptx_cases(),
+                         ids=lambda v: getattr(v, "__name__", None) or "-".join(map(str, v)))
+def test_every_kernel_compiles_for_nvptx(kern, sig):
+    """The GPU path of every kernel above, up to PTX (and a cubin where ptxas exists), so NVPTX
+    lowering is checked on machines without a GPU too."""
+    images = kern._compile(kern.signature(*sig), "cuda", "sm_90")
+    assert f".visible .entry {kern.__name__}(" in images.ptx

@@ -3,9 +3,9 @@ and continue, return, expression statements. Each becomes cf-dialect blocks (see
 
 Supported: `x = e`, `x: nova.int32 = e`, `a[i, j] = e`, `x += e` / `a[i] += e` (any binary
 operator), tuple unpacking of tuples (`a, b = b, a`), `if`/`elif`/`else`, `for i in range(...)`,
-`while`, `break`, `continue`, `return`, `pass`, calls as statements. Loops' `else:` clauses,
-`with`, `try`, `del`, `global`, nested `def`/`class`, `print` and `assert` are rejected with a
-located error.
+`while`, `break`, `continue`, `return`, `pass`, `assert` (cf.assert), calls as statements.
+Loops' `else:` clauses, `with`, `try`, `del`, `global` and nested `def`/`class` are rejected
+with a located error.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from nova.frontend.kernel.translate import Translator
 
 _SUPPORTED = ("assignments, augmented assignments, if/elif/else, for ... in range(...), while, "
-              "break, continue, return, pass and calls")
+              "break, continue, return, pass, assert and calls")
 
 
 def statement(tr: Translator, stmt: ast.stmt) -> None:
@@ -245,8 +245,28 @@ def _pass(tr: Translator, stmt: ast.Pass) -> None:
     return
 
 
+def _assert(tr: Translator, stmt: ast.Assert) -> None:
+    """`assert cond, "message"` -> cf.assert: a failing thread stops the kernel, and the launch
+    (or the next synchronisation) raises KernelFault naming the source line."""
+    from xdsl.dialects import cf
+
+    cond = condition(tr, stmt.test)
+    text = f"assert {ast.unparse(stmt.test)}"  # the targets add the source location
+    if stmt.msg is not None:
+        msg = tr.expr(stmt.msg)
+        if not (isinstance(msg, Const) and isinstance(msg.value, str)):
+            raise tr.unsupported(stmt.msg, "assert messages in kernels must be string constants")
+        text = msg.value
+    if isinstance(cond, Const):
+        if cond.value:
+            return
+        cond = tr.em.constant(False, T.bool_)
+    tr.at(stmt)
+    tr.em.op(cf.AssertOp(cond.ssa, text))
+
+
 _HANDLERS = {
     ast.Assign: _assign, ast.AnnAssign: _ann_assign, ast.AugAssign: _aug_assign, ast.If: _if,
     ast.While: _while, ast.For: _for, ast.Break: _break, ast.Continue: _continue,
-    ast.Return: _return, ast.Expr: _expr, ast.Pass: _pass,
+    ast.Return: _return, ast.Expr: _expr, ast.Pass: _pass, ast.Assert: _assert,
 }
