@@ -63,6 +63,22 @@ func.func @loop(%x: memref<32xf32>, %count: index) {
   return
 }
 
+func.func @checked(%x: memref<4xf32>, %ok: i1) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t0 = gpu.wait async
+  %t1 = gpu.launch async [%t0] blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%tx] : memref<4xf32>
+    %r = arith.addf %v, %v : f32
+    memref.store %r, %x[%tx] : memref<4xf32>
+    gpu.terminator
+  }
+  cf.assert %ok, "capture refused"
+  gpu.wait [%t1]
+  return
+}
+
 func.func @sum_of(%x: memref<4xf32>, %k: index) -> index {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -204,3 +220,17 @@ def test_capture_rejects_wrong_arguments(programs) -> None:
             mod.capture("steps", np.zeros(4, np.float32))
         with pytest.raises(ArgumentError):
             mod.capture("steps", np.zeros(4, np.int32), np.zeros(4, np.float32), 1.0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_failing_capture_raises_and_leaves_the_module_usable(programs, device: str) -> None:
+    with _load(programs[1], device) as mod:
+        with pytest.raises(RuntimeFailure, match="capture refused"):
+            mod.capture("checked", np.ones(4, np.float32), False)
+        x = np.ones(4, np.float32)
+        mod.checked(x, True)
+        assert x.tolist() == [2.0] * 4
+        with mod.capture("checked", np.ones(4, np.float32), True) as graph:
+            y = np.full(4, 3.0, np.float32)
+            graph(y, True)
+            assert y.tolist() == [6.0] * 4

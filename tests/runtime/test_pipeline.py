@@ -140,6 +140,9 @@ def test_bad_arguments(cpu_device) -> None:
         Pipeline(lambda ctx: None, device=cpu_device, slots=0)
     with pytest.raises(ArgumentError, match="callable"):
         Pipeline(42, device=cpu_device)  # type: ignore[arg-type]
+    with Pipeline(lambda ctx: None, device=cpu_device) as pipe, \
+            pytest.raises(ArgumentError, match="outs ran out at item 1"):
+        list(pipe.map([np.zeros(2), np.zeros(2)], [np.zeros(2)]))
 
 
 DOUBLE = """

@@ -221,8 +221,12 @@ class Pipeline:
         """Results of every item, in order, keeping at most `slots` items in flight."""
         pending: deque[Future] = deque()
         out_iter = iter(outs) if outs is not None else None
-        for item in items:
-            out = next(out_iter) if out_iter is not None else None
+        for index, item in enumerate(items):
+            out = None
+            if out_iter is not None:
+                out = next(out_iter, None)
+                if out is None:
+                    raise ArgumentError(f"{self.name}: map: outs ran out at item {index}")
             if len(pending) >= len(self._slots):
                 yield pending.popleft().result()
             pending.append(self.submit(item, out))
