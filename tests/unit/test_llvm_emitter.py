@@ -391,3 +391,14 @@ def test_reshapes_casts_unranked_switch_and_execute_region() -> None:
     want = flat[2, 1] + ex[2, 1, 1] + a.reshape(-1)[4 + 2] + a[1, 1, 1]
     assert f(*memref_args(a), 0) == want + 3 + 4  # rank + dim 2 through the default case
     assert f(*memref_args(a), 1) == want + 100
+
+
+def test_fpowi_by_squaring() -> None:
+    src = """
+    func.func @f(%x: f64, %n: i32) -> f64 {
+      %r = math.fpowi %x, %n : f64, i32
+      return %r : f64
+    }"""
+    f = function(src, "f", F64, [F64, ctypes.c_int32])
+    for x, n in ((2.0, 10), (1.5, 3), (-2.0, 3), (2.0, -2), (3.0, 0), (0.0, -1), (-1.0, -7)):
+        assert f(x, n) == x ** n if not (x == 0.0 and n < 0) else f(x, n) == float("inf")

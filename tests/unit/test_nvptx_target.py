@@ -423,3 +423,18 @@ def test_ptx_for_other_architectures(arch: str, version: str) -> None:
     assert f".version {version}" in ptx and f".target {arch}" in ptx
     if HAVE_PTXAS:
         assert assemble_cubin(ptx, arch)
+
+
+def test_fpowi_compiles_and_wide_integer_division_is_rejected() -> None:
+    compile_module(kernel("%m: memref<4xf32>, %n: i32", """
+      %c0 = arith.constant 0 : index
+      %x = memref.load %m[%c0] : memref<4xf32>
+      %r = math.fpowi %x, %n : f32, i32
+      memref.store %r, %m[%c0] : memref<4xf32>"""))
+    with pytest.raises(UnsupportedError, match="i128"):
+        compile_module(kernel("%a: i128, %m: memref<4xi64>", """
+      %c0 = arith.constant 0 : index
+      %c7 = arith.constant 7 : i128
+      %q = arith.divsi %a, %c7 : i128
+      %t = arith.trunci %q : i128 to i64
+      memref.store %t, %m[%c0] : memref<4xi64>"""))

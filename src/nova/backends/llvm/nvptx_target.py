@@ -40,6 +40,7 @@ from nova.backends.llvm.emitter import (
     FunctionEmitter,
     ModuleEmitter,
     attr,
+    core_handlers,
     enum_text,
     location_of,
     symbol_name,
@@ -205,6 +206,23 @@ def lower_dynamic_shared_memory(fe: FunctionEmitter, op: Operation) -> None:
     fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, base, [size]))  # type: ignore[arg-type]
 
 
+WIDE_INT_LIBCALL_OPS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
+                        "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui",
+                        "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui")
+
+
+def _no_wide_libcalls(name: str) -> Handler:
+    """Wrap a core handler: integers wider than 64 bits would need compiler-rt calls that PTX
+    does not have (and LLVM aborts the process on them), so reject them with a clear error."""
+    def handler(fe: FunctionEmitter, op: Operation) -> None:
+        for value in (*op.operands, *op.results):
+            if isinstance(value.type, IntegerType) and value.type.width.data > 64:
+                raise fe.unsupported(op, f"{value.type} needs a library call the NVPTX target "
+                                         "does not have; integers up to 64 bits are supported")
+        core_handlers()[name](fe, op)
+    return handler
+
+
 PUNCTUATION = {"newline": "\n", "no_punctuation": "", "comma": ", ", "open": "( ",
                "close": " )"}
 
@@ -266,6 +284,7 @@ class NvptxTarget(TargetBase):
             "gpu.barrier": lower_barrier,
             "gpu.printf": lower_printf,
             "gpu.dynamic_shared_memory": lower_dynamic_shared_memory,
+            **{name: _no_wide_libcalls(name) for name in WIDE_INT_LIBCALL_OPS},
             **nvptx_collectives.HANDLERS,
         }
 

@@ -53,17 +53,38 @@ def _bitcount(intrinsic: str, zero_poison: bool | None) -> Handler:
 
 
 def lower_fpowi(fe: FunctionEmitter, op: Operation) -> None:
-    """x ** n for integer n: llvm.powi on i32 exponents (wider ones are truncated first, as
-    MLIR's lowering does)."""
+    """x ** n for an integer n by repeated squaring (|n| steps of the bits of n), 1/x**|n| for
+    negative n. Emitted inline rather than as llvm.powi, which needs a compiler-rt call that
+    neither PTX nor a standalone CPU object has."""
     x, n = fe.operands(op)
-    i32 = ir.IntType(32)
-    if n.type.width > 32:
-        n = fe.builder.trunc(n, i32)
-    elif n.type.width < 32:
-        n = fe.builder.sext(n, i32)
-    suffix = "f32" if x.type == ir.FloatType() else "f64" if x.type == ir.DoubleType() else "f16"
-    fn = fe.module.declare(f"llvm.powi.{suffix}.i32", ir.FunctionType(x.type, [x.type, i32]))
-    fe.bind(op.results[0], fe.builder.call(fn, [x, n]))
+    b = fe.builder
+    ty = x.type
+    ity = n.type
+    zero = ir.Constant(ity, 0)
+    negative = b.icmp_signed("<", n, zero)
+    magnitude = b.select(negative, b.sub(zero, n), n)
+    pre = b.block
+    loop = fe.function.append_basic_block("fpowi.loop")
+    done = fe.function.append_basic_block("fpowi.done")
+    b.cbranch(b.icmp_signed("==", magnitude, zero), done, loop)
+    b.position_at_end(loop)
+    acc = b.phi(ty)
+    base = b.phi(ty)
+    exp = b.phi(ity)
+    acc.add_incoming(ir.Constant(ty, 1.0), pre)
+    base.add_incoming(x, pre)
+    exp.add_incoming(magnitude, pre)
+    acc2 = b.select(b.trunc(exp, ir.IntType(1)), b.fmul(acc, base), acc)
+    exp2 = b.lshr(exp, ir.Constant(ity, 1))
+    acc.add_incoming(acc2, loop)
+    base.add_incoming(b.fmul(base, base), loop)
+    exp.add_incoming(exp2, loop)
+    b.cbranch(b.icmp_signed("==", exp2, zero), done, loop)
+    b.position_at_end(done)
+    power = b.phi(ty)
+    power.add_incoming(ir.Constant(ty, 1.0), pre)
+    power.add_incoming(acc2, loop)
+    fe.bind(op.results[0], b.select(negative, b.fdiv(ir.Constant(ty, 1.0), power), power))
 
 
 def lower_ipowi(fe: FunctionEmitter, op: Operation) -> None:
