@@ -75,8 +75,8 @@ func.func @noop(%x: memref<32xf32>) {
 """
 
 PEER_PTX = """
-.version 7.0
-.target sm_70
+.version 7.8
+.target sm_80
 .address_size 64
 .visible .entry add1(.param .u64 x) {
   .reg .b32 %r<2>;
