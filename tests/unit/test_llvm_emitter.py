@@ -402,3 +402,22 @@ def test_fpowi_by_squaring() -> None:
     f = function(src, "f", F64, [F64, ctypes.c_int32])
     for x, n in ((2.0, 10), (1.5, 3), (-2.0, 3), (2.0, -2), (3.0, 0), (0.0, -1), (-1.0, -7)):
         assert f(x, n) == x ** n if not (x == 0.0 and n < 0) else f(x, n) == float("inf")
+
+
+@pytest.mark.parametrize(("kind", "init", "value", "want"), [
+    ("maximumf", 1.0, float("nan"), float("nan")), ("maxnumf", 1.0, float("nan"), 1.0),
+    ("minimumf", 1.0, -2.0, -2.0), ("minnumf", float("nan"), 3.0, 3.0),
+    ("assign", 1.0, 7.0, 7.0), ("mulf", 3.0, 2.0, 6.0), ("addf", 3.0, 2.0, 5.0),
+])
+def test_float_atomic_rmw_kinds(kind: str, init: float, value: float, want: float) -> None:
+    src = f"""
+    func.func @f(%m: memref<1xf64>, %v: f64) -> f64 {{
+      %c0 = arith.constant 0 : index
+      %old = memref.atomic_rmw {kind} %v, %m[%c0] : (f64, memref<1xf64>) -> f64
+      return %old : f64
+    }}"""
+    f = function(src, "f", F64, [*memref_argtypes(1), F64])
+    m = np.array([init])
+    old = f(*memref_args(m), value)
+    assert old == init or (np.isnan(old) and np.isnan(init))
+    assert m[0] == want or (np.isnan(m[0]) and np.isnan(want))

@@ -24,8 +24,8 @@ DYNAMIC = -(2**63)
 # MLIR's AtomicRMWKind (alphabetical enum) -> LLVM atomicrmw operation, or None for a CAS loop.
 ATOMIC_KINDS: dict[int, tuple[str, str | None]] = {
     0: ("addf", "fadd"), 1: ("addi", "add"), 2: ("andi", "and"), 3: ("assign", "xchg"),
-    4: ("maximumf", None), 5: ("maxnumf", "fmax"), 6: ("maxs", "max"), 7: ("maxu", "umax"),
-    8: ("minimumf", None), 9: ("minnumf", "fmin"), 10: ("mins", "min"), 11: ("minu", "umin"),
+    4: ("maximumf", "fmaximum"), 5: ("maxnumf", "fmax"), 6: ("maxs", "max"), 7: ("maxu", "umax"),
+    8: ("minimumf", "fminimum"), 9: ("minnumf", "fmin"), 10: ("mins", "min"), 11: ("minu", "umin"),
     12: ("mulf", None), 13: ("muli", None), 14: ("ori", "or"), 15: ("xori", "xor"),
 }
 
@@ -265,12 +265,7 @@ def lower_atomic_rmw(fe: FunctionEmitter, op: Operation) -> None:
         return
 
     def combine(b: ir.IRBuilder, old: ir.Value) -> ir.Value:
-        if kind == "mulf":
-            return b.fmul(old, value)
-        if kind == "muli":
-            return b.mul(old, value)
-        name = "llvm.maximum" if kind == "maximumf" else "llvm.minimum"
-        return b.call(fe.module.intrinsic(name, value.type, 2), [old, value])
+        return b.fmul(old, value) if kind == "mulf" else b.mul(old, value)
 
     fe.bind(op.results[0], cas_loop(fe, ptr, value.type, combine))
 
