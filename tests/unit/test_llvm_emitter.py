@@ -421,3 +421,23 @@ def test_float_atomic_rmw_kinds(kind: str, init: float, value: float, want: floa
     old = f(*memref_args(m), value)
     assert old == init or (np.isnan(old) and np.isnan(init))
     assert m[0] == want or (np.isnan(m[0]) and np.isnan(want))
+
+
+def test_x86_emit_object_is_a_pic_relocatable_elf() -> None:
+    from nova.backends.x86 import emit_object
+    from nova.errors import BackendError
+
+    me = lower("""
+    memref.global "private" constant @table : memref<2xi32> = dense<[1, 2]>
+    func.func @get(%i: index) -> i32 {
+      %t = memref.get_global @table : memref<2xi32>
+      %v = memref.load %t[%i] : memref<2xi32>
+      return %v : i32
+    }""")
+    obj = emit_object(str(me.module))
+    assert obj[:4] == b"\x7fELF" and obj[4] == 2  # ELF64
+    assert int.from_bytes(obj[16:18], "little") == 1  # ET_REL
+    assert int.from_bytes(obj[18:20], "little") == 62  # EM_X86_64
+    assert b"get" in obj
+    with pytest.raises(BackendError, match="invalid LLVM IR"):
+        emit_object("define i32 @f( {")
