@@ -17,7 +17,7 @@ def lower_print(fe: FunctionEmitter, op: Operation) -> None:
         value = op.operands[0]
         fe.target.print_value(fe, op, fe.lookup(value), value.type)
     else:
-        fe.target.print_value(fe, op, None, None)  # type: ignore[arg-type]
+        fe.target.print_value(fe, op, None, None)
 
 
 HANDLERS: dict[str, Handler] = {"vector.print": lower_print}

@@ -76,8 +76,8 @@ class Target(Protocol):
 
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None: ...
 
-    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value,
-                    mlir_type: Attribute) -> None: ...
+    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value | None,
+                    mlir_type: Attribute | None) -> None: ...
 
     def function_linkage(self, op: Operation) -> str: ...
 
@@ -164,8 +164,8 @@ class TargetBase:
         raise UnsupportedError(f"cf.assert is not supported by the {self.name} target",
                                fe.location(op))
 
-    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value,
-                    mlir_type: Attribute) -> None:
+    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value | None,
+                    mlir_type: Attribute | None) -> None:
         raise UnsupportedError(f"vector.print is not supported by the {self.name} target",
                                fe.location(op))
 
