@@ -40,10 +40,14 @@ class CompiledImages:
 
 def build_module(src: FunctionSource, sig: tuple[T.NovaType, ...], symbol: str,
                  module_name: str = "nova_kernels") -> ModuleOp:
-    """The builtin.module holding one gpu.module with the kernel `symbol` for `sig`."""
+    """The builtin.module holding one gpu.module with the kernel `symbol` for `sig`, verified
+    (a failure is a translator bug; the error points at the Python line that produced the op)."""
     from nova.frontend.kernel.translate import Translator
+    from nova.ir.verify import verify_located
 
-    return Translator(src, sig, symbol, module_name).build()
+    module = Translator(src, sig, symbol, module_name).build()
+    verify_located(module)
+    return module
 
 
 def gpu_module_of(module: ModuleOp):

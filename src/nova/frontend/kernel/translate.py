@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import cf, memref
-from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.dialects.builtin import FunctionType, ModuleOp, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from nova.frontend.kernel import types as T
@@ -68,7 +68,6 @@ class Frame:
     loops: list[tuple[Block, Block]] = field(default_factory=list)  # (continue, break)
     exit_block: Block | None = None
     result: Var | None = None
-    result_type: T.ScalarType | None = None
 
 
 class Translator:
@@ -125,8 +124,6 @@ class Translator:
         func = FuncOp(self.symbol, ftype, Region(self.blocks), kernel=True,
                       num_workgroup_attributions=len(self.workgroup))
         gpu_module = GPUModuleOp(self.module_name, Region(Block([func])))
-        from xdsl.dialects.builtin import UnitAttr
-
         module = ModuleOp([gpu_module])
         module.attributes[CONTAINER_MODULE_ATTR] = UnitAttr()
         return module
