@@ -217,3 +217,27 @@ def test_copies_overlap_kernels(cpu_device) -> None:
         results = list(pipe.map(items, outs))
     assert [r[0] for r in results] == list(range(count))
     assert observed == {i: (True, True) for i in range(count)}
+
+
+def test_stage_may_return_the_valid_output_bytes(device) -> None:
+    """A compressor-like stage: the output holds the item's nonzero bytes; the stage learns
+    their count and returns it, and only those bytes come back."""
+    def squeeze(ctx: StageContext) -> int:
+        data = ctx.item[ctx.item != 0]
+        staged = ctx.device.to_device(data) if data.size else None
+        if staged is not None:
+            ctx.device.copy_dtod(ctx.output, staged, data.nbytes, stream=ctx.stream)
+            ctx.stream.synchronize()  # `staged` is freed on return
+        return data.nbytes
+
+    items = [np.array([0, 3, 0, 4, 5], np.uint8), np.zeros(6, np.uint8),
+             np.arange(1, 9, dtype=np.uint8)]
+    with Pipeline(squeeze, device=device, slots=2) as pipe:
+        got = list(pipe.map(items))
+        assert [g.tolist() for g in got] == [[3, 4, 5], [], list(range(1, 9))]
+        out = np.full(5, 9, np.uint8)
+        view = pipe.submit(np.array([7, 0, 8, 0, 0], np.uint8), out=out).result(30)
+        assert view.tolist() == [7, 8] and out.tolist() == [7, 8, 9, 9, 9]
+    with Pipeline(lambda ctx: 99, device=device) as bad, \
+            pytest.raises(PipelineError, match="number of valid output bytes"):
+        bad.submit(np.zeros(4, np.uint8)).result(30)

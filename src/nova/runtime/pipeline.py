@@ -18,6 +18,8 @@ A `NovaModule` entry works as is (`lambda ctx: mod.forward(ctx.input, ctx.output
 the compute stream is the device's default stream, which compiled programs run on; such a call
 returns when its kernels are done, which blocks only the pipeline's compute thread. A device-layer
 launch works too (`dev.launch(fn, grid, block, [ctx.input, ctx.output, n], stream=ctx.stream)`).
+A stage whose output size is known only when it has run (a compressor) returns the number of
+valid leading output bytes; only those are copied back, and the result is a flat array of them.
 
 Errors name the item and slot: an exception of the stage callable or of the device while the
 item was in flight fails that item's Future with a `PipelineError`; the pipeline then stops, and
@@ -98,6 +100,7 @@ class _Work:
     stage: str = ""
     host_out: np.ndarray | None = None  # where D2H lands (out itself when pinned)
     failed_on: tuple[str, Stream] | None = None  # a cpu stream probe saw a failure
+    valid: int = 0  # output bytes copied back (all, unless the stage returned fewer)
 
 
 def _probe(stream: Stream, work: _Work, stage: str) -> None:
@@ -288,6 +291,16 @@ class Pipeline:
                     work.error, work.stage = exc, work.stage or "kernel"
             self._done_q.put(work)
 
+    def _valid_bytes(self, valid: Any, out_bytes: int, work: _Work) -> int:
+        """A stage may return how many leading output bytes are valid (e.g. a compressor)."""
+        itemsize = work.out_dtype.itemsize
+        if isinstance(valid, bool) or not isinstance(valid, int | np.integer) \
+                or not 0 <= int(valid) <= out_bytes or int(valid) % itemsize:
+            raise ArgumentError(f"the stage returned {valid!r}: it must return None or the "
+                                f"number of valid output bytes (0..{out_bytes}, a multiple of "
+                                f"{itemsize})")
+        return int(valid)
+
     def _run_stage(self, work: _Work) -> None:
         slot, dev = work.slot, self.device
         out_bytes = int(np.prod(work.out_shape, dtype=np.int64)) * work.out_dtype.itemsize
@@ -299,7 +312,10 @@ class Pipeline:
                            self.compute_stream, dev)
         self.compute_stream.wait(slot.ev_in)
         work.stage = "kernel"
-        self._stage(ctx)
+        valid = self._stage(ctx)
+        if valid is not None:
+            out_bytes = self._valid_bytes(valid, out_bytes, work)
+        work.valid = out_bytes
         _probe(self.compute_stream, work, "kernel")
         slot.ev_done.record(self.compute_stream)
         work.stage = "copy-out"
@@ -351,14 +367,17 @@ class Pipeline:
         work.future.set_exception(self._cancelled(work.index, self._failed))
 
     def _deliver(self, work: _Work) -> np.ndarray:
-        nbytes = int(np.prod(work.out_shape, dtype=np.int64)) * work.out_dtype.itemsize
+        full = int(np.prod(work.out_shape, dtype=np.int64)) * work.out_dtype.itemsize
+        nbytes = work.valid
         assert work.host_out is not None
         self.bytes_out += nbytes
         if work.out is not None:
+            flat = work.out.reshape(-1).view(np.uint8)
             if work.host_out is not work.out:
-                np.copyto(work.out.reshape(-1).view(np.uint8), work.host_out)
-            return work.out
-        return np.array(work.host_out[:nbytes]).view(work.out_dtype).reshape(work.out_shape)
+                np.copyto(flat[:nbytes], work.host_out[:nbytes])
+            return work.out if nbytes == full else flat[:nbytes].view(work.out_dtype)
+        data = np.array(work.host_out[:nbytes]).view(work.out_dtype)
+        return data.reshape(work.out_shape) if nbytes == full else data
 
     def _failure(self, work: _Work, exc: BaseException) -> PipelineError:
         if isinstance(exc, PipelineError):
