@@ -441,3 +441,17 @@ def test_x86_emit_object_is_a_pic_relocatable_elf() -> None:
     assert b"get" in obj
     with pytest.raises(BackendError, match="invalid LLVM IR"):
         emit_object("define i32 @f( {")
+
+
+def test_contiguous_copy_is_a_memcpy() -> None:
+    src = """
+    func.func @f(%a: memref<?x3xi16>, %b: memref<?x3xi16>) {
+      memref.copy %a, %b : memref<?x3xi16> to memref<?x3xi16>
+      return
+    }"""
+    assert "llvm.memcpy.p0.p0.i64" in str(lower(src).module)
+    f = function(src, "f", None, memref_argtypes(2) * 2)
+    a = np.arange(12, dtype=np.int16).reshape(4, 3)
+    b = np.zeros_like(a)
+    f(*memref_args(a), *memref_args(b))
+    np.testing.assert_array_equal(a, b)

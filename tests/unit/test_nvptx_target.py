@@ -438,3 +438,17 @@ def test_fpowi_compiles_and_wide_integer_division_is_rejected() -> None:
       %q = arith.divsi %a, %c7 : i128
       %t = arith.trunci %q : i128 to i64
       memref.store %t, %m[%c0] : memref<4xi64>"""))
+
+
+def test_memref_copy_between_global_and_shared_memory() -> None:
+    body = kernel("%m: memref<?xf32>, %s: memref<4x8xf32, strided<[16, 2]>>", """
+      %sub = memref.subview %m[0] [64] [1] : memref<?xf32> to memref<64xf32, strided<[1]>>
+      %cast = memref.cast %sub : memref<64xf32, strided<[1]>> to memref<64xf32>
+      memref.copy %cast, %wg : memref<64xf32> to memref<64xf32, 3>
+      gpu.barrier
+      memref.copy %wg, %cast : memref<64xf32, 3> to memref<64xf32>
+      %t = memref.alloca() : memref<4x8xf32>
+      memref.copy %s, %t : memref<4x8xf32, strided<[16, 2]>> to memref<4x8xf32>""")
+    c = compile_module(body.replace("kernel", "workgroup(%wg: memref<64xf32, 3>) kernel", 1))
+    assert "llvm.memcpy.p3.p0.i64" in c.llvm and "llvm.memcpy.p0.p3.i64" in c.llvm
+    assert "copy.header" in c.llvm  # the strided copy loops

@@ -10,9 +10,10 @@ from llvmlite import ir
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     MemRefType,
+    NoneAttr,
     UnrankedMemRefType,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as T
@@ -362,12 +363,27 @@ def lower_get_global(fe: FunctionEmitter, op: Operation) -> None:
     fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, ptr, sizes))
 
 
+def _contiguous(ty: Attribute) -> bool:
+    """True when a memref type's layout is the identity (row-major, dense)."""
+    return isinstance(ty, MemRefType) and isinstance(ty.layout, NoneAttr)
+
+
 def lower_copy(fe: FunctionEmitter, op: Operation) -> None:
-    """memref.copy: element loops over the shape (strided on either side); LLVM's loop idiom
-    recognition turns contiguous cases into memcpy."""
+    """memref.copy: `llvm.memcpy` when both sides have the identity layout, else element loops
+    over the shape (strided on either side)."""
     src = fe.lookup_memref(op.operands[0])
     dst = fe.lookup_memref(op.operands[1])
     b = fe.builder
+    if _contiguous(op.operands[0].type) and _contiguous(op.operands[1].type):
+        size = T.element_size(src.ty.element_type)
+        nbytes = b.mul(M.num_elements(b, src.sizes), M.const_index(size))
+        src_ptr = src.element_pointer(b, [M.const_index(0)] * src.rank)
+        dst_ptr = dst.element_pointer(b, [M.const_index(0)] * dst.rank)
+        memcpy = fe.module.declare(
+            f"llvm.memcpy.p{dst.address_space}.p{src.address_space}.i64",
+            ir.FunctionType(T.VOID, [dst_ptr.type, src_ptr.type, T.I64, T.I1]))
+        b.call(memcpy, [dst_ptr, src_ptr, nbytes, ir.Constant(T.I1, 0)])
+        return
 
     def nest(level: int, idx: list[ir.Value]) -> None:
         if level == src.rank:
