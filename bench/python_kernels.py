@@ -145,6 +145,28 @@ def _cupy() -> Any:
         return None
 
 
+def _cupy_seconds(cupy: Any, fn: Any, repeat: int) -> float:
+    """Median seconds of `fn()` on CuPy's current stream (CuPy events)."""
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    fn()
+    times = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    return float(np.median(times))
+
+
+def _peer(row: dict[str, Any], name: str, fn: Any) -> None:
+    """Run a peer measurement; a peer that fails here is reported in the row, not raised."""
+    try:
+        row.update(fn())
+    except Exception as exc:
+        row[name] = f"failed: {type(exc).__name__}: {exc}"[:200]
+
+
 def bench_bandwidth(device: nova.Device, n: int, repeat: int) -> dict[str, Any]:
     x_host = np.random.default_rng(0).random(n, dtype=np.float32)
     x = nova.to_device(x_host, device)
@@ -160,19 +182,14 @@ def bench_bandwidth(device: nova.Device, n: int, repeat: int) -> dict[str, Any]:
     row["nova_vs_copy"] = row["nova_gbs"] / row["copy_gbs"]
     cupy = _cupy() if device.kind == "cuda" else None
     if cupy is not None:
-        cx = cupy.asarray(x_host)
-        cout = cupy.empty_like(cx)
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        cupy.multiply(cx, np.float32(2), out=cout)
-        times = []
-        for _ in range(repeat):
-            start.record()
-            cupy.multiply(cx, np.float32(2), out=cout)
-            end.record()
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-        row["cupy_gbs"] = nbytes / float(np.median(times)) / 1e9
-        row["nova_vs_cupy"] = row["nova_gbs"] / row["cupy_gbs"]
+        def run() -> dict[str, float]:
+            cx = cupy.asarray(x_host)
+            cout = cupy.empty_like(cx)
+            gbs = nbytes / _cupy_seconds(
+                cupy, lambda: cupy.multiply(cx, np.float32(2), out=cout), repeat) / 1e9
+            return {"cupy_gbs": gbs, "nova_vs_cupy": row["nova_gbs"] / gbs}
+
+        _peer(row, "cupy", run)
     return row
 
 
@@ -195,19 +212,14 @@ def bench_matmul(device: nova.Device, size: int, repeat: int) -> dict[str, Any]:
     row["blocked_ok"] = bool(np.allclose(c.numpy(), want, rtol=1e-3, atol=1e-3))
     cupy = _cupy() if device.kind == "cuda" else None
     if cupy is not None:
-        ca, cb = cupy.asarray(a_host), cupy.asarray(b_host)
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        cupy.matmul(ca, cb)
-        times = []
-        for _ in range(repeat):
-            start.record()
-            cupy.matmul(ca, cb)
-            end.record()
-            end.synchronize()
-            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-        row["cublas_tflops"] = flops / float(np.median(times)) / 1e12
-        row["tiled_vs_cublas"] = row["tiled_tflops"] / row["cublas_tflops"]
-        row["blocked_vs_cublas"] = row["blocked_tflops"] / row["cublas_tflops"]
+        def run() -> dict[str, float]:
+            ca, cb = cupy.asarray(a_host), cupy.asarray(b_host)
+            tflops = flops / _cupy_seconds(cupy, lambda: cupy.matmul(ca, cb), repeat) / 1e12
+            return {"cublas_tflops": tflops,
+                    "tiled_vs_cublas": row["tiled_tflops"] / tflops,
+                    "blocked_vs_cublas": row["blocked_tflops"] / tflops}
+
+        _peer(row, "cupy", run)
     return row
 
 
@@ -246,7 +258,11 @@ def bench_latency(device: nova.Device, launches: int) -> dict[str, Any]:
     except ImportError:
         row["numba"] = "not installed"
         return row
+    _peer(row, "numba", lambda: _numba_latency(cuda, launches))
+    return row
 
+
+def _numba_latency(cuda: Any, launches: int) -> dict[str, float]:
     def nb_scale(out, xs, a):
         i = cuda.grid(1)
         if i < xs.shape[0]:
@@ -257,10 +273,10 @@ def bench_latency(device: nova.Device, launches: int) -> dict[str, Any]:
     jitted = cuda.jit(nb_scale)
     jitted[1, BLOCK](dx, dx, np.float32(1))
     cuda.synchronize()
-    row["numba_first_call_s"] = time.perf_counter() - t
-    row["numba_launch_us"] = 1e6 * _launch_loop(
-        lambda: jitted[1, BLOCK](dx, dx, np.float32(1)), cuda.synchronize, launches)
-    return row
+    first = time.perf_counter() - t
+    per_launch = _launch_loop(lambda: jitted[1, BLOCK](dx, dx, np.float32(1)),
+                              cuda.synchronize, launches)
+    return {"numba_first_call_s": first, "numba_launch_us": 1e6 * per_launch}
 
 
 def main(argv: list[str] | None = None) -> int:
