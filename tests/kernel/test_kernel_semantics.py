@@ -277,6 +277,32 @@ def test_atomics(device):
 
 
 @nova.kernel
+def cas_claim(owner, slots, winners):
+    """Every thread tries to claim slot (i % 8) with compare-and-swap; one wins each slot."""
+    i = nova.global_id(0)
+    if i < len(owner):
+        old = nova.atomic_cas(slots, i % 8, -1, i)
+        owner[i] = old
+        if old == -1:
+            nova.atomic_add(winners, 0, 1)
+
+
+def test_atomic_compare_and_swap(device):
+    owner = np.zeros(100, np.int32)
+    slots = np.full(8, -1, np.int32)
+    winners = np.zeros(1, np.int32)
+    cas_claim.launch(owner, slots, winners, grid=1, block=128, device=device)
+    assert winners[0] == 8
+    for s in range(8):
+        claimants = [i for i in range(100) if i % 8 == s]
+        assert slots[s] in claimants
+        assert sum(owner[i] == -1 for i in claimants) == 1  # exactly one saw the empty slot
+        assert all(owner[i] in (-1, slots[s]) for i in claimants)
+    text = cas_claim.mlir(nova.int32[:], nova.int32[:], nova.int32[:])
+    assert '"memref.generic_atomic_rmw"' in text and '"memref.atomic_yield"' in text
+
+
+@nova.kernel
 def atomic_float(acc, x):
     i = nova.global_id(0)
     if i < len(x):
@@ -458,6 +484,7 @@ def _nvptx_cases() -> list:
             (bit_counts, (nova.uint32[:, :], nova.uint32[:])),
             (uses_constants, (nova.int32[:],)), (contraction, (nova.float32[:],) * 4),
             (checked, (nova.int64[:], nova.int64)), (hello, (nova.float32[:],)),
+            (cas_claim, (nova.int32[:],) * 3), (cas_claim, (nova.int64[:],) * 3),
             (odds_and_ends, (nova.int64[:], nova.bool_[:], nova.int64[:], nova.int64))]
 
 

@@ -358,6 +358,39 @@ def _atomic(tr: Translator, name: str, v: dict, node: ast.Call) -> Value:
     return Val(tr.em.res(op), ty)
 
 
+def _atomic_cas(tr: Translator, name: str, v: dict, node: ast.Call) -> Value:
+    """Compare-and-swap as memref.generic_atomic_rmw: new = (current == compare) ? value :
+    current; the result is the old value (CUDA's atomicCAS)."""
+    from nova.frontend.kernel.atomic_ops import AtomicYieldOp, GenericAtomicRMWOp
+    from nova.frontend.kernel.translate import Tup
+
+    arr = v["array"]
+    if not (isinstance(arr, Val) and isinstance(arr.type, T.ArrayType)) or \
+            not arr.type.dtype.is_int:
+        raise tr.type_error(node, f"nova.atomic_cas() needs an integer array, got "
+                            f"{tr.describe(arr)}")
+    ty = arr.type.dtype
+    index = v["index"]
+    items = list(index.items) if isinstance(index, Tup) else (
+        [Const(i) for i in index.value] if isinstance(index, Const) and
+        isinstance(index.value, tuple) else [index])
+    if len(items) != arr.type.ndim:
+        raise tr.type_error(node, f"nova.atomic_cas() on a {arr.type.ndim}-d array needs "
+                            f"{arr.type.ndim} indices, got {len(items)}")
+    indices = [tr.em.index(tr.scalar(i, node)) for i in items]
+    compare = tr.as_type(v["compare"], ty, node)
+    value = tr.as_type(v["value"], ty, node)
+    op = GenericAtomicRMWOp(arr.ssa, indices, ty.mlir)
+    tr.em.op(op)
+    outer = tr.em.block
+    tr.em.block = op.atomic_body.blocks[0]
+    current = Val(op.current, ty)
+    same = tr.em.compare("==", current, compare, ty)
+    tr.em.op(AtomicYieldOp(tr.em.select(same, value, current).ssa))
+    tr.em.block = outer
+    return Val(op.result, ty)
+
+
 def _warp_operand(tr: Translator, value: Value, node: ast.AST) -> tuple[Val, T.ScalarType]:
     """A value widened to a type warp ops carry (i32/i64/f32/f64), and its own type."""
     s = tr.scalar(value, node)
@@ -464,6 +497,9 @@ def _register() -> dict[str, Any]:
               "atomic_or", "atomic_xor", "atomic_exchange"):
         _INTRINSIC_PARAMS[n] = (("array", req), ("index", req), ("value", req))
         table[n] = _atomic
+    _INTRINSIC_PARAMS["atomic_cas"] = (("array", req), ("index", req), ("compare", req),
+                                       ("value", req))
+    table["atomic_cas"] = _atomic_cas
     for n, arg in _SHUFFLE_ARG.items():
         _INTRINSIC_PARAMS[n] = (("value", req), (arg, req), ("width", WARP_SIZE))
         table[n] = _shuffle

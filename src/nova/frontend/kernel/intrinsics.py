@@ -62,6 +62,8 @@ atomic_or = _intrinsic("atomic_or", "atomic_or(a, i, v): a[i] |= v atomically; o
 atomic_xor = _intrinsic("atomic_xor", "atomic_xor(a, i, v): a[i] ^= v atomically; old value.")
 atomic_exchange = _intrinsic("atomic_exchange",
                              "atomic_exchange(a, i, v): a[i] = v atomically; old value.")
+atomic_cas = _intrinsic("atomic_cas", "atomic_cas(a, i, compare, v): a[i] = v if a[i] == compare, "
+                        "atomically (integer arrays); the old value.")
 
 # --- warp operations ---------------------------------------------------------------------------
 shuffle_idx = _intrinsic("shuffle_idx",
@@ -93,9 +95,9 @@ ctz = _intrinsic("ctz", "ctz(x): trailing zero bits of an integer (same type as 
 INTRINSIC_NAMES: tuple[str, ...] = (
     "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "syncthreads",
     "shared_array", "local_array", "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
-    "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange", "shuffle_idx", "shuffle_up",
-    "shuffle_down", "shuffle_xor", "ballot", "warp_any", "warp_all", "warp_reduce_add",
-    "warp_reduce_mul", "warp_reduce_min", "warp_reduce_max", "warp_reduce_and",
+    "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange", "atomic_cas", "shuffle_idx",
+    "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any", "warp_all",
+    "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min", "warp_reduce_max", "warp_reduce_and",
     "warp_reduce_or", "warp_reduce_xor", "popc", "clz", "ctz",
 )
 
