@@ -48,6 +48,7 @@ _LAZY: dict[str, str] = {
     "atomic_or": "nova.frontend.kernel",
     "atomic_xor": "nova.frontend.kernel",
     "atomic_exchange": "nova.frontend.kernel",
+    "atomic_cas": "nova.frontend.kernel",
     "shuffle_idx": "nova.frontend.kernel",
     "shuffle_up": "nova.frontend.kernel",
     "shuffle_down": "nova.frontend.kernel",
