@@ -168,3 +168,34 @@ def test_cached_launch_overhead(device):
     device.synchronize()
     print(f"cached launch on {device.kind}: {per_launch * 1e6:.1f} us")
     assert per_launch < 5e-3  # generous: a regression to recompiling would take >100 ms
+
+
+def _make_kernels(scale_by: int):
+    """Kernels and device functions built in a closure: captured values are constants."""
+
+    @nova.func
+    def half_or_value(v):
+        if v % 2 == 0:
+            return v // 2
+        return v * 0.5          # the two returns unify to float64
+
+    @nova.func
+    def twice(v):
+        return half_or_value(v) * scale_by
+
+    @nova.kernel(device="cpu")
+    def apply(out, x):
+        i = nova.global_id(0)
+        if i < len(x):
+            out[i] = twice(x[i])
+
+    return apply
+
+
+def test_closures_nested_device_functions_and_decorator_device():
+    apply = _make_kernels(3)
+    x = np.arange(6, dtype=np.int64)
+    out = np.zeros(6, np.float64)
+    apply[1, 32](out, x)       # the decorator's device (cpu) is used
+    assert out.tolist() == [(v // 2 if v % 2 == 0 else v * 0.5) * 3 for v in range(6)]
+    assert "arith.constant 3.000000e+00 : f64" in apply.mlir(nova.float64[:], nova.int64[:])
