@@ -36,6 +36,11 @@ def test_both_launch_forms_and_device_buffers_in_place(device):
     scale[4, 32, stream, 0](out, x, np.float32(4))
     stream.synchronize()
     np.testing.assert_array_equal(out.numpy(), np.arange(100) * 4)
+    scale[np.int64(4), [np.int32(32)]](out, x, np.float32(5))  # NumPy integers as sizes
+    device.synchronize()
+    np.testing.assert_array_equal(out.numpy(), np.arange(100) * 5)
+    with pytest.raises(nova.NovaError, match="grid must be"):
+        scale[2.5, 32](out, x, np.float32(5))
 
 
 def test_signatures_are_inferred_and_cached_per_signature(cpu_device, monkeypatch):

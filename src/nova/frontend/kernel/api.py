@@ -196,6 +196,10 @@ class KernelFunction:
             dev = _default_device()
         else:
             dev = get_device(device if device is not None else self._device)
+        if type(grid) is not int:
+            grid = _dims(grid, "grid")
+        if type(block) is not int:
+            block = _dims(block, "block")
         sig = tuple(arg_type(a) for a in args)
         plan = self._plans.get((dev, sig)) or self._plan(dev, sig)
         staged: list[Staged] = []
@@ -209,6 +213,18 @@ class KernelFunction:
             for s in staged:
                 if s.buffer is not None:
                     s.buffer.free()
+
+
+def _dims(value: Any, what: str) -> Any:
+    """Accept NumPy integers (and lists) for grid/block sizes; Device.launch validates."""
+    import operator
+
+    try:
+        if isinstance(value, tuple | list):
+            return tuple(operator.index(v) for v in value)
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentError(f"{what} must be 1 to 3 positive ints, got {value!r}") from None
 
 
 _default: tuple[Any, Device] | None = None
