@@ -149,6 +149,32 @@ func.func @main() {
 }
 """
 
+NOVA_RUN_OOB_PLAIN = NOVA_RUN_OOB.replace("    gpu.barrier\n", "")
+assert NOVA_RUN_OOB_PLAIN != NOVA_RUN_OOB
+
+# %n reaches the kernel as a parameter, so the alloca stays dynamic (2^38 floats = 1 TiB)
+NOVA_RUN_STACK = """
+func.func @main() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %n = arith.constant 274877906944 : index
+  %f = arith.constant 1.0 : f32
+  %m = gpu.alloc(%c8) : memref<?xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %a = memref.alloca(%n) : memref<?xf32>
+    memref.store %f, %a[%tx] : memref<?xf32>
+    gpu.barrier
+    %v = memref.load %a[%c0] : memref<?xf32>
+    memref.store %v, %m[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  vector.print str "unreachable: the launch failed"
+  return
+}
+"""
+
 NOVA_RUN_DIVIDE = """
 func.func @main() {
   %c0 = arith.constant 0 : index
@@ -336,20 +362,22 @@ def _nova_run(tmp_path: Path, text: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_nova_run_exits_1_on_an_illegal_address_in_a_fiber_kernel(tmp_path: Path) -> None:
-    done = _nova_run(tmp_path, NOVA_RUN_OOB)
-    assert done.returncode == 1, (done.returncode, done.stderr)
-    assert "kernel @main_kernel failed: illegal memory access (SIGSEGV" in done.stderr
+@pytest.mark.parametrize(("program", "expected"), [
+    pytest.param(NOVA_RUN_OOB_PLAIN, "illegal memory access (SIGSEGV", id="illegal-address"),
+    pytest.param(NOVA_RUN_OOB, "illegal memory access (SIGSEGV", id="illegal-address-fiber"),
+    pytest.param(NOVA_RUN_DIVIDE, "arithmetic fault (integer division by zero, or overflow of a "
+                 "signed division) (SIGFPE", id="divide-by-zero"),
+    pytest.param(NOVA_RUN_STACK, "probably a stack overflow", id="fiber-stack-overflow"),
+])
+def test_nova_run_exits_1_with_a_clear_message(tmp_path: Path, program: str,
+                                               expected: str) -> None:
+    done = _nova_run(tmp_path, program)
+    assert done.returncode == 1, (done.returncode, done.stderr)  # not -SIGSEGV / -SIGFPE
+    assert "nova-run: error: kernel @main_kernel failed: " in done.stderr, done.stderr
+    assert expected in done.stderr, done.stderr
+    assert "the cpu device remains usable" in done.stderr
     assert "unreachable" not in done.stdout
-    assert "Traceback" not in done.stderr
-
-
-def test_nova_run_exits_1_on_division_by_zero(tmp_path: Path) -> None:
-    done = _nova_run(tmp_path, NOVA_RUN_DIVIDE)
-    assert done.returncode == 1, (done.returncode, done.stderr)
-    assert "kernel @main_kernel failed: arithmetic fault" in done.stderr
-    assert "SIGFPE" in done.stderr
-    assert "unreachable" not in done.stdout
+    assert "Traceback" not in done.stderr and "Fatal Python error" not in done.stderr
 
 
 _CRASH_OUTSIDE = textwrap.dedent("""
