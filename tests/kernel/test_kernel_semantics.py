@@ -171,16 +171,20 @@ def mathk(out, x):
         out[i, 7] = math.floor(v)
         out[i, 8] = np.ceil(v)
         out[i, 9] = math.erf(v)
+        out[i, 10] = math.erfc(v)
+        out[i, 11] = math.pow(v, nova.int32(2)) + math.copysign(1, -v)
 
 
 def test_math_functions(device):
     x = np.array([0.1, 0.5, 1.0, 2.5, 7.0], np.float32)
-    out = np.zeros((5, 10), np.float32)
+    out = np.zeros((5, 12), np.float32)
     mathk.launch(out, x, grid=1, block=8, device=device)
-    erf = np.vectorize(math.erf)
+    erf, erfc = np.vectorize(math.erf), np.vectorize(math.erfc)
     want = np.stack([np.sqrt(x), np.exp(x), np.log(x), np.sin(x) + np.cos(x), np.tanh(x),
-                     np.log2(x), x ** 1.5, np.floor(x), np.ceil(x), erf(x)], 1)
+                     np.log2(x), x ** 1.5, np.floor(x), np.ceil(x), erf(x), erfc(x),
+                     x * x - 1], 1)
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6)
+    assert out[4, 10] > 0  # erfc(7) ~ 4e-23: no cancellation to 0
 
 
 @nova.func

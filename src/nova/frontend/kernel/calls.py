@@ -198,15 +198,16 @@ def _math(tr: Translator, name: str, args: list, node: ast.AST, python: bool) ->
         pred = "oeq" if name == "isinf" else "olt"
         return Val(em.res(arith.CmpfOp(mag, inf.ssa, pred)), T.bool_)
     if arity > 1:
-        rest = [tr.as_type(a, x.type, node) for a in args[1:]]  # type: ignore[arg-type]
-        a_ty = T.promote(back, *[tr.scalar(a, node).type for a in args[1:]][:1]) \
-            if all(isinstance(a, Val) for a in args[1:]) else back
-        if a_ty.is_float and a_ty.bits > x.type.bits:  # type: ignore[union-attr]
-            x, back = em.convert(x, a_ty), a_ty
-            rest = [tr.as_type(a, a_ty, node) for a in args[1:]]
+        ty = back  # the common type of every argument (types.py rules), then a float
+        for a in args[1:]:
+            if isinstance(a, Val) and isinstance(a.type, T.ScalarType) and not a.type.is_bool:
+                ty = T.promote(ty, a.type)
+        back = ty if ty.is_float else T.float64
+        work = T.float32 if back.bits == 16 else back
+        operands = [em.convert(x, work), *(tr.as_type(a, work, node) for a in args[1:])]
         cls = {"pow": xmath.PowFOp, "power": xmath.PowFOp, "copysign": xmath.CopySignOp,
                "fma": xmath.FmaOp}[name]
-        out = Val(em.res(cls(x.ssa, *[r.ssa for r in rest])), x.type)
+        out = Val(em.res(cls(*[o.ssa for o in operands])), work)
     elif name in _UNARY_MATH:
         out = Val(em.res(_UNARY_MATH[name](x.ssa)), x.type)
     else:
@@ -221,8 +222,9 @@ def _derived_math(tr: Translator, name: str, x: Val) -> Val:
     t = x.type
     assert isinstance(t, T.ScalarType)
     if name == "erfc":
-        e = em.res(xmath.ErfOp(x.ssa))
-        return Val(em.res(arith.SubfOp(em.constant(1.0, t).ssa, e)), t)
+        from nova.frontend.kernel.extra_ops import ErfcOp
+
+        return Val(em.res(ErfcOp(x.ssa)), t)
     if name in ("log2", "log10"):
         scale = 1.0 / pymath.log(2.0 if name == "log2" else 10.0)
         ln = em.res(xmath.LogOp(x.ssa))
@@ -361,7 +363,7 @@ def _atomic(tr: Translator, name: str, v: dict, node: ast.Call) -> Value:
 def _atomic_cas(tr: Translator, name: str, v: dict, node: ast.Call) -> Value:
     """Compare-and-swap as memref.generic_atomic_rmw: new = (current == compare) ? value :
     current; the result is the old value (CUDA's atomicCAS)."""
-    from nova.frontend.kernel.atomic_ops import AtomicYieldOp, GenericAtomicRMWOp
+    from nova.frontend.kernel.extra_ops import AtomicYieldOp, GenericAtomicRMWOp
     from nova.frontend.kernel.translate import Tup
 
     arr = v["array"]

@@ -1,7 +1,7 @@
-"""`memref.generic_atomic_rmw` and `memref.atomic_yield` (upstream MLIR ops xDSL 0.74 lacks),
-for `nova.atomic_cas`. The LLVM emitter already lowers them (a cmpxchg loop around the region,
-`nova.backends.llvm.ops_memref.lower_generic_atomic_rmw`); they print in MLIR's generic form,
-which upstream mlir-opt accepts.
+"""Upstream MLIR ops that xDSL 0.74 lacks and the LLVM emitter already lowers, for kernels:
+`memref.generic_atomic_rmw` + `memref.atomic_yield` (for `nova.atomic_cas`; a cmpxchg loop around
+the region, `nova.backends.llvm.ops_memref.lower_generic_atomic_rmw`) and `math.erfc` (accurate
+where 1 - erf(x) cancels). They print in MLIR's generic form, which upstream mlir-opt accepts.
 
     %old = "memref.generic_atomic_rmw"(%a, %i) ({
     ^bb0(%current: i32):
@@ -9,8 +9,8 @@ which upstream mlir-opt accepts.
       "memref.atomic_yield"(%new) : (i32) -> ()
     }) : (memref<?xi32>, index) -> i32
 
-(Nova's text parser does not register them yet: they belong in `nova.ir.memref_ext` with their
-custom syntax; until then `kern.mlir()` of a kernel using atomic_cas does not re-parse.)
+(Nova's text parser does not register them yet: they belong in `nova.ir` with their custom
+syntax; until then `kern.mlir()` of a kernel using them does not re-parse with Nova.)
 """
 
 from __future__ import annotations
@@ -28,6 +28,22 @@ from xdsl.irdl import (
 )
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
+
+
+@irdl_op_definition
+class ErfcOp(IRDLOperation):
+    """`math.erfc %x : f32`: the complementary error function."""
+
+    name = "math.erfc"
+    operand = operand_def()
+    result = result_def()
+
+    def __init__(self, value: SSAValue) -> None:
+        super().__init__(operands=[value], result_types=[value.type])
+
+    def verify_(self) -> None:
+        if self.result.type != self.operand.type:
+            raise VerifyException("'math.erfc' op result type must be the operand type")
 
 
 @irdl_op_definition
