@@ -45,6 +45,7 @@ from nova.backends.llvm.emitter import (
     location_of,
     symbol_name,
 )
+from nova.backends.llvm.ops_math import lower_fpowi_by_squaring
 from nova.backends.llvm.target import Handler, TargetBase
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -285,6 +286,7 @@ class NvptxTarget(TargetBase):
             "gpu.printf": lower_printf,
             "gpu.dynamic_shared_memory": lower_dynamic_shared_memory,
             **{name: _no_wide_libcalls(name) for name in WIDE_INT_LIBCALL_OPS},
+            "math.fpowi": lower_fpowi_by_squaring,
             **nvptx_collectives.HANDLERS,
         }
 

@@ -53,9 +53,24 @@ def _bitcount(intrinsic: str, zero_poison: bool | None) -> Handler:
 
 
 def lower_fpowi(fe: FunctionEmitter, op: Operation) -> None:
-    """x ** n for an integer n by repeated squaring (|n| steps of the bits of n), 1/x**|n| for
-    negative n. Emitted inline rather than as llvm.powi, which needs a compiler-rt call that
-    neither PTX nor a standalone CPU object has."""
+    """x ** n for integer n: llvm.powi on i32 exponents (wider ones are truncated first, as
+    MLIR's lowering does). On x86 this calls compiler-rt's __powisf2/__powidf2 (the CPU target
+    supplies them); targets without them use `lower_fpowi_by_squaring`."""
+    x, n = fe.operands(op)
+    i32 = ir.IntType(32)
+    if n.type.width > 32:
+        n = fe.builder.trunc(n, i32)
+    elif n.type.width < 32:
+        n = fe.builder.sext(n, i32)
+    suffix = "f32" if x.type == ir.FloatType() else "f64" if x.type == ir.DoubleType() else "f16"
+    fn = fe.module.declare(f"llvm.powi.{suffix}.i32", ir.FunctionType(x.type, [x.type, i32]))
+    fe.bind(op.results[0], fe.builder.call(fn, [x, n]))
+
+
+def lower_fpowi_by_squaring(fe: FunctionEmitter, op: Operation) -> None:
+    """x ** n for an integer n by repeated squaring over the bits of |n|, 1/x**|n| for negative
+    n, inline: for targets where llvm.powi would need a compiler-rt call (NVPTX has none, and
+    LLVM aborts the process on it)."""
     x, n = fe.operands(op)
     b = fe.builder
     ty = x.type
