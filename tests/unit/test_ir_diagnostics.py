@@ -22,6 +22,12 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
     "undefined-value": (
         "func.func @f() {\n  return %x : i32\n}\n",
         ParseError, "2:10", "undeclared SSA value name %x"),
+    "value-defined-only-in-nested-region": (
+        "func.func @f() {\n  %c1 = arith.constant 1 : index\n  gpu.launch blocks(%bx, %by, %bz) "
+        "in (%gx = %late, %gy = %c1, %gz = %c1)\n      threads(%tx, %ty, %tz) in (%sx = %c1, "
+        "%sy = %c1, %sz = %c1) {\n    %late = arith.constant 2 : index\n    gpu.terminator\n"
+        "  }\n  return\n}\n",
+        ParseError, "3:3", "undeclared SSA value name %late"),
     "unexpected-eof": (
         "func.func @f() {\n  return\n",
         ParseError, "3:1", "end of input"),

@@ -15,14 +15,16 @@ from typing import NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, UnknownLoc
-from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.core import AttributeInvT
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
 
 from nova.errors import DiagnosticError, ParseError, SourceLocation, UnsupportedError
 from nova.ir.context import SUPPORTED_DIALECTS, make_context
-from nova.ir.locations import make_loc, register_source
+from nova.ir.locations import location_of, make_loc, register_source
 from nova.ir.printer import print_to_string
 from nova.ir.verify import verify_located
 
@@ -60,6 +62,14 @@ class _LocatingParser(Parser):
         self._filename = filename
         self._positions = _Positions(text)
         self._op_start = 0
+        self.forward_names: dict[SSAValue, str] = {}
+
+    def resolve_operand(self, operand: UnresolvedOperand, type: AttributeInvT
+                        ) -> SSAValue[AttributeInvT]:
+        value = super().resolve_operand(operand, type)
+        if isinstance(value, ForwardDeclaredValue):
+            self.forward_names.setdefault(value, operand.span.text)
+        return value
 
     def source_location(self, offset: int) -> SourceLocation:
         line, col = self._positions.line_col(offset)
@@ -116,12 +126,25 @@ def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True) -> Mod
         raise ParseError(*_describe(err, text, parser)) from err
     if isinstance(module.location, UnknownLoc):
         module.location = make_loc(filename, 1, 1)
+    _check_all_values_defined(module, parser.forward_names)
     if verify:
         verify_located(module)
     return module
 
 
 _UNDEFINED = "values used but not defined: ["
+
+
+def _check_all_values_defined(module: ModuleOp, names: dict[SSAValue, str]) -> None:
+    """Reject uses of names that were only defined in a region that does not enclose the use
+    (xDSL leaves those as forward references instead of reporting them)."""
+    for op in module.walk():
+        for value in op.operands:
+            if isinstance(value, ForwardDeclaredValue):
+                name = names.get(value, "%?")
+                raise ParseError(f"use of undeclared SSA value name {name} (it is defined "
+                                 "only in a region that does not enclose this use)",
+                                 location_of(op))
 
 
 def _describe(err: XdslParseError, text: str,
