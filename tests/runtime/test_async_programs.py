@@ -135,16 +135,14 @@ def test_async_region_program_gives_the_same_results(program: bytes, device: str
         np.testing.assert_array_equal(w, 3 * x + 1)
 
 
-CORPUS_PROGRAMS = ["async-fork-join.mlir", "memset-memcpy.mlir", "two-launches.mlir",
-                   "scf-host-device.mlir", "launch-in-function.mlir", "async-streams.mlir",
-                   "printf.mlir", "atomics-spin.mlir"]
+CORPUS_PROGRAMS = sorted(p.name for p in CORPUS.glob("*.mlir")) or ["async-fork-join.mlir"]
 
 
-def _nova_run(path: Path) -> str:
+def _nova_run(path: Path) -> tuple[int, str]:
     done = subprocess.run([sys.executable, "-m", "nova.cli.run", str(path), "--device", "cpu"],
                           capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    assert done.returncode in (0, 1), done.stderr  # 1: the program's own failure (asserts)
+    return done.returncode, done.stdout
 
 
 @pytest.mark.parametrize("name", CORPUS_PROGRAMS)
@@ -162,7 +160,9 @@ def test_async_region_corpus_prints_the_same(name: str, tmp_path: Path) -> None:
         return [line.split(" rank = ")[1] if "base@ = " in line else line
                 for line in text.splitlines()]
 
-    assert normalized(_nova_run(converted)) == normalized(_nova_run(source))
+    (rc_new, out_new), (rc_old, out_old) = _nova_run(converted), _nova_run(source)
+    assert rc_new == rc_old
+    assert normalized(out_new) == normalized(out_old)
 
 
 # --- the Python side: stream waits, pinned async copies, callbacks and futures ------------------
