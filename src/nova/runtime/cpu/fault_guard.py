@@ -11,9 +11,11 @@ turns such a fault into a failed launch:
 - `nova_cpu_guarded_call(kernel, params, launch)` calls `i32 kernel(params, launch)` after a
   `__sigsetjmp(buf, 0)` whose buffer it publishes in the thread's state (a pthread key: MCJIT
   cannot place thread-local globals), marked "in kernel" for the duration of the call. On its
-  first use in a thread it gives the thread an alternate signal stack (`sigaltstack`, unless the
-  thread has one already), so a fault with an exhausted stack (a fiber overflowed by a huge
-  alloca) can still be handled; a pthread key destructor frees it when the thread exits.
+  first use in a thread it maps the thread's state and an alternate signal stack (`sigaltstack`,
+  unless the thread has one already), so a fault with an exhausted stack (a fiber overflowed by a
+  huge alloca) can still be handled; a pthread key destructor unmaps them when the thread exits.
+  They are mmap'd, not malloc'd, so a fiber stack overflow that overwrote the thread's malloc
+  arena (the fiber stacks come from it) does not take the handler's own state with it.
 - The handler: when the faulting thread is in a guarded kernel call it writes a `FaultRecord`
   (signal, si_code, faulting address, pc and sp from the ucontext) at the start of
   `launch->error` and `siglongjmp`s back to the guarded call, which returns `FAULT_STATUS`. The
@@ -50,10 +52,13 @@ FAULT_STATUS = -0x4E46
 """What `nova_cpu_guarded_call` returns after a caught fault (kernels return 0 or small positive
 statuses); `launch->error` then starts with a FaultRecord."""
 
-FAULT_MAGIC = 0x544C55414641564E  # "NOVAFAULT"[:8], little-endian: marks a FaultRecord
+FAULT_MAGIC = int.from_bytes(b"NVAFAULT", "little")
+"""First 8 bytes of a FaultRecord (a kernel's own messages are text that never starts so)."""
 ALT_STACK_BYTES = 256 * 1024
 """Alternate signal stack per kernel thread: the handler needs little, but the kernel's signal
 frame holds the full XSAVE state (several KiB with AVX-512, more with AMX)."""
+STATE_PAGE = 4096
+"""The first page of each thread's mapping holds its guard state; the alternate stack follows."""
 
 SIGILL, SIGBUS, SIGFPE, SIGSEGV = 4, 7, 8, 11
 GUARDED_SIGNALS = (SIGILL, SIGBUS, SIGFPE, SIGSEGV)
@@ -102,7 +107,7 @@ def _install_calls() -> str:
     return "\n".join(lines)
 
 
-# The per-thread state, malloc'd on first use: { i32 active, ptr jmpbuf, ptr launch, ptr altstack }
+# The per-thread state, mapped on first use: { i32 active, ptr jmpbuf, ptr launch, ptr altstack }
 _IR = f"""
 %State = type {{ i32, ptr, ptr, ptr }}
 %Actions = type [32 x [{SIGACTION_BYTES} x i8]]  ; the replaced sigaction of each signal number
@@ -120,9 +125,8 @@ declare i32 @pthread_sigmask(i32, ptr, ptr)
 declare i32 @pthread_key_create(ptr, ptr)
 declare ptr @pthread_getspecific(i32)
 declare i32 @pthread_setspecific(i32, ptr)
-declare ptr @calloc(i64, i64)
-declare ptr @malloc(i64)
-declare void @free(ptr)
+declare ptr @mmap(ptr, i64, i32, i32, i32, i64)
+declare i32 @munmap(ptr, i64)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 
 ; ---- the signal handler -----------------------------------------------------------------------
@@ -209,6 +213,9 @@ done:
 }}
 
 ; ---- per-thread state and alternate signal stack ---------------------------------------------
+; One private mapping per thread: the State in its first page, the alternate signal stack after
+; it. Not malloc'd: a fiber stack overflow can overwrite the thread's malloc arena (fiber stacks
+; come from it), and the handler must still find intact state and a usable stack.
 define internal void @nova_fg_thread_exit(ptr %st) nounwind {{
 entry:
   %alt.at = getelementptr inbounds %State, ptr %st, i32 0, i32 3
@@ -220,19 +227,16 @@ release:
   %q = call i32 @sigaltstack(ptr null, ptr %cur)
   %cur.sp = load ptr, ptr %cur
   %ours = icmp eq ptr %cur.sp, %alt
-  br i1 %ours, label %disable, label %free
+  br i1 %ours, label %disable, label %done
 disable:
   %off = alloca [{STACK_T_BYTES} x i8], align 8
   call void @llvm.memset.p0.i64(ptr %off, i8 0, i64 {STACK_T_BYTES}, i1 false)
   %off.flags = getelementptr inbounds i8, ptr %off, i64 8
   store i32 {SS_DISABLE}, ptr %off.flags
   %d = call i32 @sigaltstack(ptr %off, ptr null)
-  br label %free
-free:
-  call void @free(ptr %alt)
   br label %done
 done:
-  call void @free(ptr %st)
+  %u = call i32 @munmap(ptr %st, i64 {STATE_PAGE + ALT_STACK_BYTES})
   ret void
 }}
 
@@ -245,8 +249,11 @@ entry:
 have:
   ret ptr %st
 create:
-  %new = call ptr @calloc(i64 1, i64 32)
-  %failed = icmp eq ptr %new, null
+  ; PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS; zero-filled
+  %new = call ptr @mmap(ptr null, i64 {STATE_PAGE + ALT_STACK_BYTES}, i32 3, i32 34, i32 -1,
+                        i64 0)
+  %new.int = ptrtoint ptr %new to i64
+  %failed = icmp eq i64 %new.int, -1
   br i1 %failed, label %none, label %altstack
 none:
   ret ptr null
@@ -257,12 +264,9 @@ altstack:
   %cur.flags = load i32, ptr %cur.flags.at
   %dis = and i32 %cur.flags, {SS_DISABLE}
   %needed = icmp ne i32 %dis, 0
-  br i1 %needed, label %allocate, label %publish
-allocate:
-  %mem = call ptr @malloc(i64 {ALT_STACK_BYTES})
-  %nomem = icmp eq ptr %mem, null
-  br i1 %nomem, label %publish, label %install
+  br i1 %needed, label %install, label %publish
 install:
+  %mem = getelementptr inbounds i8, ptr %new, i64 {STATE_PAGE}
   %ss = alloca [{STACK_T_BYTES} x i8], align 8
   call void @llvm.memset.p0.i64(ptr %ss, i8 0, i64 {STACK_T_BYTES}, i1 false)
   store ptr %mem, ptr %ss
@@ -270,13 +274,10 @@ install:
   store i64 {ALT_STACK_BYTES}, ptr %ss.size
   %rc = call i32 @sigaltstack(ptr %ss, ptr null)
   %ok = icmp eq i32 %rc, 0
-  br i1 %ok, label %keep, label %drop
+  br i1 %ok, label %keep, label %publish
 keep:
   %alt.at = getelementptr inbounds %State, ptr %new, i32 0, i32 3
   store ptr %mem, ptr %alt.at
-  br label %publish
-drop:
-  call void @free(ptr %mem)
   br label %publish
 publish:
   %set = call i32 @pthread_setspecific(i32 %key, ptr %new)
