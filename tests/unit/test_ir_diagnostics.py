@@ -97,6 +97,9 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         "gpu.module @m {\n  gpu.func @k() workgroup(%w: memref<4xf32, "
         "#gpu.address_space<private>>) kernel {\n    gpu.return\n  }\n}\n",
         VerifyError, "2:3", "expected memory space workgroup in attribution"),
+    "terminator-outside-launch": (
+        "gpu.module @m {\n  gpu.func @k() kernel {\n    gpu.terminator\n  }\n}\n",
+        VerifyError, "3:5", "'gpu.terminator' op expects parent op 'gpu.launch'"),
     "subgroup-cluster-not-power-of-two": (
         "func.func @f(%v: f32) {\n  %r = gpu.subgroup_reduce add %v cluster(size = 3) : (f32) "
         "-> f32\n  return\n}\n",

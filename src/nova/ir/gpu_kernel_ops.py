@@ -98,6 +98,11 @@ class TerminatorOp(_NoOperandOp):
     name = "gpu.terminator"
     traits = traits_def(IsTerminator())
 
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        if parent is None or parent.name != "gpu.launch":
+            raise VerifyException("'gpu.terminator' op expects parent op 'gpu.launch'")
+
 
 class _ValuesTerminator(IRDLOperation):
     """`gpu.return`/`gpu.yield`: `attr-dict ($values^ : types)?`."""
