@@ -78,6 +78,8 @@ module attributes {gpu.container_module} {
 func.func @f(%n: index) {
   %a = memref.alloca(%n) : memref<?xf32, 5>
   %b = gpu.alloc (%n) : memref<?xf32, 1>
+  %t = gpu.wait async
+  %hs, %t2 = gpu.alloc async [%t] host_shared (%n) : memref<?xf32>
   %u = memref.cast %b : memref<?xf32, 1> to memref<*xf32, 1>
   return
 }

@@ -109,9 +109,6 @@ class AllocOp(IRDLOperation):
             raise VerifyException(
                 f"'gpu.alloc' op dimension operand count does not equal memref dynamic "
                 f"dimension count ({len(self.dynamicSizes)} vs {n_dynamic})")
-        if self.hostShared is not None and self.asyncToken is not None:
-            raise VerifyException("'gpu.alloc' op host_shared allocation does not support "
-                                  "async dependencies")
 
 
 @irdl_op_definition
