@@ -69,10 +69,10 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         "gpu.module @k {\n  gpu.func @f() -> i32 kernel {\n    %c = arith.constant 1 : i32\n"
         "    gpu.return %c : i32\n  }\n}\n",
         VerifyError, "2:3", "kernel function must have no results"),
-    "shuffle-i16": (
-        "func.func @f(%v: i16, %o: i32) {\n  %a, %b = gpu.shuffle xor %v, %o, %o : i16\n"
+    "shuffle-index": (
+        "func.func @f(%v: index, %o: i32) {\n  %a, %b = gpu.shuffle xor %v, %o, %o : index\n"
         "  return\n}\n",
-        VerifyError, "2:3", "'gpu.shuffle' op operand #0 must be i32, i64, f32 or f64"),
+        VerifyError, "2:3", "'gpu.shuffle' op operand #0 must be Integer or Float"),
     "all-reduce-op-and-region": (
         "func.func @f(%v: f32) {\n  %r = gpu.all_reduce add %v {\n  ^bb0(%a: f32, %b: f32):\n"
         "    gpu.yield %a : f32\n  } : (f32) -> f32\n  return\n}\n",

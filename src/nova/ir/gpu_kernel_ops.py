@@ -206,13 +206,14 @@ class ShuffleOp(IRDLOperation):
 
     def verify_(self) -> None:
         t = self.value.type
-        elem = t.element_type if isinstance(t, VectorType) else t
-        ok = isinstance(elem, AnyFloat) or (isinstance(elem, IntegerType) and
-                                            elem.width.data in (32, 64))
+        is_vector = isinstance(t, VectorType)
+        elem = t.element_type if is_vector else t
+        ok = isinstance(elem, AnyFloat | IntegerType) and (
+            not is_vector or len(t.get_shape()) == 1)
         if not ok:
             raise VerifyException(
-                f"'gpu.shuffle' op operand #0 must be i32, i64, f32 or f64 (or a vector of "
-                f"them), but got {t}")
+                "'gpu.shuffle' op operand #0 must be Integer or Float or fixed-length vector "
+                f"of Integer or Float values of ranks 1, but got {t}")
         if self.shuffleResult.type != t:
             raise VerifyException("'gpu.shuffle' op result type must match the value type")
 
