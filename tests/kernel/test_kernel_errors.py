@@ -4,6 +4,7 @@ what is supported; launches with bad arguments raise ArgumentError."""
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -185,3 +186,20 @@ def test_non_contiguous_numpy_arrays_are_copied_back(cpu_device):
     view = base[:, 1]
     fill.launch(view, 2.0, grid=1, block=8, device=cpu_device)
     assert base[:, 1].tolist() == [2.0] * 4 and base[:, 0].tolist() == [0.0] * 4
+
+
+@nova.kernel
+def f64_erf(out, x):
+    i = nova.global_id(0)
+    out[i] = math.erf(x[i])
+
+
+def test_backend_errors_point_at_the_python_line():
+    """A construct the NVPTX target cannot lower (erf on float64) is reported at the Python
+    expression that produced the op, not at generated MLIR."""
+    with pytest.raises(NovaError, match=r"'math\.erf' on f64 is not supported") as info:
+        f64_erf.ptx(nova.float64[:], nova.float64[:])
+    lines = str(info.value).split("\n")
+    assert lines[0].startswith(f"{__file__}:")
+    assert lines[1].strip() == "out[i] = math.erf(x[i])"
+    assert lines[2] == " " * (info.value.location.column - 1) + "^"
