@@ -6,9 +6,11 @@ of `--kernels` kernels (default 50). Each image kind the device can load is then
 processes (one per run):
 
 - cuda: `cubin` (cuModuleLoadData of the ptxas-built cubin; only when ptxas was found at build
-  time) and `ptx` (cuModuleLoadDataEx, the driver JIT-compiles). PTX is measured twice: with the
+  time) and `ptx` (cuModuleLoadDataEx, the driver JIT-compiles). PTX is measured with the
   driver's JIT cache disabled (CUDA_CACHE_DISABLE=1: a true cold JIT) and with a private, primed
-  JIT cache (CUDA_CACHE_PATH: what a second run of the same program sees).
+  JIT cache (CUDA_CACHE_PATH: what a second run of the same program sees). CUDA 12+ loads
+  kernels lazily (CUDA_MODULE_LOADING=LAZY, the default kept here), which moves part of a load
+  into the first lookup/launch of each kernel; the `eager` rows load everything up front.
 - cpu: `cpuobj` (the x86-64 object linked by llvmlite's MCJIT).
 
 In each child: `first` = the first load (`Device.load_module`), `functions` = looking up every
@@ -165,13 +167,17 @@ def variants(device: str, files: dict[str, str], jit_cache: Path) -> list[tuple[
     if device == "cpu":
         return [("cpuobj", "cpuobj", {})] if "cpuobj" in files else []
     out = []
+    lazy = os.environ.get("CUDA_MODULE_LOADING", "LAZY")
     if "cubin" in files:
         out.append(("cubin", "cubin", {}))
+        out.append(("cubin, eager", "cubin", {"CUDA_MODULE_LOADING": "EAGER"}))
     if "ptx" in files:
-        out.append(("ptx (JIT cache off)", "ptx", {"CUDA_CACHE_DISABLE": "1"}))
-        out.append(("ptx (JIT cache warm)", "ptx",
+        out.append(("ptx, JIT cache off", "ptx", {"CUDA_CACHE_DISABLE": "1"}))
+        out.append(("ptx, cache off, eager", "ptx",
+                    {"CUDA_CACHE_DISABLE": "1", "CUDA_MODULE_LOADING": "EAGER"}))
+        out.append(("ptx, JIT cache warm", "ptx",
                     {"CUDA_CACHE_DISABLE": "0", "CUDA_CACHE_PATH": str(jit_cache)}))
-    return out
+    return [(name, kind, {"CUDA_MODULE_LOADING": lazy, **env}) for name, kind, env in out]
 
 
 def median(values: list[float]) -> float | None:
