@@ -204,3 +204,23 @@ def test_closures_nested_device_functions_and_decorator_device():
     apply[1, 32](out, x)       # the decorator's device (cpu) is used
     assert out.tolist() == [(v // 2 if v % 2 == 0 else v * 0.5) * 3 for v in range(6)]
     assert "arith.constant 3.000000e+00 : f64" in apply.mlir(nova.float64[:], nova.int64[:])
+
+
+def test_concurrent_launches_from_threads(cpu_device):
+    """Threads launching one kernel share its launch plan; the parameter block is packed and
+    handed to the device under the plan's lock, so no launch sees another's arguments."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    kern = KernelFunction(_scale)
+
+    def work(k: int) -> bool:
+        x = np.arange(64, dtype=np.float32) + k
+        out = np.zeros_like(x)
+        for _ in range(20):
+            kern.launch(out, x, np.float32(k), grid=2, block=32, device=cpu_device)
+            if not np.array_equal(out, x * k):
+                return False
+        return True
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(1, 9)))
