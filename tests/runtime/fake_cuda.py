@@ -235,6 +235,10 @@ class FakeDriver:
         self.functions[handle] = name.decode()
         return OK, real.CUfunction(handle)
 
+    def cuFuncLoad(self, function: Any) -> tuple:
+        """Eager load of a lazily loaded kernel (CUDA 12.4+): nothing to do in the fake."""
+        return (OK,) if int(function) in self.functions else (R.CUDA_ERROR_INVALID_HANDLE,)
+
     def cuFuncSetAttribute(self, fn: Any, attr: Any, value: int) -> tuple:
         self._log(f"cuFuncSetAttribute:{attr.name}={value}")
         return (OK,)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -67,28 +65,10 @@ def test_failed_driver_call_names_the_call(mod: NovaModule) -> None:
     assert mod.add(1, 1) == 2  # the module is still usable
 
 
-def test_launch_overhead_on_device_buffers(mod: NovaModule) -> None:
-    buf = get_device("cuda").to_device(np.zeros(8, np.float32))
-    for _ in range(200):
+def test_many_calls_on_device_buffers_stay_correct(mod: NovaModule) -> None:
+    """The cached call plan is reused call after call (its cost is measured by
+    bench/launch_overhead.py, not here)."""
+    buf = get_device("cuda").to_device(np.full(8, -1.0, np.float32))
+    for _ in range(500):
         mod.fill_async(buf)
-    count = 5000
-    start = time.perf_counter()
-    for _ in range(count):
-        mod.fill_async(buf)
-    per_call = (time.perf_counter() - start) / count * 1e6
-    print(f"\nPython -> entry -> one launch -> stream sync: {per_call:.2f} us per call")
-    assert per_call < 50, f"{per_call:.1f} us per call"
-
-
-def test_kernel_trap_reports_and_exits_cleanly(bundle: bytes, tmp_path: Path) -> None:
-    """A trap destroys the CUDA context, so it runs in its own process (through nova-run)."""
-    path = tmp_path / "p.nova"
-    path.write_bytes(bundle)
-    done = subprocess.run([sys.executable, "-m", "nova", "run", str(path), "--device", "cuda",
-                           "-e", "fault"], capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 1
-    assert "Traceback" not in done.stderr
-    assert done.stderr.startswith("nova-run: error: cuStreamSynchronize failed: CUDA_ERROR_")
-    assert "@faulty" in done.stderr
-    assert "context is lost" in done.stderr
+    assert buf.numpy().tolist() == [0, 2, 4, 6, 8, 10, 12, 14]

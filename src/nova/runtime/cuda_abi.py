@@ -21,7 +21,7 @@ import llvmlite.binding as llvm
 
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import CudaError, DeviceError, NovaError, RuntimeFailure, cuda_error
-from nova.runtime.abi import ABI_BY_NAME, DeviceModuleDescriptor
+from nova.runtime.abi import ABI_BY_NAME, DEVICE_MODULE_PREFIX, DeviceModuleDescriptor
 from nova.runtime.cuda_native import (
     CALL_ENTRY,
     CONTEXT_GLOBAL,
@@ -224,6 +224,21 @@ class CudaAbi:
                 return 1
             return 0
         return callback
+
+    def preload(self, linked: Any) -> None:
+        """Load every device module and kernel of the program now, at `nova.load` time, as
+        upstream's global constructors do. Loading a module (or a lazily loaded kernel) while
+        another kernel runs can wait for it, so a first launch in the middle of a program could
+        serialize streams that must run concurrently. The host code's own first-use loads then
+        find the cached modules."""
+        scratch = ctypes.c_void_p()
+        for listed in self.manifest.modules:
+            descriptor = linked.global_address(f"{DEVICE_MODULE_PREFIX}{listed.name}")
+            self._module_load(ctypes.addressof(scratch), descriptor)
+            module = scratch.value or 0
+            for kernel in listed.kernels:
+                name = ctypes.create_string_buffer(kernel.name.encode())
+                self._get_function(ctypes.addressof(scratch), module, ctypes.addressof(name))
 
     def _module_load(self, out: int, descriptor: int) -> None:
         if not descriptor:

@@ -305,6 +305,9 @@ class NovaModule:
         self._abi: DeviceAbi | None = _make_abi(device, self.manifest)
         bindings = {**control_symbols(), **runner_util_symbols(), **self._abi.symbols()}
         self._linked: LinkedObject = link_object(bundle.object_bytes, bindings, name)
+        preload = getattr(self._abi, "preload", None)
+        if preload is not None:
+            preload(self._linked)
         self._object_bytes = bundle.object_bytes  # linked again by graph capture
         self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
         self._lock = threading.Lock()

@@ -84,6 +84,11 @@ class CudaModule(DeviceModule):
 
     def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction:
         cu = self._driver.call("cuModuleGetFunction", self.cu, name.encode("utf-8"), kernel=name)
+        # Under CUDA's lazy loading (the default since 12.2) a kernel's code is loaded at its first
+        # launch, which may wait for running kernels: a kernel that spins until a kernel on another
+        # stream runs would then never see it start. Load the code now, while nothing depends on it.
+        if hasattr(self._driver.raw, "cuFuncLoad"):
+            self._driver.call("cuFuncLoad", cu, kernel=name)
         return CudaFunction(self, name, kernel, cu)
 
 
