@@ -30,7 +30,7 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         ParseError, "3:3", "undeclared SSA value name %late"),
     "unexpected-eof": (
         "func.func @f() {\n  return\n",
-        ParseError, "3:1", "end of input"),
+        ParseError, "2:9", "end of input"),
     "bad-dimension": (
         "func.func @f() {\n  %0 = gpu.thread_id w\n  return\n}\n",
         ParseError, "2:22", "`x`, `y`, or `z`"),

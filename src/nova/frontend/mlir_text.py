@@ -21,6 +21,7 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from nova.errors import DiagnosticError, ParseError, SourceLocation, UnsupportedError
 from nova.ir.context import SUPPORTED_DIALECTS, make_context
@@ -63,6 +64,13 @@ class _LocatingParser(Parser):
         self._positions = _Positions(text)
         self._op_start = 0
         self.forward_names: dict[SSAValue, str] = {}
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """As xDSL's, but input with no operations (empty, or only comments) is an empty module,
+        as for mlir-opt."""
+        if allow_implicit_module and self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])
+        return super().parse_module(allow_implicit_module)
 
     def resolve_operand(self, operand: UnresolvedOperand, type: AttributeInvT
                         ) -> SSAValue[AttributeInvT]:
@@ -152,6 +160,10 @@ def _describe(err: XdslParseError, text: str,
     """A readable message and location for one of xDSL's parse errors."""
     msg = " ".join(err.msg.split())
     offset = err.span.start
+    if not text[offset:].strip():
+        # At the end of input: point just after the last token (as mlir-opt does), a line that
+        # exists, so the diagnostic keeps its source line and caret.
+        offset = len(text.rstrip())
     if msg.startswith(_UNDEFINED):
         # xDSL reports these at the end of input; point at the first use instead.
         first = msg[len(_UNDEFINED):].split(",")[0].rstrip("]").strip()
@@ -159,6 +171,10 @@ def _describe(err: XdslParseError, text: str,
         if match is not None:
             offset = match.start()
         msg = f"use of undeclared SSA value name {first}"
+    elif msg == "Could not parse entire input!":
+        found = err.span.text.strip() if err.span.end > err.span.start else ""
+        msg = f"expected an operation at top level, found '{found}'" if found else \
+            "expected an operation at top level"
     elif msg.startswith("in ") or not msg:
         found = err.span.text.strip() if err.span.end > err.span.start else ""
         what = f"'{found}'" if found else "end of input"
