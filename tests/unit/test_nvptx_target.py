@@ -452,3 +452,22 @@ def test_memref_copy_between_global_and_shared_memory() -> None:
     c = compile_module(body.replace("kernel", "workgroup(%wg: memref<64xf32, 3>) kernel", 1))
     assert "llvm.memcpy.p3.p0.i64" in c.llvm and "llvm.memcpy.p0.p3.i64" in c.llvm
     assert "copy.header" in c.llvm  # the strided copy loops
+
+
+def test_libdevice_declarations_get_inline_bodies() -> None:
+    c = compile_module("""
+    func.func private @__nv_expf(f32) -> f32
+    func.func private @__nv_pow(f64, f64) -> f64
+    """ + kernel("%m: memref<4xf32>, %d: memref<4xf64>", """
+      %c0 = arith.constant 0 : index
+      %x = memref.load %m[%c0] : memref<4xf32>
+      %y = memref.load %d[%c0] : memref<4xf64>
+      %e = func.call @__nv_expf(%x) : (f32) -> f32
+      %p = func.call @__nv_pow(%y, %y) : (f64, f64) -> f64
+      memref.store %e, %m[%c0] : memref<4xf32>
+      memref.store %p, %d[%c0] : memref<4xf64>"""))
+    assert "__nv_" not in c.ptx  # inlined: no extern declarations left
+    with pytest.raises(UnsupportedError, match="__nv_lgammaf"):
+        compile_module("func.func private @__nv_lgammaf(f32) -> f32" + kernel("", ""))
+    with pytest.raises(UnsupportedError, match="declared but not defined"):
+        compile_module("func.func private @external(f32) -> f32" + kernel("", ""))

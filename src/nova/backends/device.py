@@ -172,7 +172,7 @@ def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
 
         cpu = lower_cpu_module(gpu_module)
         return DeviceLowering(cpu.llvm_module, tuple(cpu.kernels))
-    from nova.backends.llvm.nvptx_target import NvptxTarget, is_kernel
+    from nova.backends.llvm.nvptx_target import NvptxTarget, define_libdevice, is_kernel
 
     nv = NvptxTarget(arch)
     me = ModuleEmitter(nv, symbol_name(gpu_module))
@@ -183,6 +183,13 @@ def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
                 f"op '{op.name}' in a gpu.module is not supported by the NVPTX target "
                 "(supported: gpu.func, func.func, memref.global)", location_of(op))
     me.emit_symbols(ops)
+    for op in ops:
+        declared = op.name == "func.func" and not (op.regions and op.regions[0].blocks)
+        if declared and not define_libdevice(me, op):
+            raise UnsupportedError(
+                    f"device function @{symbol_name(op)} is declared but not defined; the "
+                    "NVPTX target links nothing but its own module (libdevice __nv_* math "
+                    "functions excepted)", location_of(op))
     funcs = {symbol_name(op): op for op in ops if op.name in ("gpu.func", "func.func")}
     globals_ = {symbol_name(op): op for op in ops if op.name == "memref.global"}
     kernels = tuple(kernel_metadata(op, funcs, globals_, nv.pointer_address_space)

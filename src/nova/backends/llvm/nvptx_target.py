@@ -47,6 +47,7 @@ from nova.backends.llvm.emitter import (
 )
 from nova.backends.llvm.ops_math import lower_fpowi_by_squaring
 from nova.backends.llvm.target import Handler, TargetBase
+from nova.errors import UnsupportedError
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
@@ -222,6 +223,48 @@ def _no_wide_libcalls(name: str) -> Handler:
                                          "does not have; integers up to 64 bits are supported")
         core_handlers()[name](fe, op)
     return handler
+
+
+LIBDEVICE = {
+    "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2",
+    "log10": "log10", "log1p": "log1p", "sin": "sin", "cos": "cos", "tan": "tan",
+    "tanh": "tanh", "sinh": "sinh", "cosh": "cosh", "atan": "atan", "atan2": "atan2",
+    "asin": "asin", "acos": "acos", "pow": "powf", "cbrt": "cbrt", "erf": "erf",
+    "erfc": "erfc", "sqrt": "sqrt", "fabs": "absf", "floor": "floor", "ceil": "ceil",
+    "trunc": "trunc", "round": "round", "rint": "roundeven", "fma": "fma",
+    "copysign": "copysign",
+}
+"""libdevice function (without the `__nv_` prefix and `f` suffix) -> math op it computes."""
+
+
+def define_libdevice(me: ModuleEmitter, op: Operation) -> bool:
+    """Give a body-less `func.func @__nv_<fn>[f]` (a libdevice call, as MLIR programs sometimes
+    declare) the inline implementation of the matching math op. Returns False for other
+    declarations."""
+    name = symbol_name(op)
+    if not name.startswith("__nv_"):
+        return False
+    base = name[len("__nv_"):]
+    fn = me.functions[name]
+    ftype = fn.function_type
+    is_f32 = ftype.return_type == T.F32
+    key = base[:-1] if is_f32 and base.endswith("f") and base[:-1] in LIBDEVICE else base
+    math_op = LIBDEVICE.get(key)
+    scalar = ftype.return_type in (T.F32, T.F64) and all(a == ftype.return_type
+                                                          for a in ftype.args)
+    if math_op is None or not scalar:
+        raise UnsupportedError(
+            f"libdevice function '{name}' is not available on the NVPTX target (Nova has no "
+            f"libdevice; supported: __nv_<fn> and __nv_<fn>f for {', '.join(sorted(LIBDEVICE))})",
+            location_of(op))
+    from nova.backends.llvm.emitter import FunctionEmitter as Emitter
+    from nova.backends.llvm.nvptx_math import lower as lower_math
+
+    fe = Emitter(me, op, fn)
+    result = lower_math(fe, f"math.{math_op}", list(fn.args), None)  # type: ignore[arg-type]
+    fe.builder.ret(result)
+    fn.linkage = "internal"
+    return True
 
 
 PUNCTUATION = {"newline": "\n", "no_punctuation": "", "comma": ", ", "open": "( ",
