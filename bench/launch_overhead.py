@@ -294,6 +294,29 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
 
     res.run("peer", f"CuPy RawKernel loop x{n}", "us/kernel", cupy_loop)
     cu.cuStreamDestroy(stream)
+    res.run("peer", f"native C++ cuLaunchKernel loop x{n} (nvcc)", "us/kernel",
+            lambda: native_loop(n, repeats))
+
+
+def native_loop(n: int, repeats: int) -> dict[str, float]:
+    """Build bench/peers/launch_loop.cu with nvcc (benchmark-only peer: Nova itself never runs a
+    C compiler) and time its cuLaunchKernel loop in a subprocess."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise RuntimeError("nvcc not found")
+    source = Path(__file__).parent / "peers" / "launch_loop.cu"
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = Path(tmp) / "launch_loop"
+        subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), "-lcuda"], check=True,
+                       capture_output=True, timeout=300)
+        out = subprocess.run([str(exe), str(n), str(repeats)], check=True, capture_output=True,
+                             text=True, timeout=300).stdout
+    times = [float(line) for line in out.split()]
+    return {"min": min(times), "median": statistics.median(times)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,60 @@
+// Peer for bench/launch_overhead.py: native host code calling cuLaunchKernel in a loop (the
+// launch path compiled host code can reach), same tiny kernel as the other peers.
+// Build: nvcc -O2 -o launch_loop launch_loop.cu -lcuda     Run: launch_loop N REPEATS
+// Prints one line per repeat: microseconds per launch (N launches on a non-blocking stream,
+// then one stream synchronize).
+#include <cuda.h>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+static const char* kPtx =
+    ".version 7.8\n.target sm_80\n.address_size 64\n"
+    ".visible .entry add1(.param .u64 x) {\n"
+    "  .reg .b32 %r<2>;\n  .reg .f32 %f<3>;\n  .reg .b64 %rd<5>;\n"
+    "  ld.param.u64 %rd1, [x];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n"
+    "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n"
+    "  add.f32 %f2, %f1, 0f3F800000;\n  st.global.f32 [%rd4], %f2;\n  ret;\n}\n";
+
+#define CHECK(call)                                                        \
+  do {                                                                     \
+    CUresult r = (call);                                                   \
+    if (r != CUDA_SUCCESS) {                                               \
+      const char* name = nullptr;                                          \
+      cuGetErrorName(r, &name);                                            \
+      std::fprintf(stderr, "%s failed: %s\n", #call, name ? name : "?");   \
+      return 1;                                                            \
+    }                                                                      \
+  } while (0)
+
+int main(int argc, char** argv) {
+  int n = argc > 1 ? std::atoi(argv[1]) : 1000;
+  int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule mod;
+  CUfunction fn;
+  CUstream stream;
+  CUdeviceptr x;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CHECK(cuCtxSetCurrent(ctx));
+  CHECK(cuModuleLoadData(&mod, kPtx));
+  CHECK(cuModuleGetFunction(&fn, mod, "add1"));
+  CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  CHECK(cuMemAlloc(&x, 32 * sizeof(float)));
+  void* params[] = {&x};
+  for (int warm = 0; warm < 100; ++warm)
+    CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
+  CHECK(cuStreamSynchronize(stream));
+  for (int r = 0; r < repeats; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i)
+      CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
+    CHECK(cuStreamSynchronize(stream));
+    std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - start;
+    std::printf("%.4f\n", us.count() / n);
+  }
+  return 0;
+}
