@@ -12,7 +12,7 @@ from xdsl.ir import Operation
 from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
-from nova.errors import VerifyError
+from nova.errors import NovaError, VerifyError
 from nova.ir.locations import nearest_location
 
 
@@ -48,8 +48,11 @@ def verify_located(root: Operation) -> None:
         try:
             _check_structure(op)
             op.verify_()
-        except DiagnosticException as err:
-            message = str(err).strip()
+        except NovaError:
+            raise
+        except Exception as err:  # some xDSL verifiers raise a bare Exception
+            # One line, as MLIR diagnostics are (IRDL constraint messages span several).
+            message = " ".join(str(err).split())
             prefix = "Operation does not verify: "
             if message.startswith(prefix):
                 message = message[len(prefix):]

@@ -1,0 +1,24 @@
+// RUN: not nova-opt %s --split-input-file 2>&1 | FileCheck %s
+
+// Verifier messages are one line (xDSL's IRDL constraint messages span several), so the source
+// line and caret follow the `error:` line directly.
+
+func.func @bad_cast(%i: i32) {
+  // CHECK: verify-multiline-message.mlir:[[# @LINE + 3]]:3: error: 'index.casts' op result 'output' at position 0 does not verify: Unexpected attribute memref<?xf32>
+  // CHECK-NEXT: {{^}}  %r = index.casts %i : i32 to memref<?xf32>
+  // CHECK-NEXT: {{^}}  ^
+  %r = index.casts %i : i32 to memref<?xf32>
+  return
+}
+
+// -----
+
+// Some of xDSL's verifiers raise a bare Exception: still a located verifier error.
+
+func.func @bad_store(%m: memref<?xf32>, %v: f32) {
+  // CHECK: verify-multiline-message.mlir:[[# @LINE + 3]]:3: error: 'memref.store' op Expected an index for each dimension
+  // CHECK-NEXT: {{^}}  memref.store %v, %m[] : memref<?xf32>
+  // CHECK-NEXT: {{^}}  ^
+  memref.store %v, %m[] : memref<?xf32>
+  return
+}
