@@ -199,6 +199,9 @@ def _define_descriptor(module: ir.Module, name: str, name_gv: ir.GlobalVariable,
     gv.global_constant = True
     gv.linkage = ""  # a definition with external linkage: the runtime looks it up by name
     gv.align = 8
+    # llvmlite caches a global's text on first print: a host module dumped (NOVA_DUMP_DIR) before
+    # embedding would otherwise keep printing the `external` declaration.
+    gv._clear_string_cache()
     return gv
 
 
