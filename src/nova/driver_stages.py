@@ -4,11 +4,19 @@ Each `Stage` says how to run (fill `Compilation`), how to render its output (for
 `--emit`), which stages it reads, whether the options enable it, and how a hand-edited output
 replaces it (NOVA_OVERRIDE_DIR). `nova.driver` owns the one loop that runs this table. Heavy
 imports (xDSL, llvmlite, the backends) happen inside the stage functions.
+
+ptxas runs in the background: the `cubin` stage starts one ptxas per device module (in a worker
+thread; ptxas is a separate process, so it overlaps the CPU-object and host stages) and
+`finish_cubins` collects the results where they are first read (embed, the cubin stage's own
+output, an override). A ptxas error is therefore raised when the cubins are collected.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,6 +85,8 @@ class Compilation:
     device_llvm: dict[str, str] = field(default_factory=dict)
     ptx: dict[str, str] = field(default_factory=dict)
     cubin: dict[str, bytes | None] = field(default_factory=dict)
+    pending_cubin: dict[str, Future[tuple[bytes | None, float]]] = field(default_factory=dict)
+    background_timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
     cpu_llvm: dict[str, str] = field(default_factory=dict)
     cpu_objects: dict[str, bytes] = field(default_factory=dict)
     host: Any = None  # HostLowering
@@ -150,11 +160,43 @@ def _ptx(c: Compilation) -> None:
         c.ptx[name] = emit_ptx(llvm_ir, c.options.arch, **opt)
 
 
-def _cubin(c: Compilation) -> None:
+_ptxas_pool: ThreadPoolExecutor | None = None
+_ptxas_pool_lock = threading.Lock()
+
+
+def _timed_assemble(ptx: str, arch: str) -> tuple[bytes | None, float]:
     from nova.backends.nvptx import assemble_cubin
 
+    start = time.perf_counter()
+    return assemble_cubin(ptx, arch), time.perf_counter() - start
+
+
+def _cubin(c: Compilation) -> None:
+    """Start ptxas for every device module; `finish_cubins` collects the cubins."""
+    global _ptxas_pool
+    with _ptxas_pool_lock:
+        if _ptxas_pool is None:
+            _ptxas_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nova-ptxas")
+        pool = _ptxas_pool
     for name, ptx in c.ptx.items():
-        c.cubin[name] = assemble_cubin(ptx, c.options.arch)
+        c.pending_cubin[name] = pool.submit(_timed_assemble, ptx, c.options.arch)
+
+
+def finish_cubins(c: Compilation) -> dict[str, bytes | None]:
+    """Wait for the background ptxas runs and store their cubins in `c.cubin` (raising the
+    first module's error, in module order); their wall time becomes the `cubin` timing."""
+    while c.pending_cubin:
+        name = next(iter(c.pending_cubin))
+        future = c.pending_cubin.pop(name)
+        cubin, seconds = future.result()
+        c.cubin[name] = cubin
+        c.background_timings["cubin"] = c.background_timings.get("cubin", 0.0) + seconds
+    return c.cubin
+
+
+def _replace_cubin(c: Compilation, outputs: Artifact, path: str) -> None:
+    finish_cubins(c)
+    _updater("cubin")(c, outputs, path)
 
 
 def _cpu_llvm(c: Compilation) -> None:
@@ -184,6 +226,7 @@ def _host_llvm(c: Compilation) -> None:
 def _embed(c: Compilation) -> None:
     from nova.bundle.writer import DeviceImages, embed_device_images
 
+    finish_cubins(c)
     images = [
         DeviceImages(name=name, kernels=kernels, ptx=c.ptx.get(name), cubin=c.cubin.get(name),
                      cpu_object=c.cpu_objects.get(name))
@@ -281,8 +324,8 @@ STAGES: tuple[Stage, ...] = (
           per_module=True, replace=_updater("device_llvm"), run_anyway=True),
     Stage("ptx", "ptx", _ptx, lambda c: dict(c.ptx), ("device-llvm",), _gpu, per_module=True,
           replace=_updater("ptx")),
-    Stage("cubin", "cubin", _cubin, lambda c: {n: b for n, b in c.cubin.items() if b},
-          ("ptx",), _gpu_cubin, per_module=True, replace=_updater("cubin")),
+    Stage("cubin", "cubin", _cubin, lambda c: {n: b for n, b in finish_cubins(c).items() if b},
+          ("ptx",), _gpu_cubin, per_module=True, replace=_replace_cubin),
     Stage("cpu-llvm", "ll", _cpu_llvm, lambda c: dict(c.cpu_llvm), ("outline",), _cpu,
           per_module=True, replace=_updater("cpu_llvm"), run_anyway=True),
     Stage("cpu-obj", "o", _cpu_obj, lambda c: dict(c.cpu_objects), ("cpu-llvm",), _cpu,
