@@ -51,8 +51,8 @@ def _read(path: str) -> tuple[bytes, str]:
 
 
 def _bundle(data: bytes, name: str, arch: str | None, device: str | None) -> bytes:
-    if data.startswith(b"\x7fELF"):
-        return data
+    if data.startswith(b"\x7fELF") or name.endswith(".nova"):
+        return data  # a bundle (the reader reports a damaged one)
     from nova.driver import CompileOptions, compile_to_bundle
 
     try:
@@ -76,11 +76,12 @@ def _print_result(value: object) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from nova.runtime.executor import load
+    from nova.runtime.device import get_device
+    from nova.runtime.executor import NovaModule
 
     data, name = _read(args.input)
     bundle = _bundle(data, name, args.arch, args.device)
-    with load(bundle, args.device) as module:
+    with NovaModule(bundle, get_device(args.device), name) as module:
         try:
             entry = module[args.entry]
         except KeyError:

@@ -91,7 +91,7 @@ class _LocatingParser(Parser):
             op = super().parse_operation()
         except (VerifyException, ValueError, KeyError, IndexError) as err:
             # Raised by an op's constructor or custom parser on malformed input.
-            raise ParseError(str(err).strip() or type(err).__name__,
+            raise ParseError(" ".join(str(err).split()) or type(err).__name__,
                              self.source_location(start)) from err
         finally:
             self._op_start = outer
@@ -125,13 +125,14 @@ class _LocatingParser(Parser):
 def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True) -> ModuleOp:
     """Parse MLIR text into a verified `builtin.module` whose ops carry source locations."""
     register_source(filename, text)
-    parser = _LocatingParser(_context(), text, filename)
     try:
+        # The constructor already lexes the first token (and may fail on a stray character).
+        parser = _LocatingParser(_context(), text, filename)
         module = parser.parse_module()
     except DiagnosticError:
         raise
     except XdslParseError as err:
-        raise ParseError(*_describe(err, text, parser)) from err
+        raise ParseError(*_describe(err, text, filename)) from err
     if isinstance(module.location, UnknownLoc):
         module.location = make_loc(filename, 1, 1)
     _check_all_values_defined(module, parser.forward_names)
@@ -155,8 +156,7 @@ def _check_all_values_defined(module: ModuleOp, names: dict[SSAValue, str]) -> N
                                  location_of(op))
 
 
-def _describe(err: XdslParseError, text: str,
-              parser: _LocatingParser) -> tuple[str, SourceLocation]:
+def _describe(err: XdslParseError, text: str, filename: str) -> tuple[str, SourceLocation]:
     """A readable message and location for one of xDSL's parse errors."""
     msg = " ".join(err.msg.split())
     offset = err.span.start
@@ -171,6 +171,9 @@ def _describe(err: XdslParseError, text: str,
         if match is not None:
             offset = match.start()
         msg = f"use of undeclared SSA value name {first}"
+    elif msg.startswith("Unexpected character") and offset < len(text):
+        char = text[offset]
+        msg = f"unexpected character {char!r} (U+{ord(char):04X})"
     elif msg == "Could not parse entire input!":
         found = err.span.text.strip() if err.span.end > err.span.start else ""
         msg = f"expected an operation at top level, found '{found}'" if found else \
@@ -179,7 +182,8 @@ def _describe(err: XdslParseError, text: str,
         found = err.span.text.strip() if err.span.end > err.span.start else ""
         what = f"'{found}'" if found else "end of input"
         msg = f"unexpected {what} {msg}".strip()
-    return msg, parser.source_location(offset)
+    line, col = _Positions(text).line_col(offset)
+    return msg, SourceLocation(filename, line, col, text)
 
 
 def print_mlir(op: Operation, generic: bool = False) -> str:
