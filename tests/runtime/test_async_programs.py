@@ -4,8 +4,6 @@ Run on the cpu device always and on cuda when a GPU is usable (marked gpu)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -138,15 +136,22 @@ def test_async_region_program_gives_the_same_results(program: bytes, device: str
 CORPUS_PROGRAMS = sorted(p.name for p in CORPUS.glob("*.mlir")) or ["async-fork-join.mlir"]
 
 
-def _nova_run(path: Path) -> tuple[int, str]:
-    done = subprocess.run([sys.executable, "-m", "nova.cli.run", str(path), "--device", "cpu"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 1), done.stderr  # 1: the program's own failure (asserts)
-    return done.returncode, done.stdout
+def _nova_run(path: Path, capfd: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """`nova-run <path> --device cpu` in this process: (exit status, what it printed)."""
+    from nova.cli.run import main
+    from nova.runtime.runner_utils import flush_stdout
+
+    capfd.readouterr()
+    rc = main([str(path), "--device", "cpu"])
+    flush_stdout()
+    out, err = capfd.readouterr()
+    assert rc in (0, 1), err  # 1: the program's own failure (asserts)
+    return rc, out
 
 
 @pytest.mark.parametrize("name", CORPUS_PROGRAMS)
-def test_async_region_corpus_prints_the_same(name: str, tmp_path: Path) -> None:
+def test_async_region_corpus_prints_the_same(name: str, tmp_path: Path,
+                                             capfd: pytest.CaptureFixture[str]) -> None:
     """A corpus program made asynchronous by the pass prints exactly what the original prints
     (base addresses in memref dumps aside)."""
     source = CORPUS / name
@@ -160,7 +165,7 @@ def test_async_region_corpus_prints_the_same(name: str, tmp_path: Path) -> None:
         return [line.split(" rank = ")[1] if "base@ = " in line else line
                 for line in text.splitlines()]
 
-    (rc_new, out_new), (rc_old, out_old) = _nova_run(converted), _nova_run(source)
+    (rc_new, out_new), (rc_old, out_old) = _nova_run(converted, capfd), _nova_run(source, capfd)
     assert rc_new == rc_old
     assert normalized(out_new) == normalized(out_old)
 

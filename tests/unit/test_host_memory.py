@@ -218,3 +218,36 @@ func.func @read(%out: memref<2x2xi32>) -> f32 {
     np.testing.assert_array_equal(out, [[1, 2], [3, 4]])
     assert result.value == 0.5
     assert rt.calls == []
+
+
+def test_async_host_shared_alloc_is_ordered_by_its_token() -> None:
+    """An async `gpu.alloc host_shared` (what async-region makes of one) allocates managed memory
+    at once, with its first dependency's stream as its token after joining the others (events),
+    so the fill that depends on the token runs after both dependencies."""
+    source = """
+func.func @shared(%v: i8) -> memref<4xi8> {
+  %a = gpu.wait async
+  %b = gpu.wait async
+  %d, %t = gpu.alloc async [%a, %b] host_shared () : memref<4xi8>
+  %t2 = gpu.memset async [%t] %d, %v : memref<4xi8>, i8
+  gpu.wait [%t2]
+  return %d : memref<4xi8>
+}
+"""
+    engine, rt = jit(source)
+    result = descriptor_class(1)()
+    assert engine.call("shared", [ctypes.c_int8(-4)], [result]) == 0
+    assert rt.names() == ["nova_rt_stream_create", "nova_rt_stream_create",
+                          "nova_rt_event_create", "nova_rt_event_record",
+                          "nova_rt_stream_wait_event", "nova_rt_event_destroy",
+                          "nova_rt_mem_alloc", "nova_rt_memset8",
+                          "nova_rt_stream_synchronize", "nova_rt_stream_destroy"]
+    alloc = rt.of("nova_rt_mem_alloc")[0]
+    assert (alloc.arg("size"), alloc.arg("stream"), alloc.arg("host_shared")) == (4, STREAM1, 1)
+    stream2 = HANDLE_BASES["nova_rt_stream_create"] + 2
+    record = rt.of("nova_rt_event_record")[0]
+    assert record.arg("stream") == stream2
+    assert rt.of("nova_rt_stream_wait_event")[0].arg("stream") == STREAM1
+    assert rt.of("nova_rt_memset8")[0].arg("stream") == STREAM1
+    assert rt.of("nova_rt_stream_synchronize")[0].arg("stream") == STREAM1
+    np.testing.assert_array_equal(array_of(result, np.int8, 1), np.full(4, -4, np.int8))

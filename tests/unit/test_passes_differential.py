@@ -74,7 +74,7 @@ def test_matches_mlir_opt(text: str, pipeline: str, tmp_path: Path) -> None:
         pytest.skip(f"mlir-opt rejects this input: {upstream.stderr.strip()[:200]}")
     try:
         expected = parse_mlir(upstream.stdout, "mlir-opt-output.mlir")
-    except VerifyError as exc:  # e.g. an async host_shared gpu.alloc (a documented deviation)
+    except VerifyError as exc:  # output Nova does not accept: reported as a skip
         pytest.skip(f"mlir-opt's output is not valid Nova IR: {exc.message}")
 
     ours = parse_mlir(text, str(source))

@@ -7,9 +7,9 @@ depends on the current token (inserted first among its dependencies); an existin
 joins the chain; before a terminator or any op with (possible) side effects a `gpu.wait [%tok]`
 synchronizes the host and ends the chain. Ops that already return a token keep it.
 
-One deliberate difference: a `gpu.alloc host_shared` stays synchronous (Nova's verifier, like
-upstream's GPU-to-LLVM lowering, does not allow it to be async), so it ends the chain like any
-other op with side effects.
+A `gpu.alloc host_shared` becomes async like any other alloc (as upstream's pass does). Managed
+memory is not stream-ordered: the host lowering allocates it at once and its token is the stream
+of its dependencies, so the memory exists before anything ordered after the token runs.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class _TokenThreader:
                 op = self._replace(block, op, _make_async_wait(op, self.token))
             self.token = op.asyncToken
             return
-        if op.name in ASYNC_OPS and "hostShared" not in op.properties:
+        if op.name in ASYNC_OPS:
             if self.token is None:
                 self.token = self._wait(block, op, [], True)
             assert self.token is not None

@@ -88,16 +88,15 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// A host_shared allocation stays synchronous (Nova does not allow it to be async): it ends the
-// chain like any op with side effects.
+// A host_shared allocation becomes async like any other (as upstream's gpu-async-region does).
 
 // CHECK-LABEL: func.func @host_shared
 // CHECK: [[T0:%.+]] = gpu.wait async
 // CHECK-NEXT: [[D:%[^,]+]], [[T1:%.+]] = gpu.alloc async {{\[}}[[T0]]] () : memref<4xf32>
-// CHECK-NEXT: gpu.wait {{\[}}[[T1]]]
-// CHECK-NEXT: [[H:%.+]] = gpu.alloc  host_shared () : memref<4xf32>
-// CHECK-NEXT: [[T2:%.+]] = gpu.wait async
-// CHECK-NEXT: gpu.memcpy async {{\[}}[[T2]]] [[D]], [[H]]
+// CHECK-NEXT: [[H:%[^,]+]], [[T2:%.+]] = gpu.alloc async {{\[}}[[T1]]] host_shared () : memref<4xf32>
+// CHECK-NEXT: [[T3:%.+]] = gpu.memcpy async {{\[}}[[T2]]] [[D]], [[H]]
+// CHECK-NEXT: gpu.wait {{\[}}[[T3]]]
+// CHECK-NEXT: return
 func.func @host_shared() {
   %d = gpu.alloc () : memref<4xf32>
   %h = gpu.alloc host_shared () : memref<4xf32>

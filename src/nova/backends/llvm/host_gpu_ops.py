@@ -155,7 +155,13 @@ class GpuOpLowering:
 
     # --- memory -----------------------------------------------------------------------------------
     def alloc(self, fe: FunctionEmitter, op: Operation) -> None:
-        """`gpu.alloc [host_shared] (dynamic sizes) : memref<...>` -> nova_rt_mem_alloc."""
+        """`gpu.alloc [async [deps]] [host_shared] (dynamic sizes) : memref<...>` ->
+        nova_rt_mem_alloc.
+
+        Device memory is stream-ordered on the op's stream. Managed (host_shared) memory is not:
+        the runtime allocates it at once, which is correct for an async op too (fresh memory has
+        no prior users); its token is still the stream that joined every dependency, so work
+        ordered after the token runs after them."""
         memref_result = next(r for r in op.results if not is_token(r.type))
         ty = memref_result.type
         if not isinstance(ty, MemRefType):
