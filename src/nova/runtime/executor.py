@@ -144,6 +144,7 @@ class EntryFunction:
         self.address = module._linked.function_address(entry.symbol)
         self._plans: list[_Plan] = [_Plan(entry)]
         self._device = module.device
+        self._returns_memrefs = any(spec.kind == "memref" for spec in entry.results)
 
     def __repr__(self) -> str:
         args = ", ".join(s.mlir for s in self.entry.args)
@@ -161,10 +162,12 @@ class EntryFunction:
         except IndexError:  # another thread is using the cached plan
             plan = _Plan(entry)
         staged: list[_Staged] = []
+        in_place = True  # every memref argument is a Nova buffer (nothing to hand back)
         try:
             try:
                 for index, (spec, value) in enumerate(zip(entry.args, args, strict=True)):
                     self._bind(plan, index, spec, value, staged, abi)
+                    in_place = in_place and (spec.kind != "memref" or isinstance(value, Buffer))
             except BaseException:
                 for item in staged:  # arrays staged before the bad argument
                     abi.release(item.token)
@@ -178,7 +181,12 @@ class EntryFunction:
                 if isinstance(error, InterruptedCall):
                     raise KeyboardInterrupt(str(error))
                 raise error
-            self._finish(abi, staged)
+            if staged or not in_place or self._returns_memrefs:
+                self._finish(abi, staged)
+            # else: the call is stream-ordered on the program's default stream, like a CuPy or
+            # PyTorch op: the program's own waits (gpu.wait, synchronous gpu ops) ran inside
+            # it, Nova buffers are read back on the same stream, and a fault of work still in
+            # flight is reported by the next synchronizing call, naming the kernel.
             return self._results(plan, abi)
         finally:
             flush_stdout()
@@ -341,6 +349,15 @@ class NovaModule:
         from nova.runtime.graph import capture
 
         return capture(self, entry, *example_args)
+
+    def synchronize(self) -> None:
+        """Wait for all work the program queued (calls on Nova buffers return without waiting
+        for work they left in flight) and raise the first error it hit, naming the kernel."""
+        abi = self._require_open()
+        try:
+            abi.synchronize()
+        finally:
+            flush_stdout()
 
     def _require_open(self) -> DeviceAbi:
         abi = self._abi
