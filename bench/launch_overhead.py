@@ -296,9 +296,11 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
     cu.cuStreamDestroy(stream)
     res.run("peer", f"native C++ cuLaunchKernel loop x{n} (nvcc)", "us/kernel",
             lambda: native_loop(n, repeats))
+    res.run("peer", f"native C++ loop x{n}, memref-shaped params (5)", "us/kernel",
+            lambda: native_loop(n, repeats, memref=True))
 
 
-def native_loop(n: int, repeats: int) -> dict[str, float]:
+def native_loop(n: int, repeats: int, memref: bool = False) -> dict[str, float]:
     """Build bench/peers/launch_loop.cu with nvcc (benchmark-only peer: Nova itself never runs a
     C compiler) and time its cuLaunchKernel loop in a subprocess."""
     import shutil
@@ -311,10 +313,14 @@ def native_loop(n: int, repeats: int) -> dict[str, float]:
     source = Path(__file__).parent / "peers" / "launch_loop.cu"
     with tempfile.TemporaryDirectory() as tmp:
         exe = Path(tmp) / "launch_loop"
-        subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), "-lcuda"], check=True,
-                       capture_output=True, timeout=300)
-        out = subprocess.run([str(exe), str(n), str(repeats)], check=True, capture_output=True,
-                             text=True, timeout=300).stdout
+        # link against the toolkit's libcuda stub (machines often lack the libcuda.so dev
+        # symlink); the loader binds the driver's libcuda.so.1 at run time
+        stubs = Path(nvcc).resolve().parent.parent / "lib64" / "stubs"
+        subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), f"-L{stubs}", "-lcuda"],
+                       check=True, capture_output=True, timeout=300)
+        command = [str(exe), str(n), str(repeats), *(["memref"] if memref else [])]
+        out = subprocess.run(command, check=True, capture_output=True, text=True,
+                             timeout=300).stdout
     seconds = [float(line) * 1e-6 for line in out.split()]  # the peer prints us per launch
     return {"min": min(seconds), "median": statistics.median(seconds)}
 

@@ -1,6 +1,7 @@
 // Peer for bench/launch_overhead.py: native host code calling cuLaunchKernel in a loop (the
 // launch path compiled host code can reach), same tiny kernel as the other peers.
-// Build: nvcc -O2 -o launch_loop launch_loop.cu -lcuda     Run: launch_loop N REPEATS
+// Build: nvcc -O2 -o launch_loop launch_loop.cu -lcuda     Run: launch_loop N REPEATS [memref]
+// With "memref", the kernel takes five parameters as Nova passes a memref<32xf32>.
 // Prints one line per repeat: microseconds per launch (N launches on a non-blocking stream,
 // then one stream synchronize).
 #include <cuda.h>
@@ -11,6 +12,14 @@
 static const char* kPtx =
     ".version 7.8\n.target sm_80\n.address_size 64\n"
     ".visible .entry add1(.param .u64 x) {\n"
+    "  .reg .b32 %r<2>;\n  .reg .f32 %f<3>;\n  .reg .b64 %rd<5>;\n"
+    "  ld.param.u64 %rd1, [x];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n"
+    "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n"
+    "  add.f32 %f2, %f1, 0f3F800000;\n  st.global.f32 [%rd4], %f2;\n  ret;\n}\n"
+    // The same kernel taking a memref the way Nova passes one (allocated, aligned, offset,
+    // size, stride): five parameters instead of one.
+    ".visible .entry add1_memref(.param .u64 a, .param .u64 x, .param .u64 o, .param .u64 n,"
+    " .param .u64 s) {\n"
     "  .reg .b32 %r<2>;\n  .reg .f32 %f<3>;\n  .reg .b64 %rd<5>;\n"
     "  ld.param.u64 %rd1, [x];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n"
     "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n"
@@ -30,6 +39,7 @@ static const char* kPtx =
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 1000;
   int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
+  bool memref = argc > 3 && argv[3][0] == 'm';
   CUdevice dev;
   CUcontext ctx;
   CUmodule mod;
@@ -41,10 +51,13 @@ int main(int argc, char** argv) {
   CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CHECK(cuCtxSetCurrent(ctx));
   CHECK(cuModuleLoadData(&mod, kPtx));
-  CHECK(cuModuleGetFunction(&fn, mod, "add1"));
+  CHECK(cuModuleGetFunction(&fn, mod, memref ? "add1_memref" : "add1"));
   CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CHECK(cuMemAlloc(&x, 32 * sizeof(float)));
-  void* params[] = {&x};
+  long long offset = 0, size = 32, stride = 1;
+  void* one[] = {&x};
+  void* five[] = {&x, &x, &offset, &size, &stride};
+  void** params = memref ? five : one;
   for (int warm = 0; warm < 100; ++warm)
     CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
   CHECK(cuStreamSynchronize(stream));
