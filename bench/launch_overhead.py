@@ -315,8 +315,11 @@ def native_loop(n: int, repeats: int, memref: bool = False) -> dict[str, float]:
         exe = Path(tmp) / "launch_loop"
         # link against the toolkit's libcuda stub (machines often lack the libcuda.so dev
         # symlink); the loader binds the driver's libcuda.so.1 at run time
-        stubs = Path(nvcc).resolve().parent.parent / "lib64" / "stubs"
-        subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), f"-L{stubs}", "-lcuda"],
+        root = Path(nvcc).resolve().parent.parent
+        stubs = [f"-L{d}" for d in (root / "lib64" / "stubs",
+                                    root / "targets" / "x86_64-linux" / "lib" / "stubs")
+                 if d.is_dir()]
+        subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), *stubs, "-lcuda"],
                        check=True, capture_output=True, timeout=300)
         command = [str(exe), str(n), str(repeats), *(["memref"] if memref else [])]
         out = subprocess.run(command, check=True, capture_output=True, text=True,
