@@ -8,7 +8,7 @@ at the first failing op (its location, else its nearest located ancestor's).
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
 from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -32,6 +32,11 @@ def _check_structure(op: Operation) -> None:
             if succ.parent is not region:
                 raise DiagnosticException(f"'{op.name}' op branches to a block of another "
                                           "region")
+    if not op.has_trait(NoTerminator):
+        for own_region in op.regions:
+            if any(blk.first_op is None for blk in own_region.blocks):
+                raise _StructureError(f"'{op.name}' op has an empty block: expect at least a "
+                                      "terminator")
     if block is None or region is None or block.last_op is not op:
         return
     parent = region.parent
@@ -42,11 +47,77 @@ def _check_structure(op: Operation) -> None:
                                       "op")
 
 
+class _Dominance:
+    """SSA dominance (xDSL does not check it): a value must be defined before each use, in the
+    same block or a dominating block of the same region, or in an enclosing region."""
+
+    def __init__(self) -> None:
+        self._order: dict[Block, dict[Operation, int]] = {}
+        self._dominators: dict[Region, dict[Block, set[Block]]] = {}
+
+    def check(self, op: Operation) -> None:
+        for index, value in enumerate(op.operands):
+            if isinstance(value, OpResult):
+                definer: Operation | None = value.op
+                block = value.op.parent
+            elif isinstance(value, BlockArgument):
+                definer, block = None, value.block
+            else:
+                continue
+            region = None if block is None else block.parent
+            if block is None or region is None:
+                continue
+            user: Operation | None = op
+            while user is not None and user.parent_region() is not region:
+                user = user.parent_op()
+            if user is None or not self._dominates(definer, block, user):
+                raise _StructureError(f"'{op.name}' op operand #{index} does not dominate "
+                                      "this use")
+
+    def _dominates(self, definer: Operation | None, block: Block, user: Operation) -> bool:
+        user_block = user.parent
+        assert user_block is not None and block.parent is not None
+        if user_block is not block:
+            return block in self._region_dominators(block.parent)[user_block]
+        if definer is None:
+            return True
+        order = self._order.get(block)
+        if order is None:
+            order = self._order[block] = {o: i for i, o in enumerate(block.ops)}
+        return order[definer] < order[user]
+
+    def _region_dominators(self, region: Region) -> dict[Block, set[Block]]:
+        found = self._dominators.get(region)
+        if found is not None:
+            return found
+        blocks = list(region.blocks)
+        preds: dict[Block, list[Block]] = {b: [] for b in blocks}
+        for b in blocks:
+            last = b.last_op
+            for succ in () if last is None else last.successors:
+                if succ in preds:
+                    preds[succ].append(b)
+        every = set(blocks)
+        dom = {b: ({b} if i == 0 else set(every)) for i, b in enumerate(blocks)}
+        changed = True
+        while changed:
+            changed = False
+            for b in blocks[1:]:
+                incoming = [dom[p] for p in preds[b]]
+                new = (set.intersection(*incoming) if incoming else set(every)) | {b}
+                if new != dom[b]:
+                    dom[b], changed = new, True
+        self._dominators[region] = dom
+        return dom
+
+
 def verify_located(root: Operation) -> None:
     """Verify `root` and everything nested; raise a located VerifyError on the first failure."""
+    dominance = _Dominance()
     for op in root.walk():
         try:
             _check_structure(op)
+            dominance.check(op)
             op.verify_()
         except NovaError:
             raise
