@@ -37,6 +37,9 @@ from nova.runtime.stream import Event, Stream
 ALIGNMENT = 256
 POISON_BYTE = 0xCD
 MAX_SHARED_OPTIN = 227 * 1024  # what sm_90 allows with opt-in; kernels are written for it
+INLINE_KERNEL_THREADS = 4096
+"""Launches of at most this many GPU threads (grid x block) may run on a thread that
+synchronizes their stream instead of its worker (CpuStream.enqueue's `inline`): no hand-off."""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.aligned_alloc.restype = ctypes.c_void_p
@@ -120,7 +123,8 @@ class CpuDevice(Device):
         def copy(keep: object = keepalive) -> None:
             ctypes.memmove(dst, src, nbytes)
 
-        self._cpu_stream(stream).enqueue(copy, f"copy_{direction} of {nbytes} bytes")
+        self._cpu_stream(stream).enqueue(copy, f"copy_{direction} of {nbytes} bytes",
+                                         inline=True)
 
     def _sync_copy(self, direction: str, dst: int, src: int, nbytes: int) -> None:
         # When the default stream is idle nothing can precede the copy: run it right here
@@ -136,7 +140,7 @@ class CpuDevice(Device):
 
     def _enqueue_memset(self, dst: int, value: int, nbytes: int, stream: Stream) -> None:
         self._cpu_stream(stream).enqueue(lambda: ctypes.memset(dst, value, nbytes),
-                                         f"memset of {nbytes} bytes")
+                                         f"memset of {nbytes} bytes", inline=True)
 
     # --- streams -----------------------------------------------------------------------------
     def _new_stream(self) -> Stream:
@@ -189,4 +193,6 @@ class CpuDevice(Device):
         packed = pack_params(params, function.kernel, function.name)
         run = BlockRun(function, grid, block, cluster, shared_bytes, packed, self._helpers,
                        self.workers)
-        self._cpu_stream(stream).enqueue(run.run, f"kernel @{function.name}")
+        threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+        self._cpu_stream(stream).enqueue(run.run, f"kernel @{function.name}",
+                                         inline=threads <= INLINE_KERNEL_THREADS)

@@ -1,0 +1,137 @@
+"""cpu streams: a synchronizing thread runs `inline` items itself (no worker hand-off), in
+order, with the same error behaviour as the worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import nova
+from nova.errors import DeviceError, RuntimeFailure
+from nova.runtime.cpu.device import INLINE_KERNEL_THREADS
+from nova.runtime.cpu.stream import CpuStream
+
+
+@pytest.fixture
+def stream():
+    s = nova.get_device("cpu").create_stream()
+    assert isinstance(s, CpuStream)
+    yield s
+    s.close()
+
+
+def _recorder(log: list[tuple[str, str]], name: str):
+    return lambda: log.append((name, threading.current_thread().name))
+
+
+def test_inline_item_runs_on_the_synchronizing_thread(stream: CpuStream) -> None:
+    log: list[tuple[str, str]] = []
+    gate = threading.Event()
+    stream.enqueue(gate.wait, "gate")  # keeps the worker busy, so the next item stays queued
+    stream.enqueue(_recorder(log, "inline"), "inline", inline=True)
+    stream.enqueue(_recorder(log, "plain"), "plain")
+    threading.Timer(0.05, gate.set).start()
+    stream.synchronize()
+    me = threading.current_thread().name
+    assert [name for name, _ in log] == ["inline", "plain"]  # stream order kept
+    ran_on = dict(log)
+    assert ran_on["plain"].startswith("nova-cpu stream")  # never stolen: not inline
+    assert ran_on["inline"] in (me, ran_on["plain"])  # stolen, unless the worker got there first
+
+
+def test_synchronous_tiny_work_needs_no_worker(stream: CpuStream) -> None:
+    log: list[tuple[str, str]] = []
+    for i in range(50):
+        stream.enqueue(_recorder(log, str(i)), "x", inline=True)
+    stream.synchronize()
+    assert [name for name, _ in log] == [str(i) for i in range(50)]
+
+
+def test_errors_of_stolen_items_surface_at_synchronize_and_skip_later_work(
+        stream: CpuStream) -> None:
+    log: list[tuple[str, str]] = []
+
+    def boom() -> None:
+        raise ValueError("bad work")
+
+    stream.enqueue(boom, "stolen work", inline=True)
+    stream.enqueue(_recorder(log, "skipped"), "later", inline=True)
+    with pytest.raises(RuntimeFailure, match=r"stolen work .* ValueError: bad work"):
+        stream.synchronize()
+    assert log == []
+    stream.enqueue(_recorder(log, "after"), "after", inline=True)
+    stream.synchronize()
+    assert [name for name, _ in log] == ["after"]
+
+
+def test_stolen_item_cannot_wait_for_its_own_stream(stream: CpuStream) -> None:
+    stream.enqueue(stream.synchronize, "self wait", inline=True)
+    with pytest.raises(DeviceError, match="cannot wait for that same stream"):
+        stream.synchronize()
+
+
+def test_items_never_overlap(stream: CpuStream) -> None:
+    active = []
+    overlaps = []
+
+    def work() -> None:
+        active.append(1)
+        if len(active) > 1:
+            overlaps.append(1)
+        time.sleep(0.001)
+        active.pop()
+
+    threads = []
+    for i in range(40):
+        stream.enqueue(work, "w", inline=i % 2 == 0)
+        if i % 10 == 0:
+            t = threading.Thread(target=stream.synchronize)
+            t.start()
+            threads.append(t)
+    stream.synchronize()
+    for t in threads:
+        t.join()
+    assert not overlaps
+
+
+PROGRAM = """
+func.func @one(%x: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%tx] : memref<32xf32>
+    %one = arith.constant 1.0 : f32
+    %r = arith.addf %v, %one : f32
+    memref.store %r, %x[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def test_synchronous_tiny_launch_runs_on_the_calling_thread(monkeypatch) -> None:
+    import numpy as np
+
+    from nova.runtime.cpu import module as cpu_module
+
+    assert INLINE_KERNEL_THREADS >= 32
+    threads: list[str] = []
+    original = cpu_module.BlockRun.run
+
+    def run(self) -> None:
+        threads.append(threading.current_thread().name)
+        original(self)
+
+    monkeypatch.setattr(cpu_module.BlockRun, "run", run)
+    mod = nova.compile(PROGRAM, device="cpu", cubin=False, ptx=False)
+    x = np.zeros(32, np.float32)
+    for _ in range(20):
+        mod.one(x)
+    mod.close()
+    assert (x == 20).all()
+    me = threading.current_thread().name
+    assert threads.count(me) >= 15  # the worker may win a rare race; usually never
