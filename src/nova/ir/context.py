@@ -2,7 +2,8 @@
 
 Dialects are registered lazily (xDSL loads one on first use), so building a context is cheap.
 Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `vector` are xDSL's
-with the overrides of `nova.ir.memref_ext` / `nova.ir.dialect_ext`; `index` is Nova's.
+with the overrides of `nova.ir.memref_ext` / `nova.ir.dialect_ext` / `nova.ir.vector_ext`;
+`index` is Nova's.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _index() -> Dialect:
 
 
 def _vector() -> Dialect:
-    from nova.ir.dialect_ext import VECTOR
+    from nova.ir.vector_ext import VECTOR
     return VECTOR
 
 

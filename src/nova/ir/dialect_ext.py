@@ -1,12 +1,12 @@
-"""Overrides for `scf`, `arith` and `vector` where xDSL 0.74 lacks MLIR's syntax or ops.
+"""Overrides for `scf`, `arith`, `func` (and, in `nova.ir.vector_ext`, `vector`) where xDSL
+0.74 lacks MLIR's syntax or ops.
 
 * `scf.parallel` gets MLIR's custom form (`scf.parallel (%i) = (%a) to (%b) step (%c)
   init (%x) -> f32 { ... }`).
 * `func.func` declarations print without a `-> ()` for no results.
 * `arith.index_castui` is added (xDSL has only `arith.index_cast`).
-* `vector.print` is replaced by MLIR's op: an optional scalar/vector `source`, `punctuation`
-  (`#vector.punctuation<newline>` by default) and an optional `stringLiteral`
-  (`vector.print str "text"`).
+* `vector.print` (`nova.ir.vector_ext`, kept apart so that programs without vector ops do not
+  import xDSL's vector dialect) is replaced by MLIR's op.
 """
 
 from __future__ import annotations
@@ -16,22 +16,15 @@ from typing import Self
 from xdsl.dialects import arith as xarith
 from xdsl.dialects import func as xfunc
 from xdsl.dialects import scf as xscf
-from xdsl.dialects import vector as xvector
-from xdsl.dialects.builtin import IndexType, StringAttr
-from xdsl.dialects.utils import EnumAttribute, print_func_op_like
+from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.utils import print_func_op_like
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
-    irdl_attr_definition,
-    irdl_op_definition,
-    opt_operand_def,
-    opt_prop_def,
-    prop_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.str_enum import StrEnum
 
 from nova.ir.gpu_base import print_attr_dict
 
@@ -142,84 +135,6 @@ class IndexCastUIOp(xarith.IndexCastOp):
                 f"'{self.result.type}' are cast incompatible")
 
 
-class Punctuation(StrEnum):
-    """MLIR's `vector::PrintPunctuation`."""
-
-    NO_PUNCTUATION = "no_punctuation"
-    NEWLINE = "newline"
-    COMMA = "comma"
-    OPEN = "open"
-    CLOSE = "close"
-
-
-@irdl_attr_definition
-class PunctuationAttr(EnumAttribute[Punctuation]):
-    """`#vector.punctuation<newline>`."""
-
-    name = "vector.punctuation"
-
-    def print_parameter(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.data.value}>")
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> Punctuation:
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(Punctuation)
-
-
-@irdl_op_definition
-class PrintOp(IRDLOperation):
-    """`vector.print %x : f32`, `vector.print str "text"`, `vector.print punctuation <comma>`."""
-
-    name = "vector.print"
-    source = opt_operand_def()
-    punctuation = prop_def(PunctuationAttr)
-    stringLiteral = opt_prop_def(StringAttr)
-
-    def __init__(self, source: SSAValue | None = None,
-                 punctuation: Punctuation = Punctuation.NEWLINE,
-                 string: str | None = None) -> None:
-        props: dict[str, Attribute | None] = {"punctuation": PunctuationAttr(punctuation)}
-        if string is not None:
-            props["stringLiteral"] = StringAttr(string)
-        super().__init__(operands=[[source] if source is not None else []], properties=props)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        source = None
-        operand = parser.parse_optional_unresolved_operand()
-        if operand is not None:
-            parser.parse_punctuation(":")
-            source = parser.resolve_operand(operand, parser.parse_type())
-        punct = Punctuation.NEWLINE
-        string = None
-        while True:
-            if parser.parse_optional_keyword("str") is not None:
-                string = parser.parse_str_literal()
-            elif parser.parse_optional_keyword("punctuation") is not None:
-                with parser.in_angle_brackets():
-                    punct = parser.parse_str_enum(Punctuation)
-            else:
-                break
-        attrs = parser.parse_optional_attr_dict()
-        op = cls(source, punct, string)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        if self.source is not None:
-            printer.print_string(" ")
-            printer.print_operand(self.source)
-            printer.print_string(" : ")
-            printer.print_attribute(self.source.type)
-        if self.stringLiteral is not None:
-            printer.print_string(" str ")
-            printer.print_string_literal(self.stringLiteral.data)
-        if self.punctuation.data != Punctuation.NEWLINE:
-            printer.print_string(f" punctuation <{self.punctuation.data.value}>")
-        print_attr_dict(printer, self.attributes)
-
-
 def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
           extra_attrs: tuple[type[Attribute], ...] = ()) -> Dialect:
     by_name = {op.name: op for op in replacements}
@@ -231,4 +146,13 @@ def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
 SCF = _swap(xscf.Scf, (ParallelOp,))
 ARITH = _swap(xarith.Arith, (IndexCastUIOp,))
 FUNC = _swap(xfunc.Func, (FuncOp,))
-VECTOR = _swap(xvector.Vector, (PrintOp,), (PunctuationAttr,))
+
+
+def __getattr__(name: str) -> object:
+    """`vector.print` lives in `nova.ir.vector_ext` (so parsing a program without vector ops
+    never imports xDSL's vector dialect); its names stay importable from here."""
+    if name in ("VECTOR", "PrintOp", "Punctuation", "PunctuationAttr"):
+        from nova.ir import vector_ext
+
+        return getattr(vector_ext, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
