@@ -10,11 +10,12 @@ failing op).
 from __future__ import annotations
 
 import bisect
+import math
 import re
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, UnknownLoc
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.core import AttributeInvT
 from xdsl.parser import Parser, UnresolvedOperand
@@ -30,6 +31,8 @@ from nova.ir.printer import print_to_string
 from nova.ir.verify import verify_located
 
 _CONTEXT: Context | None = None
+MAX_DENSE_ELEMENTS = 1 << 24
+"""The largest `dense<...>` literal parsed (xDSL holds each element as a Python object)."""
 
 
 def _context() -> Context:
@@ -71,6 +74,25 @@ class _LocatingParser(Parser):
         if allow_implicit_module and self._current_token.kind == MLIRTokenKind.EOF:
             return ModuleOp([])
         return super().parse_module(allow_implicit_module)
+
+    def _parse_dense_literal_type(self) -> Any:
+        start = self._current_token.span.start
+        ty = super()._parse_dense_literal_type()
+        self._check_dense_size(ty, start)
+        return ty
+
+    def parse_dense_int_or_fp_elements_attr(self, type: Any) -> DenseIntOrFPElementsAttr:
+        if type is not None:
+            self._check_dense_size(type)
+        return super().parse_dense_int_or_fp_elements_attr(type)
+
+    def _check_dense_size(self, ty: Any, at: int | None = None) -> None:
+        """xDSL expands a splat `dense<...>` to one Python value per element: refuse sizes
+        that would exhaust memory instead of trying."""
+        count = math.prod(ty.get_shape())
+        if count > MAX_DENSE_ELEMENTS:
+            self.raise_error(f"dense literal of type {ty} has {count} elements; Nova accepts "
+                             f"at most {MAX_DENSE_ELEMENTS}", at, None if at is None else at + 1)
 
     def resolve_operand(self, operand: UnresolvedOperand, type: AttributeInvT
                         ) -> SSAValue[AttributeInvT]:
