@@ -75,6 +75,14 @@ class _LocatingParser(Parser):
             return ModuleOp([])
         return super().parse_module(allow_implicit_module)
 
+    def parse_shape_dimension(self, allow_dynamic: bool = True) -> int:
+        """As xDSL's, but a static size must fit int64 (as in MLIR), not wrap in the lowering."""
+        start = self._current_token.span
+        size = super().parse_shape_dimension(allow_dynamic)
+        if size >= 1 << 63:
+            self.raise_error("invalid dimension: a static size must be less than 2^63", start)
+        return size
+
     def _parse_dense_literal_type(self) -> Any:
         start = self._current_token.span.start
         ty = super()._parse_dense_literal_type()
