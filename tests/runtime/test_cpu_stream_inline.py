@@ -135,3 +135,46 @@ def test_synchronous_tiny_launch_runs_on_the_calling_thread(monkeypatch) -> None
     assert (x == 20).all()
     me = threading.current_thread().name
     assert threads.count(me) >= 15  # the worker may win a rare race; usually never
+
+
+@pytest.fixture
+def long_grace(monkeypatch):
+    """A grace so long that a test finishing quickly proves nobody waited it out."""
+    from nova.runtime.cpu import stream as cpu_stream
+
+    monkeypatch.setattr(cpu_stream, "INLINE_GRACE_S", 60.0)
+
+
+def _inline_work_then_event(s: CpuStream, log: list[tuple[str, str]]):
+    dev = nova.get_device("cpu")
+    s.enqueue(_recorder(log, "work"), "work", inline=True)
+    return dev.create_event().record(s)
+
+
+@pytest.mark.usefixtures("long_grace")
+def test_cross_stream_wait_hurries_the_other_worker(stream: CpuStream) -> None:
+    log: list[tuple[str, str]] = []
+    event = _inline_work_then_event(stream, log)
+    other = nova.get_device("cpu").create_stream()
+    try:
+        other.wait(event)
+        start = time.monotonic()
+        other.synchronize()  # other's wait must hurry stream's worker (not idle 60 s)
+        assert time.monotonic() - start < 30
+        assert [name for name, _ in log] == ["work"]
+    finally:
+        other.close()
+
+
+@pytest.mark.usefixtures("long_grace")
+def test_event_synchronize_and_polling_hurry(stream: CpuStream) -> None:
+    log: list[tuple[str, str]] = []
+    start = time.monotonic()
+    _inline_work_then_event(stream, log).synchronize()
+    event = _inline_work_then_event(stream, log)
+    while not event.query():
+        time.sleep(0.001)
+    while not stream.query():
+        time.sleep(0.001)
+    assert time.monotonic() - start < 30
+    assert [name for name, _ in log] == ["work", "work"]

@@ -11,9 +11,11 @@ A thread that synchronizes a stream runs the stream's next items itself while th
 and those items were enqueued with `inline=True` (tiny kernels, copies, memsets, event records):
 a synchronous launch then costs no thread hand-off (two wake-ups and GIL transfers, ~80% of a
 small entry call). So that the synchronizing thread gets there first, the worker leaves an inline
-item alone for `INLINE_GRACE_S` after it was enqueued (an inline item nobody waits for starts
-that much later). Items still run one at a time, in order, and report errors as on the worker.
-The cost: Ctrl-C reaches the synchronizing thread only between stolen items.
+item alone for `INLINE_GRACE_S` after it was enqueued, unless something waits for the stream's
+progress otherwise (an event wait or query, a stream query: `hurry`), so only work that nobody
+waits for starts up to that much later. Items still run one at a time, in order, and report
+errors as on the worker. The cost: Ctrl-C reaches the synchronizing thread only between stolen
+items.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class _Queue:
         self.error: tuple[str, BaseException] | None = None
         self.closed = False
         self.runner: threading.Thread | None = None  # the thread running an item, if any
+        self.hurried = False  # someone waits for progress: no grace until the queue empties
         self.thread = threading.Thread(target=self._run, name=f"nova-{label}", daemon=True)
         self.thread.start()
 
@@ -89,12 +92,15 @@ class _Queue:
             with self.cond:
                 while True:
                     if not self.items or self.runner is not None:
+                        if not self.items:
+                            self.hurried = False
                         self.cond.wait()
                         continue
                     head = self.items[0]
                     if head is _STOP:
                         return
-                    wait = head[3] - time.monotonic() if head[3] else 0.0  # type: ignore[index]
+                    wait = (head[3] - time.monotonic()  # type: ignore[index]
+                            if head[3] and not self.hurried else 0.0)  # type: ignore[index]
                     if wait <= 0.0:
                         break
                     self.cond.wait(wait)  # leave it to a synchronizing thread for a moment
@@ -102,6 +108,14 @@ class _Queue:
                 self.runner = me
             self._execute(item)  # type: ignore[arg-type]
             self._done()
+
+    def hurry(self) -> None:
+        """Let the worker take inline items at once (a thread waits for this queue's progress
+        by other means than `drain`)."""
+        with self.cond:
+            if self.items and not self.hurried:
+                self.hurried = True
+                self.cond.notify_all()
 
     def in_item(self) -> bool:
         """Whether the calling thread is this queue's worker or is running one of its items."""
@@ -197,14 +211,17 @@ class CpuStream(Stream):
 
     def query(self) -> bool:
         with self._q.cond:
-            return self._q.completed >= self._q.submitted
+            done = self._q.completed >= self._q.submitted
+        if not done:
+            self._q.hurry()
+        return done
 
     def wait(self, event: Event) -> None:
         if not isinstance(event, CpuEvent):
             raise DeviceError(f"{event!r} is not a cpu event")
         mark = event._mark
         if mark is not None:
-            self._q.put(mark.done.wait, "wait for event", always=True)
+            self._q.put(mark.wait, "wait for event", always=True)
 
     def close(self) -> None:
         if self._q.closed:
@@ -226,9 +243,15 @@ class CpuStream(Stream):
 class _Mark:
     """One recording of an event: set when the stream's worker reaches it."""
 
-    def __init__(self) -> None:
+    def __init__(self, q: _Queue) -> None:
         self.done = threading.Event()
         self.time = 0.0
+        self.queue = q
+
+    def wait(self) -> None:
+        if not self.done.is_set():
+            self.queue.hurry()
+            self.done.wait()
 
     def hit(self) -> None:
         self.time = time.perf_counter()
@@ -250,17 +273,21 @@ class CpuEvent(Event):
     def record(self, stream: Stream | None = None) -> Event:
         s = self.device._stream(stream)
         assert isinstance(s, CpuStream)
-        mark = _Mark()
+        mark = _Mark(s._q)
         s.enqueue(mark.hit, "event record", always=True, inline=True)
         self._mark = mark
         return self
 
     def query(self) -> bool:
-        return self._mark is None or self._mark.done.is_set()
+        mark = self._mark
+        if mark is None or mark.done.is_set():
+            return True
+        mark.queue.hurry()
+        return False
 
     def synchronize(self) -> None:
         if self._mark is not None:
-            self._mark.done.wait()
+            self._mark.wait()
 
     def elapsed_ms(self, other: Event) -> float:
         if not isinstance(other, CpuEvent):
