@@ -18,7 +18,9 @@ every datum lives in per-call memory, so the runtime may call kernels from many 
   asm, and a naked internal function is the same machine code with a private symbol.
 - `__nova_cpu_block_alloc(ptr bctx, i64 nthreads, i64 stack_bytes) -> i32` /
   `__nova_cpu_block_free(ptr bctx)`: per kernel call scratch (thread contexts, stacks,
-  warp-exchange slots, warp barrier counters), reused by every block the call runs.
+  warp-exchange slots, warp barrier counters), reused by every block the call runs. The stacks
+  are one page-aligned block published in the CpuLaunch (`fiber_stacks`...), so the runtime
+  can recognise an overflow into its guard zone and release the block after a fault.
 - `__nova_cpu_run_block(ptr bctx) -> i32`: runs all threads of the current block as fibers,
   round-robin, until all exited (0), or a thread failed / barriers diverged / a stack overflowed
   (1, message in launch->error).
@@ -34,12 +36,21 @@ block waits at one; a warp barrier when every lane of the warp (the last warp of
 fewer than 32) waits at one. A thread that exited never arrives, so if every live thread waits and
 no barrier can complete, the block fails with "barrier divergence in block (x,y,z)".
 
-Stack limit: each fiber has `stack_bytes` (default 64 KiB) of stack, which must hold the kernel's
-frame (private arrays, allocas) plus libc calls such as printf (~several KiB). The bottom
-`CANARY_BYTES` of every stack hold a pattern checked whenever the fiber switches away; a damaged
-canary stops the block with "fiber stack overflow" instead of silently corrupting a neighbour
-(a guard zone of one stack size lies below the first stack). The CPU target also rejects, at
-compile time, kernels whose static private memory cannot fit (cpu_target.private_bytes).
+Stack limit: each fiber has `stack_bytes` (default 64 KiB, rounded up to whole pages) of stack,
+which must hold the kernel's frame (private arrays, allocas) plus libc calls such as printf
+(~several KiB). The stacks lie side by side, fiber 0 lowest, in one malloc block, above a
+page-aligned zone of `GUARD_BYTES` made PROT_NONE (mprotect) for the call. An overflow is caught two
+ways:
+- the bottom `CANARY_BYTES` of every stack hold a pattern checked whenever the fiber switches
+  away; a damaged canary (a shallow overflow into the stack below) stops the block with "fiber
+  stack overflow" before any other fiber runs on the damaged stack;
+- a deep overflow (recursion) runs down through the stacks below it into the guard zone and
+  faults there: the fault guard turns it into a KernelFault naming a fiber stack overflow,
+  and nothing outside the region (the malloc heap) is ever written.
+Per-stack guard pages would need one mprotect per thread and call (~µs each); the single zone
+costs two per call (protect, and unprotect before free). A frame larger than the guard zone
+could still jump over it; the CPU target rejects, at compile time, kernels whose static private
+memory cannot fit (cpu_target.private_bytes), so only huge dynamic allocas can.
 """
 
 from __future__ import annotations
@@ -53,12 +64,19 @@ from llvmlite import ir
 
 DEFAULT_STACK_BYTES = 64 * 1024
 MIN_STACK_BYTES = 8 * 1024
+PAGE_BYTES = 4096
+GUARD_BYTES = 64 * 1024
+"""No-access zone below the lowest fiber stack (at least one default stack)."""
+PROT_NONE = 0
+PROT_READ_WRITE = 3
 CANARY_BYTES = 64
 CANARY_WORD = 0x4E4F56415F535441  # "NOVA_STA"
 WARP_SIZE = 32
 SLOT_BYTES = 8
 """Each thread owns one 8-byte exchange slot (warp shuffles, reductions)."""
 ERROR_BYTES = 512
+OVERFLOW_BASE = 2
+"""BlockCtx.FAILED = OVERFLOW_BASE + linear id: that thread's stack canary was damaged."""
 STAGGER_LINES = 64
 """Fiber i's stack top sits (i % STAGGER_LINES) cache lines below the end of its stack."""
 
@@ -107,7 +125,7 @@ class B(IntEnum):
     SCHED_SP = 7  # ptr: the scheduler's saved stack pointer
     SLOTS = 8  # ptr [nthreads x SLOT_BYTES]
     WORKGROUP = 9  # ptr static workgroup memory of the block
-    FAILED = 10  # i64
+    FAILED = 10  # i64: 0, 1 (message written), or OVERFLOW_BASE + linear id of the thread
     ENTRY = 11  # ptr: void fiber_entry(ptr tctx), noreturn
     STACKS = 12  # ptr
     STACK_BYTES = 13
@@ -127,7 +145,7 @@ BLOCK_CTX = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, PTR, PTR, PTR, P
 
 LAUNCH_CTX = ir.LiteralStructType([
     ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), I64, I64, PTR, I64,
-    ir.ArrayType(I8, ERROR_BYTES)])
+    ir.ArrayType(I8, ERROR_BYTES), I64, PTR, I64, I64])
 """nova.runtime.abi.CPU_LAUNCH_LLVM."""
 
 
@@ -142,6 +160,10 @@ class L(IntEnum):
     DYNAMIC_SHARED = 5
     DYNAMIC_SHARED_BYTES = 6
     ERROR = 7
+    CURRENT_BLOCK = 8
+    FIBER_STACKS = 9
+    FIBER_STACKS_BYTES = 10
+    FIBER_GUARD_BYTES = 11
 
 
 def _asm(*lines: str) -> str:
@@ -204,6 +226,7 @@ def libc(module: ir.Module, name: str) -> ir.Function:
         "snprintf": ir.FunctionType(I32, [PTR, I64, PTR], var_arg=True),
         "printf": ir.FunctionType(I32, [PTR], var_arg=True),
         "fflush": ir.FunctionType(I32, [PTR]),
+        "mprotect": ir.FunctionType(I32, [PTR, I64, I32]),
     }
     return _get_or_declare(module, name, sigs[name])
 
@@ -338,17 +361,19 @@ def fiber_runtime(module: ir.Module) -> FiberRuntime:
 
 def _define_block_alloc(module: ir.Module, rt: FiberRuntime) -> None:
     """Allocate thread contexts, stacks, slots and warp counters; set each thread's ids.
-    Returns 1 (with launch->error set) when malloc fails."""
+    Returns 1 (with launch->error set) when malloc or mprotect fails; block_free then
+    releases whatever was allocated."""
     malloc = libc(module, "malloc")
     fn = rt.block_alloc
-    bctx, n, stack_bytes = fn.args
+    bctx, n, requested = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
+    null = ir.Constant(PTR, None)
     nwarps = b.udiv(b.add(n, I64(WARP_SIZE - 1)), I64(WARP_SIZE))
     threads = b.call(malloc, [b.mul(n, I64(8 * len(THREAD_CTX.elements)))])
-    # one extra stack-sized guard zone below the first stack: an overflow of fiber 0 lands in
-    # memory of ours (and is reported by the canary) instead of corrupting the heap
-    stacks = b.call(malloc, [b.mul(b.add(n, I64(1)), stack_bytes)])
+    stack_bytes = b.and_(b.add(requested, I64(PAGE_BYTES - 1)),
+                         I64(-PAGE_BYTES & 0xFFFFFFFFFFFFFFFF))
+    stacks = _map_stacks(module, b, launch, n, stack_bytes)
     slots = b.call(malloc, [b.mul(n, I64(SLOT_BYTES))])
     warp_wait = b.call(malloc, [b.mul(nwarps, I64(8))])
     for idx, value in ((B.THREADS, threads), (B.STACKS, stacks), (B.SLOTS, slots),
@@ -356,7 +381,6 @@ def _define_block_alloc(module: ir.Module, rt: FiberRuntime) -> None:
         store_field(b, BLOCK_CTX, bctx, value, idx)
     store_field(b, BLOCK_CTX, bctx, n, B.NTHREADS)
     store_field(b, BLOCK_CTX, bctx, stack_bytes, B.STACK_BYTES)
-    null = ir.Constant(PTR, None)
     bad = b.or_(b.or_(b.icmp_unsigned("==", threads, null), b.icmp_unsigned("==", stacks, null)),
                 b.or_(b.icmp_unsigned("==", slots, null), b.icmp_unsigned("==", warp_wait, null)))
     with b.if_then(bad, likely=False):
@@ -380,13 +404,56 @@ def _define_block_alloc(module: ir.Module, rt: FiberRuntime) -> None:
     b.ret(I32(0))
 
 
+def _map_stacks(module: ir.Module, b: ir.IRBuilder, launch: ir.Value, n: ir.Value,
+                stack_bytes: ir.Value) -> ir.Value:
+    """Page-aligned malloc memory for the guard zone plus `n` stacks of `stack_bytes` (a page
+    multiple); make the zone PROT_NONE and publish it in launch->fiber_stacks*. Returns the
+    lowest stack's bottom, or null (nothing allocated, nothing published) on failure.
+
+    Plain malloc, aligned by hand, with the raw pointer in the 8 bytes below the zone (for
+    free): glibc hands the same warm pages back call after call, where a fresh mmap (or
+    aligned_alloc, which mmaps large blocks every time) page-faults every stack again (~15x
+    slower small barrier kernels)."""
+    null = ir.Constant(PTR, None)
+    total = b.add(b.mul(n, stack_bytes), I64(GUARD_BYTES))
+    store_field(b, LAUNCH_CTX, launch, null, L.FIBER_STACKS)
+    store_field(b, LAUNCH_CTX, launch, I64(0), L.FIBER_STACKS_BYTES)
+    store_field(b, LAUNCH_CTX, launch, I64(0), L.FIBER_GUARD_BYTES)
+    raw = b.call(libc(module, "malloc"), [b.add(total, I64(PAGE_BYTES + 8))])
+    result = alloca(b, PTR, name="stacks")
+    b.store(null, result)
+    with b.if_then(b.icmp_unsigned("!=", raw, null), likely=True):
+        offset = b.and_(b.sub(I64(0), b.add(b.ptrtoint(raw, I64), I64(8))), I64(PAGE_BYTES - 1))
+        zone = gep(b, raw, [b.add(offset, I64(8))], I8)  # page-aligned, >= raw + 8
+        b.store(raw, gep(b, zone, [I64(-1)], I64))
+        guarded = b.call(libc(module, "mprotect"), [zone, I64(GUARD_BYTES), I32(PROT_NONE)])
+        with b.if_else(b.icmp_signed("==", guarded, I32(0)), likely=True) as (ok, failed):
+            with ok:
+                store_field(b, LAUNCH_CTX, launch, zone, L.FIBER_STACKS)
+                store_field(b, LAUNCH_CTX, launch, total, L.FIBER_STACKS_BYTES)
+                store_field(b, LAUNCH_CTX, launch, I64(GUARD_BYTES), L.FIBER_GUARD_BYTES)
+                b.store(gep(b, zone, [I64(GUARD_BYTES)], I8), result)
+            with failed:
+                b.call(libc(module, "free"), [raw])
+    return b.load(result, typ=PTR)
+
+
 def _define_block_free(module: ir.Module, rt: FiberRuntime) -> None:
+    """Free the per-call scratch, and the stacks once their guard zone is accessible again
+    (unpublishing them)."""
     free = libc(module, "free")
     fn = rt.block_free
     (bctx,) = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    for idx in (B.THREADS, B.STACKS, B.SLOTS, B.WARP_WAIT):
+    for idx in (B.THREADS, B.SLOTS, B.WARP_WAIT):
         b.call(free, [load_field(b, BLOCK_CTX, bctx, idx)])
+    launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
+    region = load_field(b, LAUNCH_CTX, launch, L.FIBER_STACKS)
+    with b.if_then(b.icmp_unsigned("!=", region, ir.Constant(PTR, None))):
+        b.call(libc(module, "mprotect"), [region, I64(GUARD_BYTES), I32(PROT_READ_WRITE)])
+        b.call(libc(module, "free"), [b.load(gep(b, region, [I64(-1)], I64), typ=PTR)])
+        store_field(b, LAUNCH_CTX, launch, ir.Constant(PTR, None), L.FIBER_STACKS)
+        store_field(b, LAUNCH_CTX, launch, I64(0), L.FIBER_STACKS_BYTES)
     b.ret_void()
 
 
@@ -416,10 +483,10 @@ def _switch_to_scheduler(b: ir.IRBuilder, rt: FiberRuntime, tctx: ir.Value,
 
 
 def _canary(b: ir.IRBuilder, bctx: ir.Value, linear: ir.Value) -> ir.Value:
-    """Bottom of fiber `linear`'s stack (the canary), see _define_block_alloc's layout."""
+    """Bottom of fiber `linear`'s stack (the canary), see _map_stacks's layout."""
     stacks = load_field(b, BLOCK_CTX, bctx, B.STACKS)
     stack_bytes = load_field(b, BLOCK_CTX, bctx, B.STACK_BYTES)
-    return b.gep(stacks, [b.mul(b.add(linear, I64(1)), stack_bytes)], source_etype=I8)
+    return b.gep(stacks, [b.mul(linear, stack_bytes)], source_etype=I8)
 
 
 def _canary_intact(b: ir.IRBuilder, bottom: ir.Value) -> ir.Value:
@@ -438,14 +505,9 @@ def _switch_onward(module: ir.Module, b: ir.IRBuilder, rt: FiberRuntime, tctx: i
     none (one switch per fiber and barrier instead of two)."""
     linear = load_field(b, THREAD_CTX, tctx, T.LINEAR)
     with b.if_then(b.not_(_canary_intact(b, _canary(b, bctx, linear))), likely=False):
-        launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
-        fmt = cstring(module, "fiber stack overflow in block (%lld,%lld,%lld), thread "
-                              "(%lld,%lld,%lld): a GPU thread used more than its %lld bytes of "
-                              "CPU-device stack (large private arrays or allocas); raise the "
-                              "CPU fiber stack size (NOVA_CPU_STACK_KIB)")
-        b.call(rt.snprintf, [field(b, LAUNCH_CTX, launch, L.ERROR, 0), I64(ERROR_BYTES), fmt,
-                             *_ids(b, bctx, tctx), load_field(b, BLOCK_CTX, bctx, B.STACK_BYTES)])
-        store_field(b, BLOCK_CTX, bctx, I64(1), B.FAILED)
+        # no snprintf here: this stack is exhausted (printf wants KiBs); the scheduler writes
+        # the message on the thread's own stack (FAILED = OVERFLOW_BASE + linear id)
+        store_field(b, BLOCK_CTX, bctx, b.add(linear, I64(OVERFLOW_BASE)), B.FAILED)
         _switch_to_scheduler(b, rt, tctx, bctx)
         b.unreachable()
     n = load_field(b, BLOCK_CTX, bctx, B.NTHREADS)
@@ -512,6 +574,18 @@ def _define_fail(module: ir.Module, rt: FiberRuntime) -> None:
     b.unreachable()
 
 
+def _report_overflow(module: ir.Module, b: ir.IRBuilder, rt: FiberRuntime, bctx: ir.Value,
+                     tctx: ir.Value) -> None:
+    """launch->error = the fiber stack overflow message for thread `tctx` (a damaged canary)."""
+    launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
+    fmt = cstring(module, "fiber stack overflow in block (%lld,%lld,%lld), thread "
+                          "(%lld,%lld,%lld): a GPU thread used more than its %lld bytes of "
+                          "CPU-device stack (large private arrays or allocas, deep recursion); "
+                          "raise the CPU fiber stack size (NOVA_CPU_STACK_KIB)")
+    b.call(rt.snprintf, [field(b, LAUNCH_CTX, launch, L.ERROR, 0), I64(ERROR_BYTES), fmt,
+                         *_ids(b, bctx, tctx), load_field(b, BLOCK_CTX, bctx, B.STACK_BYTES)])
+
+
 def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
     """The scheduler: start every thread as a fiber, then run passes over the fibers (each ready
     fiber runs until it waits, exits or fails) and complete barriers between passes."""
@@ -536,7 +610,7 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
         return b.gep(threads, [i], inbounds=True, source_etype=THREAD_CTX)
 
     def canary_ptr(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
-        return b.gep(stacks, [b.mul(b.add(i, I64(1)), stack_bytes)], source_etype=I8)
+        return b.gep(stacks, [b.mul(i, stack_bytes)], source_etype=I8)
 
     def start(b: ir.IRBuilder, i: ir.Value) -> None:
         t = thread(b, i)
@@ -567,8 +641,11 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
         ready = b.icmp_unsigned("==", load_field(b, THREAD_CTX, t, T.STATE), I64(State.READY))
         with b.if_then(ready):
             b.call(rt.switch, [sched_sp, load_field(b, THREAD_CTX, t, T.SP)])
-            failed = b.icmp_unsigned("!=", load_field(b, BLOCK_CTX, bctx, B.FAILED), I64(0))
-            with b.if_then(failed, likely=False):
+            failed = load_field(b, BLOCK_CTX, bctx, B.FAILED)
+            with b.if_then(b.icmp_unsigned("!=", failed, I64(0)), likely=False):
+                with b.if_then(b.icmp_unsigned(">=", failed, I64(OVERFLOW_BASE))):
+                    _report_overflow(module, b, rt, bctx,
+                                     thread(b, b.sub(failed, I64(OVERFLOW_BASE))))
                 b.ret(I32(1))
     counted_loop(b, n, run_one, "pass")
     n_exited = load_field(b, BLOCK_CTX, bctx, B.N_EXITED)

@@ -23,7 +23,10 @@ How a kernel runs (docs/architecture.md, "CPU device barriers"):
 - Fiber stacks are `stack_bytes` per GPU thread (NOVA_CPU_STACK_KIB, default 64 KiB). A fiber
   kernel whose static private memory (private attributions, memref.alloca) does not fit in it
   minus `STACK_RESERVE` is rejected at compile time; deeper overflows (recursion, dynamic
-  allocas) are caught at run time by a canary ("fiber stack overflow in block ...").
+  allocas) are caught at run time by a canary ("fiber stack overflow in block ...") or, when
+  they run past the lowest stack, by the no-access guard zone below it (a KernelFault).
+- The entry records the linear id of the block it runs in launch->current_block, so a fault
+  report names the exact block.
 """
 
 from __future__ import annotations
@@ -514,6 +517,11 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
 
     def run_block(b: ir.IRBuilder, i: ir.Value) -> None:
         blk = b.add(begin, i)
+        # for the fault guard's report: an atomic store, which LLVM neither sinks out of the
+        # loop nor lets the block's own (possibly faulting) accesses pass
+        record = ir.instructions.StoreAtomicInstr(  # IRBuilder's checks want typed pointers
+            b.block, blk, cf.field(b, LAUNCH_CTX, launch, L.CURRENT_BLOCK), "monotonic", 8)
+        b._insert(record)
         store_field(b, BLOCK_CTX, bctx, b.urem(blk, grid[0]), B.BID_X)
         store_field(b, BLOCK_CTX, bctx, b.urem(b.udiv(blk, grid[0]), grid[1]), B.BID_Y)
         store_field(b, BLOCK_CTX, bctx, b.udiv(blk, b.mul(grid[0], grid[1])), B.BID_Z)

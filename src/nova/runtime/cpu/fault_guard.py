@@ -33,14 +33,21 @@ stack_t is {ptr ss_sp, i32 ss_flags, i64 ss_size}; ucontext_t's saved rsp/rip ar
 Elsewhere (other libcs or architectures) `guard()` returns None and kernels run unguarded.
 
 What a caught fault leaves behind: the kernel stopped in the middle, so memory it wrote may be
-partially updated, and the per-call scratch it had allocated (fiber stacks) is leaked. The device
-itself stays usable. A fault while the kernel held a libc lock (inside malloc or printf) could
-leave that lock held; kernels call libc rarely, so this is a documented limit, not a handled case.
+partially updated, and the small per-call scratch it had malloc'd (thread contexts, workgroup
+memory) is leaked; its fiber stacks, published in the CpuLaunch, are released by
+`release_after_fault`. The device itself stays usable. A fault while the kernel held a libc lock
+(inside malloc or printf) could leave that lock held; kernels call libc rarely, so this is a
+documented limit, not a handled case.
+
+Reports (`describe_fault`) name the exact block from `CpuLaunch.current_block` (kept up to date by
+the kernel entry), and call a fault in the no-access guard zone below the fiber stacks
+(`CpuLaunch.fiber_stacks`) what it is: a fiber stack overflow.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import platform
 import sys
 import threading
@@ -434,6 +441,51 @@ _CODES = {
 _STACK_WINDOW = 64 * 1024
 
 
+def prepare(launch: CpuLaunch) -> None:
+    """Initialise the fields a kernel writes for fault reports, once per CpuLaunch (a CPU object
+    that predates them leaves them so, and reports fall back to the block range). Reusing the
+    struct for disjoint block ranges needs no reset: a stale `current_block` lies outside the
+    next range, and the fiber stack fields are cleared by the kernel or release_after_fault."""
+    launch.current_block = -1
+    launch.fiber_stacks = None
+    launch.fiber_stacks_bytes = 0
+    launch.fiber_guard_bytes = 0
+
+
+def release_after_fault(launch: CpuLaunch) -> None:
+    """Free the fiber stacks a faulted call left allocated (a finished call frees its own):
+    their guard zone is made accessible again first, as malloc will reuse the memory. Only the
+    call's own block was written by an overflow (the guard zone stopped it), so free is safe."""
+    block, guard = launch.fiber_stacks, int(launch.fiber_guard_bytes)
+    if block:
+        libc = _libc()
+        if guard <= 0 or libc.mprotect(block, guard, _PROT_READ_WRITE) == 0:
+            libc.free(ctypes.c_void_p.from_address(block - 8).value)  # the malloc'd pointer
+        # else: leaked rather than handing no-access memory back to malloc
+    launch.fiber_stacks = None
+    launch.fiber_stacks_bytes = 0
+    launch.fiber_guard_bytes = 0
+
+
+_PROT_READ_WRITE = 3
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    libc.mprotect.restype = ctypes.c_int
+    libc.free.argtypes = (ctypes.c_void_p,)
+    libc.free.restype = None
+    return libc
+
+
+def _in_guard_zone(launch: CpuLaunch, address: int) -> bool:
+    """True when `address` lies in the no-access zone below the call's fiber stacks."""
+    base = launch.fiber_stacks or 0
+    return bool(base) and base <= address < base + int(launch.fiber_guard_bytes)
+
+
 def fault_record(launch: CpuLaunch) -> FaultRecord | None:
     """The FaultRecord at the start of `launch.error`, or None when there is none."""
     record = FaultRecord.from_buffer_copy(launch, _ERROR_OFFSET)
@@ -458,14 +510,20 @@ def describe_fault(launch: CpuLaunch, begin: int, end: int) -> str:
     text = f"{_WHAT.get(sig, 'fault')} ({name}{': ' + code if code else ''})"
     if sig in (SIGSEGV, SIGBUS):
         text += f" at address {record.address:#x}"
-        if abs(record.address - record.sp) <= _STACK_WINDOW:
+        if _in_guard_zone(launch, record.address):
+            text += (": fiber stack overflow (a GPU thread's stack grew past the lowest fiber "
+                     "stack into the guard zone below it: deep recursion, or large allocas or "
+                     "private arrays; kernels with barriers run each GPU thread on a small fiber "
+                     "stack, raise NOVA_CPU_STACK_KIB)")
+        elif abs(record.address - record.sp) <= _STACK_WINDOW:
             text += (" next to the stack pointer: probably a stack overflow (a large alloca or "
                      "private array, or deep recursion; kernels with barriers run each GPU thread "
                      "on a small fiber stack, see NOVA_CPU_STACK_KIB)")
     text += f" (pc {record.pc:#x})"
     grid = (int(launch.grid[0]), int(launch.grid[1]), int(launch.grid[2]))
-    if end - begin == 1:
-        x, y, z = block_coordinates(begin, grid)
+    current = int(launch.current_block)
+    if end - begin == 1 or begin <= current < end:
+        x, y, z = block_coordinates(begin if end - begin == 1 else current, grid)
         text += f" in block ({x},{y},{z})"
     else:
         text += f" in one of the blocks with linear ids [{begin}, {end})"

@@ -184,6 +184,7 @@ class BlockRun:
                        else None)
             launch.dynamic_shared = ctypes.addressof(scratch) if scratch is not None else None
             launch.dynamic_shared_bytes = self.shared_bytes
+            fault_guard.prepare(launch)  # once: chunks are disjoint, kernels keep it current
             guard = fault_guard.guard()
         except BaseException as exc:  # e.g. MemoryError for the shared scratch
             self._finish(f"cannot set up the launch: {type(exc).__name__}: {exc}")
@@ -202,6 +203,7 @@ class BlockRun:
                     status = self.function.entry(params, launch_ptr)
                 if status == fault_guard.FAULT_STATUS and guard is not None:
                     failure = fault_guard.describe_fault(launch, begin, end)
+                    fault_guard.release_after_fault(launch)
                 elif status != 0:
                     text = launch.error.decode("utf-8", "replace") or "no message"
                     failure = f"{text} (status {status}, blocks [{begin}, {end}))"
