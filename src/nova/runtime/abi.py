@@ -234,6 +234,14 @@ class CpuLaunch(ctypes.Structure):
     threads and GPU semantics, and returns 0, or nonzero after writing a NUL-terminated message
     into `error` (assert failure or trap: which block and thread, and the message).
     `dynamic_shared` is scratch for dynamic workgroup memory of `dynamic_shared_bytes` per block.
+    Written by the kernel while it runs, for the fault guard (nova.runtime.cpu.fault_guard) to
+    name the faulting block and recognise fiber stack overflows after a signal; the runtime sets
+    `current_block` to -1 and the rest to 0 first (objects that predate these fields leave them
+    so): `current_block` = linear id of the block being run; `fiber_stacks` = the call's
+    page-aligned fiber stack area (null when none; malloc'd, the pointer to free stored in the 8
+    bytes below it), `fiber_stacks_bytes` its size, whose first `fiber_guard_bytes` are a
+    no-access guard zone below the lowest stack (after a fault the runtime makes the zone
+    accessible again and frees the block).
     """
 
     _fields_ = (
@@ -245,10 +253,15 @@ class CpuLaunch(ctypes.Structure):
         ("dynamic_shared", ctypes.c_void_p),
         ("dynamic_shared_bytes", ctypes.c_int64),
         ("error", ctypes.c_char * 512),
+        ("current_block", ctypes.c_int64),
+        ("fiber_stacks", ctypes.c_void_p),
+        ("fiber_stacks_bytes", ctypes.c_int64),
+        ("fiber_guard_bytes", ctypes.c_int64),
     )
 
 
-CPU_LAUNCH_LLVM = "{ [3 x i64], [3 x i64], [3 x i64], i64, i64, ptr, i64, [512 x i8] }"
+CPU_LAUNCH_LLVM = ("{ [3 x i64], [3 x i64], [3 x i64], i64, i64, ptr, i64, [512 x i8], i64, ptr, "
+                   "i64, i64 }")
 """The same struct as LLVM IR, for the CPU kernel lowering."""
 
 CPU_KERNEL_RESULT = CType.I32
