@@ -4,6 +4,9 @@ Each run is a new Python process (what `nova-translate` or a first `nova.compile
 imports the driver, compiles, and reports the process's import time and the driver's per-stage
 times; the parent adds the process's wall time and its CPU time (user + system, ptxas included),
 which stays meaningful on a loaded machine. Prints a table and writes JSON; never asserts.
+ptxas runs in the background (nova.driver_stages): its `cubin` row is ptxas's own wall time,
+which overlaps cpu-llvm/cpu-obj/host-llvm, so the stage rows add up to more than `compile call`.
+Before/after records with the commands: bench/results/compile_time-<date>.md.
 
     python bench/compile_time.py [--runs 3] [--emit nova] [--json PATH]
         (default PATH: bench/results/compile_time-<date>.json)
