@@ -22,7 +22,7 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from nova.errors import DiagnosticError, ParseError, SourceLocation, UnsupportedError
 from nova.ir.context import SUPPORTED_DIALECTS, make_context
@@ -31,6 +31,12 @@ from nova.ir.printer import print_to_string
 from nova.ir.verify import verify_located
 
 _CONTEXT: Context | None = None
+
+# xDSL's string-literal pattern nests `+` inside `*`, which backtracks exponentially on a line with
+# an unclosed `"` (a stray quote hung the parser for minutes). The possessive form matches exactly
+# the same literals (its alternatives cannot overlap) in linear time.
+MLIRLexer._unescaped_characters_regex = re.compile(
+    r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 MAX_DENSE_ELEMENTS = 1 << 24
 """The largest `dense<...>` literal parsed (xDSL holds each element as a Python object)."""
 
@@ -204,6 +210,8 @@ def _describe(err: XdslParseError, text: str, filename: str) -> tuple[str, Sourc
     elif msg.startswith("Unexpected character") and offset < len(text):
         char = text[offset]
         msg = f"unexpected character {char!r} (U+{ord(char):04X})"
+    elif msg.startswith("End of file reached before closing string literal"):
+        msg = "unterminated string literal (a string must end with '\"' on the same line)"
     elif msg == "Could not parse entire input!":
         found = err.span.text.strip() if err.span.end > err.span.start else ""
         msg = f"expected an operation at top level, found '{found}'" if found else \
