@@ -13,6 +13,7 @@ output, an override). A ptxas error is therefore raised when the cubins are coll
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -161,6 +162,7 @@ def _ptx(c: Compilation) -> None:
 
 
 _ptxas_pool: ThreadPoolExecutor | None = None
+_ptxas_pool_pid = 0
 _ptxas_pool_lock = threading.Lock()
 
 
@@ -173,10 +175,11 @@ def _timed_assemble(ptx: str, arch: str) -> tuple[bytes | None, float]:
 
 def _cubin(c: Compilation) -> None:
     """Start ptxas for every device module; `finish_cubins` collects the cubins."""
-    global _ptxas_pool
+    global _ptxas_pool, _ptxas_pool_pid
     with _ptxas_pool_lock:
-        if _ptxas_pool is None:
+        if _ptxas_pool is None or _ptxas_pool_pid != os.getpid():  # a forked child: new threads
             _ptxas_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nova-ptxas")
+            _ptxas_pool_pid = os.getpid()
         pool = _ptxas_pool
     for name, ptx in c.ptx.items():
         c.pending_cubin[name] = pool.submit(_timed_assemble, ptx, c.options.arch)

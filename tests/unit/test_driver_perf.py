@@ -87,3 +87,22 @@ def test_finish_cubins_is_idempotent() -> None:
     c = driver_stages.Compilation("", "x.mlir", CompileOptions())
     assert driver_stages.finish_cubins(c) == {}
     assert c.background_timings == {}
+
+
+def test_compile_in_a_forked_child_after_a_compile_in_the_parent(tmp_path: Path) -> None:
+    import multiprocessing
+
+    _compile(dump_dir=None)  # the parent's ptxas pool exists now
+    ctx = multiprocessing.get_context("fork")
+    out = tmp_path / "child.nova"
+    child = ctx.Process(target=lambda: out.write_bytes(_compile(dump_dir=None)))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0  # the child's threads are new, not the parent's dead ones
+    assert out.read_bytes() == _compile(dump_dir=None)
+
+
+def test_bundles_are_reproducible_within_a_process() -> None:
+    # a shared x86 target machine made later host objects differ from the first one
+    first = _compile(dump_dir=None)
+    assert all(_compile(dump_dir=None) == first for _ in range(3))
