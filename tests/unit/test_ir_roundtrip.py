@@ -117,6 +117,27 @@ func.func @f() {
   return
 }
 """,
+    "atomic-rmw-erfc-remf": """
+func.func @f(%m: memref<?x4xi32>, %i: index, %x: f32, %y: f64, %v: vector<4xf32>) -> i32 {
+  %old = memref.generic_atomic_rmw %m[%i, %i] : memref<?x4xi32> {
+  ^bb0(%cur: i32):
+    %c1 = arith.constant 1 : i32
+    %n = arith.addi %cur, %c1 : i32
+    memref.atomic_yield %n : i32
+  }
+  %tagged = memref.generic_atomic_rmw %m[%i, %i] : memref<?x4xi32> {
+  ^bb0(%cur: i32):
+    memref.atomic_yield %cur : i32
+  } {nova.tag = 1 : i64}
+  %e = math.erfc %x : f32
+  %e2 = math.erfc %y fastmath<fast> : f64
+  %e3 = math.erfc %v : vector<4xf32>
+  %r = arith.remf %x, %x : f32
+  %r2 = arith.remf %y, %y fastmath<nnan> : f64
+  %r3 = arith.remf %v, %v : vector<4xf32>
+  return %old : i32
+}
+""",
     "all-reduce-multiblock": """
 func.func @f(%i: i32) {
   %r = gpu.all_reduce %i {

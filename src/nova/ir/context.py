@@ -1,9 +1,9 @@
 """`make_context()`: the one place that assembles every dialect Nova parses.
 
 Dialects are registered lazily (xDSL loads one on first use), so building a context is cheap.
-Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `vector` are xDSL's
-with the overrides of `nova.ir.memref_ext` / `nova.ir.dialect_ext` / `nova.ir.vector_ext`;
-`index` is Nova's.
+Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `math`, `vector` are
+xDSL's with the overrides and additions of `nova.ir.memref_ext` / `nova.ir.dialect_ext` /
+`nova.ir.math_ext` / `nova.ir.vector_ext`; `index` is Nova's.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def _arith() -> Dialect:
 
 
 def _math() -> Dialect:
-    from xdsl.dialects.math import Math
-    return Math
+    from nova.ir.math_ext import MATH
+    return MATH
 
 
 def _memref() -> Dialect:

@@ -4,7 +4,8 @@
 * `scf.parallel` gets MLIR's custom form (`scf.parallel (%i) = (%a) to (%b) step (%c)
   init (%x) -> f32 { ... }`).
 * `func.func` declarations print without a `-> ()` for no results.
-* `arith.index_castui` is added (xDSL has only `arith.index_cast`).
+* `arith.index_castui` is added (xDSL has only `arith.index_cast`), and `arith.remf` (the
+  remainder of a float division with the dividend's sign, C's fmod; LLVM's frem).
 * `vector.print` (`nova.ir.vector_ext`, kept apart so that programs without vector ops do not
   import xDSL's vector dialect) is replaced by MLIR's op.
 """
@@ -21,9 +22,12 @@ from xdsl.dialects.utils import print_func_op_like
 from xdsl.ir import Attribute, Dialect, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
+    irdl_op_definition,
+    traits_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from nova.ir.gpu_base import print_attr_dict
@@ -135,6 +139,15 @@ class IndexCastUIOp(xarith.IndexCastOp):
                 f"'{self.result.type}' are cast incompatible")
 
 
+@irdl_op_definition
+class RemFOp(xarith.FloatingPointLikeBinaryOperation):
+    """`%r = arith.remf %a, %b : f32`: a - trunc(a / b) * b, computed exactly (C's fmod)."""
+
+    name = "arith.remf"
+
+    traits = traits_def(Pure())
+
+
 def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
           extra_attrs: tuple[type[Attribute], ...] = ()) -> Dialect:
     by_name = {op.name: op for op in replacements}
@@ -144,7 +157,7 @@ def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
 
 
 SCF = _swap(xscf.Scf, (ParallelOp,))
-ARITH = _swap(xarith.Arith, (IndexCastUIOp,))
+ARITH = _swap(xarith.Arith, (IndexCastUIOp, RemFOp))
 FUNC = _swap(xfunc.Func, (FuncOp,))
 
 

@@ -4,6 +4,16 @@
 `memref.cast`, `memref.copy`, `memref.rank` and `memref.atomic_rmw` get MLIR's exact syntax;
 `MEMREF` is xDSL's memref dialect with these classes swapped in. Subclassing keeps
 `isinstance(op, xdsl.dialects.memref.CastOp)` true for code written against xDSL.
+
+`memref.generic_atomic_rmw` and its terminator `memref.atomic_yield`, which xDSL lacks, are
+defined here with MLIR's syntax and verifier (the kernel frontend's `nova.atomic_cas` builds them;
+the LLVM emitter lowers them to a compare-and-swap loop):
+
+    %old = memref.generic_atomic_rmw %m[%i] : memref<?xi32> {
+    ^bb0(%current: i32):
+      %new = arith.addi %current, %c1 : i32
+      memref.atomic_yield %new : i32
+    }
 """
 
 from __future__ import annotations
@@ -22,9 +32,19 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     i64,
 )
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator, get_effects
 from xdsl.utils.exceptions import VerifyException
 
 from nova.ir.gpu_base import print_attr_dict
@@ -272,10 +292,104 @@ class AtomicRMWOp(xmemref.AtomicRMWOp):
                                   "to be equal to memref rank")
 
 
+@irdl_op_definition
+class GenericAtomicRMWOp(IRDLOperation):
+    """`memref.generic_atomic_rmw %m[%i] : memref<?xi32> { ^bb0(%cur: i32): ... }`: atomically
+    replace the element by what the region computes from its current value (the region's one
+    argument); the result is the value it replaced."""
+
+    name = "memref.generic_atomic_rmw"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    result = result_def()
+    atomic_body = region_def("single_block")
+
+    def __init__(self, ref: SSAValue, indices: list[SSAValue], element: Attribute) -> None:
+        super().__init__(operands=[ref, indices], result_types=[element],
+                         regions=[Region(Block(arg_types=[element]))])
+
+    @property
+    def current(self) -> SSAValue:
+        """The region's argument: the element's current value."""
+        return self.atomic_body.blocks[0].args[0]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        mem = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            Parser.Delimiter.SQUARE, lambda: parser.parse_operand(IndexType()))
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        type_ = parser.parse_type()
+        if not isinstance(type_, MemRefType):
+            parser.raise_error(f"'memref.generic_atomic_rmw' expects a memref type, got {type_}",
+                               pos, parser.pos)
+        body = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(operands=[parser.resolve_operand(mem, type_), *indices],
+                          result_types=[type_.element_type], regions=[body], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.memref)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("] : ")
+        printer.print_attribute(self.memref.type)
+        printer.print_string(" ")
+        printer.print_region(self.atomic_body, print_entry_block_args=True)
+        print_attr_dict(printer, self.attributes)
+
+    def verify_(self) -> None:
+        ty = self.memref.type
+        assert isinstance(ty, MemRefType)
+        if self.result.type != ty.element_type:
+            raise VerifyException("'memref.generic_atomic_rmw' op result type must be the "
+                                  "memref's element type")
+        if len(self.indices) != ty.get_num_dims():  # stricter than upstream, which lowers
+            # a wrong count to an invalid address computation
+            raise VerifyException("'memref.generic_atomic_rmw' op expects the number of "
+                                  "subscripts to be equal to memref rank")
+        block = self.atomic_body.blocks[0]
+        if len(block.args) != 1:
+            raise VerifyException("'memref.generic_atomic_rmw' op expected single number of "
+                                  "entry block arguments")
+        if block.args[0].type != self.result.type:
+            raise VerifyException("'memref.generic_atomic_rmw' op expected block argument of "
+                                  "the same type result type")
+        for inner in block.ops:
+            effects = get_effects(inner) if not inner.has_trait(IsTerminator) else set()
+            if effects:  # unknown (None) passes: xDSL does not model every op's effects
+                raise VerifyException("body of 'memref.generic_atomic_rmw' should contain only "
+                                      "operations with no side effects")
+
+
+@irdl_op_definition
+class AtomicYieldOp(IRDLOperation):
+    """`memref.atomic_yield %new : i32`: the value a generic_atomic_rmw region stores."""
+
+    name = "memref.atomic_yield"
+    result = operand_def()
+    traits = traits_def(IsTerminator(), HasParent(GenericAtomicRMWOp))
+
+    assembly_format = "$result attr-dict `:` type($result)"
+
+    def __init__(self, value: SSAValue) -> None:
+        super().__init__(operands=[value])
+
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        if isinstance(parent, GenericAtomicRMWOp) and self.result.type != parent.result.type:
+            raise VerifyException(f"'memref.atomic_yield' op types mismatch between yield op: "
+                                  f"'{self.result.type}' and its parent: "
+                                  f"'{parent.result.type}'")
+
+
 _REPLACEMENTS = {op.name: op for op in (GlobalOp, CastOp, CopyOp, RankOp, AtomicRMWOp)}
 
 MEMREF = Dialect(
     "memref",
-    [_REPLACEMENTS.get(op.name, op) for op in xmemref.MemRef.operations],
+    [*(_REPLACEMENTS.get(op.name, op) for op in xmemref.MemRef.operations),
+     GenericAtomicRMWOp, AtomicYieldOp],
     list(xmemref.MemRef.attributes),
 )

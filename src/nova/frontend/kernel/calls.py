@@ -222,7 +222,7 @@ def _derived_math(tr: Translator, name: str, x: Val) -> Val:
     t = x.type
     assert isinstance(t, T.ScalarType)
     if name == "erfc":
-        from nova.frontend.kernel.extra_ops import ErfcOp
+        from nova.ir.math_ext import ErfcOp
 
         return Val(em.res(ErfcOp(x.ssa)), t)
     if name in ("log2", "log10"):
@@ -363,8 +363,8 @@ def _atomic(tr: Translator, name: str, v: dict, node: ast.Call) -> Value:
 def _atomic_cas(tr: Translator, name: str, v: dict, node: ast.Call) -> Value:
     """Compare-and-swap as memref.generic_atomic_rmw: new = (current == compare) ? value :
     current; the result is the old value (CUDA's atomicCAS)."""
-    from nova.frontend.kernel.extra_ops import AtomicYieldOp, GenericAtomicRMWOp
     from nova.frontend.kernel.translate import Tup
+    from nova.ir.memref_ext import AtomicYieldOp, GenericAtomicRMWOp
 
     arr = v["array"]
     if not (isinstance(arr, Val) and isinstance(arr.type, T.ArrayType)) or \
