@@ -10,6 +10,7 @@ the kernel's manifest entry (`Kernel.params`), and builds the pointer array over
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +94,35 @@ def _build(chunks: list[bytes]) -> PackedParams:
     return PackedParams(storage, pointers, len(chunks))
 
 
+@functools.lru_cache(maxsize=256)
+def _layout(sizes: tuple[int, ...]) -> tuple[tuple[int, ...], int, type[ctypes.Array]]:
+    """Offsets, total bytes and pointer-array type for parameters of these sizes (as `_build`
+    lays them out), planned once per kernel signature."""
+    offsets, total = [], 0
+    for size in sizes:
+        align = 16 if size > 8 else 8
+        total = -(-total // align) * align
+        offsets.append(total)
+        total += size
+    return tuple(offsets), max(total, 1), ctypes.c_void_p * max(len(sizes), 1)
+
+
+def _copy_from_address(params: int, expected: tuple[KernelParam, ...], name: str) -> PackedParams:
+    """Copy the values a void** points to straight into a new owned array (per launch: one
+    buffer, one memmove per parameter; the layout comes from `_layout`)."""
+    sizes = tuple(p.size for p in expected)
+    offsets, total, pointer_array = _layout(sizes)
+    slots = pointer_array.from_address(params)
+    storage = ctypes.create_string_buffer(total)
+    base = ctypes.addressof(storage)
+    for i, (size, offset) in enumerate(zip(sizes, offsets, strict=True)):
+        source = slots[i]
+        if not source:
+            raise ArgumentError(f"launch of @{name}: parameter {i} pointer is null")
+        ctypes.memmove(base + offset, source, size)
+    return PackedParams(storage, pointer_array(*(base + off for off in offsets)), len(sizes))
+
+
 def pack_params(params: Any, kernel: Kernel | None, name: str) -> PackedParams:
     """Copy launch parameters into an owned array.
 
@@ -111,14 +141,7 @@ def pack_params(params: Any, kernel: Kernel | None, name: str) -> PackedParams:
         if params == 0 and expected:
             raise ArgumentError(f"launch of @{name}: null parameter array for "
                                 f"{len(expected)} parameters")
-        slots = (ctypes.c_void_p * max(len(expected), 1)).from_address(params) if expected \
-            else []
-        chunks = []
-        for i, p in enumerate(expected):
-            if not slots[i]:
-                raise ArgumentError(f"launch of @{name}: parameter {i} pointer is null")
-            chunks.append(ctypes.string_at(slots[i], p.size))
-        return _build(chunks)
+        return _copy_from_address(params, expected, name)
     if not isinstance(params, list | tuple):
         raise ArgumentError(f"launch of @{name}: params must be a void** address or a list, got "
                             f"{type(params).__name__}")
