@@ -2,7 +2,8 @@
 
     nova-run prog.mlir|prog.nova [--device cuda|cpu] [-e main] [--arch sm_90]
 
-The entry runs without arguments; what the program prints (runner utilities, kernel printf) goes
+MLIR run on the cpu device (`--device cpu`, or the default when no GPU is usable) is compiled
+for it alone: no PTX, no ptxas. The entry runs without arguments; what the program prints (runner utilities, kernel printf) goes
 to stdout in program order. Failures exit with status 1 and one message on stderr: source errors
 as `file:line:col: error: ...` with the line and a caret, everything else as
 `nova-run: error: ...`. Never a traceback (NOVA_DEBUG=1 adds one for internal errors).
@@ -15,9 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nova.cli.toolmain import EXIT_ERROR, EXIT_OK, InputError, run_tool
 from nova.errors import ArgumentError, DiagnosticError, NovaError
+
+if TYPE_CHECKING:
+    from nova.runtime.device import Device
 
 PROG = "nova-run"
 
@@ -50,7 +55,9 @@ def _read(path: str) -> tuple[bytes, str]:
         raise InputError(f"cannot read '{path}': {exc.strerror or exc}") from None
 
 
-def _bundle(data: bytes, name: str, arch: str | None, device: str | None) -> bytes:
+def _bundle(data: bytes, name: str, arch: str | None, device: Device | None) -> bytes:
+    """The bundle to run: `data` itself, or `data` compiled. For the cpu device only the CPU
+    images are built (no PTX, no ptxas): the bundle then runs on cpu only."""
     if data.startswith(b"\x7fELF") or name.endswith(".nova"):
         return data  # a bundle (the reader reports a damaged one)
     from nova.driver import CompileOptions, compile_to_bundle
@@ -60,9 +67,24 @@ def _bundle(data: bytes, name: str, arch: str | None, device: str | None) -> byt
     except UnicodeDecodeError:
         raise InputError(f"'{name}' is neither a .nova bundle nor UTF-8 MLIR text") from None
     options = CompileOptions() if arch is None else CompileOptions(arch=arch)
-    if device == "cpu":  # no cubin needed: skip ptxas
-        options = CompileOptions(arch=options.arch, cubin=False)
+    if device is not None and device.kind == "cpu":
+        options = CompileOptions(arch=options.arch, ptx=False, cubin=False)
     return compile_to_bundle(text, name, options)
+
+
+def _device_for_compiling(spec: str | None) -> Device | None:
+    """The run device when it is known to be the cpu device without touching CUDA's error
+    path first: `--device cpu`, or the default/auto choice when that resolves to cpu. A
+    `--device cuda` (or a failing default) is resolved after compiling, as before, so source
+    errors are reported ahead of device errors."""
+    from nova.runtime.device import get_device
+
+    if spec == "cuda":
+        return None
+    try:
+        return get_device(spec)
+    except NovaError:
+        return None
 
 
 def _print_result(value: object) -> None:
@@ -80,8 +102,9 @@ def _run(args: argparse.Namespace) -> int:
     from nova.runtime.executor import NovaModule
 
     data, name = _read(args.input)
-    bundle = _bundle(data, name, args.arch, args.device)
-    with NovaModule(bundle, get_device(args.device), name) as module:
+    device = _device_for_compiling(args.device)
+    bundle = _bundle(data, name, args.arch, device)
+    with NovaModule(bundle, device or get_device(args.device), name) as module:
         try:
             entry = module[args.entry]
         except KeyError:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nova.bundle.format import EntryPoint, Manifest, TypeSpec
+from nova.bundle.format import EntryPoint, Manifest, PayloadKind, TypeSpec
 from nova.errors import ArgumentError, BundleFormatError, NovaError, RuntimeFailure
 from nova.runtime import marshal
 from nova.runtime.device import Device, get_device
@@ -79,6 +79,21 @@ def check_arch(manifest: Manifest, device: Device, name: str) -> None:
                                                    have.group(1)):
         raise BundleFormatError(f"{name}: built for {manifest.arch}, but the device "
                                 f"{device.name!r} is {device.arch}")
+
+
+def check_gpu_images(manifest: Manifest, device: Device, name: str) -> None:
+    """A bundle compiled for the cpu device only (no PTX, no cubin) cannot run on cuda: say so
+    before anything is loaded."""
+    if device.kind != "cuda":
+        return
+    missing = [m.name for m in manifest.modules
+               if m.payload(PayloadKind.PTX) is None and m.payload(PayloadKind.CUBIN) is None]
+    if missing:
+        raise BundleFormatError(
+            f"{name}: this bundle was built without GPU images (device module(s) "
+            f"{', '.join(missing)} have no PTX or cubin: compiled for the cpu device only, e.g. "
+            "by `nova-run --device cpu` or with CompileOptions(ptx=False)); recompile it with "
+            "PTX enabled (the default) to run it on cuda")
 
 
 @dataclass
@@ -310,6 +325,7 @@ class NovaModule:
         self.manifest: Manifest = bundle.manifest
         self.device = device
         check_arch(self.manifest, device, name)
+        check_gpu_images(self.manifest, device, name)
         self._abi: DeviceAbi | None = _make_abi(device, self.manifest)
         bindings = {**control_symbols(), **runner_util_symbols(), **self._abi.symbols()}
         self._linked: LinkedObject = link_object(bundle.object_bytes, bindings, name)

@@ -28,7 +28,9 @@ def pick_image(images: ModuleImages, arch: str) -> tuple[str, bytes | str]:
     if images.cubin is not None:
         raise DeviceError(f"device module {images.name!r} has only a cubin for "
                           f"{images.cubin_arch}, which cannot run on this {arch} device (no PTX)")
-    raise DeviceError(f"device module {images.name!r} has no GPU image (PTX or cubin)")
+    raise DeviceError(f"device module {images.name!r} has no GPU image (PTX or cubin): it was "
+                      "built for the cpu device only; recompile it with PTX enabled to run it "
+                      "on cuda")
 
 
 def _log_text(buf: bytearray) -> str:
