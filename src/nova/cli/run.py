@@ -3,12 +3,12 @@
     nova-run prog.mlir|prog.nova [--device cuda|cpu] [-e main] [--arch sm_90]
 
 MLIR run on the cpu device (`--device cpu`, or the default when no GPU is usable) is compiled
-for it alone: no PTX, no ptxas. The entry runs without arguments; what the program prints (runner utilities, kernel printf) goes
-to stdout in program order. Failures exit with status 1 and one message on stderr: source errors
-as `file:line:col: error: ...` with the line and a caret, everything else as
-`nova-run: error: ...`. Never a traceback (NOVA_DEBUG=1 adds one for internal errors).
-`--entry-point-result=void` and `--shared-libs=...` are accepted for mlir-runner command lines
-(the runner utilities are built in).
+for it alone: no PTX, no ptxas. The entry runs without arguments; what the program prints
+(runner utilities, kernel printf) goes to stdout in program order. Failures exit with status 1
+and one message on stderr: source errors as `file:line:col: error: ...` with the line and a
+caret, everything else as `nova-run: error: ...`. Never a traceback (NOVA_DEBUG=1 adds one for
+internal errors). `--entry-point-result=void` and `--shared-libs=...` are accepted for
+mlir-runner command lines (the runner utilities are built in).
 """
 
 from __future__ import annotations
