@@ -262,12 +262,9 @@ def test_arbitrary_bytes_as_source(blob: bytes, tmp_path: Path) -> None:
 
 # --- special inputs -------------------------------------------------------------------------
 
-DEEP = 60
-
-
-def _deeply_nested() -> str:
-    opens = "".join(f"{'  ' * (i + 1)}scf.if %c {{\n" for i in range(DEEP))
-    closes = "".join(f"{'  ' * (i + 1)}}}\n" for i in reversed(range(DEEP)))
+def _deeply_nested(depth: int = 60) -> str:
+    opens = "".join(f"{' ' * min(i + 2, 80)}scf.if %c {{\n" for i in range(depth))
+    closes = "".join(f"{' ' * min(i + 2, 80)}}}\n" for i in reversed(range(depth)))
     return (f"func.func @main() {{\n  %c = arith.constant true\n{opens}{closes}  return\n}}\n")
 
 
@@ -319,6 +316,18 @@ def test_special_inputs_run(name: str, tmp_path: Path) -> None:
     check_outcome(path, proc.returncode, proc.stderr, SPECIAL[name])
     if "main" not in SPECIAL[name]:
         assert "has no entry 'main' (entries: none)" in proc.stderr
+
+
+def test_deep_nesting(tmp_path: Path) -> None:
+    """A thousand nested regions compile (Python's default recursion limit stopped at ~300);
+    beyond what the tools handle, a clear error, not a RecursionError."""
+    path = write(tmp_path, "deep.mlir", _deeply_nested(1000))
+    status, err = invoke(translate.main, [str(path), "--emit=host-llvm", "-o",
+                                          str(tmp_path / "out.ll")])
+    assert status == 0, err
+    path = write(tmp_path, "deeper.mlir", _deeply_nested(6000))
+    status, err = invoke(opt.main, [str(path), "-o", str(tmp_path / "out.mlir")])
+    assert status == 1 and err.startswith("nova-opt: error: the input is nested too deeply"), err
 
 
 def test_non_utf8_source(tmp_path: Path) -> None:

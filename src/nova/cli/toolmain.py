@@ -64,10 +64,29 @@ def _reason(exc: Exception) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
+RECURSION_LIMIT = 10_000
+"""Python's recursion limit while a tool runs: parsing, verifying and lowering recurse once or a
+few times per level of region nesting, and Python's default (1000) stops at ~300 levels, where
+MLIR has no limit. 10 000 frames fit the main thread's 8 MiB stack."""
+
+
 def run_tool(prog: str, body: Callable[[], int]) -> int:
     """Run a tool's body and turn every failure into a message on stderr and an exit status."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, RECURSION_LIMIT))
+    try:
+        return _run_body(prog, body)
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def _run_body(prog: str, body: Callable[[], int]) -> int:
     try:
         return body()
+    except RecursionError:
+        print(f"{prog}: error: the input is nested too deeply (regions inside regions beyond "
+              "about 2000 levels)", file=sys.stderr)
+        return EXIT_ERROR
     except NovaError as exc:
         print(format_error(exc), file=sys.stderr)
         return EXIT_ERROR
