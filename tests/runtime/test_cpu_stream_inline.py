@@ -178,3 +178,32 @@ def test_event_synchronize_and_polling_hurry(stream: CpuStream) -> None:
         time.sleep(0.001)
     assert time.monotonic() - start < 30
     assert [name for name, _ in log] == ["work", "work"]
+
+
+def test_inline_work_nobody_waits_for_still_runs(stream: CpuStream) -> None:
+    # `put` does not wake the worker for inline items; the grace timer must
+    for _ in range(20):
+        ran = threading.Event()
+        stream.enqueue(ran.set, "unwatched", inline=True)
+        assert ran.wait(10), "an inline item nobody synchronized never ran"
+    flags = [threading.Event() for _ in range(5)]
+    for flag in flags:  # a burst, then a non-inline item behind it
+        stream.enqueue(flag.set, "burst", inline=True)
+    done = threading.Event()
+    stream.enqueue(done.set, "plain")
+    assert done.wait(10) and all(f.is_set() for f in flags)
+
+
+def test_many_streams_with_unwatched_inline_work() -> None:
+    dev = nova.get_device("cpu")
+    streams = [dev.create_stream() for _ in range(8)]
+    try:
+        events = []
+        for s in streams:
+            ran = threading.Event()
+            s.enqueue(ran.set, "unwatched", inline=True)
+            events.append(ran)
+        assert all(e.wait(10) for e in events)
+    finally:
+        for s in streams:
+            s.close()

@@ -21,6 +21,7 @@ items.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 import weakref
@@ -40,18 +41,77 @@ INLINE_GRACE_S = 200e-6
 """How long the worker leaves a new inline item for a synchronizing thread to take."""
 
 
+class _GraceTimer:
+    """One process-wide thread that wakes a stream's worker when an inline item it was not told
+    about (no hand-off: `put` does not wake it) is still queued after its grace. In a loop of
+    synchronous tiny launches it wakes at most once per grace period instead of the worker waking
+    for every launch."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.queues: dict[int, tuple[_Queue, float]] = {}  # id -> (queue, when to look at it)
+        self.wake_at: float | None = None  # None: waiting until told; -inf: busy (looks again)
+        self.thread: threading.Thread | None = None
+        self.pid = 0
+
+    def schedule(self, q: _Queue, deadline: float) -> None:
+        with self.cond:
+            entry = self.queues.get(id(q))
+            if entry is None or deadline < entry[1]:
+                self.queues[id(q)] = (q, deadline)
+            if self.thread is None or self.pid != os.getpid():  # first use, or a forked child
+                self.pid = os.getpid()
+                self.thread = threading.Thread(target=self._run, name="nova-cpu-grace",
+                                               daemon=True)
+                self.thread.start()
+            if self.wake_at is None or deadline < self.wake_at:
+                self.cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                while True:
+                    if not self.queues:
+                        self.wake_at = None
+                        self.cond.wait()
+                        continue
+                    now = time.monotonic()
+                    wake = min(due for _, due in self.queues.values())
+                    if wake <= now:
+                        break
+                    self.wake_at = wake
+                    self.cond.wait(wake - now)
+                due_now = [(key, q) for key, (q, due) in self.queues.items() if due <= now]
+                for key, _ in due_now:
+                    del self.queues[key]  # a put from now on schedules the queue afresh
+                self.wake_at = float("-inf")
+            for key, q in due_now:
+                later = q.wake_if_due(time.monotonic())
+                if later is not None:
+                    with self.cond:
+                        entry = self.queues.get(key)
+                        if entry is None or later < entry[1]:
+                            self.queues[key] = (q, later)
+
+
+_grace_timer = _GraceTimer()
+
+
 class _Queue:
     """The state a worker thread shares with its Stream (never the Stream itself, so the
     Stream can be collected and its finalizer can stop the thread).
 
     Items run one at a time in order: whoever runs one (the worker, or a synchronizing thread
-    that steals it) pops it and sets `runner` under `cond`, and clears `runner` when done."""
+    that steals it) pops it and sets `runner` under the lock, and clears `runner` when done.
+    The worker waits on `work` (new work it must run), synchronizing threads on `cond`
+    (completions); both share one lock."""
 
     def __init__(self, label: str) -> None:
         self.label = label
         # (fn, what, always, inline deadline: 0.0 = not inline) or _STOP
         self.items: deque[tuple[Callable[[], None], str, bool, float] | object] = deque()
         self.cond = threading.Condition()
+        self.work = threading.Condition(self.cond._lock)  # type: ignore[attr-defined]
         self.submitted = 0
         self.completed = 0
         self.error: tuple[str, BaseException] | None = None
@@ -69,7 +129,23 @@ class _Queue:
             self.submitted += 1
             deadline = time.monotonic() + INLINE_GRACE_S if inline else 0.0
             self.items.append((fn, what, always, deadline))
-            self.cond.notify_all()
+            if not inline or self.hurried:
+                self.work.notify()
+                return
+        _grace_timer.schedule(self, deadline)  # outside our lock: the timer takes it too
+
+    def wake_if_due(self, now: float) -> float | None:
+        """For the grace timer: wake the worker if an idle queue's head is due; the head's
+        deadline if it is not due yet; None when there is nothing to watch."""
+        with self.cond:
+            if not self.items or self.runner is not None:
+                return None  # empty, or whoever runs an item continues (or wakes the worker)
+            head = self.items[0]
+            due = head[3] if head is not _STOP else 0.0  # type: ignore[index]
+            if due > now and not self.hurried:
+                return due
+            self.work.notify()
+            return None
 
     def _execute(self, item: tuple[Callable[[], None], str, bool, float]) -> None:
         fn, what, always, _ = item
@@ -80,12 +156,6 @@ class _Queue:
                 if self.error is None:
                     self.error = (what, exc)
 
-    def _done(self) -> None:
-        with self.cond:
-            self.completed += 1
-            self.runner = None
-            self.cond.notify_all()
-
     def _run(self) -> None:
         me = threading.current_thread()
         while True:
@@ -94,7 +164,7 @@ class _Queue:
                     if not self.items or self.runner is not None:
                         if not self.items:
                             self.hurried = False
-                        self.cond.wait()
+                        self.work.wait()
                         continue
                     head = self.items[0]
                     if head is _STOP:
@@ -103,11 +173,14 @@ class _Queue:
                             if head[3] and not self.hurried else 0.0)  # type: ignore[index]
                     if wait <= 0.0:
                         break
-                    self.cond.wait(wait)  # leave it to a synchronizing thread for a moment
+                    self.work.wait(wait)  # leave it to a synchronizing thread for a moment
                 item = self.items.popleft()
                 self.runner = me
             self._execute(item)  # type: ignore[arg-type]
-            self._done()
+            with self.cond:
+                self.completed += 1
+                self.runner = None
+                self.cond.notify_all()
 
     def hurry(self) -> None:
         """Let the worker take inline items at once (a thread waits for this queue's progress
@@ -115,7 +188,7 @@ class _Queue:
         with self.cond:
             if self.items and not self.hurried:
                 self.hurried = True
-                self.cond.notify_all()
+                self.work.notify()
 
     def in_item(self) -> bool:
         """Whether the calling thread is this queue's worker or is running one of its items."""
@@ -131,6 +204,9 @@ class _Queue:
             target = self.submitted
             while self.completed < target:
                 head = self.items[0] if self.items else None
+                if head is not None and self.runner is None and (
+                        head is _STOP or not head[3]):  # type: ignore[index]
+                    self.work.notify()  # the worker's next item: make sure it knows
                 if (self.runner is not None or head is None or head is _STOP
                         or not head[3]):  # type: ignore[index]
                     self.cond.wait()
@@ -149,6 +225,8 @@ class _Queue:
                     self.completed += 1
                     self.runner = None
                     self.cond.notify_all()
+                    if self.items:
+                        self.work.notify()  # the rest may be the worker's
 
     def take_error(self) -> None:
         if self.error is None:
@@ -166,7 +244,7 @@ class _Queue:
                 return
             self.closed = True
             self.items.append(_STOP)
-            self.cond.notify_all()
+            self.work.notify()
 
 
 def _stop_queue(q: _Queue) -> None:
