@@ -13,7 +13,9 @@ a synchronous launch then costs no thread hand-off (two wake-ups and GIL transfe
 small entry call). So that the synchronizing thread gets there first, the worker leaves an inline
 item alone for `INLINE_GRACE_S` after it was enqueued, unless something waits for the stream's
 progress otherwise (an event wait or query, a stream query: `hurry`), so only work that nobody
-waits for starts up to that much later. Items still run one at a time, in order, and report
+waits for starts up to that much later. Enqueuing an inline item does not wake the worker at
+all: a process-wide grace timer (`_GraceTimer`) wakes it if the item is still queued when its
+grace ends. Items still run one at a time, in order, and report
 errors as on the worker. The cost: Ctrl-C reaches the synchronizing thread only between stolen
 items.
 """
