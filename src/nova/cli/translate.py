@@ -3,7 +3,7 @@
     nova-translate in.mlir -o out.nova [--emit=outlined|device-llvm|ptx|cubin|cpu-llvm|cpu-obj|
                    host-llvm|obj|nova] [--arch sm_90] [--no-ptx] [--no-cubin] [--no-cpu-image]
                    [-O N]
-                   [--timings]
+                   [--timings] [--split-input-file]
 
 Text outputs go to stdout without -o; a bundle or object is written to stdout only when it is not
 a terminal. --timings prints the per-stage wall times to stderr.
@@ -14,8 +14,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from nova.cli.toolmain import EXIT_OK, InputError, read_input, run_tool, write_output
+from nova.cli.toolmain import (
+    EXIT_ERROR,
+    EXIT_OK,
+    InputError,
+    format_error,
+    read_input,
+    run_tool,
+    write_output,
+)
+from nova.errors import NovaError
+
+if TYPE_CHECKING:
+    from nova.driver import CompileOptions
 
 PROG = "nova-translate"
 
@@ -39,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4),
                         help="LLVM optimisation level (default 3)")
     parser.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
+    parser.add_argument("--split-input-file", action="store_true",
+                        help="compile each '// -----'-separated part on its own (text outputs "
+                        "only); exit 1 if any part fails, as mlir-translate does")
     return parser
 
 
@@ -62,7 +78,10 @@ def _run(args: argparse.Namespace) -> int:
                                  "opt_level": args.opt_level}
     if args.arch:
         fields["arch"] = args.arch
-    result = compile_source(text, filename, CompileOptions(**fields))  # type: ignore[arg-type]
+    options = CompileOptions(**fields)  # type: ignore[arg-type]
+    if args.split_input_file:
+        return _run_split(args, text, filename, options)
+    result = compile_source(text, filename, options)
     output = join_outputs(result.output)
     if isinstance(output, bytes) and args.output in (None, "-") and sys.stdout.isatty():
         raise InputError(f"refusing to write binary output of --emit={args.emit} to a "
@@ -71,6 +90,29 @@ def _run(args: argparse.Namespace) -> int:
     if args.timings:
         print(format_timings(result.timings, result.cache_hit), file=sys.stderr)
     return EXIT_OK
+
+
+def _run_split(args: argparse.Namespace, text: str, filename: str,
+               options: CompileOptions) -> int:
+    """--split-input-file: each part compiled on its own, errors reported per part, the text
+    outputs joined by `// -----` lines."""
+    from nova.cli.opt import SPLIT_MARKER, split_input
+    from nova.driver import compile_source, join_outputs
+
+    outputs: list[str] = []
+    status = EXIT_OK
+    for part in split_input(text):
+        try:
+            output = join_outputs(compile_source(part, filename, options).output)
+        except NovaError as exc:
+            print(format_error(exc), file=sys.stderr)
+            status, output = EXIT_ERROR, ""
+        if isinstance(output, bytes):
+            raise InputError(f"--split-input-file needs a text output; --emit={args.emit} is "
+                             "binary")
+        outputs.append(output)
+    write_output(args.output, f"\n{SPLIT_MARKER}\n".join(outputs))
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
