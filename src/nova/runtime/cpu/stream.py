@@ -229,6 +229,8 @@ class _Queue:
                     self.cond.notify_all()
                     if self.items:
                         self.work.notify()  # the rest may be the worker's
+                    else:
+                        self.hurried = False
 
     def take_error(self) -> None:
         if self.error is None:
