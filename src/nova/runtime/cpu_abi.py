@@ -13,16 +13,15 @@ from __future__ import annotations
 import ctypes
 import itertools
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from nova.bundle.format import Kernel, Manifest
-from nova.errors import NovaError, RuntimeFailure
+from nova.errors import RuntimeFailure
 from nova.runtime.abi import ABI_BY_NAME, DeviceModuleDescriptor
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
-from nova.runtime.native_support import InterruptedCall, call_entry_function, record_error
+from nova.runtime.native_support import call_entry_function, guarded_callback
 from nova.runtime.stream import Event, Stream
 
 CPU_ABI_NAMES: tuple[str, ...] = (
@@ -41,27 +40,6 @@ def _store_pointer(out: int | None, value: int) -> None:
     ctypes.c_void_p.from_address(out).value = value or None
 
 
-def _guarded(name: str, impl: Callable[..., None]) -> Callable[..., int]:
-    """Wrap an implementation: 0 on success; on any exception, record it and return 1."""
-
-    def callback(*args: Any) -> int:
-        try:
-            impl(*args)
-        except NovaError as exc:
-            exc.add_note(f"(raised by the runtime call {name})")
-            record_error(exc)
-            return 1
-        except KeyboardInterrupt:
-            record_error(InterruptedCall(f"{name} was interrupted"))
-            return 1
-        except BaseException as exc:  # never unwind through C frames
-            record_error(RuntimeFailure(f"{name} failed: {type(exc).__name__}: {exc}"))
-            return 1
-        return 0
-
-    return callback
-
-
 class CpuAbi:
     """Runtime ABI callbacks of one program on the cpu device."""
 
@@ -78,7 +56,7 @@ class CpuAbi:
         self._function_handles: dict[tuple[int, str], int] = {}
         self._callbacks: dict[str, object] = {
             name: ABI_BY_NAME[name].ctypes_prototype()(
-                _guarded(name, getattr(self, "_" + name.removeprefix("nova_rt_"))))
+                guarded_callback(name, getattr(self, "_" + name.removeprefix("nova_rt_"))))
             for name in CPU_ABI_NAMES
         }
         self.call_entry = call_entry_function()

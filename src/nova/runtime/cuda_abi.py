@@ -20,7 +20,7 @@ from typing import Any
 import llvmlite.binding as llvm
 
 from nova.bundle.format import Kernel, Manifest
-from nova.errors import CudaError, DeviceError, NovaError, RuntimeFailure, cuda_error
+from nova.errors import CudaError, DeviceError, RuntimeFailure, cuda_error
 from nova.runtime.abi import ABI_BY_NAME, DEVICE_MODULE_PREFIX, DeviceModuleDescriptor
 from nova.runtime.cuda_native import (
     CALL_ENTRY,
@@ -34,7 +34,7 @@ from nova.runtime.cuda_native import (
 )
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.native_support import (
-    InterruptedCall,
+    guarded_callback,
     host_target_machine,
     record_error,
     take_error,
@@ -192,10 +192,10 @@ class CudaAbi:
         self._functions: dict[int, DeviceFunction] = {}
         self._callbacks = {
             "nova_rt_module_load": ABI_BY_NAME["nova_rt_module_load"].ctypes_prototype()(
-                self._guard("nova_rt_module_load", self._module_load)),
+                guarded_callback("nova_rt_module_load", self._module_load)),
             "nova_rt_module_get_function":
                 ABI_BY_NAME["nova_rt_module_get_function"].ctypes_prototype()(
-                    self._guard("nova_rt_module_get_function", self._get_function)),
+                    guarded_callback("nova_rt_module_get_function", self._get_function)),
         }
         self.call_entry = _CALL_ENTRY_TYPE(self.native.call_entry)
         self._memcpy = _MEMCPY_TYPE(self.native.addresses["nova_rt_memcpy"])
@@ -206,24 +206,6 @@ class CudaAbi:
         for name, callback in self._callbacks.items():
             symbols[name] = ctypes.cast(callback, ctypes.c_void_p).value or 0
         return symbols
-
-    @staticmethod
-    def _guard(name: str, impl: Any) -> Any:
-        def callback(*args: Any) -> int:
-            try:
-                impl(*args)
-            except NovaError as exc:
-                exc.add_note(f"(raised by the runtime call {name})")
-                record_error(exc)
-                return 1
-            except KeyboardInterrupt:
-                record_error(InterruptedCall(f"{name} was interrupted"))
-                return 1
-            except BaseException as exc:  # never unwind through C frames
-                record_error(RuntimeFailure(f"{name} failed: {type(exc).__name__}: {exc}"))
-                return 1
-            return 0
-        return callback
 
     def preload(self, linked: Any) -> None:
         """Load every device module and kernel of the program now, at `nova.load` time, as

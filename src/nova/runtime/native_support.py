@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.binding as llvm
 
@@ -140,6 +142,28 @@ def record_error(error: NovaError) -> None:
     """Remember the first failure of the current call on this thread (later ones are echoes)."""
     if getattr(_slot, "error", None) is None:
         _slot.error = error
+
+
+def guarded_callback(name: str, impl: Callable[..., None]) -> Callable[..., int]:
+    """Wrap a Python implementation of runtime call `name` for native code: 0 on success; on any
+    exception, record it (the first of the call) and return 1 (never unwind through C frames)."""
+
+    def callback(*args: Any) -> int:
+        try:
+            impl(*args)
+        except NovaError as exc:
+            exc.add_note(f"(raised by the runtime call {name})")
+            record_error(exc)
+            return 1
+        except KeyboardInterrupt:
+            record_error(InterruptedCall(f"{name} was interrupted"))
+            return 1
+        except BaseException as exc:  # never unwind through C frames
+            record_error(RuntimeFailure(f"{name} failed: {type(exc).__name__}: {exc}"))
+            return 1
+        return 0
+
+    return callback
 
 
 def take_error() -> NovaError | None:
