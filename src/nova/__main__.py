@@ -1,4 +1,4 @@
-"""`python -m nova <tool> ...` runs one of Nova's command-line tools (translate, opt, run, objdump)."""
+"""`python -m nova <tool> ...` runs a Nova command-line tool (translate, opt, run, objdump)."""
 
 from nova.cli.dispatch import main
 
