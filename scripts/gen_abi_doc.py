@@ -23,14 +23,16 @@ def render() -> str:
         ret = f.result.value + (" (status)" if f.fallible else "")
         lines.append(f"| `{f.name}` | {ret} | {params} | {f.doc} |")
     lines += ["", "## Runner utilities", "",
-              "MLIR programs declare these (e.g. `func.func private @printMemrefF32(memref<*xf32>)`)"
-              " and the host lowering maps each call to the ABI function:", "",
+              "MLIR programs declare these (e.g. "
+              "`func.func private @printMemrefF32(memref<*xf32>)`) and the host lowering maps "
+              "each call to the ABI function:", "",
               "| MLIR name | ABI function |", "|---|---|"]
     lines += [f"| `{k}` | `{v}` |" for k, v in abi.RUNNER_UTILS.items()]
     lines += ["", "## Structures", "",
               f"`DeviceModuleDescriptor` (`{abi.DEVICE_MODULE_DESCRIPTOR_LLVM}`):", "",
               "\n".join(f"- `{n}`" for n, _ in abi.DeviceModuleDescriptor._fields_), "",
-              f"`CpuLaunch` (`{abi.CPU_LAUNCH_LLVM}`):", "", (abi.CpuLaunch.__doc__ or "").strip(), "",
+              f"`CpuLaunch` (`{abi.CPU_LAUNCH_LLVM}`):", "",
+              (abi.CpuLaunch.__doc__ or "").strip(), "",
               "\n".join(f"- `{n}`" for n, _ in abi.CpuLaunch._fields_), ""]
     return "\n".join(lines)
 

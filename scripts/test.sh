@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh test
 . .venv/bin/activate
-ruff check src tests bench
+ruff check src tests bench scripts
 python -m pytest -q -n auto "$@"
