@@ -57,6 +57,22 @@ from nova.ir.gpu_module_ops import (
 Triple = tuple[SSAValue, SSAValue, SSAValue]
 
 
+class _LaunchSizes:
+    """The grid/block/cluster size operands of gpu.launch and gpu.launch_func, as triples (both
+    ops define the operands `gridSizeX` ... `clusterSizeZ`; IRDL forbids declaring them here)."""
+
+    def grid_sizes(self) -> Triple:
+        return (self.gridSizeX, self.gridSizeY, self.gridSizeZ)
+
+    def block_sizes(self) -> Triple:
+        return (self.blockSizeX, self.blockSizeY, self.blockSizeZ)
+
+    def cluster_sizes(self) -> Triple | None:
+        if self.clusterSizeX is None or self.clusterSizeY is None or self.clusterSizeZ is None:
+            return None
+        return (self.clusterSizeX, self.clusterSizeY, self.clusterSizeZ)
+
+
 def _parse_size_assignment(parser: Parser) -> tuple[list[Parser.Argument], list[SSAValue],
                                                     list[Parser.Argument]]:
     """Parse `(%i, %j, %k) in (%x = %a, %y = %b, %z = %c)`: ids, sizes, size arguments."""
@@ -96,7 +112,7 @@ def _print_size_assignment(printer: Printer, ids: Sequence[BlockArgument],
 
 
 @irdl_op_definition
-class LaunchOp(IRDLOperation):
+class LaunchOp(_LaunchSizes, IRDLOperation):
     """`gpu.launch blocks(...) in (...) threads(...) in (...) { ... }`: an inline kernel."""
 
     name = "gpu.launch"
@@ -182,17 +198,6 @@ class LaunchOp(IRDLOperation):
 
     def private_args(self) -> tuple[BlockArgument, ...]:
         return self._args()[self._num_config_args() + self.num_workgroup_attributions():]
-
-    def grid_sizes(self) -> Triple:
-        return (self.gridSizeX, self.gridSizeY, self.gridSizeZ)
-
-    def block_sizes(self) -> Triple:
-        return (self.blockSizeX, self.blockSizeY, self.blockSizeZ)
-
-    def cluster_sizes(self) -> Triple | None:
-        if self.clusterSizeX is None or self.clusterSizeY is None or self.clusterSizeZ is None:
-            return None
-        return (self.clusterSizeX, self.clusterSizeY, self.clusterSizeZ)
 
     # ---- syntax ---------------------------------------------------------------------------
     @classmethod
@@ -301,7 +306,7 @@ _LAUNCH_INDEX = IndexType | IntegerType
 
 
 @irdl_op_definition
-class LaunchFuncOp(IRDLOperation):
+class LaunchFuncOp(_LaunchSizes, IRDLOperation):
     """`gpu.launch_func @mod::@kernel blocks in (...) threads in (...) args(...)`."""
 
     name = "gpu.launch_func"
@@ -344,17 +349,6 @@ class LaunchFuncOp(IRDLOperation):
     @property
     def kernel_name(self) -> str:
         return self.kernel.nested_references.data[-1].data
-
-    def grid_sizes(self) -> Triple:
-        return (self.gridSizeX, self.gridSizeY, self.gridSizeZ)
-
-    def block_sizes(self) -> Triple:
-        return (self.blockSizeX, self.blockSizeY, self.blockSizeZ)
-
-    def cluster_sizes(self) -> Triple | None:
-        if self.clusterSizeX is None or self.clusterSizeY is None or self.clusterSizeZ is None:
-            return None
-        return (self.clusterSizeX, self.clusterSizeY, self.clusterSizeZ)
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
