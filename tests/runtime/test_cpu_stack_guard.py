@@ -131,6 +131,40 @@ def test_a_shallow_overflow_is_caught_by_the_canary(recurse: nova.NovaModule) ->
     _check_runs(recurse)
 
 
+# Thread 0 allocas n floats: 40000 (160 KiB, over two stacks plus the guard zone) would put its
+# stack pointer below the guard zone, in malloc's heap; stack probing makes it fault in the zone.
+ALLOCA = """
+func.func @stack(%n: index, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %f = arith.constant 7.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    gpu.barrier
+    %a = memref.alloca(%n) : memref<?xf32>
+    scf.for %i = %c0 to %n step %c1 {
+      memref.store %f, %a[%i] : memref<?xf32>
+    }
+    %v = memref.load %a[%c0] : memref<?xf32>
+    memref.store %v, %out[%tx] : memref<?xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+def test_an_alloca_larger_than_the_guard_zone_cannot_jump_it() -> None:
+    mod = nova.compile(ALLOCA, device="cpu")
+    out = np.zeros(4, np.float32)
+    with pytest.raises(KernelFault, match=r"fiber stack overflow .*guard zone"):
+        mod.stack(40_000, out)
+    gc.collect()
+    mod.stack(4_000, out)  # 16 KiB: fits
+    assert (out == 7.0).all()
+
+
 def test_faulted_calls_release_their_stacks(recurse: nova.NovaModule) -> None:
     out = np.zeros(128, np.int64)
     for _ in range(3):  # warm up whatever the runtime maps once

@@ -24,7 +24,8 @@ How a kernel runs (docs/architecture.md, "CPU device barriers"):
   kernel whose static private memory (private attributions, memref.alloca) does not fit in it
   minus `STACK_RESERVE` is rejected at compile time; deeper overflows (recursion, dynamic
   allocas) are caught at run time by a canary ("fiber stack overflow in block ...") or, when
-  they run past the lowest stack, by the no-access guard zone below it (a KernelFault).
+  they run past the lowest stack, by the no-access guard zone below it (a KernelFault); every
+  function probes its stack growth page by page ("probe-stack"), so no frame jumps the zone.
 - The entry records the linear id of the block it runs in launch->current_block, so a fault
   report names the exact block.
 """
@@ -431,7 +432,22 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None) -> C
             _emit_entry(me, target, op, fn, fiber)
             kernels.append(kernel_info(op, target.layout.kernel_bytes[fname], fiber))
     add_libcall_helpers(me.module)
+    _probe_stacks(me.module)
     return CpuLowering(me.module, tuple(kernels))
+
+
+PROBE_STACK = '"probe-stack"="inline-asm"'
+
+
+def _probe_stacks(module: ir.Module) -> None:
+    """Make every function probe its stack page by page when it grows it by more than a page
+    (LLVM's stack-clash protection, also for dynamic allocas), so a large frame or alloca on a
+    fiber stack walks into the no-access guard zone below the stacks (a clean KernelFault)
+    instead of jumping over it into the malloc heap. llvmlite's attribute set only admits
+    keyword attributes, hence `set.add` for this string attribute."""
+    for fn in module.functions:
+        if not fn.is_declaration and "naked" not in fn.attributes:
+            set.add(fn.attributes, PROBE_STACK)
 
 
 # ---- kernel entries --------------------------------------------------------------------------
