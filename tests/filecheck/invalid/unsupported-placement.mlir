@@ -1,0 +1,28 @@
+// RUN: not nova-translate %s --split-input-file --emit=host-llvm 2>&1 | FileCheck %s --check-prefix=HOST
+// RUN: not nova-translate %s --split-input-file --emit=device-llvm 2>&1 | FileCheck %s --check-prefix=DEVICE
+
+// Ops in the wrong place: GPU thread ops in host code, host-side GPU ops in a kernel. Each is
+// rejected by the lowering at the op, naming what that lowering supports.
+
+func.func @host() {
+  // HOST: unsupported-placement.mlir:[[# @LINE + 3]]:3: error: op 'gpu.thread_id' is not supported by the host LLVM lowering; supported dialects: arith, math, memref,
+  // HOST-NEXT: {{^}}  %t = gpu.thread_id x
+  // HOST-NEXT: {{^}}  ^
+  %t = gpu.thread_id x
+  return
+}
+
+// -----
+
+func.func @kernel_alloc() {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // DEVICE: unsupported-placement.mlir:[[# @LINE + 3]]:5: error: op 'gpu.alloc' is not supported by the nvptx LLVM lowering; supported dialects: arith, math, memref,
+    // DEVICE-NEXT: {{^}}    %m = gpu.alloc () : memref<4xf32>
+    // DEVICE-NEXT: {{^}}    ^
+    %m = gpu.alloc () : memref<4xf32>
+    gpu.terminator
+  }
+  return
+}
