@@ -43,7 +43,7 @@ module attributes {gpu.container_module} {
 // CHECK:       call i32 @"__nova_cpu_block_alloc"({{.*}} %"bctx", i64 %{{.*}}, i64 65536)
 // CHECK:       call i32 @"__nova_cpu_run_block"
 
-// CHECK-LABEL: define internal void @"__nova_cpu_fiber.stage"(ptr %".1") noreturn nounwind
+// CHECK-LABEL: define internal void @"__nova_cpu_fiber.stage"(ptr %".1") "probe-stack"="inline-asm" noreturn nounwind
 // CHECK:       call void @"__nova_cpu_fn.stage"(ptr %".1",
 // CHECK-NEXT:  call void @"__nova_cpu_exit"(ptr %".1")
 // CHECK-NEXT:  unreachable
