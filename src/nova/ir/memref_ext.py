@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    UnrankedMemRefType,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
@@ -44,7 +45,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, get_effects
+from xdsl.traits import HasParent, IsTerminator, NoMemoryEffect, get_effects
 from xdsl.utils.exceptions import VerifyException
 
 from nova.ir.gpu_base import print_attr_dict
@@ -215,10 +216,15 @@ class CopyOp(xmemref.CopyOp):
         printer.print_attribute(self.destination.type)
 
 
-class RankOp(xmemref.RankOp):
-    """`memref.rank %m : memref<?xf32>`."""
+@irdl_op_definition
+class RankOp(IRDLOperation):
+    """`memref.rank %m : memref<?xf32>` (or `memref<*xf32>`: MLIR accepts unranked memrefs,
+    xDSL's op only ranked ones)."""
 
     name = "memref.rank"
+    source = operand_def(MemRefType | UnrankedMemRefType)
+    rank = result_def(IndexType)
+    traits = traits_def(NoMemoryEffect())
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
