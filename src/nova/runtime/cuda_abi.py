@@ -48,6 +48,8 @@ _ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, c
 _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_void_p)
 _MEMCPY_TYPE = ABI_BY_NAME["nova_rt_memcpy"].ctypes_prototype()
+_ALLOC_TYPE = ABI_BY_NAME["nova_rt_mem_alloc"].ctypes_prototype()
+_FREE_TYPE = ABI_BY_NAME["nova_rt_mem_free"].ctypes_prototype()
 _SYNC_TYPE = ABI_BY_NAME["nova_rt_stream_synchronize"].ctypes_prototype()
 
 _kernel_names: dict[int, str] = {}
@@ -199,6 +201,8 @@ class CudaAbi:
         }
         self.call_entry = _CALL_ENTRY_TYPE(self.native.call_entry)
         self._memcpy = _MEMCPY_TYPE(self.native.addresses["nova_rt_memcpy"])
+        self._alloc = _ALLOC_TYPE(self.native.addresses["nova_rt_mem_alloc"])
+        self._free = _FREE_TYPE(self.native.addresses["nova_rt_mem_free"])
         self._sync = _SYNC_TYPE(self.native.addresses["nova_rt_stream_synchronize"])
 
     def symbols(self) -> dict[str, int]:
@@ -270,20 +274,34 @@ class CudaAbi:
 
     # --- what the executor needs -------------------------------------------------------------
     def stage_in(self, array: Any) -> tuple[int, object]:
-        """Copy a host array into new device memory (ordered on the default stream)."""
-        buffer = self.device.allocate(array.nbytes)
-        if array.nbytes:
-            self.device.copy_htod(buffer, array, array.nbytes, self.device.default_stream)
-        return buffer.ptr, (buffer, array)
+        """Copy a host array into new *managed* memory (ordered on the default stream).
+
+        Managed, not plain device memory: an entry's host code may read or write a memref
+        argument itself (loops, printMemref, memref.copy) as well as hand it to kernels, and
+        only managed memory is valid for both (plain device memory would segfault the host
+        code). Nova buffers passed in place stay the fast path."""
+        if not array.nbytes:
+            return 0, (0, array)
+        pointer = ctypes.c_void_p()
+        if self._alloc(ctypes.addressof(pointer), array.nbytes, None, 1):
+            raise take_error() or RuntimeFailure("staging allocation failed")
+        address = pointer.value or 0
+        if self._memcpy(address, array.ctypes.data, array.nbytes, None):
+            self._free(address, None)
+            raise take_error() or RuntimeFailure("staging copy failed")
+        return address, (address, array)
 
     def stage_out(self, token: object) -> None:
-        buffer, array = token  # type: ignore[misc]
-        if array.nbytes and array.flags.writeable:
-            self.device.copy_dtoh(array, buffer, array.nbytes, self.device.default_stream)
+        address, array = token  # type: ignore[misc]
+        failed = address and array.flags.writeable and self._memcpy(
+            array.ctypes.data, address, array.nbytes, None)
+        if failed:
+            raise take_error() or RuntimeFailure("copying a staged argument back failed")
 
     def release(self, token: object) -> None:
-        if token is not None:
-            token[0].free()  # type: ignore[index]
+        address = token[0] if token is not None else 0  # type: ignore[index]
+        if address and self._free(address, None):
+            raise take_error() or RuntimeFailure("freeing a staged argument failed")
 
     def fetch(self, address: int, nbytes: int) -> bytes:
         """Copy `nbytes` at any address: plain host memory (e.g. `memref.alloc` in host code)
