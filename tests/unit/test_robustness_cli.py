@@ -473,8 +473,6 @@ def test_right_arguments_still_work(entries: object) -> None:
 
 # --- known gaps in areas still being written (strict xfails: they flag the fix) --------------
 
-@pytest.mark.xfail(strict=True, reason="emitter core (ModuleEmitter.declare_function) raises the "
-                   "UnsupportedError of a parameter type without the function's location")
 def test_unsupported_parameter_type_is_located(tmp_path: Path) -> None:
     text = "func.func @main(%t: tensor<4xf32>) -> tensor<4xf32> {\n  return %t : tensor<4xf32>\n}\n"
     path = write(tmp_path, "tensor-param.mlir", text)
@@ -483,8 +481,6 @@ def test_unsupported_parameter_type_is_located(tmp_path: Path) -> None:
     assert status == 1 and err.startswith(f"{path}:1:1: error: type 'tensor<4xf32>'"), err
 
 
-@pytest.mark.xfail(strict=True, reason="NVPTX target turns known_block_size 0 (a launch with a "
-                   "constant zero block size) into nvvm.reqntid 0, and LLVM aborts the process")
 def test_zero_block_size_does_not_abort(tmp_path: Path) -> None:
     source = (ROOT / "tests" / "corpus" / "printf.mlir").read_text()
     text = source.replace("%c4 = arith.constant 4 : index", "%c4 = arith.constant 0 : index")

@@ -163,7 +163,13 @@ class ModuleEmitter:
         name = symbol_name(op)
         ftype = attr(op, "function_type")
         assert isinstance(ftype, FunctionType)
-        fn = self.declare(name, self.function_type(ftype))
+        try:
+            llvm_type = self.function_type(ftype)
+        except UnsupportedError as exc:  # a parameter/result type: say which function
+            if exc.location is not None or location_of(op) is None:
+                raise
+            raise UnsupportedError(exc.message, location_of(op), exc.notes) from exc
+        fn = self.declare(name, llvm_type)
         if op.regions and op.regions[0].blocks:
             fn.linkage = self.target.function_linkage(op)
         self.functions[name] = fn

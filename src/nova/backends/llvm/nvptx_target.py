@@ -374,7 +374,9 @@ class NvptxTarget(TargetBase):
             return
         fn.calling_convention = "ptx_kernel"
         known = known_block_size(op)
-        if known is not None:
+        # A constant zero (or negative) block size launches nothing valid: leave the bound
+        # out (LLVM aborts on `.reqntid 0`) and let the launch report CUDA's error.
+        if known is not None and all(d >= 1 for d in known):
             dims = ",".join(str(d) for d in known)
             add_string_attribute(fn, "nvvm.reqntid", dims)  # implies the max (ptxas: not both)
 
