@@ -312,6 +312,15 @@ def test_unsupported_op_names_op_and_dialects() -> None:
     assert "test.unknown" in text and "arith" in text and "scf" in text
 
 
+def test_supported_dialects_are_sorted_and_unique() -> None:
+    from nova.backends.llvm.emitter import supported_dialects
+
+    assert supported_dialects(["func.call", "arith.addf", "gpu.launch_func", "vector.print"]) == [
+        "arith", "cf", "func", "gpu", "index", "math", "memref", "scf", "vector"]
+    assert supported_dialects([]) == [
+        "arith", "cf", "func", "index", "math", "memref", "scf", "vector.print"]
+
+
 def test_memrefs_as_block_arguments_and_loop_carried_values() -> None:
     """Descriptors flow through scf.if results, scf.for iter_args and cf block arguments."""
     src = """

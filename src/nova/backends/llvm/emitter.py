@@ -38,9 +38,21 @@ from nova.backends.llvm import types as T
 from nova.backends.llvm.target import Handler, Target
 from nova.errors import LoweringError, SourceLocation, UnsupportedError
 
-CORE_DIALECTS = "arith, math, memref, scf, cf, func, index, vector.print"
+#: Dialects (and single ops) every target's core handlers lower; named in UnsupportedError.
+CORE_DIALECTS: tuple[str, ...] = (
+    "arith", "math", "memref", "scf", "cf", "func", "index", "vector.print")
 
 LoweredValue = ir.Value | M.MemRefDescriptor
+
+
+def supported_dialects(target_op_names: Iterable[str]) -> list[str]:
+    """The sorted, duplicate-free dialect names a target lowers: the core dialects plus the
+    dialects of the target's own handlers (`vector.print` is folded into `vector` when the
+    target lowers the whole dialect), for UnsupportedError messages."""
+    names = set(CORE_DIALECTS) | {n.split(".")[0] for n in target_op_names}
+    if "vector" in names:
+        names.discard("vector.print")
+    return sorted(names)
 
 
 def location_of(op: Operation) -> SourceLocation | None:
@@ -313,8 +325,7 @@ class FunctionEmitter:
 
     def unsupported(self, op: Operation, detail: str = "") -> UnsupportedError:
         extra = f" ({detail})" if detail else ""
-        target_ops = sorted({n.split(".")[0] for n in self.target.handlers})
-        dialects = CORE_DIALECTS + (", " + ", ".join(target_ops) if target_ops else "")
+        dialects = ", ".join(supported_dialects(self.target.handlers))
         return UnsupportedError(
             f"op '{op.name}' is not supported by the {self.target.name} LLVM lowering{extra}; "
             f"supported dialects: {dialects}", location_of(op))
