@@ -74,6 +74,35 @@ def scale4(out, x, a):
 
 
 @nova.kernel
+def scale8(out, x, a):
+    """As scale4 with eight independent loads in flight per thread."""
+    n = len(x)
+    stride = nova.grid_dim(0) * nova.block_dim(0)
+    i = nova.global_id(0)
+    while i + 7 * stride < n:
+        v0 = x[i]
+        v1 = x[i + stride]
+        v2 = x[i + 2 * stride]
+        v3 = x[i + 3 * stride]
+        v4 = x[i + 4 * stride]
+        v5 = x[i + 5 * stride]
+        v6 = x[i + 6 * stride]
+        v7 = x[i + 7 * stride]
+        out[i] = a * v0
+        out[i + stride] = a * v1
+        out[i + 2 * stride] = a * v2
+        out[i + 3 * stride] = a * v3
+        out[i + 4 * stride] = a * v4
+        out[i + 5 * stride] = a * v5
+        out[i + 6 * stride] = a * v6
+        out[i + 7 * stride] = a * v7
+        i += 8 * stride
+    while i < n:
+        out[i] = a * x[i]
+        i += stride
+
+
+@nova.kernel
 def tiled_matmul(c, a, b):
     sa = nova.shared_array((TILE, TILE), nova.float32)
     sb = nova.shared_array((TILE, TILE), nova.float32)
@@ -206,10 +235,15 @@ def bench_bandwidth(device: nova.Device, n: int, repeat: int) -> dict[str, Any]:
     t = _timed(device, lambda: scale4[grid4, BLOCK](out, x, np.float32(2)), repeat)
     row["nova_x4_gbs"] = nbytes / t / 1e9
     row["nova_x4_ok"] = bool(np.array_equal(out.numpy(), x_host * np.float32(2)))
+    device.memset(out, 0)
+    t = _timed(device, lambda: scale8[grid4, BLOCK](out, x, np.float32(2)), repeat)
+    row["nova_x8_gbs"] = nbytes / t / 1e9
+    row["nova_x8_ok"] = bool(np.array_equal(out.numpy(), x_host * np.float32(2)))
     t = _timed(device, lambda: device.copy_dtod(out, x, stream=device.default_stream), repeat)
     row["copy_gbs"] = nbytes / t / 1e9
     row["nova_vs_copy"] = row["nova_gbs"] / row["copy_gbs"]
     row["nova_x4_vs_copy"] = row["nova_x4_gbs"] / row["copy_gbs"]
+    row["nova_x8_vs_copy"] = row["nova_x8_gbs"] / row["copy_gbs"]
     cupy = _cupy() if device.kind == "cuda" else None
     if cupy is not None:
         def run() -> dict[str, float]:
