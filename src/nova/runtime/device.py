@@ -143,11 +143,27 @@ class DeviceModule(ABC):
     def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction: ...
 
 
-def _dim3(value: int | Sequence[int], what: str) -> Dim3:
+def _dim3(value: int | Sequence[int], what: str, kernel: str) -> Dim3:
+    """`value` as a (x, y, z) launch shape, or an ArgumentError naming `kernel` and what was
+    launched (a zero dimension is rejected as CUDA rejects it, never run as an empty launch)."""
     dims = (value,) if isinstance(value, int) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
-        raise ArgumentError(f"{what} must be 1 to 3 positive ints, got {value!r}")
-    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+    if not 1 <= len(dims) <= 3 or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise ArgumentError(f"kernel @{kernel}: {what} size must be 1 to 3 ints, got {value!r}")
+    shape = (*dims, *(1,) * (3 - len(dims)))
+    if any(d < 1 for d in dims):
+        raise ArgumentError(f"kernel @{kernel}: {what} size {shape}: every dimension must be "
+                            ">= 1")
+    return shape  # type: ignore[return-value]
+
+
+def _check_limits(kernel: str, what: str, shape: Dim3, limits: Dim3) -> None:
+    """Reject a launch dimension above the device's limit, as cuLaunchKernel does with
+    CUDA_ERROR_INVALID_VALUE (so the CPU device fails where a GPU would, rather than run)."""
+    for axis, dim, limit in zip("xyz", shape, limits, strict=True):
+        if dim > limit:
+            raise ArgumentError(f"kernel @{kernel}: {what} size {shape}: {axis} = {dim} exceeds "
+                                f"the device limit of {limit} (invalid launch configuration)")
 
 
 def check_nbytes(nbytes: object, what: str = "nbytes") -> int:
@@ -398,16 +414,21 @@ class Device(ABC):
         ctypes values / ints / floats / Buffers, one per expanded kernel parameter."""
         if not isinstance(function, DeviceFunction) or function.module.device is not self:
             raise ArgumentError(f"{function!r} is not a function loaded on {self!r}")
-        g, b = _dim3(grid, "grid"), _dim3(block, "block")
-        c = None if cluster is None else _dim3(cluster, "cluster")
+        name = function.name
+        g, b = _dim3(grid, "grid", name), _dim3(block, "block", name)
+        c = None if cluster is None else _dim3(cluster, "cluster", name)
         if c is not None and any(gd % cd for gd, cd in zip(g, c, strict=True)):
-            raise ArgumentError(f"launch of @{function.name}: grid {g} is not a multiple of the "
+            raise ArgumentError(f"kernel @{name}: grid size {g} is not a multiple of the "
                                 f"cluster shape {c}")
         check_nbytes(shared_bytes, "shared_bytes")
         props = self.properties
-        if b[0] * b[1] * b[2] > props.max_threads_per_block:
-            raise ArgumentError(f"launch of @{function.name}: block {b} has more than "
-                                f"{props.max_threads_per_block} threads")
+        threads = b[0] * b[1] * b[2]
+        if threads > props.max_threads_per_block:
+            raise ArgumentError(f"kernel @{name}: block size {b} has {threads} threads, more "
+                                f"than the device's {props.max_threads_per_block} per block "
+                                "(too many threads per block)")
+        _check_limits(name, "block", b, props.max_block_dim)
+        _check_limits(name, "grid", g, props.max_grid_dim)
         self._launch(function, g, b, params, shared_bytes, self._stream(stream), c)
 
 
