@@ -115,6 +115,10 @@ ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
     _fn("nova_rt_host_assert_fail", I32,
         "A host-side cf.assert failed with `message` (NUL-terminated). Always returns nonzero.",
         ("message", P)),
+    _fn("nova_rt_host_alloc_failed", I32,
+        "A host memref.alloc of `size` bytes failed (malloc returned null; `size` < 0: a dynamic "
+        "size was negative or the byte size overflowed i64). Always returns nonzero.",
+        ("size", I64)),
     # --- modules and kernels ----------------------------------------------------------------
     _fn("nova_rt_module_load", I32,
         "Load the device module described by a DeviceModuleDescriptor; *out = module handle.",
