@@ -178,6 +178,7 @@ module attributes {gpu.container_module} {
         assert flag is not None, (line, lines[i + 1])
         assert re.match(rf'\s*br i1 {re.escape(flag.group(1))}, label %"nova.raise", label',
                         lines[i + 2]), lines[i + 2]
-    assert seen == fallible - {"nova_rt_host_assert_fail", "nova_rt_launch",
+    assert seen == fallible - {"nova_rt_host_assert_fail", "nova_rt_host_alloc_failed",
+                               "nova_rt_launch",
                                "nova_rt_memset16", "nova_rt_memset8", "nova_rt_event_synchronize"}
     assert any("call void @\"nova_rt_print_f32\"" in line for line in lines)

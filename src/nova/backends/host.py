@@ -6,7 +6,8 @@ whose hooks and handlers make the host-specific parts:
 
 * gpu ops (launch_func, wait, alloc, memcpy, ...) -> ABI calls, async tokens as streams
   (`host_gpu_ops`, `host_device`), every fallible call checked (`host_abi`);
-* memref.alloc/dealloc -> malloc (aligned_alloc for alignments above 16) / free;
+* memref.alloc/dealloc -> malloc (aligned_alloc for alignments above 16) / free; a null result
+  (or a negative / overflowing size) -> nova_rt_host_alloc_failed + nova_rt_raise;
 * cf.assert -> nova_rt_host_assert_fail + nova_rt_raise;
 * runner utilities, vector.print, external declarations (`host_runner`);
 * each public function `@f` -> an exported `void @__nova_entry_f(ptr args, ptr results)` wrapper
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from llvmlite import ir
-from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.dialects.builtin import FunctionType, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Operation
 
 from nova.backends.llvm import types as T
@@ -57,6 +58,29 @@ class HostLowering:
     """gpu.modules whose `__nova_devmod_<m>` descriptor the host code references."""
 
 
+def _invalid_byte_size(fe: FunctionEmitter, op: Operation) -> ir.Value | None:
+    """An i1 that is true when a dynamic size of memref.alloc `op` is negative or the byte size
+    (element size times every dimension) overflows i64; None when every size is static (the
+    core lowering's count then cannot wrap at run time)."""
+    ty = op.results[0].type
+    assert isinstance(ty, MemRefType)
+    shape = ty.get_shape()
+    if not any(T.is_dynamic(d) for d in shape):
+        return None
+    b = fe.builder
+    zero = ir.Constant(T.I64, 0)
+    dynamic = iter(op.operands)
+    total: ir.Value = ir.Constant(T.I64, T.element_size(ty.element_type))
+    invalid: ir.Value = ir.Constant(ir.IntType(1), 0)
+    for dim in shape:
+        size = fe.lookup(next(dynamic)) if T.is_dynamic(dim) else ir.Constant(T.I64, dim)
+        product = b.smul_with_overflow(total, size)
+        total = b.extract_value(product, 0)
+        negative = b.icmp_signed("<", size, zero)
+        invalid = b.or_(invalid, b.or_(negative, b.extract_value(product, 1)))
+    return invalid
+
+
 class HostTarget(TargetBase):
     """Target hooks for x86-64 host code (see the module docstring)."""
 
@@ -86,6 +110,30 @@ class HostTarget(TargetBase):
 
     def alloc(self, fe: FunctionEmitter, op: Operation, size_bytes: ir.Value,
               alignment: int) -> ir.Value:
+        """malloc/aligned_alloc, checked: a negative dynamic size or an overflowing byte size,
+        and a null result for a nonzero size, report `nova_rt_host_alloc_failed` and unwind
+        (an OutOfMemoryError) instead of handing a null pointer to the program."""
+        b = fe.builder
+        invalid = _invalid_byte_size(fe, op)
+        if invalid is not None:
+            with b.if_then(invalid, likely=False):
+                self._alloc_failed(fe, ir.Constant(T.I64, -1))
+        pointer = self._heap_alloc(fe, op, size_bytes, alignment)
+        null = b.icmp_unsigned("==", pointer, ir.Constant(T.PTR, None))
+        nonempty = b.icmp_unsigned("!=", size_bytes, ir.Constant(T.I64, 0))
+        with b.if_then(b.and_(null, nonempty), likely=False):
+            self._alloc_failed(fe, size_bytes)
+        return pointer
+
+    def _alloc_failed(self, fe: FunctionEmitter, size: ir.Value) -> None:
+        abi = self._abi()
+        abi.call(fe.builder, "nova_rt_host_alloc_failed", [size])
+        abi.call(fe.builder, RAISE, [])
+        fe.builder.unreachable()
+
+    @staticmethod
+    def _heap_alloc(fe: FunctionEmitter, op: Operation, size_bytes: ir.Value,
+                    alignment: int) -> ir.Value:
         if alignment <= MALLOC_ALIGNMENT:
             malloc = fe.module.declare("malloc", ir.FunctionType(T.PTR, [T.I64]))
             return fe.builder.call(malloc, [size_bytes])

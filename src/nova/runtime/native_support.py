@@ -21,7 +21,7 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
-from nova.errors import NovaError, RuntimeFailure
+from nova.errors import NovaError, OutOfMemoryError, RuntimeFailure
 
 _UNWIND_IR = r"""
 @nova_unwind_key = global i32 0
@@ -191,9 +191,31 @@ def _host_assert_fail(message: int) -> int:
 _HOST_ASSERT_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(_host_assert_fail)
 
 
+def host_alloc_failure(size: int) -> OutOfMemoryError:
+    """The error for a failed host `memref.alloc` of `size` bytes (< 0: negative/overflowed)."""
+    if size < 0:
+        return OutOfMemoryError("host memref.alloc failed: a dynamic size is negative or the "
+                                "allocation's byte size overflows 64 bits")
+    return OutOfMemoryError(f"host memref.alloc of {size} bytes failed (out of host memory)")
+
+
+def _host_alloc_failed(size: int) -> int:
+    try:
+        record_error(host_alloc_failure(size))
+    except Exception as exc:  # never let an exception cross the C boundary
+        record_error(RuntimeFailure(f"host memref.alloc failed ({exc})"))
+    return 1
+
+
+_HOST_ALLOC_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64)(_host_alloc_failed)
+
+
 def control_symbols() -> dict[str, int]:
-    """Device-independent ABI functions: the unwind pair and `nova_rt_host_assert_fail`."""
+    """Device-independent ABI functions (the same on cpu and cuda): the unwind pair,
+    `nova_rt_host_assert_fail` and `nova_rt_host_alloc_failed`."""
     symbols = unwind_symbols()
     symbols["nova_rt_host_assert_fail"] = ctypes.cast(_HOST_ASSERT_CALLBACK,
                                                       ctypes.c_void_p).value or 0
+    symbols["nova_rt_host_alloc_failed"] = ctypes.cast(_HOST_ALLOC_CALLBACK,
+                                                       ctypes.c_void_p).value or 0
     return symbols

@@ -94,8 +94,8 @@ class TraceRuntime:
                 return 1
             if behave is not None:
                 behave(self, name, ordinal, args)
-            if name == "nova_rt_host_assert_fail":
-                return 1
+            if name in ("nova_rt_host_assert_fail", "nova_rt_host_alloc_failed"):
+                return 1  # "always returns nonzero"
             return 0 if _BY_NAME[name].result.value == "i32" else None
 
         return callback
