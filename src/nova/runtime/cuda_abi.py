@@ -11,6 +11,7 @@ sticky error, so later device-layer calls fail fast instead of cascading).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 from collections.abc import Mapping
@@ -49,6 +50,8 @@ _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_vo
                                     ctypes.c_void_p)
 _MEMCPY_TYPE = ABI_BY_NAME["nova_rt_memcpy"].ctypes_prototype()
 _ALLOC_TYPE = ABI_BY_NAME["nova_rt_mem_alloc"].ctypes_prototype()
+_STAGING_PER_SIZE = 4  # cached managed staging blocks per byte size (per program)
+_STAGING_MAX_BYTES = 64 << 20  # larger staged arrays are freed after each call
 _FREE_TYPE = ABI_BY_NAME["nova_rt_mem_free"].ctypes_prototype()
 _SYNC_TYPE = ABI_BY_NAME["nova_rt_stream_synchronize"].ctypes_prototype()
 
@@ -202,6 +205,7 @@ class CudaAbi:
         self.call_entry = _CALL_ENTRY_TYPE(self.native.call_entry)
         self._memcpy = _MEMCPY_TYPE(self.native.addresses["nova_rt_memcpy"])
         self._alloc = _ALLOC_TYPE(self.native.addresses["nova_rt_mem_alloc"])
+        self._staging: dict[int, list[int]] = {}  # nbytes -> cached managed blocks
         self._free = _FREE_TYPE(self.native.addresses["nova_rt_mem_free"])
         self._sync = _SYNC_TYPE(self.native.addresses["nova_rt_stream_synchronize"])
 
@@ -282,14 +286,28 @@ class CudaAbi:
         code). Nova buffers passed in place stay the fast path."""
         if not array.nbytes:
             return 0, (0, array)
-        pointer = ctypes.c_void_p()
-        if self._alloc(ctypes.addressof(pointer), array.nbytes, None, 1):
-            raise take_error() or RuntimeFailure("staging allocation failed")
-        address = pointer.value or 0
+        address = self._take_staging(array.nbytes)
         if self._memcpy(address, array.ctypes.data, array.nbytes, None):
-            self._free(address, None)
+            self._give_staging(address, array.nbytes)
             raise take_error() or RuntimeFailure("staging copy failed")
         return address, (address, array)
+
+    def _take_staging(self, nbytes: int) -> int:
+        """A managed block of `nbytes`: a cached one (calls repeat with the same shapes) or new."""
+        with contextlib.suppress(KeyError, IndexError):  # none cached (or another thread won)
+            return self._staging[nbytes].pop()
+        pointer = ctypes.c_void_p()
+        if self._alloc(ctypes.addressof(pointer), nbytes, None, 1):
+            raise take_error() or RuntimeFailure("staging allocation failed")
+        return pointer.value or 0
+
+    def _give_staging(self, address: int, nbytes: int) -> None:
+        """Keep up to _STAGING_PER_SIZE blocks per size for the next call; free the rest."""
+        cached = self._staging.setdefault(nbytes, [])
+        if len(cached) < _STAGING_PER_SIZE and nbytes <= _STAGING_MAX_BYTES:
+            cached.append(address)
+        elif self._free(address, None):
+            raise take_error() or RuntimeFailure("freeing a staged argument failed")
 
     def stage_out(self, token: object) -> None:
         address, array = token  # type: ignore[misc]
@@ -299,9 +317,12 @@ class CudaAbi:
             raise take_error() or RuntimeFailure("copying a staged argument back failed")
 
     def release(self, token: object) -> None:
-        address = token[0] if token is not None else 0  # type: ignore[index]
-        if address and self._free(address, None):
-            raise take_error() or RuntimeFailure("freeing a staged argument failed")
+        """Return a staged block (the call has synchronized: nothing uses it any more)."""
+        if token is None:
+            return
+        address, array = token  # type: ignore[misc]
+        if address:
+            self._give_staging(address, array.nbytes)
 
     def fetch(self, address: int, nbytes: int) -> bytes:
         """Copy `nbytes` at any address: plain host memory (e.g. `memref.alloc` in host code)
@@ -332,6 +353,11 @@ class CudaAbi:
             raise take_error() or RuntimeFailure("cuStreamSynchronize failed")
 
     def close(self) -> None:
-        """Modules stay cached by the device; forget this program's handles."""
+        """Modules stay cached by the device; forget this program's handles and free the
+        cached staging blocks."""
         self._modules.clear()
         self._functions.clear()
+        staging, self._staging = self._staging, {}
+        for blocks in staging.values():
+            for address in blocks:
+                self._free(address, None)
