@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llvmlite import ir
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, LoweredValue, attr
@@ -27,6 +27,29 @@ def _expect(fe: FunctionEmitter, term: Operation, names: Sequence[str]) -> None:
     if term.name not in names:
         raise fe.error(term, f"expected {' or '.join(names)} as region terminator, "
                              f"found '{term.name}'")
+
+
+def _emit_arms_into_merge(fe: FunctionEmitter, op: Operation,
+                          arms: Sequence[tuple[Region, ir.Block]], merge: ir.Block) -> None:
+    """Emit each arm region (ending in scf.yield) into its block, branching to `merge`.
+
+    Shared by scf.if and scf.index_switch: every arm yields one value per result of `op`,
+    and `merge` gets one phi per result fed from the block each arm ended in.
+    """
+    b = fe.builder
+    incoming: list[tuple[list[LoweredValue], ir.Block]] = []
+    for region, block in arms:
+        b.position_at_end(block)
+        term = fe.emit_inline(region.blocks[0], [])
+        _expect(fe, term, ("scf.yield",))
+        incoming.append(([fe.lookup_any(v) for v in term.operands], b.block))
+        b.branch(merge)
+    b.position_at_end(merge)
+    for i, res in enumerate(op.results):
+        phi = fe.make_phi(res.type)
+        for values, block in incoming:
+            fe.add_incoming(phi, values[i], block)
+        fe.bind(res, phi)
 
 
 def lower_for(fe: FunctionEmitter, op: Operation) -> None:
@@ -71,21 +94,10 @@ def lower_if(fe: FunctionEmitter, op: Operation) -> None:
     else_bb = fe.function.append_basic_block("if.else") if has_else else None
     merge = fe.function.append_basic_block("if.end")
     b.cbranch(cond, then_bb, else_bb or merge)
-    incoming: list[tuple[list[LoweredValue], ir.Block]] = []
-    for region, block in ((then_region, then_bb), (else_region, else_bb)):
-        if block is None:
-            continue
-        b.position_at_end(block)
-        term = fe.emit_inline(region.blocks[0], [])
-        _expect(fe, term, ("scf.yield",))
-        incoming.append(([fe.lookup_any(v) for v in term.operands], b.block))
-        b.branch(merge)
-    b.position_at_end(merge)
-    for i, res in enumerate(op.results):
-        phi = fe.make_phi(res.type)
-        for values, block in incoming:
-            fe.add_incoming(phi, values[i], block)
-        fe.bind(res, phi)
+    arms = [(then_region, then_bb)]
+    if else_bb is not None:
+        arms.append((else_region, else_bb))
+    _emit_arms_into_merge(fe, op, arms, merge)
 
 
 def lower_while(fe: FunctionEmitter, op: Operation) -> None:
@@ -225,24 +237,12 @@ def lower_index_switch(fe: FunctionEmitter, op: Operation) -> None:
     default_region, case_regions = op.regions[0], op.regions[1:]
     default_bb = fe.function.append_basic_block("switch.default")
     sw = b.switch(flag, default_bb)
-    incoming: list[tuple[list[LoweredValue], ir.Block]] = []
     targets = [(default_region, default_bb)]
     for value, region in zip(cases, case_regions, strict=True):
         bb = fe.function.append_basic_block(f"switch.case{value}")
         sw.add_case(ir.Constant(flag.type, value), bb)
         targets.append((region, bb))
-    for region, bb in targets:
-        b.position_at_end(bb)
-        term = fe.emit_inline(region.blocks[0], [])
-        _expect(fe, term, ("scf.yield",))
-        incoming.append(([fe.lookup_any(v) for v in term.operands], b.block))
-        b.branch(merge)
-    b.position_at_end(merge)
-    for i, res in enumerate(op.results):
-        phi = fe.make_phi(res.type)
-        for values, block in incoming:
-            fe.add_incoming(phi, values[i], block)
-        fe.bind(res, phi)
+    _emit_arms_into_merge(fe, op, targets, merge)
 
 
 HANDLERS: dict[str, Handler] = {
