@@ -17,18 +17,26 @@ if TYPE_CHECKING:
     from nova.runtime.cuda.device import CudaDevice
 
 
-class CudaStream(Stream):
-    """A CUstream created with CU_STREAM_NON_BLOCKING. `.cu` is the bindings handle."""
+class _OwnedDriverHandle:
+    """The driver-handle ownership CudaStream and CudaEvent share.
 
-    def __init__(self, device: CudaDevice) -> None:
-        super().__init__(device)
-        drv = device.driver
-        flags = int(drv.raw.CUstream_flags.CU_STREAM_NON_BLOCKING)
-        self.cu: Any = drv.call("cuStreamCreate", flags)
-        self._handle = int(self.cu)
-        self.last_kernel: str | None = None
+    `_own` keeps the bindings handle as `.cu` and its integer value as `handle`, and registers a
+    finalizer that releases it through `CudaDriver.quiet` (not at interpreter exit); `_live`
+    returns `.cu`, refusing a closed handle with a DeviceError that names `what` it is.
+    """
+
+    cu: Any
+    _handle: int
+    _closed: bool
+    _what: str
+    _finalizer: weakref.finalize
+
+    def _own(self, driver: Any, cu: Any, destroy: str, what: str) -> None:
+        self.cu = cu
+        self._handle = int(cu)
+        self._what = what
         self._closed = False
-        self._finalizer = weakref.finalize(self, drv.quiet, "cuStreamDestroy", self.cu)
+        self._finalizer = weakref.finalize(self, driver.quiet, destroy, cu)
         self._finalizer.atexit = False
 
     @property
@@ -37,8 +45,19 @@ class CudaStream(Stream):
 
     def _live(self) -> Any:
         if self._closed:
-            raise DeviceError(f"use of a closed stream {self._handle:#x}")
+            raise DeviceError(f"use of a closed {self._what} {self._handle:#x}")
         return self.cu
+
+
+class CudaStream(_OwnedDriverHandle, Stream):
+    """A CUstream created with CU_STREAM_NON_BLOCKING. `.cu` is the bindings handle."""
+
+    def __init__(self, device: CudaDevice) -> None:
+        super().__init__(device)
+        drv = device.driver
+        flags = int(drv.raw.CUstream_flags.CU_STREAM_NON_BLOCKING)
+        self._own(drv, drv.call("cuStreamCreate", flags), "cuStreamDestroy", "stream")
+        self.last_kernel: str | None = None
 
     def synchronize(self) -> None:
         self.device.driver.call("cuStreamSynchronize", self._live(), kernel=self.last_kernel)
@@ -70,28 +89,15 @@ class CudaStream(Stream):
         return self._closed
 
 
-class CudaEvent(Event):
+class CudaEvent(_OwnedDriverHandle, Event):
     """A CUevent (CU_EVENT_DISABLE_TIMING unless `timing`). `.cu` is the bindings handle."""
 
     def __init__(self, device: CudaDevice, timing: bool) -> None:
         super().__init__(device, timing)
         drv = device.driver
         flags = 0 if timing else int(drv.raw.CUevent_flags.CU_EVENT_DISABLE_TIMING)
-        self.cu: Any = drv.call("cuEventCreate", flags)
-        self._handle = int(self.cu)
+        self._own(drv, drv.call("cuEventCreate", flags), "cuEventDestroy", "event")
         self._recorded = False
-        self._closed = False
-        self._finalizer = weakref.finalize(self, drv.quiet, "cuEventDestroy", self.cu)
-        self._finalizer.atexit = False
-
-    @property
-    def handle(self) -> int:
-        return self._handle
-
-    def _live(self) -> Any:
-        if self._closed:
-            raise DeviceError(f"use of a closed event {self._handle:#x}")
-        return self.cu
 
     def record(self, stream: Stream | None = None) -> Event:
         s = self.device._stream(stream)
