@@ -206,6 +206,11 @@ class CpuAbi:
             return
         if not dst or not src:
             raise RuntimeFailure(f"nova_rt_memcpy of {size} bytes with a null pointer")
+        self._submit_copy(dst, src, size, stream)
+
+    def _submit_copy(self, dst: int, src: int, size: int, stream: int | None) -> None:
+        """Copy `size` bytes in stream order (the checked part of `_memcpy`; the graph
+        recorder overrides it to record the copy instead)."""
         self.device.copy_dtod(dst, src, size, self._stream(stream))
 
     def _memset(self, dst: int | None, value: int, count: int, stream: int | None,
@@ -221,7 +226,12 @@ class CpuAbi:
             raw = (ctypes.c_char * nbytes).from_address(dst)
             np.frombuffer(raw, dtype=dtype)[:] = pattern
 
-        self._enqueue(self._stream(stream), fill, f"memset of {nbytes} bytes")
+        self._submit_task(stream, fill, f"memset of {nbytes} bytes")
+
+    def _submit_task(self, stream: int | None, work: Callable[[], None], what: str) -> None:
+        """Run `work` in the order of ABI stream `stream` (the checked part of `_memset`; the
+        graph recorder overrides it to record the task instead)."""
+        self._enqueue(self._stream(stream), work, what)
 
     def _memset32(self, dst: int | None, value: int, count: int, stream: int | None) -> None:
         self._memset(dst, value, count, stream, np.uint32)

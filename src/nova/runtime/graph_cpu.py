@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from nova.errors import NovaError, RuntimeFailure
 from nova.runtime.cpu_abi import CpuAbi
@@ -127,27 +126,11 @@ class CpuRecorder(CpuAbi):
                                  "nova_rt_mem_alloc (or was freed already)")
         # kept: replays use the same addresses; released when the CapturedEntry closes
 
-    def _memcpy(self, dst: int | None, src: int | None, size: int, stream: int | None) -> None:
-        if size == 0:
-            return
-        if not dst or not src:
-            raise RuntimeFailure(f"nova_rt_memcpy of {size} bytes with a null pointer")
+    def _submit_copy(self, dst: int, src: int, size: int, stream: int | None) -> None:
         self.ops.append(("copy", self._vs(stream), dst, src, size))
 
-    def _memset(self, dst: int | None, value: int, count: int, stream: int | None,
-                dtype: type[np.unsignedinteger]) -> None:
-        if count == 0:
-            return
-        if not dst:
-            raise RuntimeFailure("memset of a null pointer")
-        pattern = dtype(value & int(np.iinfo(dtype).max))
-        nbytes = count * np.dtype(dtype).itemsize
-
-        def fill() -> None:
-            raw = (ctypes.c_char * nbytes).from_address(dst)
-            np.frombuffer(raw, dtype=dtype)[:] = pattern
-
-        self.ops.append(("task", self._vs(stream), fill, f"memset of {nbytes} bytes"))
+    def _submit_task(self, stream: int | None, work: Callable[[], None], what: str) -> None:
+        self.ops.append(("task", self._vs(stream), work, what))
 
     def close(self) -> None:
         self._events.clear()  # virtual events: nothing to release
