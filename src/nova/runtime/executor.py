@@ -18,7 +18,7 @@ import ctypes
 import re
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -282,15 +282,22 @@ class EntryFunction:
         return error
 
     def _results(self, plan: _Plan, abi: DeviceAbi) -> Any:
-        values = []
-        for spec, storage in zip(self.entry.results, plan.result_storage, strict=True):
-            if spec.kind == "memref":
-                values.append(_memref_result(spec, storage, abi))  # type: ignore[arg-type]
-            else:
-                values.append(marshal.scalar_result(spec, storage))  # type: ignore[arg-type]
-        if not values:
-            return None
-        return values[0] if len(values) == 1 else tuple(values)
+        return python_results(self.entry.results, plan.result_storage, abi)
+
+
+def python_results(specs: Sequence[TypeSpec], result_storage: Sequence[object],
+                   abi: DeviceAbi) -> Any:
+    """What a call returns to Python, read from the entry's result storage (shared by direct
+    calls and graph replays): None, the one value, or a tuple of the values."""
+    values = []
+    for spec, storage in zip(specs, result_storage, strict=True):
+        if spec.kind == "memref":
+            values.append(_memref_result(spec, storage, abi))  # type: ignore[arg-type]
+        else:
+            values.append(marshal.scalar_result(spec, storage))  # type: ignore[arg-type]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _memref_result(spec: TypeSpec, words: ctypes.Array, abi: DeviceAbi) -> np.ndarray:

@@ -274,18 +274,10 @@ class CapturedEntry:
             keep.append((array, contiguous))
 
     def _results(self) -> Any:
-        from nova.runtime.executor import _memref_result
+        from nova.runtime.executor import python_results
 
         abi = self.module._require_open()
-        values = []
-        for spec, storage in zip(self.entry.results, self._plan.result_storage, strict=True):
-            if spec.kind == "memref":
-                values.append(_memref_result(spec, storage, abi))  # type: ignore[arg-type]
-            else:
-                values.append(marshal.scalar_result(spec, storage))  # type: ignore[arg-type]
-        if not values:
-            return None
-        return values[0] if len(values) == 1 else tuple(values)
+        return python_results(self.entry.results, self._plan.result_storage, abi)
 
     # --- lifetime -----------------------------------------------------------------------------
     def close(self) -> None:
