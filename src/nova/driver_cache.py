@@ -24,6 +24,35 @@ _COMPILER_PARTS = ("frontend", "ir", "passes", "backends", "bundle", "driver.py"
                    "driver_stages.py", "errors.py")
 
 
+def read_digested(path: Path) -> bytes | None:
+    """The payload of a cache file written by `write_digested`, or None when it is missing or
+    unreadable; a torn or corrupt file (its SHA-256 prefix does not match) is deleted."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    digest, data = raw[:_DIGEST], raw[_DIGEST:]
+    if len(raw) < _DIGEST or hashlib.sha256(data).digest() != digest:
+        path.unlink(missing_ok=True)
+        return None
+    return data
+
+
+def write_digested(path: Path, data: bytes) -> None:
+    """Write `data` behind its SHA-256 atomically (a temporary file renamed over `path`, removed
+    again if the write fails), so readers see the old entry or the whole new one. Raises
+    OSError; callers that treat the cache as optional catch it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(hashlib.sha256(data).digest() + data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _dist_version(package: str) -> str:
     """A package's installed version, read from its dist-info directory name (no import)."""
     spec = importlib.util.find_spec(package)
@@ -93,30 +122,12 @@ class BundleCache:
 
     def get(self, key: str) -> bytes | None:
         """The cached bytes for `key`, or None (missing, unreadable or corrupt entries)."""
-        path = self._path(key)
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            return None
-        digest, data = raw[:_DIGEST], raw[_DIGEST:]
-        if len(raw) < _DIGEST or hashlib.sha256(data).digest() != digest:
-            path.unlink(missing_ok=True)
-            return None
-        return data
+        return read_digested(self._path(key))
 
     def put(self, key: str, data: bytes) -> None:
         """Store `data` atomically; a cache that cannot be written is silently skipped."""
-        path = self._path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(hashlib.sha256(data).digest() + data)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_digested(self._path(key), data)
             self._prune()
         except OSError:
             return

@@ -12,10 +12,9 @@ compiler sources). Entries carry a digest; a torn or corrupt entry reads as a mi
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from nova import config
 from nova.bundle.format import Kernel, KernelParam, TypeSpec
+from nova.driver_cache import read_digested, write_digested
 from nova.frontend.kernel import types as T
 from nova.frontend.kernel.source import FunctionSource
 
@@ -99,13 +99,8 @@ def _decode(data: bytes) -> CompiledImages:
 
 def _cache_get(key: str) -> CompiledImages | None:
     path = _cache_path(key)
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    digest, data = raw[:32], raw[32:]
-    if len(raw) < 32 or hashlib.sha256(data).digest() != digest:
-        path.unlink(missing_ok=True)
+    data = read_digested(path)
+    if data is None:
         return None
     try:
         return _decode(data)
@@ -117,18 +112,8 @@ def _cache_get(key: str) -> CompiledImages | None:
 def _cache_put(key: str, images: CompiledImages) -> None:
     path = _cache_path(key)
     data = _encode(images)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(hashlib.sha256(data).digest() + data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        pass  # an unwritable cache only costs recompilation
+    with contextlib.suppress(OSError):  # an unwritable cache only costs recompilation
+        write_digested(path, data)
 
 
 def lower(module: ModuleOp, target: str, arch: str) -> CompiledImages:
