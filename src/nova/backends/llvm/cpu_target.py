@@ -196,25 +196,8 @@ class CpuFunctionEmitter(FunctionEmitter):
         super().__init__(me, func_op, fn)
         self.tctx = fn.args[0]
 
-    def emit_body(self) -> None:
-        region = self.func_op.regions[0]
-        entry = region.blocks[0]
-        params = list(self.function.args)[1:]
-        values: list[M.MemRefDescriptor | ir.Value] = []
-        for ty in _ftype(self.func_op).inputs.data:
-            count = len(TY.expanded_param_types(ty, self.module.address_space))
-            chunk, params = params[:count], params[count:]
-            values.append(M.from_fields(ty, chunk) if isinstance(ty, MemRefType) else chunk[0])
-        extra = list(entry.args[len(values):])
-        n_workgroup = int_attr(self.func_op, "workgroup_attributions") or 0
-        for i, arg in enumerate(extra):
-            kind = "workgroup" if i < n_workgroup else "private"
-            if not isinstance(arg.type, MemRefType):
-                raise self.error(self.func_op, f"{kind} attribution must be a memref, "
-                                               f"got {arg.type}")
-            index = i if kind == "workgroup" else i - n_workgroup
-            values.append(self.target.attribution(self, self.func_op, kind, arg.type, index))
-        self.emit_region_cfg(region, values)
+    def param_args(self) -> list[ir.Argument]:
+        return list(self.function.args)[1:]
 
 
 def _workgroup_base(fe: FunctionEmitter) -> ir.Value:

@@ -349,6 +349,11 @@ class FunctionEmitter:
                 raise UnsupportedError(exc.message, location_of(op), exc.notes) from exc
             raise
 
+    def param_args(self) -> list[ir.Argument]:
+        """The LLVM parameters that carry the function's MLIR arguments, expanded (all of them
+        here; the CPU target's emitter drops its leading thread-context parameter)."""
+        return list(self.function.args)
+
     def emit_body(self) -> None:
         """Bind the entry block's arguments (expanded LLVM params, attributions) and lower the
         function's region."""
@@ -356,7 +361,7 @@ class FunctionEmitter:
         entry = region.blocks[0]
         ftype = attr(self.func_op, "function_type")
         assert isinstance(ftype, FunctionType)
-        params = list(self.function.args)
+        params = self.param_args()
         values: list[LoweredValue] = []
         for ty in ftype.inputs.data:
             count = len(T.expanded_param_types(ty, self.module.address_space))
