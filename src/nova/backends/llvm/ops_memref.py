@@ -139,19 +139,27 @@ def _mixed(fe: FunctionEmitter, static: list[int], dynamic: list[ir.Value]) -> l
     return [fe.lookup(next(it)) if v == DYNAMIC else M.const_index(v) for v in static]
 
 
-def lower_subview(fe: FunctionEmitter, op: Operation) -> None:
-    """offset' = offset + sum(off_i * stride_i); stride'_i = stride_i * step_i; dropped unit
-    dimensions (rank-reducing) are removed by matching the result type's rank."""
-    src = fe.lookup_memref(op.operands[0])
-    res_ty = op.results[0].type
-    assert isinstance(res_ty, MemRefType)
+def _offsets_sizes_strides(fe: FunctionEmitter, op: Operation
+                           ) -> tuple[list[ir.Value], list[ir.Value], list[ir.Value]]:
+    """The mixed static/dynamic offsets, sizes and strides of a subview or reinterpret_cast
+    (operand 0 is the source; operandSegmentSizes splits the dynamic operands after it)."""
     segs = list(attr(op, "operandSegmentSizes").get_values())  # type: ignore[union-attr]
     ops = list(op.operands[1:])
     dyn_off, dyn_size, dyn_stride = (ops[:segs[1]], ops[segs[1]:segs[1] + segs[2]],
                                      ops[segs[1] + segs[2]:])
     offsets = _mixed(fe, list(attr(op, "static_offsets").get_values()), dyn_off)  # type: ignore[union-attr]
     sizes = _mixed(fe, list(attr(op, "static_sizes").get_values()), dyn_size)  # type: ignore[union-attr]
-    steps = _mixed(fe, list(attr(op, "static_strides").get_values()), dyn_stride)  # type: ignore[union-attr]
+    strides = _mixed(fe, list(attr(op, "static_strides").get_values()), dyn_stride)  # type: ignore[union-attr]
+    return offsets, sizes, strides
+
+
+def lower_subview(fe: FunctionEmitter, op: Operation) -> None:
+    """offset' = offset + sum(off_i * stride_i); stride'_i = stride_i * step_i; dropped unit
+    dimensions (rank-reducing) are removed by matching the result type's rank."""
+    src = fe.lookup_memref(op.operands[0])
+    res_ty = op.results[0].type
+    assert isinstance(res_ty, MemRefType)
+    offsets, sizes, steps = _offsets_sizes_strides(fe, op)
     b = fe.builder
     offset = M.linear_index(b, src.offset, offsets, src.strides)
     strides = [_mul(b, s, k) for s, k in zip(src.strides, steps, strict=True)]
@@ -196,13 +204,7 @@ def lower_reinterpret_cast(fe: FunctionEmitter, op: Operation) -> None:
         loaded = fe.builder.load(ptr, typ=st)
         allocated = fe.builder.extract_value(loaded, 0)
         aligned = fe.builder.extract_value(loaded, 1)
-    segs = list(attr(op, "operandSegmentSizes").get_values())  # type: ignore[union-attr]
-    ops = list(op.operands[1:])
-    dyn_off, dyn_size, dyn_stride = (ops[:segs[1]], ops[segs[1]:segs[1] + segs[2]],
-                                     ops[segs[1] + segs[2]:])
-    offsets = _mixed(fe, list(attr(op, "static_offsets").get_values()), dyn_off)  # type: ignore[union-attr]
-    sizes = _mixed(fe, list(attr(op, "static_sizes").get_values()), dyn_size)  # type: ignore[union-attr]
-    strides = _mixed(fe, list(attr(op, "static_strides").get_values()), dyn_stride)  # type: ignore[union-attr]
+    offsets, sizes, strides = _offsets_sizes_strides(fe, op)
     fe.bind(op.results[0], M.specialize(
         M.MemRefDescriptor(res_ty, allocated, aligned, offsets[0], sizes, strides)))
 
