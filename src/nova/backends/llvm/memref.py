@@ -173,13 +173,7 @@ def contiguous_strides(builder: ir.IRBuilder, sizes: list[ir.Value]) -> list[ir.
     running: ir.Value = const_index(1)
     for i in reversed(range(len(sizes))):
         strides.append(running)
-        size = sizes[i]
-        if isinstance(running, ir.Constant) and isinstance(size, ir.Constant):
-            running = const_index(int(running.constant) * int(size.constant))
-        elif _is_const(running, 1):
-            running = size
-        else:
-            running = builder.mul(running, size)
+        running = _mul_folded(builder, running, sizes[i])
     return list(reversed(strides))
 
 
@@ -187,10 +181,15 @@ def num_elements(builder: ir.IRBuilder, sizes: list[ir.Value]) -> ir.Value:
     """Product of sizes (constant-folded where possible)."""
     total: ir.Value = const_index(1)
     for size in sizes:
-        if isinstance(total, ir.Constant) and isinstance(size, ir.Constant):
-            total = const_index(int(total.constant) * int(size.constant))
-        elif _is_const(total, 1):
-            total = size
-        else:
-            total = builder.mul(total, size)
+        total = _mul_folded(builder, total, size)
     return total
+
+
+def _mul_folded(builder: ir.IRBuilder, acc: ir.Value, size: ir.Value) -> ir.Value:
+    """`acc * size` for running size products: folded when both are constants, `size` itself
+    when `acc` is the constant 1, else a `mul` instruction."""
+    if isinstance(acc, ir.Constant) and isinstance(size, ir.Constant):
+        return const_index(int(acc.constant) * int(size.constant))
+    if _is_const(acc, 1):
+        return size
+    return builder.mul(acc, size)
