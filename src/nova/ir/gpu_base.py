@@ -7,6 +7,7 @@ The enum attributes print as MLIR does (`#gpu<dim x>`, `#gpu<all_reduce_op add>`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Self
 
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
 from xdsl.dialects.utils import EnumAttribute
@@ -17,7 +18,7 @@ from xdsl.ir import (
     SSAValue,
     TypeAttribute,
 )
-from xdsl.irdl import irdl_attr_definition
+from xdsl.irdl import IRDLOperation, irdl_attr_definition
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -216,3 +217,21 @@ def print_attr_dict(printer: Printer, attributes: Mapping[str, Attribute],
 def index_attr(value: int) -> IntegerAttr:
     """An `index`-typed integer attribute."""
     return IntegerAttr(value, IndexType())
+
+
+class NoOperandOp(IRDLOperation):
+    """An op whose custom form is just its name and an optional attribute dictionary
+    (`gpu.barrier`, `gpu.terminator`, `index.sizeof`); `cls()` must build the op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        attrs = parser.parse_optional_attr_dict()
+        op = cls()
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        print_attr_dict(printer, self.attributes)

@@ -42,6 +42,7 @@ from xdsl.utils.exceptions import VerifyException
 from nova.ir.gpu_base import (
     AllReduceOperation,
     AllReduceOperationAttr,
+    NoOperandOp,
     ShuffleMode,
     ShuffleModeAttr,
     print_attr_dict,
@@ -67,32 +68,15 @@ from nova.ir.gpu_index_ops import (
 # ---- synchronisation and terminators ---------------------------------------------------------
 
 
-class _NoOperandOp(IRDLOperation):
-    """An op whose custom form is just its name and an optional attribute dictionary."""
-
-    def __init__(self) -> None:
-        super().__init__()
-
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        attrs = parser.parse_optional_attr_dict()
-        op = cls()
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_attr_dict(printer, self.attributes)
-
-
 @irdl_op_definition
-class BarrierOp(_NoOperandOp):
+class BarrierOp(NoOperandOp):
     """`gpu.barrier`: all threads of the block wait here (and see each other's writes)."""
 
     name = "gpu.barrier"
 
 
 @irdl_op_definition
-class TerminatorOp(_NoOperandOp):
+class TerminatorOp(NoOperandOp):
     """`gpu.terminator`: ends a `gpu.launch` body."""
 
     name = "gpu.terminator"

@@ -26,7 +26,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from nova.ir.gpu_base import print_attr_dict
+from nova.ir.gpu_base import NoOperandOp, print_attr_dict
 
 
 class _BinaryOp(IRDLOperation):
@@ -221,7 +221,7 @@ class CastUOp(_CastOp):
 
 
 @irdl_op_definition
-class SizeOfOp(IRDLOperation):
+class SizeOfOp(NoOperandOp):
     """`index.sizeof`: the bit width of `index` on the target (64 on Nova's targets)."""
 
     name = "index.sizeof"
@@ -229,17 +229,8 @@ class SizeOfOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self) -> None:
-        super().__init__(result_types=[IndexType()])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        attrs = parser.parse_optional_attr_dict()
-        op = cls()
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_attr_dict(printer, self.attributes)
+        # NoOperandOp.__init__ builds a result-less op; this one has its `index` result.
+        IRDLOperation.__init__(self, result_types=[IndexType()])
 
 
 INDEX = Dialect(
