@@ -12,8 +12,10 @@ if [ "${1:-}" = "test" ]; then
   python -m pip install -q -e '.[cuda,test]'
   if ! command -v /usr/lib/llvm-22/bin/mlir-opt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     # Optional oracle: differential tests skip cleanly without it.
-    (apt-get install -y -q mlir-22-tools >/dev/null 2>&1 \
-      || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mlir-22-tools >/dev/null 2>&1)) \
+    # bounded: a machine without the network must not stall the test run
+    (timeout 300 apt-get install -y -q mlir-22-tools >/dev/null 2>&1 \
+      || (timeout 300 apt-get update -q >/dev/null 2>&1 \
+          && timeout 300 apt-get install -y -q mlir-22-tools >/dev/null 2>&1)) \
       || echo "note: mlir-22-tools not installed; mlir-opt differential tests will be skipped"
   fi
 else
