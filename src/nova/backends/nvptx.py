@@ -67,16 +67,22 @@ def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> 
     pm.run(module, pb)
 
 
+def parse_verified(llvm_ir: str, triple: str, data_layout: str, what: str) -> llvm.ModuleRef:
+    """Parse LLVM IR text for a target and verify it; BackendError('invalid <what>: ...')."""
+    try:
+        module = llvm.parse_assembly(llvm_ir)
+        module.triple = triple
+        module.data_layout = data_layout
+        module.verify()
+    except RuntimeError as exc:
+        raise BackendError(f"invalid {what}: {exc}") from exc
+    return module
+
+
 def emit_ptx(llvm_ir: str, arch: str = "sm_90") -> str:
     """Optimize device LLVM IR (O3) and print it as PTX for `arch`."""
     tm = target_machine(arch)
-    try:
-        module = llvm.parse_assembly(llvm_ir)
-        module.triple = TRIPLE
-        module.data_layout = DATA_LAYOUT
-        module.verify()
-    except RuntimeError as exc:
-        raise BackendError(f"invalid device LLVM IR: {exc}") from exc
+    module = parse_verified(llvm_ir, TRIPLE, DATA_LAYOUT, "device LLVM IR")
     try:
         optimize(module, tm)
         return tm.emit_assembly(module)

@@ -11,7 +11,7 @@ import functools
 
 import llvmlite.binding as llvm
 
-from nova.backends.nvptx import optimize
+from nova.backends.nvptx import optimize, parse_verified
 from nova.errors import BackendError
 
 TRIPLE = "x86_64-unknown-linux-gnu"
@@ -36,13 +36,7 @@ def target_machine() -> llvm.TargetMachine:
 def emit_object(llvm_ir: str) -> bytes:
     """Optimize LLVM IR (O3) and emit an x86-64 ELF relocatable object."""
     tm = target_machine()
-    try:
-        module = llvm.parse_assembly(llvm_ir)
-        module.triple = TRIPLE
-        module.data_layout = str(tm.target_data)
-        module.verify()
-    except RuntimeError as exc:
-        raise BackendError(f"invalid LLVM IR: {exc}") from exc
+    module = parse_verified(llvm_ir, TRIPLE, str(tm.target_data), "LLVM IR")
     try:
         optimize(module, tm)
         return tm.emit_object(module)
