@@ -400,6 +400,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None) -> C
             with_ctx.add(fname)
         else:
             fn = me.declare(external_symbol(op), fnty)
+        me.apply_arg_attrs(op, _ftype(op), fn)
         me.functions[fname] = fn
         me.func_ops[fname] = op
     kernels: list[Kernel] = []

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from llvmlite import ir
-from xdsl.dialects.builtin import FunctionType, MemRefType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from nova.backends.llvm import memref as M
@@ -184,9 +184,44 @@ class ModuleEmitter:
         fn = self.declare(name, llvm_type)
         if op.regions and op.regions[0].blocks:
             fn.linkage = self.target.function_linkage(op)
+        self.apply_arg_attrs(op, ftype, fn)
         self.functions[name] = fn
         self.func_ops[name] = op
         return fn
+
+    def apply_arg_attrs(self, op: Operation, ftype: FunctionType, fn: ir.Function) -> None:
+        """Carry `llvm.noalias`, `llvm.readonly` and `llvm.align = N` argument attributes onto
+        the LLVM parameters. On a memref they apply to its pointers (upstream's convention):
+        noalias/readonly to the allocated and aligned pointers, align to the aligned pointer
+        (the one loads and stores go through). Targets that add leading parameters (the CPU
+        device's thread context) are accounted for: they come before the expanded arguments."""
+        dicts = attr(op, "arg_attrs")
+        if not isinstance(dicts, ArrayAttr):
+            return
+        spans = [len(T.expanded_param_types(ty, self.address_space)) for ty in ftype.inputs.data]
+        index = len(fn.args) - sum(spans)
+        for ty, span, entry in zip(ftype.inputs.data, spans, dicts.data, strict=True):
+            params = fn.args[index:index + span]
+            index += span
+            facts = entry.data if isinstance(entry, DictionaryAttr) else {}
+            if not facts:
+                continue
+            pointers = params[:2] if isinstance(ty, MemRefType) else params[:1]
+            pointers = [p for p in pointers if isinstance(p.type, ir.PointerType)]
+            for p in pointers:
+                if "llvm.noalias" in facts:
+                    p.add_attribute("noalias")
+                if "llvm.readonly" in facts:
+                    # llvmlite's attribute set does not list `readonly`; add it to the
+                    # underlying set, which prints it verbatim
+                    set.add(p.attributes, "readonly")
+            align = facts.get("llvm.align")
+            if isinstance(align, IntegerAttr) and pointers:
+                value = align.value.data
+                if value <= 0 or value & (value - 1):
+                    raise UnsupportedError(f"llvm.align must be a power of two, got {value}",
+                                           location_of(op))
+                pointers[-1].attributes.align = value
 
     def define_function(self, op: Operation) -> ir.Function:
         """Lower the body of a func.func/gpu.func, then run the target's finish hook."""

@@ -29,7 +29,16 @@ from nova.frontend.kernel.compiler import (
     compile_images,
     print_module,
 )
-from nova.frontend.kernel.launch import LaunchPlan, Staged, arg_type, finish_staged
+from nova.frontend.kernel.launch import (
+    LaunchPlan,
+    Staged,
+    arg_type,
+    example_spans,
+    finish_staged,
+    refine,
+    slot_values,
+    specialize,
+)
 from nova.frontend.kernel.source import FunctionSource
 from nova.runtime.device import Device, ModuleImages, get_device
 
@@ -114,16 +123,22 @@ class KernelFunction:
 
     # --- signatures and compilation -------------------------------------------------------------
     def signature(self, *args: Any) -> Signature:
-        """The signature of example arguments, or of explicit types (`nova.float32[:]`...)."""
+        """The signature of example arguments, or of explicit types (`nova.float32[:]`...).
+        Example arrays also give the alignment/aliasing facts a launch with them would check
+        (T.ArrayType); explicit array types assume neither."""
         out = []
-        for a in args:
+        spans = []
+        for k, a in enumerate(args):
             if isinstance(a, T.ArrayType | T.ScalarType):
                 out.append(a)
             elif isinstance(a, type) and T.resolve_dtype(a) is not None:
                 out.append(T.resolve_dtype(a))  # int, float, bool, np.float32, ...
             else:
-                out.append(arg_type(a))
-        return tuple(out)
+                ty = arg_type(a)
+                out.append(ty)
+                if isinstance(ty, T.ArrayType):
+                    spans += [(k, *span) for _, *span in example_spans((ty,), (a,))]
+        return refine(tuple(out), spans)
 
     def _module(self, sig: Signature) -> tuple[Any, str]:
         with self._lock:
@@ -200,11 +215,12 @@ class KernelFunction:
             grid = _dims(grid, "grid")
         if type(block) is not int:
             block = _dims(block, "block")
-        sig = tuple(arg_type(a) for a in args)
-        plan = self._plans.get((dev, sig)) or self._plan(dev, sig)
         staged: list[Staged] = []
         try:
-            values = plan.values(args, staged, stream)
+            base = tuple(arg_type(a) for a in args)
+            values = slot_values(dev, base, args, staged, stream)
+            sig = specialize(base, values)
+            plan = self._plans.get((dev, sig)) or self._plan(dev, sig)
             with plan.lock:
                 plan.pack(values)
                 dev.launch(plan.function, grid, block, plan.address, shared_bytes, stream)

@@ -119,61 +119,126 @@ class LaunchPlan:
         self.pointers = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
         self.address = ctypes.addressof(self.pointers) if count else 0
 
-    def values(self, args: tuple[Any, ...], staged: list[Staged],
-               stream: Any = None) -> list[Any]:
-        """The slot values of one launch; NumPy arrays are staged to the device."""
-        out: list[Any] = []
-        device = self.device
-        for value, ty in zip(args, self.sig, strict=True):
-            if isinstance(ty, T.ArrayType):
-                ptr, shape = self._array(value, device, staged, stream)
-                out += (ptr, ptr, 0, *shape, *_contiguous_strides(shape))
-            elif ty.name == "bfloat16":
-                out.append(int(np.asarray(value, T.bfloat16.np_dtype).view(np.uint16)))
-            else:
-                out.append(value)
-        return out
-
-    @staticmethod
-    def _array(value: Any, device: Device, staged: list[Staged],
-               stream: Any) -> tuple[int, tuple[int, ...]]:
-        if isinstance(value, Buffer):
-            if value.device is not device:
-                raise ArgumentError(f"a Buffer on {value.device.kind}:{value.device.index} was "
-                                    f"passed to a launch on {device.kind}:{device.index}")
-            return value.ptr, value.shape
-        if isinstance(value, np.ndarray):
-            if device.kind == "cpu" and value.flags.c_contiguous and value.flags.writeable:
-                staged.append(Staged(value, None, False))  # host memory is device memory
-                return value.ctypes.data, value.shape
-            host = value if value.flags.c_contiguous else np.ascontiguousarray(value)
-            buf = device.allocate(host.nbytes)
-            if host.nbytes:
-                device.copy_htod(buf, host, host.nbytes)
-            staged.append(Staged(value, buf, bool(value.flags.writeable)))
-            return buf.ptr, host.shape
-        cai = value.__cuda_array_interface__
-        if device.kind != "cuda":
-            raise ArgumentError("CUDA arrays (CuPy, PyTorch) can only be passed to kernels "
-                                "launched on a cuda device")
-        shape = tuple(int(d) for d in cai["shape"])
-        strides = cai.get("strides")
-        itemsize = np.dtype(cai["typestr"]).itemsize
-        if strides is not None and tuple(strides) != tuple(
-                s * itemsize for s in _contiguous_strides(shape)) and all(shape):
-            raise ArgumentError("CUDA arrays passed to kernels must be C-contiguous (call "
-                                ".contiguous() / cupy.ascontiguousarray first)")
-        producer = cai.get("stream")  # CAI v3: work on it must finish before the kernel reads
-        if producer is not None and stream is None:
-            device.wait_for_foreign_stream(int(producer))  # type: ignore[attr-defined]
-        return int(cai["data"][0]), shape
-
     def pack(self, values: list[Any]) -> None:
         try:
             self.fmt.pack_into(self.storage, 0, *values)
         except struct.error as exc:
             raise ArgumentError(f"launch of @{self.function.name}: an argument does not fit its "
                                 f"type ({exc})") from None
+
+
+def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ...],
+                staged: list[Staged], stream: Any = None) -> list[Any]:
+    """The parameter slot values of one launch (abi.py's layout: an array expands to allocated,
+    aligned, offset, sizes, strides); NumPy arrays are staged to the device."""
+    out: list[Any] = []
+    for value, ty in zip(args, sig, strict=True):
+        if isinstance(ty, T.ArrayType):
+            ptr, shape = _array(value, device, staged, stream)
+            out += (ptr, ptr, 0, *shape, *_contiguous_strides(shape))
+        elif ty.name == "bfloat16":
+            out.append(int(np.asarray(value, T.bfloat16.np_dtype).view(np.uint16)))
+        else:
+            out.append(value)
+    return out
+
+
+def _array(value: Any, device: Device, staged: list[Staged],
+           stream: Any) -> tuple[int, tuple[int, ...]]:
+    if isinstance(value, Buffer):
+        if value.device is not device:
+            raise ArgumentError(f"a Buffer on {value.device.kind}:{value.device.index} was "
+                                f"passed to a launch on {device.kind}:{device.index}")
+        return value.ptr, value.shape
+    if isinstance(value, np.ndarray):
+        if device.kind == "cpu" and value.flags.c_contiguous and value.flags.writeable:
+            staged.append(Staged(value, None, False))  # host memory is device memory
+            return value.ctypes.data, value.shape
+        host = value if value.flags.c_contiguous else np.ascontiguousarray(value)
+        buf = device.allocate(host.nbytes)
+        if host.nbytes:
+            device.copy_htod(buf, host, host.nbytes)
+        staged.append(Staged(value, buf, bool(value.flags.writeable)))
+        return buf.ptr, host.shape
+    cai = value.__cuda_array_interface__
+    if device.kind != "cuda":
+        raise ArgumentError("CUDA arrays (CuPy, PyTorch) can only be passed to kernels "
+                            "launched on a cuda device")
+    shape = tuple(int(d) for d in cai["shape"])
+    strides = cai.get("strides")
+    itemsize = np.dtype(cai["typestr"]).itemsize
+    if strides is not None and tuple(strides) != tuple(
+            s * itemsize for s in _contiguous_strides(shape)) and all(shape):
+        raise ArgumentError("CUDA arrays passed to kernels must be C-contiguous (call "
+                            ".contiguous() / cupy.ascontiguousarray first)")
+    producer = cai.get("stream")  # CAI v3: work on it must finish before the kernel reads
+    if producer is not None and stream is None:
+        device.wait_for_foreign_stream(int(producer))  # type: ignore[attr-defined]
+    return int(cai["data"][0]), shape
+
+
+_SPECIALIZED: dict[tuple[T.ArrayType, int, bool], T.ArrayType] = {}
+
+
+def specialize(sig: tuple[T.NovaType, ...], values: list[Any]) -> tuple[T.NovaType, ...]:
+    """`sig` with each array argument's launch-checked facts (T.ArrayType.align/noalias) read off
+    the slot values of this launch: 16-byte alignment of its data pointer, and no byte overlap
+    with any other array argument (empty arrays overlap nothing)."""
+    spans: list[tuple[int, int, int]] = []  # (position in sig, data pointer, bytes)
+    slot = 0
+    for k, ty in enumerate(sig):
+        if type(ty) is T.ArrayType:
+            nbytes = ty.dtype.itemsize
+            for d in values[slot + 3:slot + 3 + ty.ndim]:
+                nbytes *= d
+            spans.append((k, values[slot + 1], nbytes))
+            slot += 3 + 2 * ty.ndim
+        else:
+            slot += 1
+    return refine(sig, spans)
+
+
+def refine(sig: tuple[T.NovaType, ...],
+           spans: list[tuple[int, int, int]]) -> tuple[T.NovaType, ...]:
+    """Apply (position, data pointer, bytes) spans of the array arguments to `sig`."""
+    if not spans:
+        return sig
+    out = list(sig)
+    for k, ptr, nbytes in spans:
+        noalias = nbytes == 0 or all(
+            other == k or size == 0 or ptr + nbytes <= start or start + size <= ptr
+            for other, start, size in spans)
+        base = sig[k]
+        assert isinstance(base, T.ArrayType)
+        key = (base, 16 if ptr % 16 == 0 else 0, noalias)
+        found = _SPECIALIZED.get(key)
+        if found is None:
+            found = _SPECIALIZED[key] = T.ArrayType(base.dtype, base.ndim, align=key[1],
+                                                    noalias=noalias)
+        out[k] = found
+    return tuple(out)
+
+
+def example_spans(sig: tuple[T.NovaType, ...],
+                  args: tuple[Any, ...]) -> list[tuple[int, int, int]]:
+    """The spans `refine` takes, read from example arguments (signature inspection: the data
+    pointers the arrays have now)."""
+    spans = []
+    for k, (ty, value) in enumerate(zip(sig, args, strict=True)):
+        if type(ty) is not T.ArrayType:
+            continue
+        if isinstance(value, Buffer):
+            ptr, nbytes = value.ptr, value.size * value.dtype.itemsize
+        elif isinstance(value, np.ndarray):
+            ptr, nbytes = value.ctypes.data, value.nbytes
+        else:
+            cai = value.__cuda_array_interface__
+            count = 1
+            for d in cai["shape"]:
+                count *= int(d)
+            ptr, nbytes = int(cai["data"][0]), count * np.dtype(cai["typestr"]).itemsize
+        spans.append((k, ptr, nbytes))
+    return spans
 
 
 def finish_staged(device: Device, staged: list[Staged], stream: Any) -> None:

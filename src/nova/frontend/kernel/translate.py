@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import cf, memref
-from xdsl.dialects.builtin import FunctionType, ModuleOp, UnitAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from nova.frontend.kernel import types as T
@@ -123,6 +123,10 @@ class Translator:
         ftype = FunctionType.from_lists([t.mlir for t in self.arg_types], [])
         func = FuncOp(self.symbol, ftype, Region(self.blocks), kernel=True,
                       num_workgroup_attributions=len(self.workgroup))
+        arg_dicts = [t.arg_attrs() if isinstance(t, T.ArrayType) else {}
+                     for t in self.arg_types]
+        if any(arg_dicts):  # launch-checked alignment/aliasing facts (see T.ArrayType)
+            func.properties["arg_attrs"] = ArrayAttr(DictionaryAttr(d) for d in arg_dicts)
         gpu_module = GPUModuleOp(self.module_name, Region(Block([func])))
         module = ModuleOp([gpu_module])
         module.attributes[CONTAINER_MODULE_ATTR] = UnitAttr()

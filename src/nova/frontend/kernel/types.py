@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    UnitAttr,
 )
 from xdsl.ir import Attribute
 
@@ -141,12 +142,31 @@ BY_NAME: dict[str, ScalarType] = {t.name: t for t in SCALAR_TYPES}
 class ArrayType:
     """A C-contiguous array of `dtype` with `ndim` dimensions. `shape` is None for arguments
     (sizes known at run time) and the static shape for shared/local arrays; `space` is 0 (global
-    or private) or SHARED_MEMORY_SPACE."""
+    or private) or SHARED_MEMORY_SPACE.
+
+    Kernel arguments also carry two facts a launch checks on the actual pointers (see
+    launch.specialize) and the compiler may then rely on: `align`, a byte alignment of the data
+    pointer beyond the element's own (16 lets LLVM merge neighbouring accesses into 16-byte vector
+    loads/stores), and `noalias`, that the array's bytes overlap no other array argument (LLVM
+    `noalias`: reads of an array the kernel never writes become `ld.global.nc`). They are part of
+    the signature, so each combination compiles once; explicit types (`nova.float32[:]`) assume
+    neither."""
 
     dtype: ScalarType
     ndim: int
     shape: tuple[int, ...] | None = None
     space: int = 0
+    align: int = 0
+    noalias: bool = False
+
+    def arg_attrs(self) -> dict[str, Attribute]:
+        """The MLIR argument attributes (`llvm.noalias`, `llvm.align`) stating these facts."""
+        out: dict[str, Attribute] = {}
+        if self.noalias:
+            out["llvm.noalias"] = UnitAttr()
+        if self.align:
+            out["llvm.align"] = IntegerAttr(self.align, 64)
+        return out
 
     @property
     def mlir(self) -> MemRefType:
