@@ -8,13 +8,15 @@ code calling libcuda; `cpu_abi`: ctypes callbacks) and links the host object wit
 checked against the entry's TypeSpecs and written into storage allocated once per entry (the call
 plan), the entry runs under the native unwind frame, and a recorded failure is raised as its
 NovaError. NumPy arrays passed for memrefs are copied to the device and back (cpu: used in place);
-device buffers are used in place. Program output is flushed (libc `fflush`) after every call.
+device buffers are used in place. Program output is flushed (libc `fflush`) after every call of a
+program that can print (`runner_utils.program_may_print`), and by `synchronize()` and `close()`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import re
 import threading
 import weakref
@@ -37,7 +39,7 @@ from nova.runtime.native_support import (
     control_symbols,
     take_error,
 )
-from nova.runtime.runner_utils import flush_stdout, runner_util_symbols
+from nova.runtime.runner_utils import flush_stdout, program_may_print, runner_util_symbols
 
 
 class DeviceAbi(Protocol):
@@ -118,24 +120,57 @@ class _Plan:
         self.memo: list[_Memo | None] = [None] * len(entry.args)
 
 
-@dataclass
 class _Memo:
     """The array a memref slot's descriptor was last written for, and its layout then. A call
     with the same object in the same layout skips validation and the descriptor rewrite (the
-    common case of calling an entry repeatedly on the same device buffers)."""
+    common case of calling an entry repeatedly on the same device buffers).
 
-    ref: weakref.ref
-    layout: tuple
-    is_buffer: bool
+    A Buffer's dtype and shape are set before it is handed out (`Buffer._retype` runs only on
+    buffers just allocated), but `shape` is a plain attribute: the memo keeps the very tuple it
+    saw and compares identity, which costs one attribute load per call."""
+
+    __slots__ = ("is_buffer", "layout", "ref", "shape")
+
+    def __init__(self, value: Any, is_buffer: bool) -> None:
+        self.ref = weakref.ref(value)
+        self.layout = _layout(value)
+        self.is_buffer = is_buffer
+        self.shape = value.shape if is_buffer else None
 
     def matches(self, value: Any) -> bool:
-        return self.ref() is value and _layout(value) == self.layout
+        """`value` is the memoised object, unchanged (a Buffer: not freed, same shape)."""
+        if self.ref() is not value:
+            return False
+        if self.is_buffer:
+            return value.shape is self.shape and value.alive
+        return _layout(value) == self.layout
 
 
 def _layout(value: Any) -> tuple:
     if type(value) is np.ndarray:
         return (value.shape, value.dtype, value.strides)
     return (value.shape, value.dtype)
+
+
+class _NoFastPath:
+    """A type no argument has: marks scalar slots that always take `marshal.scalar_value`."""
+
+
+_FAST_SCALARS: dict[str, tuple[type, float, float]] = {
+    **{dtype: (int, -(1 << (bits - 1)), 1 << bits)
+       for dtype, bits in marshal.INT_BITS.items()},
+    "i1": (int, 0, 2),
+    "f32": (float, -math.inf, math.inf),
+    "f64": (float, -math.inf, math.inf),
+}
+"""dtype -> (Python type, low, high): a value of exactly that type with low <= value < high is
+stored as it is (what `marshal.scalar_value` would return for it); anything else, NaN and
+infinities included, goes through `marshal.scalar_value` (which converts or rejects it)."""
+
+
+def _scalar_slot(index: int, spec: TypeSpec) -> tuple[int, TypeSpec, type, float, float]:
+    kind, low, high = _FAST_SCALARS.get(spec.dtype, (_NoFastPath, 0, 0))
+    return index, spec, kind, low, high
 
 
 def _storage(spec: TypeSpec) -> ctypes._CData:
@@ -150,7 +185,14 @@ def _needs_identity_layout(spec: TypeSpec) -> bool:
 
 
 class EntryFunction:
-    """One entry point of a loaded program, callable from Python."""
+    """One entry point of a loaded program, callable from Python.
+
+    A call does the least it can for the common case of calling again on the same Nova buffers
+    with new scalars: the memref slots whose memo still matches keep their descriptors, scalars
+    go through a precomputed (type, range) check, an entry without results returns None without
+    reading storage, and stdout is flushed only when the program can print (decided at load).
+    Anything else (a new array, NumPy staging, a bad argument) takes the general binding path.
+    """
 
     def __init__(self, module: NovaModule, entry: EntryPoint) -> None:
         self.module = module
@@ -159,6 +201,13 @@ class EntryFunction:
         self.address = module._linked.function_address(entry.symbol)
         self._plans: list[_Plan] = [_Plan(entry)]
         self._device = module.device
+        self._arity = len(entry.args)
+        self._call_entry = module._require_open().call_entry
+        self._memrefs = tuple(i for i, spec in enumerate(entry.args) if spec.kind == "memref")
+        self._scalars = tuple(_scalar_slot(i, spec) for i, spec in enumerate(entry.args)
+                              if spec.kind != "memref")
+        self._has_results = bool(entry.results)
+        self._may_print = module._may_print
         self._returns_memrefs = any(spec.kind == "memref" for spec in entry.results)
 
     def __repr__(self) -> str:
@@ -167,47 +216,89 @@ class EntryFunction:
         return f"<nova entry @{self.name}({args}) -> ({results})>"
 
     def __call__(self, *args: Any) -> Any:
-        abi = self.module._require_open()
-        entry = self.entry
-        if len(args) != len(entry.args):
-            raise ArgumentError(f"{self.name}: expected {len(entry.args)} argument(s), got "
-                                f"{len(args)}")
+        abi = self.module._abi
+        if abi is None or len(args) != self._arity:
+            self._reject(args)
         try:
             plan = self._plans.pop()
         except IndexError:  # another thread is using the cached plan
-            plan = _Plan(entry)
-        staged: list[_Staged] = []
-        in_place = True  # every memref argument is a Nova buffer (nothing to hand back)
+            plan = _Plan(self.entry)
         try:
-            try:
-                for index, (spec, value) in enumerate(zip(entry.args, args, strict=True)):
-                    self._bind(plan, index, spec, value, staged, abi)
-                    in_place = in_place and (spec.kind != "memref" or isinstance(value, Buffer))
-            except BaseException:
-                for item in staged:  # arrays staged before the bad argument
-                    abi.release(item.token)
-                raise
+            finish = self._bind_memoised(plan, args)
+            if finish is None:  # some memref slot changed: bind everything the general way
+                staged = self._bind_all(plan, args, abi)
+                finish = bool(staged) or self._returns_memrefs or not all(
+                    isinstance(args[i], Buffer) for i in self._memrefs)
+            else:
+                staged = []
+                if self._scalars:
+                    self._bind_scalars(plan, args)
             clear_error()
-            status = abi.call_entry(self.address, plan.args, plan.results)
+            status = self._call_entry(self.address, plan.args, plan.results)
             if status:
-                error = self._failure()  # taken first: the cleanup may fail (and record) too
-                self._abandon(abi, staged)
-                clear_error()
-                if isinstance(error, InterruptedCall):
-                    raise KeyboardInterrupt(str(error))
-                raise error
-            if staged or not in_place or self._returns_memrefs:
+                self._raise_failure(abi, staged)
+            if finish:
                 self._finish(abi, staged)
             # else: the call is stream-ordered on the program's default stream, like a CuPy or
             # PyTorch op: the program's own waits (gpu.wait, synchronous gpu ops) ran inside
             # it, Nova buffers are read back on the same stream, and a fault of work still in
             # flight is reported by the next synchronizing call, naming the kernel.
-            return self._results(plan, abi)
+            if not self._has_results:
+                return None
+            return python_results(self.entry.results, plan.result_storage, abi)
         finally:
-            flush_stdout()
+            if self._may_print:
+                flush_stdout()
             self._plans.append(plan)
 
+    def _reject(self, args: tuple[Any, ...]) -> None:
+        """Raise for a call on a closed module or with the wrong number of arguments."""
+        self.module._require_open()
+        raise ArgumentError(f"{self.name}: expected {self._arity} argument(s), got {len(args)}")
+
     # --- arguments ---------------------------------------------------------------------------
+    def _bind_memoised(self, plan: _Plan, args: tuple[Any, ...]) -> bool | None:
+        """None unless every memref argument is the object its slot's memo holds, unchanged;
+        else whether the call must synchronize afterwards (a host array used in place)."""
+        memo = plan.memo
+        finish = self._returns_memrefs
+        for index in self._memrefs:  # _Memo.matches, inlined: this loop runs on every call
+            slot = memo[index]
+            value = args[index]
+            if slot is None or slot.ref() is not value:
+                return None
+            if slot.is_buffer:
+                if value.shape is not slot.shape or not value.alive:
+                    return None
+            elif _layout(value) != slot.layout:
+                return None
+            else:
+                finish = True
+        return finish
+
+    def _bind_scalars(self, plan: _Plan, args: tuple[Any, ...]) -> None:
+        """Store every scalar argument (validated: `marshal.scalar_value` unless its type and
+        range make it storable as it is)."""
+        storage = plan.arg_storage
+        for index, spec, kind, low, high in self._scalars:
+            value = args[index]
+            if type(value) is not kind or not low <= value < high:
+                value = marshal.scalar_value(self.name, index, spec, value)
+            storage[index].value = value  # type: ignore[attr-defined]
+
+    def _bind_all(self, plan: _Plan, args: tuple[Any, ...], abi: DeviceAbi) -> list[_Staged]:
+        """Bind every argument in order (the first bad one raises); returns the arrays staged
+        to the device, which are released again when a later argument is rejected."""
+        staged: list[_Staged] = []
+        try:
+            for index, (spec, value) in enumerate(zip(self.entry.args, args, strict=True)):
+                self._bind(plan, index, spec, value, staged, abi)
+        except BaseException:
+            for item in staged:  # arrays staged before the bad argument
+                abi.release(item.token)
+            raise
+        return staged
+
     def _bind(self, plan: _Plan, index: int, spec: TypeSpec, value: Any,
               staged: list[_Staged], abi: DeviceAbi) -> None:
         storage = plan.arg_storage[index]
@@ -216,8 +307,6 @@ class EntryFunction:
             return
         memo = plan.memo[index]
         if memo is not None and memo.matches(value):
-            if memo.is_buffer:
-                _ = value.ptr  # raises DeviceError once the buffer was freed
             return
         plan.memo[index] = None
         info = marshal.check_memref(self.name, index, spec, value)
@@ -237,7 +326,7 @@ class EntryFunction:
                 if wait is not None:
                     wait(info.stream)
             if isinstance(value, Buffer):
-                plan.memo[index] = _Memo(weakref.ref(value), _layout(value), True)
+                plan.memo[index] = _Memo(value, True)
             return
         array = value
         if _needs_identity_layout(spec) and not value.flags.c_contiguous:
@@ -249,7 +338,7 @@ class EntryFunction:
             staged.append(_Staged(array, value, token))
         marshal.write_descriptor(storage, info, address)  # type: ignore[arg-type]
         if token is None and array is value and type(value) is np.ndarray:
-            plan.memo[index] = _Memo(weakref.ref(value), _layout(value), False)
+            plan.memo[index] = _Memo(value, False)
 
     # --- after the call ----------------------------------------------------------------------
     def _finish(self, abi: DeviceAbi, staged: list[_Staged]) -> None:
@@ -263,6 +352,16 @@ class EntryFunction:
         for item in staged:
             if item.array is not item.original and item.original.flags.writeable:
                 np.copyto(item.original, item.array)
+
+    def _raise_failure(self, abi: DeviceAbi, staged: list[_Staged]) -> None:
+        """The program failed: raise what it recorded (KeyboardInterrupt for Ctrl-C) once queued
+        work finished and staging memory was released."""
+        error = self._failure()  # taken first: the cleanup may fail (and record) too
+        self._abandon(abi, staged)
+        clear_error()
+        if isinstance(error, InterruptedCall):
+            raise KeyboardInterrupt(str(error))
+        raise error
 
     @staticmethod
     def _abandon(abi: DeviceAbi, staged: list[_Staged]) -> None:
@@ -280,9 +379,6 @@ class EntryFunction:
         if error is None:
             return RuntimeFailure(f"{self.name}: the program failed without reporting why")
         return error
-
-    def _results(self, plan: _Plan, abi: DeviceAbi) -> Any:
-        return python_results(self.entry.results, plan.result_storage, abi)
 
 
 def python_results(specs: Sequence[TypeSpec], result_storage: Sequence[object],
@@ -340,6 +436,7 @@ class NovaModule:
         if preload is not None:
             preload(self._linked)
         self._object_bytes = bundle.object_bytes  # linked again by graph capture
+        self._may_print = program_may_print(bundle, device.kind)  # else no fflush per call
         self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
         self._lock = threading.Lock()
 

@@ -45,7 +45,9 @@ SCALAR_CTYPES: dict[str, type] = {
     "f64": ctypes.c_double,
 }
 
-_INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
+INT_BITS: dict[str, int] = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
+"""Integer dtypes -> bits; a value fits when -2**(bits-1) <= value < 2**bits (either
+signedness)."""
 
 
 def descriptor_words(rank: int) -> int:
@@ -157,8 +159,8 @@ def check_memref(entry: str, index: int, spec: TypeSpec, value: Any) -> ArrayInf
 def scalar_value(entry: str, index: int, spec: TypeSpec, value: Any) -> int | float:
     """Validate a scalar argument and convert it to what its ctypes storage holds."""
     dtype = spec.dtype
-    if type(value) is int and dtype in _INT_BITS:  # the common case first
-        bits = _INT_BITS[dtype]
+    if type(value) is int and dtype in INT_BITS:  # the common case first
+        bits = INT_BITS[dtype]
         if -(1 << (bits - 1)) <= value < (1 << bits):
             return value
     if isinstance(value, np.generic):
@@ -166,9 +168,9 @@ def scalar_value(entry: str, index: int, spec: TypeSpec, value: Any) -> int | fl
     if dtype == "i1":
         if isinstance(value, bool | int) and value in (0, 1):
             return int(value)
-    elif dtype in _INT_BITS:
+    elif dtype in INT_BITS:
         if isinstance(value, int):
-            bits = _INT_BITS[dtype]
+            bits = INT_BITS[dtype]
             if -(1 << (bits - 1)) <= value < (1 << bits):
                 return value
             raise ArgumentError(f"{entry}: argument {index}: {value} does not fit {spec.mlir}")

@@ -4,7 +4,8 @@ Compiled host code calls these through the runtime ABI (`nova_rt_print_*`, see
 `nova.runtime.abi.RUNNER_UTILS`). The text matches upstream's CRunnerUtils/MemRefUtils
 (`printMemRef`, `MemRefDataPrinter`) byte for byte, so tests written for mlir-runner pass unchanged.
 All output goes through libc's stdio `stdout` (not Python's `sys.stdout`), so that it interleaves in
-program order with `printf` from CPU kernels; the executor calls `flush_stdout()` after each entry.
+program order with `printf` from CPU kernels; the executor calls `flush_stdout()` after each entry
+of a program that can print (`program_may_print`, decided once when the program is loaded).
 
 One deliberate difference: for a memref with a zero-sized dimension upstream reads (and prints) an
 element that does not exist; Nova prints `[]` for that dimension instead of reading out of bounds.
@@ -14,11 +15,19 @@ from __future__ import annotations
 
 import ctypes
 import math
+import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nova.bundle.format import PayloadKind
+from nova.errors import BundleFormatError
 from nova.runtime.abi import ABI_BY_NAME
+from nova.runtime.linker import undefined_symbols
+
+if TYPE_CHECKING:
+    from nova.bundle.reader import Bundle
 
 _LIBC = ctypes.CDLL(None, use_errno=True)  # the process's namespace: libc's own stdout
 _LIBC.fwrite.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p)
@@ -48,6 +57,60 @@ def write_stdout(text: str) -> None:
 def flush_stdout() -> None:
     """Flush every C stdio stream (`fflush(NULL)`), so output reaches fd 1 before Python's."""
     _LIBC.fflush(None)
+
+
+STDIO_WRITERS: frozenset[str] = frozenset({
+    "stdout", "stderr", "printf", "vprintf", "puts", "putchar", "putchar_unlocked", "putc",
+    "putc_unlocked", "fputc", "fputc_unlocked", "fputs", "fputs_unlocked", "fwrite",
+    "fwrite_unlocked", "fprintf", "vfprintf", "__printf_chk", "__vprintf_chk", "__fprintf_chk",
+    "__vfprintf_chk", "putwchar", "putwc", "fputwc", "fputws", "wprintf", "vwprintf", "fwprintf",
+    "vfwprintf", "putw", "perror",
+})
+"""libc symbols through which x86-64 code can leave text in a stdio buffer: every printf/puts/
+put*/fwrite variant (LLVM rewrites `printf("x\n")` into `puts`, `printf("%c")` into `putchar`,
+a constant `fprintf` into `fwrite`) and the `stdout`/`stderr` streams themselves."""
+
+_PRINT_ABI_PREFIX = "nova_rt_print_"
+_VPRINTF = re.compile(rb"\bvprintf\b")
+
+
+def _object_may_print(obj: bytes, name: str) -> bool:
+    """An x86-64 object calls a runtime print function or a libc stdio writer (a malformed
+    object counts as printing: loading it reports the problem, not this check)."""
+    try:
+        symbols = undefined_symbols(obj, name)
+    except BundleFormatError:
+        return True
+    return any(s.startswith(_PRINT_ABI_PREFIX) or s in STDIO_WRITERS for s in symbols)
+
+
+def _gpu_images_may_print(bundle: Bundle) -> bool:
+    """A kernel calls `vprintf` (CUDA printf, and `vector.print` in kernels), whose output the
+    driver writes through C stdio at synchronization points: in the PTX text, or in the cubin's
+    symbol names."""
+    for module in bundle.manifest.modules:
+        for kind in (PayloadKind.PTX, PayloadKind.CUBIN):
+            image = bundle.payload(module.name, kind)
+            if image is not None and _VPRINTF.search(image):
+                return True
+    return False
+
+
+def program_may_print(bundle: Bundle, device_kind: str) -> bool:
+    """Whether running `bundle` on a device of `device_kind` ('cuda' or 'cpu') can leave output
+    in C's stdio buffers, so that the executor must `fflush` after each call: the host code calls
+    a `nova_rt_print_*` function or libc stdio, or a kernel image the device runs prints (CPU
+    device objects: libc stdio; cuda: `vprintf`). Reading the images' symbols once at load time
+    saves an `fflush(NULL)` per call of programs that never print."""
+    if _object_may_print(bundle.object_bytes, bundle.name):
+        return True
+    if device_kind == "cuda":
+        return _gpu_images_may_print(bundle)
+    for module in bundle.manifest.modules:
+        image = bundle.payload(module.name, PayloadKind.CPU_OBJECT)
+        if image is not None and _object_may_print(image, f"{bundle.name}:{module.name}"):
+            return True
+    return False
 
 
 def format_float(value: float) -> str:
