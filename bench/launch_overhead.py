@@ -5,7 +5,8 @@
     replayed (`mod.capture(...).launch()`). Goals: <= 3.0 us per kernel on streams, <= 1.2 us with
     graph replay.
 (b) Python -> compiled-entry call overhead for a one-kernel program on device-resident buffers
-    (goal <= 10 us), beside an entry that launches nothing.
+    (goal <= 10 us), beside an entry that launches nothing and, on cuda, the native floor: C++
+    calling cuLaunchKernel + cuStreamSynchronize per call (bench/peers/launch_loop.cu "sync").
 Peers (cuda only, same process, same tiny kernel): a cuda.bindings cuLaunchKernel loop from
 Python, a CuPy RawKernel loop, a CUDA graph of N launches captured with cuda.bindings, and Nova's
 device-layer `Device.launch` from Python.
@@ -300,9 +301,11 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
             lambda: native_loop(n, repeats, memref=True))
 
 
-def native_loop(n: int, repeats: int, memref: bool = False) -> dict[str, float]:
+def native_loop(n: int, repeats: int, memref: bool = False,
+                sync: bool = False) -> dict[str, float]:
     """Build bench/peers/launch_loop.cu with nvcc (benchmark-only peer: Nova itself never runs a
-    C compiler) and time its cuLaunchKernel loop in a subprocess."""
+    C compiler) and time its cuLaunchKernel loop in a subprocess; with `sync`, a
+    cuStreamSynchronize after every launch (the native floor of goal (b))."""
     import shutil
     import subprocess
     import tempfile
@@ -321,7 +324,8 @@ def native_loop(n: int, repeats: int, memref: bool = False) -> dict[str, float]:
                  if d.is_dir()]
         subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), *stubs, "-lcuda"],
                        check=True, capture_output=True, timeout=300)
-        command = [str(exe), str(n), str(repeats), *(["memref"] if memref else [])]
+        command = [str(exe), str(n), str(repeats), *(["memref"] if memref else []),
+                   *(["sync"] if sync else [])]
         out = subprocess.run(command, check=True, capture_output=True, text=True,
                              timeout=300).stdout
     seconds = [float(line) * 1e-6 for line in out.split()]  # the peer prints us per launch
@@ -347,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     res = Results()
     bench_nova(res, dev, n, calls, args.repeats)
     if gpu:
+        res.run("b", "native C++ launch + sync per call (nvcc)", "us/call",
+                lambda: native_loop(calls, args.repeats, sync=True))
         bench_device_layer(res, dev, n, args.repeats)
         bench_cuda_peers(res, dev, n, args.repeats)
     print(f"device: {dev.kind}:{dev.index} {dev.name!r}; {n} kernels per entry, {calls} calls, "

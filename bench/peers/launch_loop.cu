@@ -1,13 +1,17 @@
 // Peer for bench/launch_overhead.py: native host code calling cuLaunchKernel in a loop (the
 // launch path compiled host code can reach), same tiny kernel as the other peers.
-// Build: nvcc -O2 -o launch_loop launch_loop.cu -lcuda     Run: launch_loop N REPEATS [memref]
+// Build: nvcc -O2 -o launch_loop launch_loop.cu -lcuda
+// Run:   launch_loop N REPEATS [memref] [sync]
 // With "memref", the kernel takes five parameters as Nova passes a memref<32xf32>.
 // Prints one line per repeat: microseconds per launch (N launches on a non-blocking stream,
-// then one stream synchronize).
+// then one stream synchronize). With "sync", every launch is followed by cuStreamSynchronize
+// and the line is microseconds per launch + synchronize: the native floor of a call that
+// launches one kernel and waits for it (bench/launch_overhead.py section b).
 #include <cuda.h>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 static const char* kPtx =
     ".version 7.8\n.target sm_80\n.address_size 64\n"
@@ -39,7 +43,17 @@ static const char* kPtx =
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 1000;
   int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
-  bool memref = argc > 3 && argv[3][0] == 'm';
+  bool memref = false, sync = false;
+  for (int a = 3; a < argc; ++a) {
+    if (std::strcmp(argv[a], "sync") == 0) {
+      sync = true;
+    } else if (argv[a][0] == 'm') {
+      memref = true;
+    } else {
+      std::fprintf(stderr, "unknown mode '%s' (expected memref or sync)\n", argv[a]);
+      return 2;
+    }
+  }
   CUdevice dev;
   CUcontext ctx;
   CUmodule mod;
@@ -63,8 +77,10 @@ int main(int argc, char** argv) {
   CHECK(cuStreamSynchronize(stream));
   for (int r = 0; r < repeats; ++r) {
     auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i)
+    for (int i = 0; i < n; ++i) {
       CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
+      if (sync) CHECK(cuStreamSynchronize(stream));
+    }
     CHECK(cuStreamSynchronize(stream));
     std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - start;
     std::printf("%.4f\n", us.count() / n);
