@@ -1,8 +1,11 @@
 """Python kernels (@nova.kernel) on the GPU against their peers, in one run (issue 5's goals).
 
-1. Bandwidth: an elementwise kernel (out = a * x, one element per thread) against the
-   device-to-device copy rate (same bytes: read n, write n) and CuPy's elementwise multiply.
-   Goal: >= 90% of the copy rate.
+1. Bandwidth: an elementwise kernel (out = a * x) against the device-to-device copy rate (same
+   bytes: read n, write n) and CuPy's and PyTorch's elementwise multiply. Variants: one element
+   per thread (`nova`), grid-stride loops with 4/8 scalar loads in flight (`nova_x4/x8`), four
+   neighbouring elements per thread, which Nova compiles to 16-byte vector accesses when the
+   launch finds the arrays aligned and disjoint (`nova_v4`), and that in a grid-stride loop
+   (`nova_v4x2`). Goal: >= 90% of the copy rate. Each sample times 10 back-to-back launches.
 2. Matmul (fp32): the tiled shared-memory kernel of the test suite (16x16 tiles) and a
    register-blocked one (64x64 block tile, 4x4 outputs per thread) against cuBLAS through
    `cupy.matmul`; reports the ratios.
@@ -325,7 +328,33 @@ def bench_bandwidth(device: nova.Device, n: int, repeat: int) -> dict[str, Any]:
                     "nova_best_vs_cupy": best / gbs}
 
         _peer(row, "cupy", run)
+    if device.kind == "cuda":
+        _peer(row, "torch", lambda: _torch_bandwidth(x_host, nbytes, repeat, row))
     return row
+
+
+def _torch_bandwidth(x_host: np.ndarray, nbytes: int, repeat: int,
+                     row: dict[str, Any]) -> dict[str, float]:
+    """PyTorch's elementwise multiply (torch.mul(x, 2, out=)) timed with CUDA events, batched
+    like the others: a second named peer for the elementwise figure."""
+    import torch
+
+    tx = torch.from_numpy(x_host).cuda()
+    tout = torch.empty_like(tx)
+    torch.mul(tx, 2.0, out=tout)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(BANDWIDTH_BATCH):
+            torch.mul(tx, 2.0, out=tout)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / BANDWIDTH_BATCH)
+    gbs = nbytes / float(np.median(times)) / 1e9
+    ok = bool(np.array_equal(tout.cpu().numpy(), x_host * np.float32(2)))
+    return {"torch_gbs": gbs, "torch_ok": ok, "torch_vs_copy": gbs / row["copy_gbs"]}
 
 
 def bench_matmul(device: nova.Device, size: int, repeat: int) -> dict[str, Any]:
