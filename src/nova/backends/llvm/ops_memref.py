@@ -1,5 +1,5 @@
 """memref dialect handlers: load/store with strided addressing, alloc/alloca/dealloc, dim/rank,
-cast/subview/reinterpret_cast/collapse/expand views, atomic_rmw, globals, copy.
+cast/subview/reinterpret_cast/collapse/expand/view views, atomic_rmw, globals, copy.
 
 Views never touch memory: they compute a new `MemRefDescriptor` from the source's fields.
 """
@@ -430,6 +430,24 @@ def lower_memory_space_cast(fe: FunctionEmitter, op: Operation) -> None:
                                               src.offset, src.sizes, src.strides))
 
 
+def lower_view(fe: FunctionEmitter, op: Operation) -> None:
+    """memref.view as upstream lowers it: the aligned pointer advances by the byte shift (an i8
+    GEP), the offset is 0 and the strides row-major over the static and operand sizes. The
+    allocated pointer stays the source's, so a view never owns memory."""
+    src = fe.lookup_memref(op.operands[0])
+    res_ty = op.results[0].type
+    assert isinstance(res_ty, MemRefType)
+    b = fe.builder
+    shift = fe.lookup(op.operands[1])
+    base = src.aligned
+    if not (isinstance(shift, ir.Constant) and shift.constant == 0):
+        base = b.gep(base, [shift], inbounds=True, source_etype=T.I8)
+    sizes = _mixed_values(list(res_ty.get_shape()), [fe.lookup(v) for v in op.operands[2:]])
+    desc = M.identity_descriptor(b, res_ty, base, sizes)
+    fe.bind(op.results[0], M.MemRefDescriptor(res_ty, src.allocated, base, desc.offset,
+                                              desc.sizes, desc.strides))
+
+
 def lower_extract_aligned_pointer(fe: FunctionEmitter, op: Operation) -> None:
     src = fe.lookup_memref(op.operands[0])
     fe.bind(op.results[0], fe.builder.ptrtoint(src.aligned, T.INDEX))
@@ -463,6 +481,7 @@ HANDLERS: dict[str, Handler] = {
     "memref.generic_atomic_rmw": lower_generic_atomic_rmw,
     "memref.get_global": lower_get_global,
     "memref.copy": lower_copy,
+    "memref.view": lower_view,
     "memref.assume_alignment": lower_identity,
     "memref.memory_space_cast": lower_memory_space_cast,
     "memref.extract_aligned_pointer_as_index": lower_extract_aligned_pointer,

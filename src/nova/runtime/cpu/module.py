@@ -115,6 +115,23 @@ class CpuFunction(DeviceFunction):
         self.entry = KERNEL_PROTOTYPE(address)
 
 
+DYNAMIC_SHARED_ALIGN = 16
+"""Alignment of a block's dynamic shared memory, as NVPTX's `.extern .shared .align 16` array."""
+
+
+def dynamic_shared_scratch(nbytes: int) -> tuple[ctypes.Array[ctypes.c_char] | None, int | None]:
+    """One participant's dynamic shared memory: a buffer to keep alive and the address of its
+    first `DYNAMIC_SHARED_ALIGN`-aligned byte (None, None for 0 bytes). ctypes buffers promise
+    no alignment (small ones live inside the Python object), so 15 spare bytes are allocated.
+    Each participant runs its chunk's blocks one after another, so one scratch per participant
+    gives every running block its own memory."""
+    if nbytes <= 0:
+        return None, None
+    buffer = (ctypes.c_char * (nbytes + DYNAMIC_SHARED_ALIGN - 1))()
+    address = ctypes.addressof(buffer)
+    return buffer, -(-address // DYNAMIC_SHARED_ALIGN) * DYNAMIC_SHARED_ALIGN
+
+
 class BlockRun:
     """One enqueued launch: runs every block of the grid, spread over the stream worker and the
     device's helper threads, and raises KernelFault when a block fails."""
@@ -180,9 +197,7 @@ class BlockRun:
             launch.grid[:] = self.grid
             launch.block[:] = self.block
             launch.cluster[:] = self.cluster
-            scratch = (ctypes.create_string_buffer(self.shared_bytes) if self.shared_bytes
-                       else None)
-            launch.dynamic_shared = ctypes.addressof(scratch) if scratch is not None else None
+            keep_alive, launch.dynamic_shared = dynamic_shared_scratch(self.shared_bytes)
             launch.dynamic_shared_bytes = self.shared_bytes
             fault_guard.prepare(launch)  # once: chunks are disjoint, kernels keep it current
             guard = fault_guard.guard()
@@ -211,3 +226,4 @@ class BlockRun:
                 failure = f"{type(exc).__name__}: {exc} (blocks [{begin}, {end}))"
             self._finish(failure)
             index = self._grab()
+        del keep_alive  # the blocks' dynamic shared memory, freed only after the last chunk
