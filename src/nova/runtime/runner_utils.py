@@ -67,7 +67,7 @@ STDIO_WRITERS: frozenset[str] = frozenset({
     "vfwprintf", "putw", "perror",
 })
 """libc symbols through which x86-64 code can leave text in a stdio buffer: every printf/puts/
-put*/fwrite variant (LLVM rewrites `printf("x\n")` into `puts`, `printf("%c")` into `putchar`,
+put*/fwrite variant (LLVM rewrites `printf("x\\n")` into `puts`, `printf("%c")` into `putchar`,
 a constant `fprintf` into `fwrite`) and the `stdout`/`stderr` streams themselves."""
 
 _PRINT_ABI_PREFIX = "nova_rt_print_"
