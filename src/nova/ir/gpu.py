@@ -56,6 +56,7 @@ from nova.ir.gpu_memory_ops import (
     MemsetOp,
     WaitOp,
 )
+from nova.ir.gpu_mma_ops import MMA_ATTRS, MMA_OPS, MMAElementwiseOpAttr, MMAMatrixType
 from nova.ir.gpu_module_ops import MODULE_OPS, FuncOp, GPUModuleOp
 
 CONTAINER_MODULE_ATTR = "gpu.container_module"
@@ -63,8 +64,9 @@ CONTAINER_MODULE_ATTR = "gpu.container_module"
 
 GPU = Dialect(
     "gpu",
-    [*MODULE_OPS, *LAUNCH_OPS, *KERNEL_OPS, *MEMORY_OPS],
-    [AsyncTokenType, DimensionAttr, AllReduceOperationAttr, ShuffleModeAttr, AddressSpaceAttr],
+    [*MODULE_OPS, *LAUNCH_OPS, *KERNEL_OPS, *MEMORY_OPS, *MMA_OPS],
+    [AsyncTokenType, DimensionAttr, AllReduceOperationAttr, ShuffleModeAttr, AddressSpaceAttr,
+     *MMA_ATTRS],
 )
 
 __all__ = [
@@ -97,6 +99,8 @@ __all__ = [
     "LaneIdOp",
     "LaunchFuncOp",
     "LaunchOp",
+    "MMAElementwiseOpAttr",
+    "MMAMatrixType",
     "MemcpyOp",
     "MemsetOp",
     "NumSubgroupsOp",
