@@ -39,6 +39,7 @@ _LAZY: dict[str, str] = {
     "lane_id": "nova.frontend.kernel",
     "syncthreads": "nova.frontend.kernel",
     "shared_array": "nova.frontend.kernel",
+    "dynamic_shared_array": "nova.frontend.kernel",
     "local_array": "nova.frontend.kernel",
     "atomic_add": "nova.frontend.kernel",
     "atomic_sub": "nova.frontend.kernel",

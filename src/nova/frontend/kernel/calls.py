@@ -8,7 +8,8 @@
   ceil, trunc, fabs, pow/power, copysign, fma, cbrt, rsqrt, exp2, isnan, isinf, isfinite,
   minimum, maximum). Integer arguments compute in float64; float16/bfloat16 compute in float32
   and round back. `math.floor/ceil/trunc` return int64 as in Python; NumPy's return floats.
-- intrinsics: nova.intrinsics (thread indexing, barriers, shared/local arrays, atomics, warp
+- intrinsics: nova.intrinsics (thread indexing, barriers, shared/local/dynamic shared arrays,
+  atomics, warp
   operations, bit counts) and `@nova.func` device functions (inlined).
 """
 
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType, i64
+from xdsl.ir import Operation
 
 from nova.frontend.kernel import types as T
 from nova.frontend.kernel.intrinsics import WARP_SIZE, intrinsic_name
@@ -320,6 +322,77 @@ def _local_array(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     return Val(op.results[0], at)
 
 
+def _dynamic_shared_array(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """A 1-D view of the block's dynamic shared memory: `gpu.dynamic_shared_memory` (the launch's
+    `shared_bytes`, as i8) carved by `memref.view` at byte `offset` into `count` elements of
+    `dtype`. Without a count, the view covers the rest of the allocation: (bytes - offset) //
+    itemsize elements, the byte count read in the kernel (memref.dim of the allocation)."""
+    dtype = v["dtype"]
+    ty = T.resolve_dtype(dtype.value) if isinstance(dtype, Const) else None
+    if ty is None:
+        raise tr.type_error(node, f"nova.{name}() needs a compile-time dtype such as "
+                            "nova.float32 or np.int32")
+    em = tr.em
+    offset = _dynamic_shared_offset(tr, name, v["offset"], ty, node)
+    shmem = em.res(gpu.DynamicSharedMemoryOp())
+    count, shape = v["count"], None
+    sizes: list[Any] = []
+    if isinstance(count, Const) and count.value is None:
+        sizes = [_remaining_elements(tr, shmem, offset, ty)]
+    elif isinstance(count, Const) and isinstance(count.value, int) and \
+            not isinstance(count.value, bool):
+        if count.value <= 0:
+            raise tr.type_error(node, f"nova.{name}() needs a positive count, got "
+                                f"{count.value}")
+        shape = (count.value,)
+    else:
+        sizes = [em.index(_integer(tr, name, "count", count, node))]
+    source = shmem.type
+    assert isinstance(source, MemRefType)
+    view_ty = MemRefType(ty.mlir, [shape[0] if shape else DYNAMIC_INDEX],
+                         memory_space=source.memory_space)
+    view = em.res(memref.ViewOp(shmem, offset, sizes, view_ty))
+    return Val(view, T.ArrayType(ty, 1, shape, T.SHARED_MEMORY_SPACE))
+
+
+def _integer(tr: Translator, name: str, what: str, value: Value, node: ast.AST) -> Val:
+    """A run-time integer argument of an intrinsic (located error otherwise)."""
+    s = tr.scalar(value, node)
+    if not isinstance(s.type, T.ScalarType) or not s.type.is_int:
+        raise tr.type_error(node, f"nova.{name}() needs an integer {what}, got "
+                            f"{tr.describe(value)}")
+    return s
+
+
+def _dynamic_shared_offset(tr: Translator, name: str, offset: Value, ty: T.ScalarType,
+                           node: ast.AST) -> Any:
+    """The byte offset as an index value. A constant must be >= 0 and a multiple of the element
+    size (a misaligned view is undefined behaviour on the GPU); a run-time offset is the
+    caller's to keep aligned, as in CUDA."""
+    if isinstance(offset, Const) and isinstance(offset.value, int) and \
+            not isinstance(offset.value, bool):
+        if offset.value < 0 or offset.value % ty.itemsize:
+            raise tr.type_error(node, f"nova.{name}() byte offset {offset.value} must be "
+                                f">= 0 and a multiple of {ty.itemsize} (the size of {ty})")
+        return tr.em.res(_index_constant(offset.value))
+    return tr.em.index(_integer(tr, name, "byte offset", offset, node))
+
+
+def _remaining_elements(tr: Translator, shmem: Any, offset: Any, ty: T.ScalarType) -> Any:
+    """max(bytes - offset, 0) // itemsize as an index: the elements after `offset`."""
+    em = tr.em
+    total = em.res(memref.DimOp(shmem, em.res(_index_constant(0))))
+    rest = em.res(arith.MaxSIOp(em.res(arith.SubiOp(total, offset)),
+                                em.res(_index_constant(0))))
+    if ty.itemsize == 1:
+        return rest
+    return em.res(arith.DivUIOp(rest, em.res(_index_constant(ty.itemsize))))
+
+
+def _index_constant(value: int) -> Operation:
+    return arith.ConstantOp(IntegerAttr(value, IndexType()))
+
+
 _ATOMIC_KIND = {"atomic_add": ("addi", "addf"), "atomic_sub": ("addi", "addf"),
                 "atomic_and": ("andi", None), "atomic_or": ("ori", None),
                 "atomic_xor": ("xori", None), "atomic_exchange": ("assign", "assign")}
@@ -495,6 +568,8 @@ def _register() -> dict[str, Any]:
     for n, fn in (("shared_array", _shared_array), ("local_array", _local_array)):
         _INTRINSIC_PARAMS[n] = (("shape", req), ("dtype", req))
         table[n] = fn
+    _INTRINSIC_PARAMS["dynamic_shared_array"] = (("dtype", req), ("count", None), ("offset", 0))
+    table["dynamic_shared_array"] = _dynamic_shared_array
     for n in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_and",
               "atomic_or", "atomic_xor", "atomic_exchange"):
         _INTRINSIC_PARAMS[n] = (("array", req), ("index", req), ("value", req))

@@ -48,6 +48,11 @@ syncthreads = _intrinsic("syncthreads",
 shared_array = _intrinsic(
     "shared_array", "shared_array(shape, dtype): a block-wide array in shared (workgroup) memory; "
     "shape and dtype are compile-time constants. Contents start undefined.")
+dynamic_shared_array = _intrinsic(
+    "dynamic_shared_array", "dynamic_shared_array(dtype, count=None, offset=0): a 1-D view of "
+    "the block's dynamic shared memory (the launch's shared_bytes) starting at byte `offset`, "
+    "of `count` elements (run-time or constant; by default all that follow the offset). dtype "
+    "is a compile-time constant. Several views may share the allocation at different offsets.")
 local_array = _intrinsic(
     "local_array", "local_array(shape, dtype): a per-thread array (registers / stack); shape "
     "and dtype are compile-time constants. Contents start undefined.")
@@ -94,11 +99,11 @@ ctz = _intrinsic("ctz", "ctz(x): trailing zero bits of an integer (same type as 
 
 INTRINSIC_NAMES: tuple[str, ...] = (
     "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "syncthreads",
-    "shared_array", "local_array", "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
-    "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange", "atomic_cas", "shuffle_idx",
-    "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any", "warp_all",
-    "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min", "warp_reduce_max", "warp_reduce_and",
-    "warp_reduce_or", "warp_reduce_xor", "popc", "clz", "ctz",
+    "shared_array", "dynamic_shared_array", "local_array", "atomic_add", "atomic_sub",
+    "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange",
+    "atomic_cas", "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any",
+    "warp_all", "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min", "warp_reduce_max",
+    "warp_reduce_and", "warp_reduce_or", "warp_reduce_xor", "popc", "clz", "ctz",
 )
 
 
