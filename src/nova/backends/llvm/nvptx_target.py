@@ -308,7 +308,7 @@ class NvptxTarget(TargetBase):
     data_layout = DATA_LAYOUT
 
     def __init__(self, arch: str = "sm_90") -> None:
-        from nova.backends.llvm import nvptx_collectives
+        from nova.backends.llvm import nvptx_collectives, nvptx_mma
 
         self.arch = arch
         self.handlers: dict[str, Handler] = {
@@ -331,6 +331,7 @@ class NvptxTarget(TargetBase):
             **{name: _no_wide_libcalls(name) for name in WIDE_INT_LIBCALL_OPS},
             "math.fpowi": lower_fpowi_by_squaring,
             **nvptx_collectives.HANDLERS,
+            **nvptx_mma.HANDLERS,
         }
 
     def pointer_address_space(self, memref_type: Attribute) -> int:

@@ -10,6 +10,8 @@ The mapping (MLIR's LLVM lowering conventions, so descriptors match the runtime 
   memory space (`Target.pointer_address_space`);
 * unranked ``memref<*xT>`` -> ``{i64, ptr}`` (rank, pointer to a ranked descriptor);
 * ``!gpu.async.token`` -> ``ptr`` (the host target's tokens are stream handles);
+* ``!gpu.mma_matrix<16x16xT, "AOp"|"BOp"|"COp">`` depends on the device target
+  (`mma_fragment_type`): NVPTX, upstream's WMMA registers of one lane; CPU, the whole tile;
 * function arguments: a ranked memref *expands* to its fields (ptr, ptr, i64, sizes..., strides...),
   as kernel parameters do (nova.runtime.abi); results are returned as one value (a struct when
   there are several).
@@ -135,7 +137,43 @@ def lower_type(ty: Attribute, address_space: AddressSpaceFn) -> ir.Type:
         return UNRANKED_STRUCT
     if getattr(ty, "name", "") == "gpu.async.token":
         return PTR  # the host target's tokens are stream handles
+    if getattr(ty, "name", "") == "gpu.mma_matrix":
+        return mma_fragment_type(ty, _target_name(address_space))
     return scalar_type(ty)
+
+
+MMA_TILE = 16
+"""Rows and columns of the one fragment shape the backends lower (m16n16k16)."""
+
+
+def _target_name(address_space: AddressSpaceFn) -> str:
+    """The target whose `ModuleEmitter.address_space` this is ('' when not an emitter's): the
+    one type whose lowering differs between device targets (mma fragments) needs it, and the
+    address-space hook is what lower_type's callers already pass."""
+    emitter = getattr(address_space, "__self__", None)
+    return str(getattr(getattr(emitter, "target", None), "name", ""))
+
+
+def mma_fragment_type(ty: Attribute, target: str) -> ir.Type:
+    """The LLVM type of a 16x16 `!gpu.mma_matrix` value on `target`.
+
+    NVPTX ('nvptx'): what one lane holds, as upstream's NVVM lowering (and the
+    llvm.nvvm.wmma.m16n16k16 intrinsics) type it: f16 A/B -> 8 x <2 x half>, f16 C ->
+    4 x <2 x half>, f32 C -> 8 x float, as a literal struct. CPU ('cpu'): every lane holds the
+    whole tile row-major as <256 x T> (see cpu_mma), so element-wise ops are vector ops."""
+    shape = tuple(ty.get_shape())  # type: ignore[attr-defined]
+    elem = scalar_type(ty.element_type)  # type: ignore[attr-defined]
+    if shape != (MMA_TILE, MMA_TILE) or not isinstance(elem, ir.HalfType | ir.FloatType):
+        raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering (only "
+                               "16x16 f16/f32 fragments)")
+    if target == "cpu":
+        return ir.VectorType(elem, MMA_TILE * MMA_TILE)
+    if target != "nvptx":
+        raise UnsupportedError(f"type '{ty}' is only supported in device code")
+    if isinstance(elem, ir.FloatType):
+        return ir.LiteralStructType([F32] * 8)
+    registers = 4 if ty.kind == "COp" else 8  # type: ignore[attr-defined]
+    return ir.LiteralStructType([ir.VectorType(F16, 2)] * registers)
 
 
 def expanded_param_types(ty: Attribute, address_space: AddressSpaceFn) -> list[ir.Type]:
