@@ -7,6 +7,7 @@
 // values through shared memory; thread 0 also stores the memref.dim of the whole allocation
 // (the launch's byte count). Launch 2: 64 KiB (above the 48 KiB that needs a CUDA opt-in), one
 // block of 32 threads; each thread writes its id into the last 32 words and reads a neighbour's.
+// Host code uses memref.view too: a 2x3 f32 view and a 6-element view of the same bytes.
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -76,6 +77,18 @@ func.func @main() {
     memref.store %v, %far[%tx] : memref<32xi32>
     gpu.terminator
   }
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %hbytes = memref.alloc(%c64) : memref<?xi8>
+  %hgrid = memref.view %hbytes[%c16][%c2] : memref<?xi8> to memref<?x3xf32>
+  %hflat = memref.view %hbytes[%c16][] : memref<?xi8> to memref<6xf32>
+  %hval = arith.constant 2.5 : f32
+  memref.store %hval, %hgrid[%c1, %c2] : memref<?x3xf32>
+  %c5 = arith.constant 5 : index
+  %hread = memref.load %hflat[%c5] : memref<6xf32>
+  vector.print %hread : f32
+  memref.dealloc %hbytes : memref<?xi8>
   call @printMemrefF32(%fcast) : (memref<*xf32>) -> ()
   call @printMemrefI32(%icast) : (memref<*xi32>) -> ()
   call @printMemrefI32(%farcast) : (memref<*xi32>) -> ()
@@ -91,7 +104,8 @@ func.func private @printMemrefF32(memref<*xf32>)
 func.func private @printMemrefI32(memref<*xi32>)
 func.func private @printMemrefI64(memref<*xi64>)
 
-// CHECK: sizes = [24] strides = [1] data =
+// CHECK: 2.5
+// CHECK-NEXT: Unranked Memref base@ = {{.*}} sizes = [24] strides = [1] data =
 // CHECK-NEXT: [7,  6,  5,  4,  3,  2,  1,  0,  15,  14,  13,  12,  11,  10,  9,  8,  23,  22,  21,  20,  19,  18,  17,  16]
 // CHECK: sizes = [24] strides = [1] data =
 // CHECK-NEXT: [49,  36,  25,  16,  9,  4,  1,  0,  225,  196,  169,  144,  121,  100,  81,  64,  529,  484,  441,  400,  361,  324,  289,  256]
