@@ -59,6 +59,8 @@ from nova.backends.llvm.cpu_fibers import (
     store_field,
 )
 from nova.backends.llvm.cpu_gpu_ops import FIBER_OPS, GPU_HANDLERS, runtime
+from nova.backends.llvm.cpu_mma import HANDLERS as MMA_HANDLERS
+from nova.backends.llvm.cpu_mma import MMA_FIBER_OPS
 from nova.backends.llvm.cpu_softfloat import add_libcall_helpers
 from nova.backends.llvm.emitter import (
     FunctionEmitter,
@@ -223,6 +225,7 @@ class CpuTarget(TargetBase):
         self.layout = WorkgroupLayout()
         self.handlers = {
             **GPU_HANDLERS,
+            **MMA_HANDLERS,
             "func.call": self._lower_call,
             "memref.get_global": self._lower_get_global,
         }
@@ -317,7 +320,7 @@ def needs_fibers(kernel: Operation, funcs: dict[str, Operation]) -> bool:
     todo = [kernel]
     while todo:
         op = todo.pop()
-        if any(inner.name in FIBER_OPS for inner in op.walk()):
+        if any(inner.name in FIBER_OPS or inner.name in MMA_FIBER_OPS for inner in op.walk()):
             return True
         for name in _callees(op):
             if name not in seen and name in funcs:
