@@ -95,7 +95,7 @@ def lower_load_matrix(fe: FunctionEmitter, op: Operation) -> None:
         rows.append(row)
     tile = _concat(b, rows)
     if is_transposed(op):
-        tile = b.shuffle_vector(tile, ir.Constant(tile.type, ir.Undefined), _mask(TRANSPOSE))
+        tile = b.shuffle_vector(tile, tile, _mask(TRANSPOSE))
     fe.bind(op.results[0], tile)
 
 
@@ -104,22 +104,22 @@ def lower_store_matrix(fe: FunctionEmitter, op: Operation) -> None:
     b = fe.builder
     tile = fe.lookup(op.operands[0])
     if is_transposed(op):
-        tile = b.shuffle_vector(tile, ir.Constant(tile.type, ir.Undefined), _mask(TRANSPOSE))
+        tile = b.shuffle_vector(tile, tile, _mask(TRANSPOSE))
     elem = tile.type.element  # type: ignore[attr-defined]
     _warp_barrier(fe)
     linear = load_field(b, THREAD_CTX, tctx(fe), ThreadField.LINEAR)
     lane = b.and_(linear, I64(31))
     with b.if_then(b.icmp_unsigned("==", lane, I64(0))):
         for r, ptr in enumerate(_row_pointers(fe, op, 1)):
-            row = b.shuffle_vector(tile, ir.Constant(tile.type, ir.Undefined),
-                                   _mask(list(range(r * N, (r + 1) * N))))
+            row = b.shuffle_vector(tile, tile, _mask(list(range(r * N, (r + 1) * N))))
             store = b.store(row, ptr)
             store.align = T.element_size_llvm(elem)
     _warp_barrier(fe)
 
 
 def _broadcast(b: ir.IRBuilder, tile: ir.Value, pick: list[int]) -> ir.Value:
-    return b.shuffle_vector(tile, ir.Constant(tile.type, ir.Undefined), _mask(pick))
+    """The vector whose element e is tile[pick[e]] (the second shuffle operand is unused)."""
+    return b.shuffle_vector(tile, tile, _mask(pick))
 
 
 def lower_compute(fe: FunctionEmitter, op: Operation) -> None:
@@ -143,8 +143,7 @@ def lower_constant_matrix(fe: FunctionEmitter, op: Operation) -> None:
     llty = fe.lower_type(op.results[0].type)
     one = b.insert_element(ir.Constant(ir.VectorType(value.type, 1), ir.Undefined), value,
                            I32(0))
-    fe.bind(op.results[0], b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
-                                            _mask([0] * llty.count)))  # type: ignore[attr-defined]
+    fe.bind(op.results[0], b.shuffle_vector(one, one, _mask([0] * llty.count)))  # type: ignore[attr-defined]
 
 
 def lower_elementwise(fe: FunctionEmitter, op: Operation) -> None:
