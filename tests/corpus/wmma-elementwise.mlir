@@ -16,12 +16,18 @@ func.func @main() {
   %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
-  %a = memref.alloc() : memref<16x16xf16>
-  %b = memref.alloc() : memref<16x16xf16>
-  %c = memref.alloc() : memref<16x16xf32>
-  %h = memref.alloc() : memref<16x16xf16>
-  %r = memref.alloc() : memref<16x16xf32>
-  %out = memref.alloc() : memref<16x16xf32>
+  %a = gpu.alloc host_shared () : memref<16x16xf16>
+  %a_u = memref.cast %a : memref<16x16xf16> to memref<*xf16>
+  %b = gpu.alloc host_shared () : memref<16x16xf16>
+  %b_u = memref.cast %b : memref<16x16xf16> to memref<*xf16>
+  %c = gpu.alloc host_shared () : memref<16x16xf32>
+  %c_u = memref.cast %c : memref<16x16xf32> to memref<*xf32>
+  %h = gpu.alloc host_shared () : memref<16x16xf16>
+  %h_u = memref.cast %h : memref<16x16xf16> to memref<*xf16>
+  %r = gpu.alloc host_shared () : memref<16x16xf32>
+  %r_u = memref.cast %r : memref<16x16xf32> to memref<*xf32>
+  %out = gpu.alloc host_shared () : memref<16x16xf32>
+  %out_u = memref.cast %out : memref<16x16xf32> to memref<*xf32>
   scf.for %i = %c0 to %c16 step %c1 {
     scf.for %j = %c0 to %c16 step %c1 {
       %a_ai = arith.muli %i, %c1 : index
@@ -70,18 +76,6 @@ func.func @main() {
       memref.store %h_v, %h[%i, %j] : memref<16x16xf16>
     }
   }
-  %a_u = memref.cast %a : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %a_u : memref<*xf16>
-  %b_u = memref.cast %b : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %b_u : memref<*xf16>
-  %c_u = memref.cast %c : memref<16x16xf32> to memref<*xf32>
-  gpu.host_register %c_u : memref<*xf32>
-  %h_u = memref.cast %h : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %h_u : memref<*xf16>
-  %r_u = memref.cast %r : memref<16x16xf32> to memref<*xf32>
-  gpu.host_register %r_u : memref<*xf32>
-  %out_u = memref.cast %out : memref<16x16xf32> to memref<*xf32>
-  gpu.host_register %out_u : memref<*xf32>
   %two = arith.constant 2.0 : f32
   %half = arith.constant 0.5 : f16
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)

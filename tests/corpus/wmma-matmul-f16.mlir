@@ -15,10 +15,14 @@ func.func @main() {
   %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
-  %a = memref.alloc() : memref<16x16xf16>
-  %b = memref.alloc() : memref<16x16xf16>
-  %c = memref.alloc() : memref<16x16xf16>
-  %d = memref.alloc() : memref<16x16xf16>
+  %a = gpu.alloc host_shared () : memref<16x16xf16>
+  %a_u = memref.cast %a : memref<16x16xf16> to memref<*xf16>
+  %b = gpu.alloc host_shared () : memref<16x16xf16>
+  %b_u = memref.cast %b : memref<16x16xf16> to memref<*xf16>
+  %c = gpu.alloc host_shared () : memref<16x16xf16>
+  %c_u = memref.cast %c : memref<16x16xf16> to memref<*xf16>
+  %d = gpu.alloc host_shared () : memref<16x16xf16>
+  %d_u = memref.cast %d : memref<16x16xf16> to memref<*xf16>
   %out = memref.alloc() : memref<16x16xf32>
   scf.for %i = %c0 to %c16 step %c1 {
     scf.for %j = %c0 to %c16 step %c1 {
@@ -56,14 +60,6 @@ func.func @main() {
       memref.store %c_v, %c[%i, %j] : memref<16x16xf16>
     }
   }
-  %a_u = memref.cast %a : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %a_u : memref<*xf16>
-  %b_u = memref.cast %b : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %b_u : memref<*xf16>
-  %c_u = memref.cast %c : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %c_u : memref<*xf16>
-  %d_u = memref.cast %d : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %d_u : memref<*xf16>
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
     %A = gpu.subgroup_mma_load_matrix %a[%c0, %c0] {leadDimension = 16 : index} : memref<16x16xf16> -> !gpu.mma_matrix<16x16xf16, "AOp">

@@ -3,8 +3,12 @@
 // A 16x64 x 64x32 matmul by two warps (64 threads), K in steps of 16: each step the block copies
 // the A tile (16x16) and B tile (16x32) into workgroup memory, barrier, warp w multiplies A by
 // columns 16w..16w+15 of the B tile into its accumulator (an scf.for iter_arg, starting from a
-// constant 0 fragment), barrier. Finally warp w stores its 16x16 result at out[0, 16w].
+// constant 0 fragment), barrier. Finally warp w stores its 16x16 result at out[0, 16w]. The
+// tiles are 64-byte aligned workgroup globals (wmma.load wants 32-byte aligned tiles).
 // Expected: NumPy's A @ B.
+memref.global "private" @tile_a : memref<16x16xf16, #gpu.address_space<workgroup>> {alignment = 64 : i64}
+memref.global "private" @tile_b : memref<16x32xf16, #gpu.address_space<workgroup>> {alignment = 64 : i64}
+
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -16,9 +20,12 @@ func.func @main() {
   %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
-  %a = memref.alloc() : memref<16x64xf16>
-  %b = memref.alloc() : memref<64x32xf16>
-  %out = memref.alloc() : memref<16x32xf32>
+  %a = gpu.alloc host_shared () : memref<16x64xf16>
+  %a_u = memref.cast %a : memref<16x64xf16> to memref<*xf16>
+  %b = gpu.alloc host_shared () : memref<64x32xf16>
+  %b_u = memref.cast %b : memref<64x32xf16> to memref<*xf16>
+  %out = gpu.alloc host_shared () : memref<16x32xf32>
+  %out_u = memref.cast %out : memref<16x32xf32> to memref<*xf32>
   scf.for %i = %c0 to %c16 step %c1 {
     scf.for %j = %c0 to %c64 step %c1 {
       %a_ai = arith.muli %i, %c3 : index
@@ -43,17 +50,11 @@ func.func @main() {
       memref.store %b_v, %b[%i, %j] : memref<64x32xf16>
     }
   }
-  %a_u = memref.cast %a : memref<16x64xf16> to memref<*xf16>
-  gpu.host_register %a_u : memref<*xf16>
-  %b_u = memref.cast %b : memref<64x32xf16> to memref<*xf16>
-  gpu.host_register %b_u : memref<*xf16>
-  %out_u = memref.cast %out : memref<16x32xf32> to memref<*xf32>
-  gpu.host_register %out_u : memref<*xf32>
   %zero = arith.constant 0.0 : f32
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1)
-             workgroup(%sa : memref<16x16xf16, #gpu.address_space<workgroup>>,
-                       %sb : memref<16x32xf16, #gpu.address_space<workgroup>>) {
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %sa = memref.get_global @tile_a : memref<16x16xf16, #gpu.address_space<workgroup>>
+    %sb = memref.get_global @tile_b : memref<16x32xf16, #gpu.address_space<workgroup>>
     %c256 = arith.constant 256 : index
     %c512 = arith.constant 512 : index
     %warp = arith.divui %tx, %c32 : index

@@ -15,10 +15,14 @@ func.func @main() {
   %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
-  %at = memref.alloc() : memref<16x32xf16>
-  %bt = memref.alloc() : memref<16x16xf16>
-  %c = memref.alloc() : memref<16x16xf32>
-  %out = memref.alloc() : memref<32x16xf32>
+  %at = gpu.alloc host_shared () : memref<16x32xf16>
+  %at_u = memref.cast %at : memref<16x32xf16> to memref<*xf16>
+  %bt = gpu.alloc host_shared () : memref<16x16xf16>
+  %bt_u = memref.cast %bt : memref<16x16xf16> to memref<*xf16>
+  %c = gpu.alloc host_shared () : memref<16x16xf32>
+  %c_u = memref.cast %c : memref<16x16xf32> to memref<*xf32>
+  %out = gpu.alloc host_shared () : memref<32x16xf32>
+  %out_u = memref.cast %out : memref<32x16xf32> to memref<*xf32>
   %zero = arith.constant 0.0 : f32
   scf.for %i = %c0 to %c16 step %c1 {
     scf.for %j = %c0 to %c32 step %c1 {
@@ -61,14 +65,6 @@ func.func @main() {
       memref.store %zero, %out[%i, %j] : memref<32x16xf32>
     }
   }
-  %at_u = memref.cast %at : memref<16x32xf16> to memref<*xf16>
-  gpu.host_register %at_u : memref<*xf16>
-  %bt_u = memref.cast %bt : memref<16x16xf16> to memref<*xf16>
-  gpu.host_register %bt_u : memref<*xf16>
-  %c_u = memref.cast %c : memref<16x16xf32> to memref<*xf32>
-  gpu.host_register %c_u : memref<*xf32>
-  %out_u = memref.cast %out : memref<32x16xf32> to memref<*xf32>
-  gpu.host_register %out_u : memref<*xf32>
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
     %A = gpu.subgroup_mma_load_matrix %at[%c0, %c16] {leadDimension = 32 : index, transpose} : memref<16x32xf16> -> !gpu.mma_matrix<16x16xf16, "AOp">

@@ -57,7 +57,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -170,7 +170,7 @@ def _split_properties(attrs: dict[str, Attribute], names: Sequence[str]
     return {name: attrs.pop(name) for name in names if name in attrs}
 
 
-def _parse_memref_access(parser: Parser) -> tuple[object, list[object]]:
+def _parse_memref_access(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
     """`%m[%i, %j]` as unresolved operands."""
     ref = parser.parse_unresolved_operand()
     indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE,
@@ -215,7 +215,6 @@ class SubgroupMmaLoadMatrixOp(_MatrixMemoryOp):
     srcMemref = operand_def()
     indices = var_operand_def(IndexType)
     res = result_def(MMAMatrixType)
-    traits = traits_def()
 
     def __init__(self, src: SSAValue, indices: Sequence[SSAValue], result_type: Attribute,
                  lead_dimension: int, transpose: bool = False) -> None:
@@ -235,11 +234,10 @@ class SubgroupMmaLoadMatrixOp(_MatrixMemoryOp):
         src_type = parser.parse_type()
         parser.parse_punctuation("->")
         res_type = parser.parse_type()
-        src = parser.resolve_operand(ref, src_type)  # type: ignore[arg-type]
-        idx = [parser.resolve_operand(i, IndexType()) for i in indices]  # type: ignore[arg-type]
-        op = cls.create(operands=[src, *idx], result_types=[res_type], properties=props,
-                        attributes=attrs)
-        return op
+        src = parser.resolve_operand(ref, src_type)
+        idx = [parser.resolve_operand(i, IndexType()) for i in indices]
+        return cls.create(operands=[src, *idx], result_types=[res_type], properties=props,
+                          attributes=attrs)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -287,8 +285,8 @@ class SubgroupMmaStoreMatrixOp(_MatrixMemoryOp):
         parser.parse_punctuation(",")
         dst_type = parser.parse_type()
         src = parser.resolve_operand(value, src_type)
-        dst = parser.resolve_operand(ref, dst_type)  # type: ignore[arg-type]
-        idx = [parser.resolve_operand(i, IndexType()) for i in indices]  # type: ignore[arg-type]
+        dst = parser.resolve_operand(ref, dst_type)
+        idx = [parser.resolve_operand(i, IndexType()) for i in indices]
         return cls.create(operands=[src, dst, *idx], properties=props, attributes=attrs)
 
     def print(self, printer: Printer) -> None:
