@@ -105,7 +105,8 @@ def test_ir_declares_only_driver_functions() -> None:
     text = native_ir()
     declared = {line.split("@")[1].split("(")[0] for line in text.splitlines()
                 if line.startswith("declare")}
-    assert declared - {"nova_rt_call_entry"} == set(DRIVER_FUNCTIONS)
+    # libc: the open-stream registry grows with realloc and tags entries with pthread_self
+    assert declared - {"nova_rt_call_entry", "realloc", "pthread_self"} == set(DRIVER_FUNCTIONS)
     assert "cudart" not in text and "cudaLaunch" not in text
 
 
@@ -200,6 +201,7 @@ def test_streams_and_events(native: Any, driver: MockDriver) -> None:
         ("cuEventDestroy_v2", (0xE1,)),
         ("cuStreamDestroy_v2", (0x77,)),
     ]
+    abi(native, "nova_rt_stream_destroy")(0xABC000)  # leave no stream open for later tests
 
 
 def test_memory_allocation_paths(native: Any, driver: MockDriver) -> None:
@@ -269,3 +271,74 @@ def test_call_entry_makes_the_context_current(native: Any, driver: MockDriver) -
 
 def test_error_name_without_gpu() -> None:
     assert cuda_abi.error_name(700) == "CUDA_ERROR_ILLEGAL_ADDRESS"
+
+
+def _entry_creating(native: Any, keep: int, destroy: int) -> tuple[Any, Any, list[int]]:
+    """An entry (a Python callback) that creates `keep + destroy` streams and destroys the last
+    `destroy` of them, as a program with unwaited async tokens would; returns it, its ctypes
+    callback (keep it alive) and the handles it created."""
+    create, destroy_fn = abi(native, "nova_rt_stream_create"), abi(native, "nova_rt_stream_destroy")
+    handles: list[int] = []
+
+    def body(args: Any, results: Any) -> None:
+        for _ in range(keep + destroy):
+            out = ctypes.c_void_p()
+            assert create(ctypes.addressof(out)) == 0
+            handles.append(out.value or 0)
+        for handle in handles[keep:]:
+            destroy_fn(handle)
+
+    entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(body)
+    return ctypes.cast(entry, ctypes.c_void_p).value, entry, handles
+
+
+def test_streams_left_open_join_the_default_stream_at_entry_exit(
+        native: Any, driver: MockDriver) -> None:
+    handles = iter(range(0x5000, 0x6000, 0x10))
+
+    def distinct_streams(name: str, args: tuple[Any, ...]) -> None:
+        if name == "cuStreamCreate":
+            ctypes.c_void_p.from_address(args[0]).value = next(handles)
+
+    original = driver._effect
+    driver._effect = lambda name, args: (original(name, args), distinct_streams(name, args))
+    try:
+        call = cuda_abi._CALL_ENTRY_TYPE(native.call_entry)
+        address, keepalive, created = _entry_creating(native, keep=2, destroy=1)
+        driver.calls.clear()
+        assert call(address, None, None) == 0
+        joined = [args for name, args in driver.calls if name == "cuStreamDestroy_v2"]
+        # the destroyed stream once (by the program), each open one once (at exit)
+        assert sorted(a[0] for a in joined) == sorted(created)
+        for stream in created[:2]:
+            record = driver.calls.index(("cuEventRecord", (0xABC000, stream)))
+            assert driver.calls[record + 1] == ("cuStreamWaitEvent",
+                                                (DEFAULT_STREAM, 0xABC000, 0))
+        # nothing left open: the next call costs one context check, as before
+        address2, keepalive2, _ = _entry_creating(native, keep=0, destroy=1)
+        driver.calls.clear()
+        assert call(address2, None, None) == 0
+        assert driver.names().count("cuStreamDestroy_v2") == 1  # the program's own
+        assert not any(name == "cuStreamWaitEvent" and args[0] == DEFAULT_STREAM
+                       for name, args in driver.calls)  # no join
+        del keepalive, keepalive2
+    finally:
+        driver._effect = original
+
+
+def test_streams_of_another_thread_stay_open(native: Any, driver: MockDriver) -> None:
+    import threading
+
+    create, destroy = abi(native, "nova_rt_stream_create"), abi(native, "nova_rt_stream_destroy")
+    out = ctypes.c_void_p()
+    worker = threading.Thread(target=lambda: create(ctypes.addressof(out)))
+    worker.start()
+    worker.join()
+    try:
+        entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(lambda a, r: None)
+        driver.calls.clear()
+        call = cuda_abi._CALL_ENTRY_TYPE(native.call_entry)
+        assert call(ctypes.cast(entry, ctypes.c_void_p).value, None, None) == 0
+        assert "cuStreamDestroy_v2" not in driver.names()  # the other thread's program owns it
+    finally:
+        destroy(out.value)

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import threading
 from collections.abc import Callable
 
 import numpy as np
 
 from nova.bundle.format import Kernel, Manifest
-from nova.errors import RuntimeFailure
+from nova.errors import NovaError, RuntimeFailure
 from nova.runtime.abi import ABI_BY_NAME, DeviceModuleDescriptor
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
-from nova.runtime.native_support import call_entry_function, guarded_callback
+from nova.runtime.native_support import call_entry_function, guarded_callback, record_error
 from nova.runtime.stream import Event, Stream
 
 CPU_ABI_NAMES: tuple[str, ...] = (
@@ -32,6 +33,15 @@ CPU_ABI_NAMES: tuple[str, ...] = (
     "nova_rt_mem_alloc", "nova_rt_mem_free", "nova_rt_memcpy", "nova_rt_memset32",
     "nova_rt_memset16", "nova_rt_memset8", "nova_rt_host_register", "nova_rt_host_unregister",
 )
+
+
+def _close_if_done(stream: Stream) -> bool:
+    """Close a retired stream if its work finished without an error (an error stays for the
+    program's next synchronize to raise)."""
+    if not stream.query() or stream._pending_error():  # type: ignore[attr-defined]
+        return False
+    stream.close()
+    return True
 
 
 def _store_pointer(out: int | None, value: int) -> None:
@@ -59,7 +69,39 @@ class CpuAbi:
                 guarded_callback(name, getattr(self, "_" + name.removeprefix("nova_rt_"))))
             for name in CPU_ABI_NAMES
         }
-        self.call_entry = call_entry_function()
+        self._call_native = call_entry_function()
+        self._owners: dict[int, int] = {}  # stream handle -> thread that created it
+        self._retired: list[Stream] = []  # joined at an entry's exit, closed once idle
+
+    def call_entry(self, entry: int, args: object, results: object) -> int:
+        """Run an entry (`nova_rt_call_entry`); then join the streams it left open (see
+        `_join_open_streams`). Returns the entry's status, or 1 if only the join failed."""
+        status = self._call_native(entry, args, results)
+        if self._streams:
+            try:
+                self._join_open_streams()
+            except NovaError as exc:
+                record_error(exc)
+                status = status or 1
+        return status
+
+    def _join_open_streams(self) -> None:
+        """Streams this thread's call created and did not destroy (async tokens never waited):
+        the default stream waits for each (an event), so the call is stream-ordered like any
+        other and the work left in flight comes before later default-stream work and a
+        synchronize. They are closed once idle (a later join, synchronize or close), so a
+        fault in their work is still reported by the program's next synchronize."""
+        me = threading.get_ident()
+        default = self.device.default_stream
+        for handle in [h for h, owner in self._owners.items() if owner == me]:
+            stream = self._streams.pop(handle)
+            del self._owners[handle]
+            event = self.device.create_event()
+            event.record(stream)
+            default.wait(event)
+            event.close()
+            self._retired.append(stream)
+        self._retired = [s for s in self._retired if not _close_if_done(s)]
 
     def symbols(self) -> dict[str, int]:
         """ABI name -> callback address (valid while this object lives)."""
@@ -151,6 +193,7 @@ class CpuAbi:
         stream.wait(fork)
         fork.close()
         self._streams[handle] = stream
+        self._owners[handle] = threading.get_ident()
         _store_pointer(out, handle)
 
     def _stream_destroy(self, stream: int | None) -> None:
@@ -158,6 +201,7 @@ class CpuAbi:
             return  # the default stream belongs to the device
         self._stream(stream).close()
         del self._streams[stream]
+        self._owners.pop(stream, None)
 
     def _stream_synchronize(self, stream: int | None) -> None:
         self._stream(stream).synchronize()
@@ -273,13 +317,23 @@ class CpuAbi:
         return ctypes.string_at(address, nbytes)
 
     def synchronize(self) -> None:
-        """Wait for the program's default stream; raises the first error of its work."""
+        """Wait for the program's default stream (and the streams joined into it); raises the
+        first error of their work."""
         self.device.default_stream.synchronize()
+        retired, self._retired = self._retired, []
+        try:
+            for stream in retired:
+                stream.synchronize()
+        finally:
+            for stream in retired:
+                stream.close()
 
     def close(self) -> None:
         """Release what the program left behind: its streams, events and allocations."""
-        for stream in self._streams.values():
+        for stream in [*self._streams.values(), *self._retired]:
             stream.close()
+        self._retired.clear()
+        self._owners.clear()
         for event in self._events.values():
             event.close()
         for buffer in self._allocations.values():

@@ -59,6 +59,9 @@ DEFAULT_STREAM_GLOBAL = "nova_default_stream"
 CONTEXT_GLOBAL = "nova_cuda_context"
 LAST_FUNCTION_GLOBAL = "nova_last_function"
 """The CUfunction of the latest launch: a fault found later (at a synchronization) names it."""
+OPEN_COUNT_GLOBAL = "nova_open_count"
+"""How many streams programs created and have not destroyed (see `_streams_join`)."""
+CUDA_ERROR_OUT_OF_MEMORY = 2
 CALL_ENTRY = "nova_cuda_call_entry"
 """`i32 nova_cuda_call_entry(entry, args, results)`: make the device's context current on this
 thread (cheap when it already is), then `nova_rt_call_entry`."""
@@ -181,12 +184,17 @@ def _functions(prefix: str) -> list[str]:
     b.call("cuEventRecord", "ptr %fork.event, ptr %fork.default")
     b.call("cuStreamWaitEvent", "ptr %fork.stream, ptr %fork.event, i32 0")
     b.call("cuEventDestroy_v2", "ptr %fork.event")
+    b("  %added = call i32 @nova_streams_add(ptr %fork.stream)")
+    b.check("%added", "cuStreamCreate")  # only CUDA_ERROR_OUT_OF_MEMORY (host memory)
     out.append(_define("nova_rt_stream_create", "ptr %out", b))
 
     b = body()
     b.return_if_zero("%stream", "ptr")  # the default stream belongs to the executor
+    b("  call void @nova_streams_remove(ptr %stream)")
     b.call("cuStreamDestroy_v2", "ptr %stream")
     out.append(_define("nova_rt_stream_destroy", "ptr %stream", b))
+
+    out.append(_streams_join(body()))
 
     b = body()
     b.call("cuStreamSynchronize", f"ptr {b.stream()}")
@@ -290,8 +298,176 @@ def _make_current(b: _Body) -> str:
     b("  br label %run")
     b("run:")
     b("  %status = call i32 @nova_rt_call_entry(ptr %entry, ptr %args, ptr %results)")
+    b(f"  %open = load i64, ptr @{OPEN_COUNT_GLOBAL}")
+    b("  %any.open = icmp ne i64 %open, 0")
+    b("  br i1 %any.open, label %join, label %exit")
+    b("join:")
+    b("  %joined = call i32 @nova_streams_join()")
+    b("  %entry.failed = icmp ne i32 %status, 0")
+    b("  %final = select i1 %entry.failed, i32 %status, i32 %joined")
+    b("  ret i32 %final")
+    b("exit:")
     b("  ret i32 %status")
     return _define(CALL_ENTRY, "ptr %entry, ptr %args, ptr %results", b)
+
+
+def _streams_join(b: _Body) -> str:
+    """`nova_streams_join()`: every stream this thread's program created and did not destroy
+    (an async token never waited) joins the default stream (an event recorded on it, waited for
+    by the default stream) and is destroyed; CUDA releases a destroyed stream once its queued
+    work is done. The call is then stream-ordered like any other: later work on the default
+    stream, and a synchronize, come after the work left in flight."""
+    b("  %event.slot = alloca ptr, align 8")
+    b("  br label %next")
+    b("next:")
+    b("  %stream = call ptr @nova_streams_take()")
+    b("  %none = icmp eq ptr %stream, null")
+    b("  br i1 %none, label %all.joined, label %join.one")
+    b("join.one:")
+    b.call("cuEventCreate", f"ptr %event.slot, i32 {CU_EVENT_DISABLE_TIMING}")
+    b("  %event = load ptr, ptr %event.slot")
+    b.call("cuEventRecord", "ptr %event, ptr %stream")
+    b(f"  %default = load ptr, ptr @{DEFAULT_STREAM_GLOBAL}")
+    b.call("cuStreamWaitEvent", "ptr %default, ptr %event, i32 0")
+    b.call("cuEventDestroy_v2", "ptr %event")
+    b.call("cuStreamDestroy_v2", "ptr %stream")
+    b("  br label %next")
+    b("all.joined:")
+    b("  ret i32 0")
+    return _define("nova_streams_join", "", b)
+
+
+_REGISTRY_IR = f"""
+@{OPEN_COUNT_GLOBAL} = global i64 0
+@nova_open_streams = global ptr null
+@nova_open_capacity = global i64 0
+@nova_open_lock = global i32 0
+declare ptr @realloc(ptr, i64)
+declare i64 @pthread_self()
+
+define internal void @nova_streams_lock() {{
+entry:
+  br label %spin
+spin:
+  %old = atomicrmw xchg ptr @nova_open_lock, i32 1 acquire
+  %free = icmp eq i32 %old, 0
+  br i1 %free, label %done, label %spin
+done:
+  ret void
+}}
+
+define internal void @nova_streams_unlock() {{
+entry:
+  store atomic i32 0, ptr @nova_open_lock release, align 4
+  ret void
+}}
+
+; entries are {{stream, pthread_self of the creating thread}} pairs, unordered
+define internal i32 @nova_streams_add(ptr %stream) {{
+entry:
+  %thread = call i64 @pthread_self()
+  call void @nova_streams_lock()
+  %count = load i64, ptr @{OPEN_COUNT_GLOBAL}
+  %capacity = load i64, ptr @nova_open_capacity
+  %full = icmp eq i64 %count, %capacity
+  br i1 %full, label %grow, label %store
+grow:
+  %empty = icmp eq i64 %capacity, 0
+  %twice = shl i64 %capacity, 1
+  %grown.capacity = select i1 %empty, i64 16, i64 %twice
+  %bytes = mul i64 %grown.capacity, 16
+  %old = load ptr, ptr @nova_open_streams
+  %new = call ptr @realloc(ptr %old, i64 %bytes)
+  %failed = icmp eq ptr %new, null
+  br i1 %failed, label %out.of.memory, label %grown
+out.of.memory:
+  call void @nova_streams_unlock()
+  ret i32 {CUDA_ERROR_OUT_OF_MEMORY}
+grown:
+  store ptr %new, ptr @nova_open_streams
+  store i64 %grown.capacity, ptr @nova_open_capacity
+  br label %store
+store:
+  %array = load ptr, ptr @nova_open_streams
+  %slot = getelementptr {{ptr, i64}}, ptr %array, i64 %count
+  store ptr %stream, ptr %slot
+  %owner = getelementptr {{ptr, i64}}, ptr %array, i64 %count, i32 1
+  store i64 %thread, ptr %owner
+  %next = add i64 %count, 1
+  store i64 %next, ptr @{OPEN_COUNT_GLOBAL}
+  call void @nova_streams_unlock()
+  ret i32 0
+}}
+
+; remove entry `index` (the last one moves into its place); the lock is held
+define internal void @nova_streams_drop(ptr %array, i64 %index, i64 %count) {{
+entry:
+  %last = sub i64 %count, 1
+  %from = getelementptr {{ptr, i64}}, ptr %array, i64 %last
+  %to = getelementptr {{ptr, i64}}, ptr %array, i64 %index
+  %moved = load {{ptr, i64}}, ptr %from
+  store {{ptr, i64}} %moved, ptr %to
+  store i64 %last, ptr @{OPEN_COUNT_GLOBAL}
+  ret void
+}}
+
+define internal void @nova_streams_remove(ptr %stream) {{
+entry:
+  call void @nova_streams_lock()
+  %count = load i64, ptr @{OPEN_COUNT_GLOBAL}
+  %array = load ptr, ptr @nova_open_streams
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i.next, %miss]
+  %end = icmp eq i64 %i, %count
+  br i1 %end, label %done, label %test
+test:
+  %slot = getelementptr {{ptr, i64}}, ptr %array, i64 %i
+  %value = load ptr, ptr %slot
+  %hit = icmp eq ptr %value, %stream
+  br i1 %hit, label %found, label %miss
+miss:
+  %i.next = add i64 %i, 1
+  br label %loop
+found:
+  call void @nova_streams_drop(ptr %array, i64 %i, i64 %count)
+  br label %done
+done:
+  call void @nova_streams_unlock()
+  ret void
+}}
+
+; take (remove and return) one open stream of the calling thread; null when it has none
+define internal ptr @nova_streams_take() {{
+entry:
+  %thread = call i64 @pthread_self()
+  call void @nova_streams_lock()
+  %count = load i64, ptr @{OPEN_COUNT_GLOBAL}
+  %array = load ptr, ptr @nova_open_streams
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i.next, %miss]
+  %end = icmp eq i64 %i, %count
+  br i1 %end, label %none, label %test
+test:
+  %owner = getelementptr {{ptr, i64}}, ptr %array, i64 %i, i32 1
+  %value = load i64, ptr %owner
+  %mine = icmp eq i64 %value, %thread
+  br i1 %mine, label %found, label %miss
+miss:
+  %i.next = add i64 %i, 1
+  br label %loop
+found:
+  %slot = getelementptr {{ptr, i64}}, ptr %array, i64 %i
+  %stream = load ptr, ptr %slot
+  call void @nova_streams_drop(ptr %array, i64 %i, i64 %count)
+  call void @nova_streams_unlock()
+  ret ptr %stream
+none:
+  call void @nova_streams_unlock()
+  ret ptr null
+}}
+"""
 
 
 def native_ir(prefix: str = "") -> str:
@@ -309,6 +485,7 @@ def native_ir(prefix: str = "") -> str:
         text = name.encode()
         head.append(f'@name.{name} = private unnamed_addr constant [{len(text) + 1} x i8] '
                     f'c"{name}\\00"')
+    head.append(_REGISTRY_IR)
     head += [
         "define internal void @nova_cuda_fail(ptr %call, i32 %result, ptr %function) noinline {",
         "entry:",
