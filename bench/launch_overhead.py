@@ -70,6 +70,39 @@ func.func @one(%x: memref<32xf32>) {
   return
 }
 
+func.func @launches_nowait(%x: memref<32xf32>, %count: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %t0 = gpu.wait async
+  %tn = scf.for %i = %c0 to %count step %c1 iter_args(%t = %t0) -> (!gpu.async.token) {
+    %t1 = gpu.launch async [%t] blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+      %v = memref.load %x[%tx] : memref<32xf32>
+      %one = arith.constant 1.0 : f32
+      %r = arith.addf %v, %one : f32
+      memref.store %r, %x[%tx] : memref<32xf32>
+      gpu.terminator
+    }
+    scf.yield %t1 : !gpu.async.token
+  }
+  return
+}
+
+func.func @one_async(%x: memref<32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %t = gpu.launch async blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%tx] : memref<32xf32>
+    %one = arith.constant 1.0 : f32
+    %r = arith.addf %v, %one : f32
+    memref.store %r, %x[%tx] : memref<32xf32>
+    gpu.terminator
+  }
+  return
+}
+
 func.func @noop(%x: memref<32xf32>) {
   return
 }
@@ -194,6 +227,48 @@ def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None
     res.run("b", "nova entry call, one kernel, device buffers", "us/call", loop_calls(one),
             goal=10.0)
     res.run("b", "nova entry call, no kernel (call overhead only)", "us/call", loop_calls(noop))
+
+    def raw_one() -> dict[str, float]:
+        """The same call of @one through the bare ctypes call (arguments bound once by a normal
+        call): what the Python argument handling adds is the difference to the row above."""
+        one(x)
+        plan = one._plans[0]
+        call, address, args, results = one._call_entry, one.address, plan.args, plan.results
+
+        def run() -> None:
+            for _ in range(calls):
+                call(address, args, results)
+        return per(calls, measure(run, repeats))
+
+    res.run("b", "nova @one via the raw ctypes call (diagnostic)", "us/call", raw_one)
+    one_async = mod["one_async"]
+
+    def stream_ordered() -> dict[str, float]:
+        def run() -> None:
+            for _ in range(calls):
+                one_async(x)
+            mod.synchronize()
+        return per(calls, measure(run, repeats))
+
+    res.run("b", "nova entry call, one async kernel, no wait (stream reused)", "us/call",
+            stream_ordered)
+    nowait = mod["launches_nowait"]
+
+    def enqueue_only() -> dict[str, float]:
+        """Host time of the entry that enqueues the same N launches and returns without waiting
+        (the runtime joins its stream into the default stream): the launch loop's host cost."""
+        times = []
+        nowait(x, n)
+        mod.synchronize()
+        for _ in range(repeats):
+            start = time.perf_counter()
+            nowait(x, n)
+            times.append(time.perf_counter() - start)
+            mod.synchronize()
+        return {"min": min(times) / n, "median": statistics.median(times) / n}
+
+    res.run("a", f"nova entry, {n} async launches, host enqueue time only", "us/kernel",
+            enqueue_only)
     mod.close()
 
 
@@ -299,10 +374,12 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
             lambda: native_loop(n, repeats))
     res.run("peer", f"native C++ loop x{n}, memref-shaped params (5)", "us/kernel",
             lambda: native_loop(n, repeats, memref=True))
+    res.run("peer", f"native C++ loop x{n}, memref params, host enqueue time only", "us/kernel",
+            lambda: native_loop(n, repeats, memref=True, enqueue=True))
 
 
-def native_loop(n: int, repeats: int, memref: bool = False,
-                sync: bool = False) -> dict[str, float]:
+def native_loop(n: int, repeats: int, memref: bool = False, sync: bool = False,
+                enqueue: bool = False) -> dict[str, float]:
     """Build bench/peers/launch_loop.cu with nvcc (benchmark-only peer: Nova itself never runs a
     C compiler) and time its cuLaunchKernel loop in a subprocess; with `sync`, a
     cuStreamSynchronize after every launch (the native floor of goal (b))."""
@@ -325,7 +402,7 @@ def native_loop(n: int, repeats: int, memref: bool = False,
         subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), *stubs, "-lcuda"],
                        check=True, capture_output=True, timeout=300)
         command = [str(exe), str(n), str(repeats), *(["memref"] if memref else []),
-                   *(["sync"] if sync else [])]
+                   *(["sync"] if sync else []), *(["enqueue"] if enqueue else [])]
         out = subprocess.run(command, check=True, capture_output=True, text=True,
                              timeout=300).stdout
     seconds = [float(line) * 1e-6 for line in out.split()]  # the peer prints us per launch
@@ -353,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     if gpu:
         res.run("b", "native C++ launch + sync per call (nvcc)", "us/call",
                 lambda: native_loop(calls, args.repeats, sync=True))
+        res.run("b", "native C++ launch + sync per call, memref params (5)", "us/call",
+                lambda: native_loop(calls, args.repeats, memref=True, sync=True))
         bench_device_layer(res, dev, n, args.repeats)
         bench_cuda_peers(res, dev, n, args.repeats)
     print(f"device: {dev.kind}:{dev.index} {dev.name!r}; {n} kernels per entry, {calls} calls, "

@@ -1,12 +1,14 @@
 // Peer for bench/launch_overhead.py: native host code calling cuLaunchKernel in a loop (the
 // launch path compiled host code can reach), same tiny kernel as the other peers.
 // Build: nvcc -O2 -o launch_loop launch_loop.cu -lcuda
-// Run:   launch_loop N REPEATS [memref] [sync]
+// Run:   launch_loop N REPEATS [memref] [sync] [enqueue]
 // With "memref", the kernel takes five parameters as Nova passes a memref<32xf32>.
 // Prints one line per repeat: microseconds per launch (N launches on a non-blocking stream,
 // then one stream synchronize). With "sync", every launch is followed by cuStreamSynchronize
 // and the line is microseconds per launch + synchronize: the native floor of a call that
-// launches one kernel and waits for it (bench/launch_overhead.py section b).
+// launches one kernel and waits for it (bench/launch_overhead.py section b). With "enqueue",
+// the line is the host time of the N cuLaunchKernel calls alone (before the final synchronize):
+// if it equals the total, the loop is bound by the host's launch calls, not by the GPU.
 #include <cuda.h>
 #include <chrono>
 #include <cstdio>
@@ -43,14 +45,16 @@ static const char* kPtx =
 int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 1000;
   int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
-  bool memref = false, sync = false;
+  bool memref = false, sync = false, enqueue = false;
   for (int a = 3; a < argc; ++a) {
     if (std::strcmp(argv[a], "sync") == 0) {
       sync = true;
+    } else if (std::strcmp(argv[a], "enqueue") == 0) {
+      enqueue = true;
     } else if (argv[a][0] == 'm') {
       memref = true;
     } else {
-      std::fprintf(stderr, "unknown mode '%s' (expected memref or sync)\n", argv[a]);
+      std::fprintf(stderr, "unknown mode '%s' (expected memref, sync or enqueue)\n", argv[a]);
       return 2;
     }
   }
@@ -81,8 +85,10 @@ int main(int argc, char** argv) {
       CHECK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
       if (sync) CHECK(cuStreamSynchronize(stream));
     }
+    auto enqueued = std::chrono::steady_clock::now();
     CHECK(cuStreamSynchronize(stream));
-    std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - start;
+    auto end = enqueue ? enqueued : std::chrono::steady_clock::now();
+    std::chrono::duration<double, std::micro> us = end - start;
     std::printf("%.4f\n", us.count() / n);
   }
   return 0;

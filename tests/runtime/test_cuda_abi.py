@@ -17,7 +17,7 @@ import pytest
 from nova.errors import CudaError
 from nova.runtime import cuda_abi
 from nova.runtime.abi import ABI_BY_NAME
-from nova.runtime.cuda_native import DRIVER_FUNCTIONS, native_ir
+from nova.runtime.cuda_native import DRIVER_FUNCTIONS, FREE_STREAMS, native_ir
 from nova.runtime.native_support import clear_error, take_error
 
 PREFIX = "nova_mock_"
@@ -198,10 +198,42 @@ def test_streams_and_events(native: Any, driver: MockDriver) -> None:
         ("cuStreamWaitEvent", (DEFAULT_STREAM, 0xE1, 0)),
         ("cuEventRecord", (0xE1, 0x77)),
         ("cuEventSynchronize", (0xE1,)),
-        ("cuEventDestroy_v2", (0xE1,)),
-        ("cuStreamDestroy_v2", (0x77,)),
+        ("cuEventDestroy_v2", (0xE1,)),  # stream 0x77 is kept for reuse: no driver call
     ]
     abi(native, "nova_rt_stream_destroy")(0xABC000)  # leave no stream open for later tests
+    _drain_free_list(native)
+
+
+def _free_count(native: Any) -> ctypes.c_int64:
+    """The native module's count of streams kept for reuse (a test may reset it to 0)."""
+    return ctypes.c_int64.from_address(native.engine.get_global_value_address("nova_free_count"))
+
+
+def _drain_free_list(native: Any) -> None:
+    """Forget the (mock) streams kept for reuse, so a test starts from fresh creations."""
+    _free_count(native).value = 0
+
+
+def test_destroyed_streams_are_reused(native: Any, driver: MockDriver) -> None:
+    _drain_free_list(native)
+    create, destroy = abi(native, "nova_rt_stream_create"), abi(native, "nova_rt_stream_destroy")
+    out = ctypes.c_void_p()
+    assert create(ctypes.addressof(out)) == 0
+    first = out.value
+    assert destroy(first) == 0
+    assert _free_count(native).value == 1 and "cuStreamDestroy_v2" not in driver.names()
+    driver.calls.clear()
+    assert create(ctypes.addressof(out)) == 0
+    assert out.value == first and "cuStreamCreate" not in driver.names()
+    # a reused stream still forks from the default stream
+    assert driver.names() == ["cuEventCreate", "cuEventRecord", "cuStreamWaitEvent",
+                              "cuEventDestroy_v2"]
+    # a full free list destroys instead
+    _free_count(native).value = FREE_STREAMS
+    driver.calls.clear()
+    assert destroy(first) == 0
+    assert driver.calls == [("cuStreamDestroy_v2", (first,))]
+    _drain_free_list(native)
 
 
 def test_memory_allocation_paths(native: Any, driver: MockDriver) -> None:
@@ -304,12 +336,13 @@ def test_streams_left_open_join_the_default_stream_at_entry_exit(
     driver._effect = lambda name, args: (original(name, args), distinct_streams(name, args))
     try:
         call = cuda_abi._CALL_ENTRY_TYPE(native.call_entry)
+        _drain_free_list(native)
         address, keepalive, created = _entry_creating(native, keep=2, destroy=1)
         driver.calls.clear()
         assert call(address, None, None) == 0
-        joined = [args for name, args in driver.calls if name == "cuStreamDestroy_v2"]
-        # the destroyed stream once (by the program), each open one once (at exit)
-        assert sorted(a[0] for a in joined) == sorted(created)
+        assert len(set(created)) == 3
+        # the destroyed stream (by the program) and each open one (at exit) are kept for reuse
+        assert _free_count(native).value == 3
         for stream in created[:2]:
             record = driver.calls.index(("cuEventRecord", (0xABC000, stream)))
             assert driver.calls[record + 1] == ("cuStreamWaitEvent",
@@ -318,12 +351,13 @@ def test_streams_left_open_join_the_default_stream_at_entry_exit(
         address2, keepalive2, _ = _entry_creating(native, keep=0, destroy=1)
         driver.calls.clear()
         assert call(address2, None, None) == 0
-        assert driver.names().count("cuStreamDestroy_v2") == 1  # the program's own
+        assert "cuStreamCreate" not in driver.names()  # reused
         assert not any(name == "cuStreamWaitEvent" and args[0] == DEFAULT_STREAM
                        for name, args in driver.calls)  # no join
         del keepalive, keepalive2
     finally:
         driver._effect = original
+        _drain_free_list(native)
 
 
 def test_streams_of_another_thread_stay_open(native: Any, driver: MockDriver) -> None:
@@ -339,6 +373,7 @@ def test_streams_of_another_thread_stay_open(native: Any, driver: MockDriver) ->
         driver.calls.clear()
         call = cuda_abi._CALL_ENTRY_TYPE(native.call_entry)
         assert call(ctypes.cast(entry, ctypes.c_void_p).value, None, None) == 0
-        assert "cuStreamDestroy_v2" not in driver.names()  # the other thread's program owns it
+        assert "cuEventRecord" not in driver.names()  # the other thread's program owns it
     finally:
         destroy(out.value)
+        _drain_free_list(native)

@@ -35,13 +35,8 @@ CPU_ABI_NAMES: tuple[str, ...] = (
 )
 
 
-def _close_if_done(stream: Stream) -> bool:
-    """Close a retired stream if its work finished without an error (an error stays for the
-    program's next synchronize to raise)."""
-    if not stream.query() or stream._pending_error():  # type: ignore[attr-defined]
-        return False
-    stream.close()
-    return True
+FREE_STREAMS = 16
+"""How many streams a program is done with the cpu ABI keeps for reuse."""
 
 
 def _store_pointer(out: int | None, value: int) -> None:
@@ -71,7 +66,8 @@ class CpuAbi:
         }
         self._call_native = call_entry_function()
         self._owners: dict[int, int] = {}  # stream handle -> thread that created it
-        self._retired: list[Stream] = []  # joined at an entry's exit, closed once idle
+        self._retired: list[Stream] = []  # joined at an entry's exit, recycled once idle
+        self._free: list[Stream] = []  # streams the program is done with, kept for reuse
 
     def call_entry(self, entry: int, args: object, results: object) -> int:
         """Run an entry (`nova_rt_call_entry`); then join the streams it left open (see
@@ -101,7 +97,33 @@ class CpuAbi:
             default.wait(event)
             event.close()
             self._retired.append(stream)
-        self._retired = [s for s in self._retired if not _close_if_done(s)]
+        self._retired = [s for s in self._retired if not self._recycle_if_done(s)]
+
+    def _recycle_if_done(self, stream: Stream) -> bool:
+        """Recycle a retired stream if its work finished without an error (an error stays for
+        the program's next synchronize to raise)."""
+        if not stream.query() or stream._pending_error():  # type: ignore[attr-defined]
+            return False
+        self._recycle(stream)
+        return True
+
+    def _reusable(self) -> Stream | None:
+        """A stream to reuse: a free one, else the oldest retired one even if its work is still
+        running (in-order execution puts the new work after it; a fault in it is then raised
+        where the program next waits for this stream, or by the join and synchronize after)."""
+        if self._free:
+            return self._free.pop()
+        if self._retired:
+            return self._retired.pop(0)
+        return None
+
+    def _recycle(self, stream: Stream) -> None:
+        """Keep a stream for reuse (a cpu stream is a worker thread: starting one costs far more
+        than a launch), up to FREE_STREAMS; close the rest."""
+        if len(self._free) < FREE_STREAMS and not stream.closed:  # type: ignore[attr-defined]
+            self._free.append(stream)
+        else:
+            stream.close()
 
     def symbols(self) -> dict[str, int]:
         """ABI name -> callback address (valid while this object lives)."""
@@ -185,7 +207,7 @@ class CpuAbi:
     # --- streams and events ------------------------------------------------------------------
     def _stream_create(self, out: int) -> None:
         handle = self._new_handle()
-        stream = self.device.create_stream()
+        stream = self._reusable() or self.device.create_stream()
         # Ordered after the work already on the program's default stream (staging copies, the
         # caller's async work), as the legacy default stream orders new streams upstream.
         fork = self.device.create_event()
@@ -199,7 +221,7 @@ class CpuAbi:
     def _stream_destroy(self, stream: int | None) -> None:
         if not stream:
             return  # the default stream belongs to the device
-        self._stream(stream).close()
+        self._recycle(self._stream(stream))
         del self._streams[stream]
         self._owners.pop(stream, None)
 
@@ -326,13 +348,17 @@ class CpuAbi:
                 stream.synchronize()
         finally:
             for stream in retired:
-                stream.close()
+                if stream._pending_error():  # type: ignore[attr-defined]
+                    stream.close()
+                else:
+                    self._recycle(stream)
 
     def close(self) -> None:
         """Release what the program left behind: its streams, events and allocations."""
-        for stream in [*self._streams.values(), *self._retired]:
+        for stream in [*self._streams.values(), *self._retired, *self._free]:
             stream.close()
         self._retired.clear()
+        self._free.clear()
         self._owners.clear()
         for event in self._events.values():
             event.close()

@@ -62,6 +62,8 @@ LAST_FUNCTION_GLOBAL = "nova_last_function"
 OPEN_COUNT_GLOBAL = "nova_open_count"
 """How many streams programs created and have not destroyed (see `_streams_join`)."""
 CUDA_ERROR_OUT_OF_MEMORY = 2
+FREE_STREAMS = 64
+"""How many streams programs are done with the native module keeps for reuse."""
 CALL_ENTRY = "nova_cuda_call_entry"
 """`i32 nova_cuda_call_entry(entry, args, results)`: make the device's context current on this
 thread (cheap when it already is), then `nova_rt_call_entry`."""
@@ -173,7 +175,18 @@ def _functions(prefix: str) -> list[str]:
                        b))
 
     b = body()
+    # A stream programs destroyed earlier is reused (cuStreamCreate costs several microseconds;
+    # upstream's runtime pays it for every `gpu.wait async`).
+    b("  %reused = call ptr @nova_streams_reuse()")
+    b("  %have.reused = icmp ne ptr %reused, null")
+    b("  br i1 %have.reused, label %recycled, label %fresh")
+    b("fresh:")
     b.call("cuStreamCreate", f"ptr %out, i32 {CU_STREAM_NON_BLOCKING}")
+    b("  br label %fork.start")
+    b("recycled:")
+    b("  store ptr %reused, ptr %out")
+    b("  br label %fork.start")
+    b("fork.start:")
     # Fork from the default stream: the new stream follows the work already enqueued there
     # (staging copies of arguments, the caller's async work), as upstream's legacy stream does.
     b("  %fork = alloca ptr, align 8")
@@ -191,7 +204,7 @@ def _functions(prefix: str) -> list[str]:
     b = body()
     b.return_if_zero("%stream", "ptr")  # the default stream belongs to the executor
     b("  call void @nova_streams_remove(ptr %stream)")
-    b.call("cuStreamDestroy_v2", "ptr %stream")
+    _recycle_or_destroy(b, "%stream")
     out.append(_define("nova_rt_stream_destroy", "ptr %stream", b))
 
     out.append(_streams_join(body()))
@@ -311,6 +324,19 @@ def _make_current(b: _Body) -> str:
     return _define(CALL_ENTRY, "ptr %entry, ptr %args, ptr %results", b)
 
 
+def _recycle_or_destroy(b: _Body, stream: str) -> None:
+    """Keep a stream the program is done with for reuse (up to FREE_STREAMS), else destroy it.
+    A kept stream may still have queued work: whoever reuses it forks it from the default stream
+    first, and in-order execution puts its new work after the old."""
+    n = next(b.counter)
+    b(f"  %kept{n} = call i1 @nova_streams_recycle(ptr {stream})")
+    b(f"  br i1 %kept{n}, label %recycled{n}, label %destroy{n}")
+    b(f"destroy{n}:")
+    b.call("cuStreamDestroy_v2", f"ptr {stream}")
+    b(f"  br label %recycled{n}")
+    b(f"recycled{n}:")
+
+
 def _streams_join(b: _Body) -> str:
     """`nova_streams_join()`: every stream this thread's program created and did not destroy
     (an async token never waited) joins the default stream (an event recorded on it, waited for
@@ -330,7 +356,7 @@ def _streams_join(b: _Body) -> str:
     b(f"  %default = load ptr, ptr @{DEFAULT_STREAM_GLOBAL}")
     b.call("cuStreamWaitEvent", "ptr %default, ptr %event, i32 0")
     b.call("cuEventDestroy_v2", "ptr %event")
-    b.call("cuStreamDestroy_v2", "ptr %stream")
+    _recycle_or_destroy(b, "%stream")
     b("  br label %next")
     b("all.joined:")
     b("  ret i32 0")
@@ -397,6 +423,47 @@ store:
   store i64 %next, ptr @{OPEN_COUNT_GLOBAL}
   call void @nova_streams_unlock()
   ret i32 0
+}}
+
+@nova_free_streams = global [{FREE_STREAMS} x ptr] zeroinitializer
+@nova_free_count = global i64 0
+
+; a stream to reuse, or null
+define internal ptr @nova_streams_reuse() {{
+entry:
+  call void @nova_streams_lock()
+  %count = load i64, ptr @nova_free_count
+  %empty = icmp eq i64 %count, 0
+  br i1 %empty, label %none, label %take
+take:
+  %last = sub i64 %count, 1
+  %slot = getelementptr [{FREE_STREAMS} x ptr], ptr @nova_free_streams, i64 0, i64 %last
+  %stream = load ptr, ptr %slot
+  store i64 %last, ptr @nova_free_count
+  call void @nova_streams_unlock()
+  ret ptr %stream
+none:
+  call void @nova_streams_unlock()
+  ret ptr null
+}}
+
+; keep `stream` for reuse unless the free list is full (then the caller destroys it)
+define internal i1 @nova_streams_recycle(ptr %stream) {{
+entry:
+  call void @nova_streams_lock()
+  %count = load i64, ptr @nova_free_count
+  %full = icmp eq i64 %count, {FREE_STREAMS}
+  br i1 %full, label %no, label %keep
+keep:
+  %slot = getelementptr [{FREE_STREAMS} x ptr], ptr @nova_free_streams, i64 0, i64 %count
+  store ptr %stream, ptr %slot
+  %next = add i64 %count, 1
+  store i64 %next, ptr @nova_free_count
+  call void @nova_streams_unlock()
+  ret i1 1
+no:
+  call void @nova_streams_unlock()
+  ret i1 0
 }}
 
 ; remove entry `index` (the last one moves into its place); the lock is held
