@@ -29,6 +29,7 @@ from nova.runtime.cuda_native import (
     DEFAULT_STREAM_GLOBAL,
     DRIVER_FUNCTIONS,
     ERROR_CALLBACK_GLOBAL,
+    FORGET_STREAM,
     LAST_FUNCTION_GLOBAL,
     NATIVE_ABI_NAMES,
     native_ir,
@@ -78,6 +79,7 @@ class NativeCudaAbi:
     engine: llvm.ExecutionEngine
     addresses: dict[str, int]
     call_entry: int
+    forget_stream: int  # cuda_native.FORGET_STREAM
     default_stream_at: int
     context_at: int
     on_error: Any  # the ctypes error callback (kept alive here)
@@ -151,6 +153,7 @@ def compile_native(device: Any = None, prefix: str = "",
         engine=engine,
         addresses={n: engine.get_function_address(n) for n in NATIVE_ABI_NAMES},
         call_entry=engine.get_function_address(CALL_ENTRY),
+        forget_stream=engine.get_function_address(FORGET_STREAM),
         default_stream_at=engine.get_global_value_address(DEFAULT_STREAM_GLOBAL),
         context_at=engine.get_global_value_address(CONTEXT_GLOBAL),
         on_error=on_error,

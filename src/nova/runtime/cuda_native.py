@@ -62,6 +62,9 @@ LAST_FUNCTION_GLOBAL = "nova_last_function"
 OPEN_COUNT_GLOBAL = "nova_open_count"
 """How many streams programs created and have not destroyed (see `_streams_join`)."""
 CUDA_ERROR_OUT_OF_MEMORY = 2
+FORGET_STREAM = "nova_streams_forget"
+"""`void nova_streams_forget(stream)`: drop a stream from the open-stream registry (so entry exit
+does not join it): graph capture joins the streams it creates into the capture stream itself."""
 FREE_STREAMS = 64
 """How many streams programs are done with the native module keeps for reuse."""
 CALL_ENTRY = "nova_cuda_call_entry"
@@ -501,6 +504,13 @@ found:
   br label %done
 done:
   call void @nova_streams_unlock()
+  ret void
+}}
+
+; not the program's to join: a graph capture tracks the streams it creates itself
+define void @{FORGET_STREAM}(ptr %stream) {{
+entry:
+  call void @nova_streams_remove(ptr %stream)
   ret void
 }}
 

@@ -27,6 +27,9 @@ _STREAM_OPS = ("nova_rt_launch", "nova_rt_launch_cluster", "nova_rt_memcpy", "no
                "nova_rt_host_unregister")
 
 
+_FORGET_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
 class CudaCaptureAbi:
     """Runtime ABI bindings for one capture on a cuda device (Python callbacks that delegate to
     the native ABI functions on the capture stream; see the module docstring)."""
@@ -41,6 +44,7 @@ class CudaCaptureAbi:
         self.origin = origin if isinstance(origin, int) else origin.handle
         self.native = {name: ABI_BY_NAME[name].ctypes_prototype()(address)
                        for name, address in self.base.native.addresses.items()}
+        self._forget = _FORGET_TYPE(self.base.native.forget_stream)
         self.live: set[int] = set()
         self.dead_streams: list[int] = []
         self.dead_events: list[int] = []
@@ -127,6 +131,7 @@ class CudaCaptureAbi:
         if status:
             return status
         handle = ctypes.c_void_p.from_address(out).value or 0
+        self._forget(handle)  # joined into the capture stream by finish(), not at entry exit
         self.live.add(handle)
         self._wait(handle, self._record(self.origin))  # fork from the capture stream
         return 0
