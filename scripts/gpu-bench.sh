@@ -21,7 +21,7 @@ for bench in "launch_overhead --device cuda" "overlap --device cuda" "python_ker
   name=${bench%% *}
   timeout 240 python3 "bench/$name.py" ${bench#* } > "$OUT/r/$name.log" 2>&1
   echo "=== $name (rc=$?)" >> "$OUT/summary.log"
-  tail -25 "$OUT/r/$name.log" >> "$OUT/summary.log"
+  tail -60 "$OUT/r/$name.log" | grep -v Warning >> "$OUT/summary.log"
 done
 cp bench/results/*.json "$OUT/r/" 2>/dev/null
 tar -C "$OUT" -czf "$OUT/results.tgz" r && rm -rf "$OUT/r"
