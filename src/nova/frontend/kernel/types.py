@@ -159,6 +159,14 @@ class ArrayType:
     align: int = 0
     noalias: bool = False
 
+    def __post_init__(self) -> None:
+        # signatures are hashed on every launch: hash the fields once
+        object.__setattr__(self, "_hash", hash((self.dtype, self.ndim, self.shape, self.space,
+                                                self.align, self.noalias)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
+
     def arg_attrs(self) -> dict[str, Attribute]:
         """The MLIR argument attributes (`llvm.noalias`, `llvm.align`) stating these facts."""
         out: dict[str, Attribute] = {}
