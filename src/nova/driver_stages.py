@@ -44,12 +44,18 @@ def _default_arch() -> str:
     return config.get().arch
 
 
+def _default_check_bounds() -> bool:
+    return config.get().check_bounds
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """What to build. `emit` names the last stage to run (see `STAGES`; 'outlined' = 'outline').
 
     `ptx` (and with it `cubin`, assembled from the PTX when ptxas exists) builds the GPU images;
     `cpu_image` the CPU device's object of the same kernels; at least one of them is needed.
+    `check_bounds` (default: NOVA_CHECK_BOUNDS) checks every memref load/store/atomic index
+    against its memref's sizes in kernels and host code (docs/debugging.md).
     """
 
     arch: str = field(default_factory=_default_arch)
@@ -58,6 +64,7 @@ class CompileOptions:
     cubin: bool = True
     cpu_image: bool = True
     opt_level: int = DEFAULT_OPT_LEVEL
+    check_bounds: bool = field(default_factory=_default_check_bounds)
 
     def target(self) -> str:
         """The stage name `emit` refers to, validated."""
@@ -135,7 +142,8 @@ def _device_llvm(c: Compilation) -> None:
     from nova.backends.device import DeviceTarget, lower_device_module
 
     for name, op in c.device_modules.items():
-        lowering = lower_device_module(op, DeviceTarget.NVPTX, c.options.arch)
+        lowering = lower_device_module(op, DeviceTarget.NVPTX, c.options.arch,
+                                       c.options.check_bounds)
         c.kernels[name] = tuple(lowering.kernels)
         c.device_llvm[name] = str(lowering.llvm_module)
 
@@ -206,7 +214,8 @@ def _cpu_llvm(c: Compilation) -> None:
     from nova.backends.device import DeviceTarget, lower_device_module
 
     for name, op in c.device_modules.items():
-        lowering = lower_device_module(op, DeviceTarget.CPU, c.options.arch)
+        lowering = lower_device_module(op, DeviceTarget.CPU, c.options.arch,
+                                       c.options.check_bounds)
         c.kernels.setdefault(name, tuple(lowering.kernels))  # GPU records win when both exist
         c.cpu_llvm[name] = str(lowering.llvm_module)
 
@@ -223,7 +232,7 @@ def _host_llvm(c: Compilation) -> None:
     from nova.backends.host import lower_host
 
     assert c.module is not None
-    c.host = lower_host(c.module)
+    c.host = lower_host(c.module, check_bounds=c.options.check_bounds)
 
 
 def _embed(c: Compilation) -> None:

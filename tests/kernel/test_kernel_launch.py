@@ -56,7 +56,8 @@ def test_signatures_are_inferred_and_cached_per_signature(cpu_device, monkeypatc
     assert [str(s[0]) for s in calls] == ["array(float32, 1d)", "array(float64, 1d)",
                                           "array(int32, 1d)"]
     plan = kern._plans[(cpu_device, kern.signature(np.zeros(1, np.float32),
-                                                   np.zeros(1, np.float32), np.float32(1)))]
+                                                   np.zeros(1, np.float32), np.float32(1)),
+                        kern.check_bounds)]
     before = plan.address
     kern.launch(np.zeros(3, np.float32), np.ones(3, np.float32), np.float32(1), grid=1,
                 block=32, device=cpu_device)

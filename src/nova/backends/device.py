@@ -164,17 +164,18 @@ def module_ops(gpu_module: Operation) -> list[Operation]:
 
 
 def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
-                        arch: str = "sm_90") -> DeviceLowering:
-    """Lower one gpu.module for `target` (see the module docstring)."""
+                        arch: str = "sm_90", check_bounds: bool = False) -> DeviceLowering:
+    """Lower one gpu.module for `target` (see the module docstring); `check_bounds` checks
+    every memref access against its memref's sizes (a failure is reported like cf.assert)."""
     target = DeviceTarget(target)
     if target is DeviceTarget.CPU:
         from nova.backends.llvm.cpu_target import lower_cpu_module
 
-        cpu = lower_cpu_module(gpu_module)
+        cpu = lower_cpu_module(gpu_module, check_bounds=check_bounds)
         return DeviceLowering(cpu.llvm_module, tuple(cpu.kernels))
     from nova.backends.llvm.nvptx_target import NvptxTarget, define_libdevice, is_kernel
 
-    nv = NvptxTarget(arch)
+    nv = NvptxTarget(arch, check_bounds)
     me = ModuleEmitter(nv, symbol_name(gpu_module))
     ops = module_ops(gpu_module)
     for op in ops:

@@ -8,7 +8,8 @@ whose hooks and handlers make the host-specific parts:
   (`host_gpu_ops`, `host_device`), every fallible call checked (`host_abi`);
 * memref.alloc/dealloc -> malloc (aligned_alloc for alignments above 16) / free; a null result
   (or a negative / overflowing size) -> nova_rt_host_alloc_failed + nova_rt_raise;
-* cf.assert -> nova_rt_host_assert_fail + nova_rt_raise;
+* cf.assert -> nova_rt_host_assert_fail + nova_rt_raise (a failed bounds check, check_bounds,
+  formats its message with snprintf and fails the same way);
 * runner utilities, vector.print, external declarations (`host_runner`);
 * each public function `@f` -> an exported `void @__nova_entry_f(ptr args, ptr results)` wrapper
   and a manifest `EntryPoint` (`host_entry`); every lowered function itself is internal, so LLVM
@@ -17,7 +18,7 @@ whose hooks and handlers make the host-specific parts:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -43,6 +44,9 @@ from nova.errors import UnsupportedError
 
 HOST_DATA_LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 """LLVM's x86-64 Linux data layout (what `llc -mtriple=x86_64-unknown-linux-gnu` uses)."""
+
+CHECK_MESSAGE_BYTES = 512
+"""Size of the stack buffer a failed runtime check (check_bounds) formats its message into."""
 
 MALLOC_ALIGNMENT = 16
 """glibc malloc's guaranteed alignment on x86-64; larger `alignment` values use aligned_alloc."""
@@ -88,7 +92,9 @@ class HostTarget(TargetBase):
     triple = HOST_TRIPLE
     data_layout = HOST_DATA_LAYOUT
 
-    def __init__(self) -> None:
+    def __init__(self, check_bounds: bool = False) -> None:
+        self.check_bounds = check_bounds
+        self._check_buffers: dict[ir.Function, ir.Value] = {}
         self.handlers: Mapping[str, Handler] = {}
         self.entries: list[EntryPoint] = []
         self.abi: AbiCalls | None = None
@@ -154,6 +160,24 @@ class HostTarget(TargetBase):
         abi.call(fe.builder, RAISE, [])
         fe.builder.unreachable()
 
+    def check_fail(self, fe: FunctionEmitter, op: Operation, summary: str, fmt: str,
+                   args: Sequence[ir.Value]) -> None:
+        """A failed runtime check: snprintf the message into a stack buffer (one per
+        function), then fail like `cf.assert` (the NovaError carries the message)."""
+        b = fe.builder
+        buf = self._check_buffers.get(fe.function)
+        if buf is None:
+            buf = fe.alloca(ir.ArrayType(T.I8, CHECK_MESSAGE_BYTES), align=16)
+            self._check_buffers[fe.function] = buf
+        text = b.bitcast(buf, T.PTR)
+        snprintf = fe.module.declare("snprintf", ir.FunctionType(
+            T.I32, [T.PTR, T.I64, T.PTR], var_arg=True))
+        b.call(snprintf, [text, ir.Constant(T.I64, CHECK_MESSAGE_BYTES),
+                          fe.module.string_constant(fmt), *args])
+        self._abi().call(b, "nova_rt_host_assert_fail", [text])
+        self._abi().call(b, RAISE, [])
+        b.unreachable()
+
     def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value,
                     mlir_type: Attribute) -> None:
         RunnerCalls(self._abi()).print_scalar(fe, op, value, mlir_type)
@@ -177,10 +201,11 @@ class HostTarget(TargetBase):
         return self.abi
 
 
-def lower_host(module: ModuleOp, name: str = "nova_host") -> HostLowering:
+def lower_host(module: ModuleOp, name: str = "nova_host",
+               check_bounds: bool = False) -> HostLowering:
     """Lower the host part of an outlined module (func.func + memref.global; gpu.modules are
-    skipped) to LLVM IR for x86_64-unknown-linux-gnu."""
-    target = HostTarget()
+    skipped) to LLVM IR for x86_64-unknown-linux-gnu; `check_bounds` checks memref accesses."""
+    target = HostTarget(check_bounds)
     me = ModuleEmitter(target, name)
     target.attach(me)
     ops = [op for op in module.body.block.ops if not _is_external_declaration(op)]

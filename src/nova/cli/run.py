@@ -1,6 +1,6 @@
 """nova-run: compile (if MLIR) and run one entry of a program, like upstream's mlir-runner.
 
-    nova-run prog.mlir|prog.nova [--device cuda|cpu] [-e main] [--arch sm_90]
+    nova-run prog.mlir|prog.nova [--device cuda|cpu] [-e main] [--arch sm_90] [--check-bounds]
 
 MLIR run on the cpu device (`--device cpu`, or the default when no GPU is usable) is compiled
 for it alone: no PTX, no ptxas. The entry runs without arguments; what the program prints
@@ -38,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="the entry function to run (default: main)")
     parser.add_argument("--arch", default=None, help="GPU architecture to compile for "
                         "(default: NOVA_ARCH or sm_90)")
+    parser.add_argument("--check-bounds", action="store_true",
+                        help="compile MLIR with every memref load/store/atomic index checked "
+                        "against its memref's sizes (default: NOVA_CHECK_BOUNDS; no effect on a "
+                        ".nova bundle, which is run as it was built)")
     parser.add_argument("--entry-point-result", "-entry-point-result", default="void",
                         choices=("void", "i32", "i64", "f32", "f64"),
                         help="accepted for mlir-runner compatibility; results are printed")
@@ -55,21 +59,25 @@ def _read(path: str) -> tuple[bytes, str]:
         raise InputError(f"cannot read '{path}': {exc.strerror or exc}") from None
 
 
-def _bundle(data: bytes, name: str, arch: str | None, device: Device | None) -> bytes:
-    """The bundle to run: `data` itself, or `data` compiled. For the cpu device only the CPU
-    images are built (no PTX, no ptxas): the bundle then runs on cpu only."""
+def _bundle(data: bytes, name: str, arch: str | None, device: Device | None,
+            check_bounds: bool = False) -> bytes:
+    """The bundle to run: `data` itself, or `data` compiled (bounds-checked with
+    `check_bounds`, else as NOVA_CHECK_BOUNDS says). For the cpu device only the CPU images
+    are built (no PTX, no ptxas): the bundle then runs on cpu only."""
     if data.startswith(b"\x7fELF") or name.endswith(".nova"):
         return data  # a bundle (the reader reports a damaged one)
-    from nova.driver import CompileOptions, compile_to_bundle
+    from nova.driver import compile_to_bundle, make_options
 
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"'{name}' is neither a .nova bundle nor UTF-8 MLIR text") from None
-    options = CompileOptions() if arch is None else CompileOptions(arch=arch)
+    fields: dict[str, object] = {} if arch is None else {"arch": arch}
+    if check_bounds:
+        fields["check_bounds"] = True
     if device is not None and device.kind == "cpu":
-        options = CompileOptions(arch=options.arch, ptx=False, cubin=False)
-    return compile_to_bundle(text, name, options)
+        fields.update(ptx=False, cubin=False)
+    return compile_to_bundle(text, name, make_options(**fields))
 
 
 def _device_for_compiling(spec: str | None) -> Device | None:
@@ -103,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
 
     data, name = _read(args.input)
     device = _device_for_compiling(args.device)
-    bundle = _bundle(data, name, args.arch, device)
+    bundle = _bundle(data, name, args.arch, device, args.check_bounds)
     with NovaModule(bundle, device or get_device(args.device), name) as module:
         try:
             entry = module[args.entry]

@@ -2,7 +2,7 @@
 
     nova-translate in.mlir -o out.nova [--emit=outlined|device-llvm|ptx|cubin|cpu-llvm|cpu-obj|
                    host-llvm|obj|nova] [--arch sm_90] [--no-ptx] [--no-cubin] [--no-cpu-image]
-                   [-O N]
+                   [-O N] [--check-bounds]
                    [--timings] [--split-input-file]
 
 Text outputs go to stdout without -o; a bundle or object is written to stdout only when it is not
@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="do not build the CPU-device image of the kernels")
     parser.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4),
                         help="LLVM optimisation level (default 3)")
+    parser.add_argument("--check-bounds", action="store_true",
+                        help="check every memref load/store/atomic index against its memref's "
+                        "sizes (kernels and host code; default: NOVA_CHECK_BOUNDS)")
     parser.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
     parser.add_argument("--split-input-file", action="store_true",
                         help="compile each '// -----'-separated part on its own (text outputs "
@@ -78,6 +81,8 @@ def _run(args: argparse.Namespace) -> int:
                                  "opt_level": args.opt_level}
     if args.arch:
         fields["arch"] = args.arch
+    if args.check_bounds:
+        fields["check_bounds"] = True
     options = CompileOptions(**fields)  # type: ignore[arg-type]
     if args.split_input_file:
         return _run_split(args, text, filename, options)

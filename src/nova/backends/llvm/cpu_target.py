@@ -35,7 +35,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from llvmlite import ir
@@ -215,13 +215,15 @@ class CpuTarget(TargetBase):
     triple = TRIPLE
     data_layout = DATA_LAYOUT
 
-    def __init__(self, stack_bytes: int = DEFAULT_STACK_BYTES) -> None:
+    def __init__(self, stack_bytes: int = DEFAULT_STACK_BYTES, check_bounds: bool = False) -> None:
         if stack_bytes < STACK_RESERVE + cf.MIN_STACK_BYTES or stack_bytes % 16:
             raise UnsupportedError(
                 f"CPU fiber stacks must be a multiple of 16 bytes and at least "
                 f"{(STACK_RESERVE + cf.MIN_STACK_BYTES) // 1024} KiB (NOVA_CPU_STACK_KIB); got "
                 f"{stack_bytes} bytes")
         self.stack_bytes = stack_bytes
+        self.check_bounds = check_bounds
+        self._check_buffers: dict[ir.Function, ir.Value] = {}
         self.layout = WorkgroupLayout()
         self.handlers = {
             **GPU_HANDLERS,
@@ -257,6 +259,21 @@ class CpuTarget(TargetBase):
         text = f"assertion failed: {message}{where}"
         fe.builder.call(runtime(fe).fail, [fe.tctx, cf.cstring(fe.module.module, text)])  # type: ignore[attr-defined]
         fe.builder.unreachable()
+
+    def check_fail(self, fe: FunctionEmitter, op: Operation, summary: str, fmt: str,
+                   args: Sequence[ir.Value]) -> None:
+        """A failed runtime check: snprintf the message into a stack buffer and fail the thread
+        like `cf.assert` (the kernel runs as fibers: `needs_fibers` counts checked accesses)."""
+        b = fe.builder
+        buf = self._check_buffers.get(fe.function)
+        if buf is None:  # one per function: every check of it shares the entry-block buffer
+            buf = fe.alloca(ir.ArrayType(cf.I8, cf.ERROR_BYTES), align=16)
+            self._check_buffers[fe.function] = buf
+        text = cf.gep(b, buf, [I64(0)], cf.I8)
+        b.call(cf.libc(fe.module.module, "snprintf"),
+               [text, I64(cf.ERROR_BYTES), cf.cstring(fe.module.module, fmt), *args])
+        b.call(runtime(fe).fail, [fe.tctx, text])  # type: ignore[attr-defined]
+        b.unreachable()
 
     # --- op overrides --------------------------------------------------------------------
     def _lower_call(self, fe: FunctionEmitter, op: Operation) -> None:
@@ -314,13 +331,19 @@ def _callees(op: Operation) -> Iterable[str]:
                 yield callee.root_reference.data
 
 
-def needs_fibers(kernel: Operation, funcs: dict[str, Operation]) -> bool:
-    """True when the kernel or anything it calls uses a barrier, warp op, assert or trap."""
+def needs_fibers(kernel: Operation, funcs: dict[str, Operation],
+                 check_bounds: bool = False) -> bool:
+    """True when the kernel or anything it calls uses a barrier, warp op, assert or trap, or,
+    with `check_bounds`, a bounds-checked memref access (its failure stops the thread as a
+    failed assert does)."""
+    from nova.backends.llvm.ops_memref import CHECKED_OPS
+
+    names = FIBER_OPS | MMA_FIBER_OPS | (CHECKED_OPS if check_bounds else frozenset())
     seen: set[str] = set()
     todo = [kernel]
     while todo:
         op = todo.pop()
-        if any(inner.name in FIBER_OPS or inner.name in MMA_FIBER_OPS for inner in op.walk()):
+        if any(inner.name in names for inner in op.walk()):
             return True
         for name in _callees(op):
             if name not in seen and name in funcs:
@@ -364,14 +387,16 @@ def _check_stack(op: Operation, funcs: dict[str, Operation], stack_bytes: int) -
             "use workgroup or global memory for large per-thread arrays", _loc(op))
 
 
-def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None) -> CpuLowering:
+def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
+                     check_bounds: bool = False) -> CpuLowering:
     """Lower one gpu.module for the CPU device (see the module docstring). `stack_bytes` is the
-    fiber stack per GPU thread (default: `nova.config` cpu_stack_kib, NOVA_CPU_STACK_KIB)."""
+    fiber stack per GPU thread (default: `nova.config` cpu_stack_kib, NOVA_CPU_STACK_KIB);
+    `check_bounds` bounds-checks memref accesses (their kernels then run as fibers)."""
     if stack_bytes is None:
         from nova import config
 
         stack_bytes = config.get().cpu_stack_kib * 1024
-    target = CpuTarget(stack_bytes)
+    target = CpuTarget(stack_bytes, check_bounds)
     name = symbol_name(gpu_module)
     me = ModuleEmitter(target, name)
     from nova.backends.llvm.ops_memref import emit_global
@@ -413,7 +438,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None) -> C
         fn = me.functions[fname]
         CpuFunctionEmitter(me, op, fn).emit_body()
         if is_kernel(op):
-            fiber = needs_fibers(op, funcs)
+            fiber = needs_fibers(op, funcs, check_bounds)
             if fiber:
                 _check_stack(op, funcs, stack_bytes)
             _emit_entry(me, target, op, fn, fiber)

@@ -14,7 +14,8 @@
   `gpu.dynamic_shared_memory` is an `extern .shared` array sized by %dynamic_smem_size.
 * `gpu.printf` -> `vprintf(fmt, args)` with C vararg promotion (f32 -> f64; i1/i8/i16 -> i32);
   `vector.print` of a scalar -> vprintf with the runner utilities' formats and punctuation.
-* `cf.assert` -> `__assertfail(msg, file, line, function, 1)` then `llvm.trap`.
+* `cf.assert` -> `__assertfail(msg, file, line, function, 1)` then `llvm.trap`; a failed bounds
+  check (check_bounds) first vprintfs its formatted message, then fails the same way.
 * Collectives (gpu.shuffle, gpu.all_reduce, gpu.subgroup_reduce) live in nvptx_collectives.py,
   math functions without an NVPTX intrinsic in nvptx_math.py.
 """
@@ -307,10 +308,12 @@ class NvptxTarget(TargetBase):
     triple = TRIPLE
     data_layout = DATA_LAYOUT
 
-    def __init__(self, arch: str = "sm_90") -> None:
+    def __init__(self, arch: str = "sm_90", check_bounds: bool = False) -> None:
         from nova.backends.llvm import nvptx_collectives, nvptx_mma
 
         self.arch = arch
+        self.check_bounds = check_bounds
+        self._check_buffers: dict[tuple[ir.Function, int], ir.Value] = {}
         self.handlers: dict[str, Handler] = {
             "gpu.thread_id": _sreg_op("tid"),
             "gpu.block_id": _sreg_op("ctaid"),
@@ -366,6 +369,27 @@ class NvptxTarget(TargetBase):
         trap = fe.module.declare("llvm.trap", ir.FunctionType(T.VOID, []))
         b.call(trap, [])
         b.unreachable()
+
+    def check_fail(self, fe: FunctionEmitter, op: Operation, summary: str, fmt: str,
+                   args: Sequence[ir.Value]) -> None:
+        """A failed runtime check: vprintf the formatted message with the function, block and
+        thread (the device cannot format into __assertfail's message), then fail like
+        `cf.assert` with the static summary (CUDA_ERROR_ASSERT naming the kernel)."""
+        b = fe.builder
+        values = [*args, *(sreg64(fe, f"{reg}.{d}") for reg in ("ctaid", "tid") for d in "xyz")]
+        arr = ir.ArrayType(T.I64, len(values))
+        buf = self._check_buffers.get((fe.function, len(values)))
+        if buf is None:  # one per function: every check of it shares the vprintf arguments
+            buf = fe.alloca(arr, align=8)
+            self._check_buffers[(fe.function, len(values))] = buf
+        for i, value in enumerate(values):
+            b.store(value, b.gep(buf, [ir.Constant(T.I32, 0), ir.Constant(T.I32, i)],
+                                 inbounds=True, source_etype=arr))
+        func = symbol_name(fe.func_op).replace("%", "%%")
+        text = (f"{fmt} in @{func}, block (%lld,%lld,%lld), thread (%lld,%lld,%lld)\n")
+        vprintf = fe.module.declare("vprintf", ir.FunctionType(T.I32, [T.PTR, T.PTR]))
+        b.call(vprintf, [generic_string(fe, text), buf])
+        self.assert_fail(fe, op, summary)
 
     def function_linkage(self, op: Operation) -> str:
         return "external" if is_kernel(op) else "internal"

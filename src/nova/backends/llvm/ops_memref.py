@@ -35,11 +35,85 @@ def _indices(fe: FunctionEmitter, op: Operation, start: int) -> list[ir.Value]:
     return [fe.lookup(v) for v in op.operands[start:]]
 
 
-def element_pointer(fe: FunctionEmitter, op: Operation, memref_index: int,
-                    first_index: int) -> tuple[ir.Value, M.MemRefDescriptor]:
-    """Address of the element an op accesses (memref operand, then index operands)."""
+def element_pointer(fe: FunctionEmitter, op: Operation, memref_index: int, first_index: int,
+                    checked: bool = False) -> tuple[ir.Value, M.MemRefDescriptor]:
+    """Address of the element an op accesses (memref operand, then index operands). With
+    `checked` and the target's `check_bounds` on, each index is first checked against its
+    dimension's size (`check_indices`)."""
     desc = fe.lookup_memref(op.operands[memref_index])
-    return desc.element_pointer(fe.builder, _indices(fe, op, first_index)), desc
+    indices = _indices(fe, op, first_index)
+    if checked and fe.target.check_bounds:
+        check_indices(fe, op, memref_index, desc, indices)
+    return desc.element_pointer(fe.builder, indices), desc
+
+
+CHECKED_OPS = frozenset({"memref.load", "memref.store", "memref.atomic_rmw",
+                         "memref.generic_atomic_rmw"})
+"""The accesses `check_bounds` guards (backends that must prepare a failure path, like the CPU
+device's fibers, look for these)."""
+
+
+def check_indices(fe: FunctionEmitter, op: Operation, memref_index: int,
+                  desc: M.MemRefDescriptor, indices: list[ir.Value]) -> None:
+    """Branch to the target's `check_fail` unless 0 <= index < size in every dimension (one
+    unsigned compare per dimension, so negative indices fail too). Dimensions whose index and
+    size are both constants and in bounds emit nothing; the failing path names the first bad
+    dimension, its index and size, the op, the memref and the op's source location."""
+    b = fe.builder
+    checks = [(d, index, size, b.icmp_unsigned("<", index, size))
+              for d, (index, size) in enumerate(zip(indices, desc.sizes, strict=True))
+              if not _statically_in_bounds(index, size)]
+    if not checks:
+        return
+    ok = checks[0][3]
+    for check in checks[1:]:
+        ok = b.and_(ok, check[3])
+    fail = fe.function.append_basic_block("bounds.fail")
+    cont = fe.function.append_basic_block("bounds.ok")
+    b.cbranch(ok, cont, fail).set_weights([BOUNDS_OK_WEIGHT, 1])
+    b.position_at_end(fail)
+    dim, index, size = _first_failure(b, checks)
+    summary, fmt = bounds_messages(fe, op, memref_index)
+    fe.target.check_fail(fe, op, summary, fmt, [index, dim, size])
+    if not b.block.is_terminated:
+        b.unreachable()
+    b.position_at_end(cont)
+
+
+BOUNDS_OK_WEIGHT = 1 << 20
+"""Branch weight of the in-bounds edge (the failing edge weighs 1): keeps the check's cold path
+out of the hot code layout."""
+
+
+def _statically_in_bounds(index: ir.Value, size: ir.Value) -> bool:
+    return (isinstance(index, ir.Constant) and isinstance(size, ir.Constant)
+            and 0 <= int(index.constant) < int(size.constant))
+
+
+def _first_failure(b: ir.IRBuilder, checks: list[tuple[int, ir.Value, ir.Value, ir.Value]]
+                   ) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(dimension, index, size) of the first failing check, chosen with selects (checked from
+    the last dimension back, so the lowest failing one wins)."""
+    dim, _, _, _ = checks[-1]
+    chosen: list[ir.Value] = [M.const_index(dim), checks[-1][1], checks[-1][2]]
+    for d, index, size, in_bounds in reversed(checks[:-1]):
+        chosen = [b.select(in_bounds, old, new)
+                  for old, new in zip(chosen, (M.const_index(d), index, size), strict=True)]
+    return chosen[0], chosen[1], chosen[2]
+
+
+def bounds_messages(fe: FunctionEmitter, op: Operation, memref_index: int) -> tuple[str, str]:
+    """(summary, printf format) of a failed bounds check of `op`. The format takes the index,
+    the dimension and the size (three i64, `%lld`); the summary is the static part (for
+    targets whose failure report cannot be formatted, like CUDA's __assertfail)."""
+    loc = fe.location(op)
+    where = f" at {loc.filename}:{loc.line}:{loc.column}" if loc is not None else ""
+    hint = op.operands[memref_index].name_hint
+    what = f"{op.name} on %{hint}" if hint else op.name
+    context = f"({what}{where})"
+    escaped = context.replace("%", "%%")
+    return (f"memref index out of bounds {context}",
+            f"index %lld out of bounds for dimension %lld of size %lld {escaped}")
 
 
 def _align(desc: M.MemRefDescriptor) -> int:
@@ -47,12 +121,12 @@ def _align(desc: M.MemRefDescriptor) -> int:
 
 
 def lower_load(fe: FunctionEmitter, op: Operation) -> None:
-    ptr, desc = element_pointer(fe, op, 0, 1)
+    ptr, desc = element_pointer(fe, op, 0, 1, checked=True)
     fe.bind(op.results[0], fe.builder.load(ptr, typ=desc.element_type, align=_align(desc)))
 
 
 def lower_store(fe: FunctionEmitter, op: Operation) -> None:
-    ptr, desc = element_pointer(fe, op, 1, 2)
+    ptr, desc = element_pointer(fe, op, 1, 2, checked=True)
     fe.builder.store(fe.lookup(op.operands[0]), ptr, align=_align(desc))
 
 
@@ -258,7 +332,7 @@ def _reassociation(op: Operation) -> list[list[int]]:
 def lower_atomic_rmw(fe: FunctionEmitter, op: Operation) -> None:
     """memref.atomic_rmw: LLVM atomicrmw (acq_rel) where one exists, else a cmpxchg loop."""
     value = fe.lookup(op.operands[0])
-    ptr, _desc = element_pointer(fe, op, 1, 2)
+    ptr, _desc = element_pointer(fe, op, 1, 2, checked=True)
     kind_num = int_attr(op, "kind")
     if kind_num not in ATOMIC_KINDS:
         raise fe.error(op, f"unknown atomic_rmw kind {kind_num}")
@@ -301,7 +375,7 @@ def cas_loop(fe: FunctionEmitter, ptr: ir.Value, ty: ir.Type, combine) -> ir.Val
 
 def lower_generic_atomic_rmw(fe: FunctionEmitter, op: Operation) -> None:
     """memref.generic_atomic_rmw: the region computes the new value from the current one."""
-    ptr, desc = element_pointer(fe, op, 0, 1)
+    ptr, desc = element_pointer(fe, op, 0, 1, checked=True)
     body = op.regions[0].blocks[0]
 
     def combine(b: ir.IRBuilder, old: ir.Value) -> ir.Value:

@@ -19,6 +19,13 @@ x86-64 host goes through a `Target`:
 ``assert_fail(fe, op, message)``
     Emit the failing path of `cf.assert` (the emitter branches around it; must not return
     normally: end with unreachable or a trap).
+``check_fail(fe, op, summary, fmt, args)``
+    Emit the failing path of a runtime check (bounds checks, ``check_bounds``): report the
+    printf-style message `fmt` (``%lld`` for each i64 of `args`, ``%%`` for a percent sign) the
+    way a failed `cf.assert` is reported, then stop; must not return normally. `summary` is
+    the message's static part, for reports that cannot be formatted (CUDA's __assertfail).
+``check_bounds``
+    True when memref accesses are bounds-checked (the ``check_bounds`` compile option).
 ``print_value(fe, op, value, mlir_type)``
     `vector.print` (value/mlir_type are None for the `str`/punctuation-only forms; the hook reads
     the op's `punctuation` and `stringLiteral`).
@@ -76,6 +83,11 @@ class Target(Protocol):
 
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None: ...
 
+    check_bounds: bool
+
+    def check_fail(self, fe: FunctionEmitter, op: Operation, summary: str, fmt: str,
+                   args: Sequence[ir.Value]) -> None: ...
+
     def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value | None,
                     mlir_type: Attribute | None) -> None: ...
 
@@ -120,6 +132,7 @@ class TargetBase:
     triple = ""
     data_layout = ""
     handlers: Mapping[str, Handler] = {}
+    check_bounds = False
 
     def pointer_address_space(self, memref_type: Attribute) -> int:
         if isinstance(memref_type, MemRefType | UnrankedMemRefType):
@@ -163,6 +176,11 @@ class TargetBase:
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None:
         raise UnsupportedError(f"cf.assert is not supported by the {self.name} target",
                                fe.location(op))
+
+    def check_fail(self, fe: FunctionEmitter, op: Operation, summary: str, fmt: str,
+                   args: Sequence[ir.Value]) -> None:
+        raise UnsupportedError(f"runtime checks (check_bounds) are not supported by the "
+                               f"{self.name} target", fe.location(op))
 
     def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value | None,
                     mlir_type: Attribute | None) -> None:

@@ -12,7 +12,8 @@
     axpy.ptx(...)
 
 Argument types are inferred at each launch (array dtype and rank, scalar types); each signature is
-compiled once per device and cached in memory (a `LaunchPlan`) and on disk (compiler.py).
+compiled once per device (and bounds-check setting) and cached in memory (a `LaunchPlan`) and on
+disk (compiler.py).
 """
 
 from __future__ import annotations
@@ -96,16 +97,18 @@ class KernelFunction:
 
     __nova_kernel__ = True
 
-    def __init__(self, py_func: Any, device: str | Device | None = None) -> None:
+    def __init__(self, py_func: Any, device: str | Device | None = None,
+                 check_bounds: bool | None = None) -> None:
         self.py_func = py_func
         self.__name__ = py_func.__name__
         self.__doc__ = py_func.__doc__
         self.__wrapped__ = py_func
         self._device = device
+        self._check_bounds = check_bounds
         self._source: FunctionSource | None = None
-        self._plans: dict[tuple[Device, Signature], LaunchPlan] = {}
+        self._plans: dict[tuple[Device, Signature, bool], LaunchPlan] = {}
         self._modules: dict[Signature, tuple[Any, str]] = {}
-        self._images: dict[tuple[Signature, str, str], CompiledImages] = {}
+        self._images: dict[tuple[Signature, str, str, bool], CompiledImages] = {}
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -153,18 +156,32 @@ class KernelFunction:
         """The generated MLIR (a module holding one gpu.module) for a signature."""
         return self._module(self.signature(*sig))[1]
 
+    @property
+    def check_bounds(self) -> bool:
+        """Whether this kernel's array accesses are bounds-checked: the decorator's
+        `check_bounds`, else the configuration's (NOVA_CHECK_BOUNDS)."""
+        if self._check_bounds is not None:
+            return self._check_bounds
+        from nova import config
+
+        return config.get().check_bounds
+
     def compile(self, *sig: Any, device: str | Device | None = None) -> CompiledImages:
         """Compile a signature for a device (default: the launch device); returns its images."""
         dev = get_device(device if device is not None else self._device)
         return self._compile(self.signature(*sig), dev.kind, _arch(dev))
 
-    def _compile(self, sig: Signature, target: str, arch: str) -> CompiledImages:
-        key = (sig, target, arch)
+    def _compile(self, sig: Signature, target: str, arch: str,
+                 check_bounds: bool | None = None) -> CompiledImages:
+        """The images of `sig` for a target (`check_bounds` None: the kernel's setting)."""
+        if check_bounds is None:
+            check_bounds = self.check_bounds
+        key = (sig, target, arch, check_bounds)
         with self._lock:
             found = self._images.get(key)
             if found is None:
                 module, text = self._module(sig)
-                found = compile_images(module, text, target, arch)
+                found = compile_images(module, text, target, arch, check_bounds)
                 self._images[key] = found
             return found
 
@@ -186,17 +203,17 @@ class KernelFunction:
         shared = rest[1] if len(rest) > 1 else 0
         return _Configured(self, grid, block, stream, shared)
 
-    def _plan(self, device: Device, sig: Signature) -> LaunchPlan:
+    def _plan(self, device: Device, sig: Signature, check_bounds: bool) -> LaunchPlan:
         with self._lock:
-            plan = self._plans.get((device, sig))
+            plan = self._plans.get((device, sig, check_bounds))
             if plan is None:
-                images = self._compile(sig, device.kind, _arch(device))
+                images = self._compile(sig, device.kind, _arch(device), check_bounds)
                 module = device.load_module(ModuleImages(
                     f"{self.__name__}", ptx=images.ptx, cubin=images.cubin,
                     cubin_arch=images.cubin_arch, cpu_object=images.cpu_object))
                 fn = module.get_function(images.kernel.name, images.kernel)
                 plan = LaunchPlan(device, fn, sig)
-                self._plans[(device, sig)] = plan
+                self._plans[(device, sig, check_bounds)] = plan
             return plan
 
     def launch(self, *args: Any, grid: int | Sequence[int], block: int | Sequence[int],
@@ -220,7 +237,8 @@ class KernelFunction:
             base = tuple(arg_type(a) for a in args)
             values = slot_values(dev, base, args, staged, stream)
             sig = specialize(base, values)
-            plan = self._plans.get((dev, sig)) or self._plan(dev, sig)
+            checked = self.check_bounds
+            plan = self._plans.get((dev, sig, checked)) or self._plan(dev, sig, checked)
             with plan.lock:
                 plan.pack(values)
                 dev.launch(plan.function, grid, block, plan.address, shared_bytes, stream)
@@ -267,13 +285,15 @@ def _arch(device: Device) -> str:
 
 
 class _KernelDecorator:
-    """`nova.kernel`: the decorator (`@nova.kernel`, `@nova.kernel(device="cpu")`), also
+    """`nova.kernel`: the decorator (`@nova.kernel`, `@nova.kernel(device="cpu")`,
+    `@nova.kernel(check_bounds=True)`: every array access checked, docs/debugging.md), also
     carrying the ahead-of-time entry point `nova.kernel.save_bundle(path, [(kern, sig), ...])`."""
 
-    def __call__(self, py_func: Any = None, *, device: str | Device | None = None) -> Any:
+    def __call__(self, py_func: Any = None, *, device: str | Device | None = None,
+                 check_bounds: bool | None = None) -> Any:
         if py_func is None:
-            return lambda f: KernelFunction(f, device)
-        return KernelFunction(py_func, device)
+            return lambda f: KernelFunction(f, device, check_bounds)
+        return KernelFunction(py_func, device, check_bounds)
 
     @staticmethod
     def save_bundle(path: Any, kernels_with_signatures: Any, **options: Any) -> Any:

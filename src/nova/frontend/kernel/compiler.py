@@ -4,9 +4,10 @@
 lowers the gpu.module with the device pipeline (`nova.backends.device.lower_device_module`, then
 `nova.backends.nvptx` or `nova.backends.x86`). Results are cached on disk under
 `config.cache_dir/kernels`: the key is the SHA-256 of the printed MLIR (which captures the
-kernel's source, its device functions, the constants it read and the signature), the target and
-arch, and the compiler fingerprint of `nova.driver_cache` (Nova/xDSL/llvmlite versions and
-compiler sources). Entries carry a digest; a torn or corrupt entry reads as a miss.
+kernel's source, its device functions, the constants it read and the signature), the target,
+arch and bounds-check option, and the compiler fingerprint of `nova.driver_cache`
+(Nova/xDSL/llvmlite versions and compiler sources). Entries carry a digest; a torn or corrupt
+entry reads as a miss.
 """
 
 from __future__ import annotations
@@ -60,11 +61,12 @@ def print_module(module: ModuleOp) -> str:
     return print_mlir(module)
 
 
-def _cache_key(mlir_text: str, target: str, arch: str) -> str:
+def _cache_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False) -> str:
     from nova.driver_cache import environment_fingerprint
 
     payload = json.dumps({"kind": "python-kernel", "mlir": mlir_text, "target": target,
-                          "arch": arch, **environment_fingerprint()}, sort_keys=True)
+                          "arch": arch, "check_bounds": check_bounds,
+                          **environment_fingerprint()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
@@ -116,34 +118,37 @@ def _cache_put(key: str, images: CompiledImages) -> None:
         write_digested(path, data)
 
 
-def lower(module: ModuleOp, target: str, arch: str) -> CompiledImages:
-    """Lower the (single) gpu.module of `module` for 'cpu' or 'cuda' without caching."""
+def lower(module: ModuleOp, target: str, arch: str, check_bounds: bool = False
+          ) -> CompiledImages:
+    """Lower the (single) gpu.module of `module` for 'cpu' or 'cuda' without caching
+    (`check_bounds`: every array access checked, docs/debugging.md)."""
     from nova.backends.device import DeviceTarget, lower_device_module
 
     gm = gpu_module_of(module)
     if target == "cpu":
         from nova.backends.x86 import emit_object
 
-        low = lower_device_module(gm, DeviceTarget.CPU)
+        low = lower_device_module(gm, DeviceTarget.CPU, check_bounds=check_bounds)
         return CompiledImages(low.kernels[0], cpu_object=emit_object(str(low.llvm_module)))
     from nova.backends.nvptx import assemble_cubin, emit_ptx
 
-    low = lower_device_module(gm, DeviceTarget.NVPTX, arch)
+    low = lower_device_module(gm, DeviceTarget.NVPTX, arch, check_bounds)
     ptx = emit_ptx(str(low.llvm_module), arch)
     cubin = assemble_cubin(ptx, arch)
     return CompiledImages(low.kernels[0], ptx=ptx, cubin=cubin,
                           cubin_arch=arch if cubin is not None else None)
 
 
-def compile_images(module: ModuleOp, mlir_text: str, target: str, arch: str) -> CompiledImages:
+def compile_images(module: ModuleOp, mlir_text: str, target: str, arch: str,
+                   check_bounds: bool = False) -> CompiledImages:
     """`lower`, through the on-disk cache (config.cache_enabled)."""
     use_cache = config.get().cache_enabled
-    key = _cache_key(mlir_text, target, arch) if use_cache else ""
+    key = _cache_key(mlir_text, target, arch, check_bounds) if use_cache else ""
     if use_cache:
         hit = _cache_get(key)
         if hit is not None:
             return hit
-    images = lower(module, target, arch)
+    images = lower(module, target, arch, check_bounds)
     if use_cache:
         _cache_put(key, images)
     return images
