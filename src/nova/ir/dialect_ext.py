@@ -31,6 +31,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from nova.ir.gpu_base import print_attr_dict
+from nova.ir.vector_ops import ARITH_OPS  # select / cmpi / cmpf on vectors
 
 
 class ParallelOp(xscf.ParallelOp):
@@ -157,7 +158,7 @@ def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
 
 
 SCF = _swap(xscf.Scf, (ParallelOp,))
-ARITH = _swap(xarith.Arith, (IndexCastUIOp, RemFOp))
+ARITH = _swap(xarith.Arith, (IndexCastUIOp, RemFOp, *ARITH_OPS))
 FUNC = _swap(xfunc.Func, (FuncOp,))
 
 

@@ -1,4 +1,5 @@
-"""`vector.print` as MLIR defines it, replacing xDSL 0.74's: an optional scalar/vector `source`,
+"""`vector.print` as MLIR defines it, replacing xDSL 0.74's, plus the vector ops xDSL lacks
+(`nova.ir.vector_ops`). `vector.print` has an optional scalar/vector `source`,
 `punctuation` (`#vector.punctuation<newline>` by default) and an optional `stringLiteral`
 (`vector.print str "text"`).
 
@@ -28,6 +29,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from nova.ir.dialect_ext import _swap
 from nova.ir.gpu_base import print_attr_dict
+from nova.ir.vector_ops import OPS as EXTRA_OPS
 
 
 class Punctuation(StrEnum):
@@ -108,4 +110,4 @@ class PrintOp(IRDLOperation):
         print_attr_dict(printer, self.attributes)
 
 
-VECTOR = _swap(xvector.Vector, (PrintOp,), (PunctuationAttr,))
+VECTOR = _swap(xvector.Vector, (PrintOp, *EXTRA_OPS), (PunctuationAttr,))

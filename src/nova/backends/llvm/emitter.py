@@ -40,7 +40,7 @@ from nova.errors import LoweringError, SourceLocation, UnsupportedError
 
 #: Dialects (and single ops) every target's core handlers lower; named in UnsupportedError.
 CORE_DIALECTS: tuple[str, ...] = (
-    "arith", "math", "memref", "scf", "cf", "func", "index", "vector.print")
+    "arith", "math", "memref", "scf", "cf", "func", "index", "vector")
 
 LoweredValue = ir.Value | M.MemRefDescriptor
 
@@ -239,7 +239,10 @@ def symbol_name(op: Operation) -> str:
 
 
 def intrinsic_suffix(llty: ir.Type) -> str:
-    """LLVM's overload suffix for a scalar type (f32, f64, f16, bf16, iN)."""
+    """LLVM's overload suffix for a scalar type (f32, f64, f16, bf16, iN) or a vector of
+    them (v4f32)."""
+    if isinstance(llty, ir.VectorType):
+        return f"v{llty.count}{intrinsic_suffix(llty.element)}"
     if llty == T.F32:
         return "f32"
     if llty == T.F64:

@@ -6,7 +6,8 @@ function that implements it (printMemref* take the unranked memref as (rank, des
 `vector.print` of a scalar lowers as upstream's VectorToLLVM: signless and signed integers are
 sign-extended to i64 and printed with printI64, except i1, which is zero-extended (so true prints
 1); unsigned integers and `index` use printU64; f16/bf16 are extended to f32; then the
-punctuation (a newline by default). `vector.print str "..."` prints the text as is. A call of any
+punctuation (a newline by default). A 1-D vector prints as `( a, b, c )`
+(ops_vector.print_vector). `vector.print str "..."` prints the text as is. A call of any
 other function that the module only declares cannot be resolved at run time (compiled host code
 may call nothing but the runtime ABI and libc), so it is rejected at the call.
 """
@@ -24,6 +25,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     SymbolRefAttr,
     UnrankedMemRefType,
+    VectorType,
 )
 from xdsl.ir import Attribute, Operation
 
@@ -31,6 +33,7 @@ from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text
 from nova.backends.llvm.host_abi import AbiCalls, function_type
 from nova.backends.llvm.ops_func import lower_call
+from nova.backends.llvm.ops_vector import print_vector
 from nova.backends.llvm.target import Handler
 from nova.errors import UnsupportedError
 from nova.runtime.abi import ABI_BY_NAME, RUNNER_UTILS
@@ -96,6 +99,9 @@ class RunnerCalls:
         if text is not None:
             literal = fe.module.string_constant(str(getattr(text, "data", text)))
             self.abi.call(fe.builder, "nova_rt_print_string", [literal])
+            return
+        if op.operands and isinstance(op.operands[0].type, VectorType):
+            print_vector(fe, op)  # `( a, b )`: scalar vector.prints back through this handler
             return
         if op.operands:
             value = op.operands[0]

@@ -1,7 +1,9 @@
-"""arith dialect handlers (scalars): integer/float arithmetic, comparisons, select, casts,
-constants. Integer division variants follow MLIR semantics (floordivsi rounds toward -inf,
-ceildiv toward +inf); maximumf/minimumf propagate NaN (llvm.maximum/minimum), maxnumf/minnumf
-ignore it (llvm.maxnum/minnum).
+"""arith dialect handlers: integer/float arithmetic, comparisons, select, casts, constants, on
+scalars and on 1-D vectors (`<N x T>`: LLVM's instructions and intrinsics take vector operands
+lane-wise, so the same builder calls serve both; constants splat, comparisons give `<N x i1>`,
+dense constants become vector constants). Integer division variants follow MLIR semantics
+(floordivsi rounds toward -inf, ceildiv toward +inf); maximumf/minimumf propagate NaN
+(llvm.maximum/minimum), maxnumf/minnumf ignore it (llvm.maxnum/minnum).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from llvmlite import ir
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr
 from xdsl.ir import Operation
 
 from nova.backends.llvm import memref as M
@@ -38,9 +40,9 @@ def icmp(b: Builder, pred: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
 def fcmp(b: Builder, pred: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
     """Float comparison for an MLIR predicate keyword (oeq, ..., uno, true, false)."""
     if pred == "false":
-        return ir.Constant(T.I1, 0)
+        return ir.Constant(T.like(lhs.type, T.I1), 0)
     if pred == "true":
-        return ir.Constant(T.I1, 1)
+        return ir.Constant(T.like(lhs.type, T.I1), 1)
     if pred in ("ord", "uno"):
         return b.fcmp_ordered(pred, lhs, rhs)
     rel = _REL["ne" if pred[1:] == "ne" else pred[1:]]
@@ -137,7 +139,10 @@ def lower_constant(fe: FunctionEmitter, op: Operation) -> None:
 
 
 def constant(value: object, llty: ir.Type, fe: FunctionEmitter, op: Operation) -> ir.Constant:
-    """An LLVM constant for an IntegerAttr/FloatAttr (or a splat dense attr of scalar type)."""
+    """An LLVM constant for an IntegerAttr/FloatAttr, or a vector constant for a dense attr of
+    a 1-D vector type (splat or one value per lane)."""
+    if isinstance(value, DenseIntOrFPElementsAttr) and isinstance(llty, ir.VectorType):
+        return dense_constant(value.get_values(), llty)
     if isinstance(value, IntegerAttr):
         number = int(value.value.data)
         assert isinstance(llty, ir.IntType)
@@ -145,6 +150,16 @@ def constant(value: object, llty: ir.Type, fe: FunctionEmitter, op: Operation) -
     if isinstance(value, FloatAttr):
         return ir.Constant(llty, float(value.value.data))
     raise fe.unsupported(op, f"constant attribute {value}")
+
+
+def dense_constant(values: tuple[int | float, ...], llty: ir.VectorType) -> ir.Constant:
+    """`<N x T>` constant from the N values of a dense attribute (integers wrap to the element
+    width, as the scalar constants do)."""
+    elem = llty.element
+    if isinstance(elem, ir.IntType):
+        mask = (1 << elem.width) - 1
+        return ir.Constant(llty, [ir.Constant(elem, int(v) & mask) for v in values])
+    return ir.Constant(llty, [ir.Constant(elem, float(v)) for v in values])
 
 
 def lower_cmpi(fe: FunctionEmitter, op: Operation) -> None:
@@ -176,11 +191,13 @@ def lower_negf(fe: FunctionEmitter, op: Operation) -> None:
 
 
 def int_resize(b: Builder, x: ir.Value, to: ir.Type, signed: bool) -> ir.Value:
-    """Sign/zero-extend or truncate an integer to `to` (identity when equal widths)."""
-    assert isinstance(x.type, ir.IntType) and isinstance(to, ir.IntType)
-    if x.type.width == to.width:
+    """Sign/zero-extend or truncate an integer (or each lane of an integer vector) to `to`
+    (identity when equal widths)."""
+    have, want = T.element_of(x.type), T.element_of(to)
+    assert isinstance(have, ir.IntType) and isinstance(want, ir.IntType)
+    if have.width == want.width:
         return x
-    if x.type.width > to.width:
+    if have.width > want.width:
         return b.trunc(x, to)
     return b.sext(x, to) if signed else b.zext(x, to)
 
@@ -217,10 +234,11 @@ def _extended(signed: bool) -> Handler:
     def handler(fe: FunctionEmitter, op: Operation) -> None:
         x, y = fe.operands(op)
         b = fe.builder
-        wide = ir.IntType(x.type.width * 2)
+        width = T.element_of(x.type).width
+        wide = T.like(x.type, ir.IntType(width * 2))
         prod = b.mul(int_resize(b, x, wide, signed), int_resize(b, y, wide, signed))
         fe.bind(op.results[0], b.trunc(prod, x.type))
-        fe.bind(op.results[1], b.trunc(b.lshr(prod, ir.Constant(wide, x.type.width)), x.type))
+        fe.bind(op.results[1], b.trunc(b.lshr(prod, ir.Constant(wide, width)), x.type))
     return handler
 
 

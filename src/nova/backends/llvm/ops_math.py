@@ -1,14 +1,56 @@
 """math dialect handlers. Integer ops (absi, ctlz, cttz, ctpop, ipowi) and rsqrt/fpowi lower here
 the same on every target; every floating-point function goes through `Target.math_function`
-(LLVM intrinsics, libm calls, or inline code on NVPTX)."""
+(LLVM intrinsics, libm calls, or inline code on NVPTX).
+
+On 1-D vectors: absi/ctlz/cttz/ctpop call the vector overloads of their intrinsics; every other
+op is *scalarized*, one call of the scalar lowering per lane (`lanewise`), because the targets'
+math hooks are scalar (libm functions, NVPTX's inline IEEE code, powi's scalar exponent). Each
+lane therefore computes exactly what the scalar op computes, on every target; LLVM's SLP
+vectorizer may re-merge the lanes where the target has vector instructions.
+"""
 
 from __future__ import annotations
 
-from llvmlite import ir
-from xdsl.ir import Operation
+from collections.abc import Callable, Sequence
 
-from nova.backends.llvm.emitter import FunctionEmitter
+from llvmlite import ir
+from xdsl.dialects.builtin import VectorType
+from xdsl.ir import Attribute, Operation
+
+from nova.backends.llvm import types as T
+from nova.backends.llvm.emitter import FunctionEmitter, intrinsic_suffix
 from nova.backends.llvm.target import Handler
+
+ScalarFn = Callable[[FunctionEmitter, list[ir.Value]], ir.Value]
+"""A scalar lowering: operands (one lane each) -> the result of that lane."""
+
+
+def lanewise(fe: FunctionEmitter, args: Sequence[ir.Value], result: ir.Type,
+             fn: ScalarFn) -> ir.Value:
+    """Apply scalar lowering `fn` to every lane of vector operands `args` (scalars when `result`
+    is not a vector) and assemble the `result`-typed vector."""
+    if not isinstance(result, ir.VectorType):
+        return fn(fe, list(args))
+    b = fe.builder
+    out: ir.Value = ir.Constant(result, ir.Undefined)
+    for lane in range(result.count):
+        index = ir.Constant(T.I32, lane)
+        value = fn(fe, [b.extract_element(a, index) for a in args])
+        out = b.insert_element(out, value, index)
+    return out
+
+
+def element_type(ty: Attribute) -> Attribute:
+    """The element type of an MLIR vector type, or the type itself."""
+    return ty.element_type if isinstance(ty, VectorType) else ty
+
+
+def _lanewise_handler(fn: ScalarFn) -> Handler:
+    """A handler binding the op's one result to `fn` applied lane by lane."""
+    def handler(fe: FunctionEmitter, op: Operation) -> None:
+        result = fe.lower_type(op.results[0].type)
+        fe.bind(op.results[0], lanewise(fe, fe.operands(op), result, fn))
+    return handler
 
 FLOAT_FUNCTIONS = (
     "sqrt", "absf", "floor", "ceil", "trunc", "round", "roundeven", "fma", "copysign", "exp",
@@ -20,20 +62,31 @@ FLOAT_FUNCTIONS = (
 
 def _float_fn(name: str) -> Handler:
     def handler(fe: FunctionEmitter, op: Operation) -> None:
-        args = fe.operands(op)
-        fe.bind(op.results[0], fe.target.math_function(fe, name, args, op.results[0].type))
+        mlir_type = element_type(op.results[0].type)
+
+        def scalar(fe: FunctionEmitter, args: list[ir.Value]) -> ir.Value:
+            return fe.target.math_function(fe, name, args, mlir_type)
+
+        result = fe.lower_type(op.results[0].type)
+        fe.bind(op.results[0], lanewise(fe, fe.operands(op), result, scalar))
     return handler
 
 
 def lower_rsqrt(fe: FunctionEmitter, op: Operation) -> None:
-    (x,) = fe.operands(op)
-    root = fe.target.math_function(fe, "math.sqrt", [x], op.results[0].type)
-    fe.bind(op.results[0], fe.builder.fdiv(ir.Constant(x.type, 1.0), root))
+    """1 / sqrt(x) (lane by lane for vectors)."""
+    mlir_type = element_type(op.results[0].type)
+
+    def scalar(fe: FunctionEmitter, args: list[ir.Value]) -> ir.Value:
+        root = fe.target.math_function(fe, "math.sqrt", args, mlir_type)
+        return fe.builder.fdiv(ir.Constant(root.type, 1.0), root)
+
+    result = fe.lower_type(op.results[0].type)
+    fe.bind(op.results[0], lanewise(fe, fe.operands(op), result, scalar))
 
 
 def lower_absi(fe: FunctionEmitter, op: Operation) -> None:
     (x,) = fe.operands(op)
-    fn = fe.module.declare(f"llvm.abs.i{x.type.width}",
+    fn = fe.module.declare(f"llvm.abs.{intrinsic_suffix(x.type)}",
                            ir.FunctionType(x.type, [x.type, ir.IntType(1)]))
     fe.bind(op.results[0], fe.builder.call(fn, [x, ir.Constant(ir.IntType(1), 0)]))
 
@@ -45,18 +98,18 @@ def _bitcount(intrinsic: str, zero_poison: bool | None) -> Handler:
             fn = fe.module.intrinsic(intrinsic, x.type, 1)
             out = fe.builder.call(fn, [x])
         else:
-            fn = fe.module.declare(f"{intrinsic}.i{x.type.width}",
+            fn = fe.module.declare(f"{intrinsic}.{intrinsic_suffix(x.type)}",
                                    ir.FunctionType(x.type, [x.type, ir.IntType(1)]))
             out = fe.builder.call(fn, [x, ir.Constant(ir.IntType(1), int(zero_poison))])
         fe.bind(op.results[0], out)
     return handler
 
 
-def lower_fpowi(fe: FunctionEmitter, op: Operation) -> None:
+def fpowi_value(fe: FunctionEmitter, args: list[ir.Value]) -> ir.Value:
     """x ** n for integer n: llvm.powi on i32 exponents (wider ones are truncated first, as
     MLIR's lowering does). On x86 this calls compiler-rt's __powisf2/__powidf2 (the CPU target
     supplies them); targets without them use `lower_fpowi_by_squaring`."""
-    x, n = fe.operands(op)
+    x, n = args
     i32 = ir.IntType(32)
     if n.type.width > 32:
         n = fe.builder.trunc(n, i32)
@@ -64,14 +117,14 @@ def lower_fpowi(fe: FunctionEmitter, op: Operation) -> None:
         n = fe.builder.sext(n, i32)
     suffix = "f32" if x.type == ir.FloatType() else "f64" if x.type == ir.DoubleType() else "f16"
     fn = fe.module.declare(f"llvm.powi.{suffix}.i32", ir.FunctionType(x.type, [x.type, i32]))
-    fe.bind(op.results[0], fe.builder.call(fn, [x, n]))
+    return fe.builder.call(fn, [x, n])
 
 
-def lower_fpowi_by_squaring(fe: FunctionEmitter, op: Operation) -> None:
+def fpowi_by_squaring_value(fe: FunctionEmitter, args: list[ir.Value]) -> ir.Value:
     """x ** n for an integer n by repeated squaring over the bits of |n|, 1/x**|n| for negative
     n, inline: for targets where llvm.powi would need a compiler-rt call (NVPTX has none, and
     LLVM aborts the process on it)."""
-    x, n = fe.operands(op)
+    x, n = args
     b = fe.builder
     ty = x.type
     ity = n.type
@@ -99,13 +152,17 @@ def lower_fpowi_by_squaring(fe: FunctionEmitter, op: Operation) -> None:
     power = b.phi(ty)
     power.add_incoming(ir.Constant(ty, 1.0), pre)
     power.add_incoming(acc2, loop)
-    fe.bind(op.results[0], b.select(negative, b.fdiv(ir.Constant(ty, 1.0), power), power))
+    return b.select(negative, b.fdiv(ir.Constant(ty, 1.0), power), power)
 
 
-def lower_ipowi(fe: FunctionEmitter, op: Operation) -> None:
+lower_fpowi = _lanewise_handler(fpowi_value)
+lower_fpowi_by_squaring = _lanewise_handler(fpowi_by_squaring_value)
+
+
+def ipowi_value(fe: FunctionEmitter, args: list[ir.Value]) -> ir.Value:
     """Integer power by repeated squaring; a negative exponent gives 1 for x == 1, +-1 for
     x == -1 and 0 otherwise (MLIR's semantics)."""
-    x, n = fe.operands(op)
+    x, n = args
     b = fe.builder
     ty = x.type
     one, zero = ir.Constant(ty, 1), ir.Constant(ty, 0)
@@ -135,7 +192,10 @@ def lower_ipowi(fe: FunctionEmitter, op: Operation) -> None:
     result = b.phi(ty)
     result.add_incoming(acc2, loop)
     result.add_incoming(early, pre)
-    fe.bind(op.results[0], result)
+    return result
+
+
+lower_ipowi = _lanewise_handler(ipowi_value)
 
 
 HANDLERS: dict[str, Handler] = {f"math.{n}": _float_fn(f"math.{n}") for n in FLOAT_FUNCTIONS}

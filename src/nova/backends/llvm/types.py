@@ -9,6 +9,9 @@ The mapping (MLIR's LLVM lowering conventions, so descriptors match the runtime 
   ``{ptr, ptr, i64}``. Pointers are opaque and carry the target's address space for the memref's
   memory space (`Target.pointer_address_space`);
 * unranked ``memref<*xT>`` -> ``{i64, ptr}`` (rank, pointer to a ranked descriptor);
+* ``vector<N x T>`` (1-D, fixed size, T an integer of at most 64 bits, index or a float) ->
+  ``<N x T'>``; n-D and scalable vectors, and vectors as memref elements, are rejected
+  (`vector_type`);
 * ``!gpu.async.token`` -> ``ptr`` (the host target's tokens are stream handles);
 * ``!gpu.mma_matrix<16x16xT, "AOp"|"BOp"|"COp">`` depends on the device target
   (`mma_fragment_type`): NVPTX, upstream's WMMA registers of one lane; CPU, the whole tile;
@@ -39,6 +42,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     NoneAttr,
     UnrankedMemRefType,
+    VectorType,
 )
 from xdsl.ir import Attribute
 
@@ -86,7 +90,8 @@ BF16 = BFloatType()
 AddressSpaceFn = Callable[[Attribute], int]
 """Maps a memref type to the LLVM address space of its pointers (a Target hook)."""
 
-SUPPORTED_TYPES = "index, iN, f16, bf16, f32, f64, memref (ranked/unranked), function"
+SUPPORTED_TYPES = ("index, iN, f16, bf16, f32, f64, vector<NxT> (1-D), memref (ranked/unranked), "
+                   "function")
 
 
 def is_dynamic(dim: int | None) -> bool:
@@ -108,8 +113,49 @@ def scalar_type(ty: Attribute) -> ir.Type:
         return F16
     if isinstance(ty, BFloat16Type):
         return BF16
+    if isinstance(ty, VectorType):
+        raise UnsupportedError(f"type '{ty}' is not supported here: vectors are supported as "
+                               "SSA values (function arguments and results, block arguments), "
+                               "not as memref elements")
     raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering "
                            f"(supported: {SUPPORTED_TYPES})")
+
+
+def vector_type(ty: VectorType) -> ir.VectorType:
+    """The LLVM type `<N x T>` of a 1-D fixed-size MLIR vector; raises UnsupportedError for
+    n-D and scalable vectors and for elements other than integers up to 64 bits, index and
+    floats (wider integers would need library calls on the device targets)."""
+    shape = ty.get_shape()
+    if any(ty.get_scalable_dims()):
+        raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering: scalable "
+                               "vectors are not supported (only 1-D fixed-size vectors)")
+    if len(shape) != 1:
+        raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering: only 1-D "
+                               f"vectors are supported, this one has rank {len(shape)}")
+    elem = ty.element_type
+    if isinstance(elem, IntegerType) and elem.width.data > 64:
+        raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering: vector "
+                               "elements are integers up to 64 bits, index or floats")
+    if not isinstance(elem, IntegerType | IndexType) and not is_float(elem):
+        raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering: vector "
+                               "elements are integers up to 64 bits, index or floats")
+    return ir.VectorType(scalar_type(elem), shape[0])
+
+
+def lanes(ty: ir.Type) -> int | None:
+    """The lane count of an LLVM vector type (None for scalars)."""
+    return ty.count if isinstance(ty, ir.VectorType) else None
+
+
+def element_of(ty: ir.Type) -> ir.Type:
+    """The element type of an LLVM vector type, or the type itself for a scalar."""
+    return ty.element if isinstance(ty, ir.VectorType) else ty
+
+
+def like(ty: ir.Type, elem: ir.Type) -> ir.Type:
+    """`elem`, as a vector of as many lanes as `ty` has when `ty` is a vector (the type of a
+    comparison, cast or widening of a value of type `ty`)."""
+    return ir.VectorType(elem, ty.count) if isinstance(ty, ir.VectorType) else elem
 
 
 def is_float(ty: Attribute) -> bool:
@@ -135,6 +181,8 @@ def lower_type(ty: Attribute, address_space: AddressSpaceFn) -> ir.Type:
         return memref_struct(ty.get_num_dims(), address_space(ty))
     if isinstance(ty, UnrankedMemRefType):
         return UNRANKED_STRUCT
+    if isinstance(ty, VectorType):
+        return vector_type(ty)
     if getattr(ty, "name", "") == "gpu.async.token":
         return PTR  # the host target's tokens are stream handles
     if getattr(ty, "name", "") == "gpu.mma_matrix":
