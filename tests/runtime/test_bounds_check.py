@@ -213,6 +213,36 @@ def test_host_code_out_of_bounds_raises_through_the_runtime(device, tmp_path: Pa
         mod.pick(-3)
 
 
+HOST_2D = """\
+func.func @pick2(%i: index, %j: index) -> f32 {
+  %c3 = arith.constant 3 : index
+  %f = arith.constant 1.5 : f32
+  %m = memref.alloc(%c3) : memref<?x4xf32>
+  memref.store %f, %m[%i, %j] : memref<?x4xf32>
+  memref.dealloc %m : memref<?x4xf32>
+  return %f : f32
+}
+"""
+
+
+@pytest.mark.parametrize(("i", "j", "failure"), [
+    (2, 3, None),
+    (3, 1, "index 3 out of bounds for dimension 0 of size 3"),
+    (1, 4, "index 4 out of bounds for dimension 1 of size 4"),
+    (5, -9, "index 5 out of bounds for dimension 0 of size 3"),  # the first bad dimension
+    (0, -1, "index -1 out of bounds for dimension 1 of size 4"),
+])
+def test_message_names_the_first_failing_dimension(cpu_device, tmp_path: Path, i: int, j: int,
+                                                    failure: str | None) -> None:
+    with _program(tmp_path, HOST_2D, "host2d.mlir", "cpu") as mod:
+        if failure is None:
+            assert mod.pick2(i, j) == 1.5
+            return
+        with pytest.raises(NovaError) as info:
+            mod.pick2(i, j)
+    assert f"{failure} (memref.store on %m at {tmp_path / 'host2d.mlir'}:5:3)" in str(info.value)
+
+
 def test_config_switch_checks_mlir_programs(cpu_device, tmp_path: Path) -> None:
     with config.scoped(check_bounds=True), \
             _program(tmp_path, HOST, "host.mlir", "cpu", check=None) as mod, \
