@@ -12,14 +12,16 @@ rejects them, so Nova does too.)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import ClassVar, Self
 
 from xdsl.dialects import arith as xarith
 from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseArrayBase,
     IndexType,
     IntegerAttr,
+    IntegerType,
     VectorType,
     i1,
     i64,
@@ -316,8 +318,142 @@ class CmpfOp(IRDLOperation):
             raise VerifyException(f"'arith.cmpf' result must be {i1_like(self.lhs.type)}")
 
 
-ARITH_OPS = (SelectOp, CmpiOp, CmpfOp)
-"""The arith ops this module replaces (vector conditions and comparison results)."""
+def _kind(ty: Attribute) -> str:
+    """'int', 'index' or 'float' for a scalar type or a vector's element type ('' otherwise)."""
+    elem = ty.element_type if isinstance(ty, VectorType) else ty
+    if isinstance(elem, IndexType):
+        return "index"
+    if isinstance(elem, IntegerType):
+        return "int"
+    if isinstance(elem, AnyFloat):
+        return "float"
+    return ""
+
+
+def _shape(ty: Attribute) -> tuple[object, ...] | None:
+    """A vector's shape and scalable dims (None for a scalar): casts keep them."""
+    if isinstance(ty, VectorType):
+        return (ty.get_shape(), ty.get_scalable_dims())
+    return None
+
+
+def _width(ty: Attribute) -> int:
+    elem = ty.element_type if isinstance(ty, VectorType) else ty
+    return int(elem.width.data) if isinstance(elem, IntegerType) else 0
+
+
+class _CastMixin:
+    """Syntax (`%r = arith.sitofp %x : vector<4xi32> to vector<4xf32>`) and verifier of the
+    arith casts on scalars and vectors (xDSL 0.74's accept scalars only). Subclasses set
+    `name`, `FROM`/`TO` (operand/result kinds) and `WIDTH` ('wider', 'narrower' or '')."""
+
+    FROM: ClassVar[tuple[str, ...]] = ()
+    TO: ClassVar[tuple[str, ...]] = ()
+    WIDTH: ClassVar[str] = ""
+    OVERFLOW: ClassVar[bool] = False
+    """True for arith.trunci, which carries `overflow<nsw, nuw>` flags (`overflowFlags`)."""
+
+    def verify_(self) -> None:
+        src, dst = self.input.type, self.result.type  # type: ignore[attr-defined]
+        ok = (_kind(src) in self.FROM and _kind(dst) in self.TO
+              and _shape(src) == _shape(dst))
+        if ok and self.WIDTH == "wider":
+            ok = _width(dst) > _width(src)
+        elif ok and self.WIDTH == "narrower":
+            ok = _width(dst) < _width(src)
+        if not ok:
+            raise VerifyException(f"'{self.name}' op operand type '{src}' and result type "  # type: ignore[attr-defined]
+                                  f"'{dst}' are cast incompatible")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operand = parser.parse_unresolved_operand()
+        flags = None
+        if cls.OVERFLOW and parser.parse_optional_keyword("overflow") is not None:
+            flags = xarith.IntegerOverflowAttr(
+                xarith.IntegerOverflowAttr.parse_parameter(parser))
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src = parser.parse_type()
+        parser.parse_keyword("to")
+        dst = parser.parse_type()
+        op = cls(parser.resolve_operand(operand, src), dst)  # type: ignore[call-arg]
+        if flags is not None:
+            op.properties["overflowFlags"] = flags  # type: ignore[attr-defined]
+        op.attributes.update(attrs)  # type: ignore[attr-defined]
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)  # type: ignore[attr-defined]
+        flags = self.properties.get("overflowFlags")  # type: ignore[attr-defined]
+        if flags is not None and flags != xarith.IntegerOverflowAttr("none"):
+            printer.print_string(" overflow")
+            flags.print_parameter(printer)
+        print_attr_dict(printer, self.attributes)  # type: ignore[attr-defined]
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)  # type: ignore[attr-defined]
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)  # type: ignore[attr-defined]
+
+
+def _cast(op_name: str, kinds_from: tuple[str, ...], kinds_to: tuple[str, ...],
+          width: str = "") -> type[IRDLOperation]:
+    """An arith cast op class `op_name` from `kinds_from` to `kinds_to` element kinds."""
+
+    class CastOp(_CastMixin, IRDLOperation):
+        name = op_name
+        FROM: ClassVar[tuple[str, ...]] = kinds_from
+        TO: ClassVar[tuple[str, ...]] = kinds_to
+        WIDTH: ClassVar[str] = width
+        input = operand_def()
+        result = result_def()
+        traits = traits_def(Pure())
+
+        def __init__(self, value: SSAValue, result_type: Attribute) -> None:
+            super().__init__(operands=[value], result_types=[result_type])
+
+    CastOp.__name__ = CastOp.__qualname__ = "".join(
+        p.capitalize() for p in op_name.split(".")[1].split("_")) + "Op"
+    return irdl_op_definition(CastOp)
+
+
+@irdl_op_definition
+class TruncIOp(_CastMixin, IRDLOperation):
+    """`arith.trunci %x [overflow<nsw, nuw>] : vector<4xi32> to vector<4xi8>`."""
+
+    name = "arith.trunci"
+    FROM: ClassVar[tuple[str, ...]] = ("int",)
+    TO: ClassVar[tuple[str, ...]] = ("int",)
+    WIDTH: ClassVar[str] = "narrower"
+    OVERFLOW: ClassVar[bool] = True
+    input = operand_def()
+    result = result_def()
+    overflow_flags = prop_def(xarith.IntegerOverflowAttr,
+                              default_value=xarith.IntegerOverflowAttr("none"),
+                              prop_name="overflowFlags")
+    traits = traits_def(Pure())
+
+    def __init__(self, value: SSAValue, result_type: Attribute) -> None:
+        super().__init__(operands=[value], result_types=[result_type])
+
+
+CAST_OPS = (
+    _cast("arith.sitofp", ("int",), ("float",)),
+    _cast("arith.uitofp", ("int",), ("float",)),
+    _cast("arith.fptosi", ("float",), ("int",)),
+    _cast("arith.fptoui", ("float",), ("int",)),
+    _cast("arith.extsi", ("int",), ("int",), "wider"),
+    _cast("arith.extui", ("int",), ("int",), "wider"),
+    TruncIOp,
+    _cast("arith.index_cast", ("int", "index"), ("int", "index")),
+    _cast("arith.index_castui", ("int", "index"), ("int", "index")),
+)
+"""arith casts on scalars and vectors (index_cast/index_castui also verify that exactly one side
+is index)."""
+
+ARITH_OPS = (SelectOp, CmpiOp, CmpfOp, *CAST_OPS)
+"""The arith ops this module replaces (vector conditions, comparison results and casts)."""
 
 OPS = (ConstantMaskOp, ShapeCastOp, FromElementsOp, StepOp)
 """The ops this module adds to the vector dialect."""
