@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.errors import ArgumentError
+from nova.frontend.kernel import types as T
 
 MODULE_NAME = "nova_kernels"
 
@@ -45,7 +46,9 @@ def bundle_source(kernels_with_signatures: Iterable[tuple[Any, Sequence[Any]]]) 
     seen: dict[str, int] = {}
     funcs, hosts = [], []
     for kern, sig_spec in items:
-        sig = kern.signature(*sig_spec)
+        # a bundle's entries never check pointers: no launch-checked facts in saved code
+        sig = tuple(T.ArrayType(t.dtype, t.ndim, t.shape, t.space) if type(t) is T.ArrayType
+                    else t for t in kern.signature(*sig_spec))
         n = seen.get(kern.__name__, 0)
         seen[kern.__name__] = n + 1
         entry = kern.__name__ if counts[kern.__name__] == 1 else f"{kern.__name__}_{n}"

@@ -141,7 +141,12 @@ class KernelFunction:
                 out.append(ty)
                 if isinstance(ty, T.ArrayType):
                     spans += [(k, *span) for _, *span in example_spans((ty,), (a,))]
-        return refine(tuple(out), spans)
+        sig = refine(tuple(out), spans)
+        if any(isinstance(a, T.ArrayType) for a in args):
+            # an explicit array's pointer is unknown: no example array is known not to overlap it
+            sig = tuple(T.ArrayType(t.dtype, t.ndim, t.shape, t.space, t.align)
+                        if type(t) is T.ArrayType else t for t in sig)
+        return sig
 
     def _module(self, sig: Signature) -> tuple[Any, str]:
         with self._lock:

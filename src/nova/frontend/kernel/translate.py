@@ -70,6 +70,39 @@ class Frame:
     result: Var | None = None
 
 
+_READS = frozenset({"memref.load", "memref.dim"})
+_VIEWS = frozenset({"memref.cast", "memref.subview", "memref.reinterpret_cast", "memref.view",
+                    "memref.collapse_shape", "memref.expand_shape"})
+
+
+def _only_read(value: SSAValue) -> bool:
+    """Whether the kernel only reads the memory behind `value` (loads and sizes, through views);
+    any other use (stores, atomics, calls, anything unknown) counts as a write."""
+    for use in value.uses:
+        op = use.operation
+        if op.name in _VIEWS:
+            if not all(_only_read(r) for r in op.results):
+                return False
+        elif op.name not in _READS:
+            return False
+    return True
+
+
+def _arg_attrs(ty: T.NovaType, arg: SSAValue) -> dict:
+    """The argument attributes of a kernel parameter: an array's launch-checked facts, with
+    `llvm.noalias` only on arrays the kernel never writes. LLVM takes a noalias argument's memory
+    as private to this thread's call, so it would keep a value loaded before a barrier across it
+    even when another thread stored there in between (threads that talk through a global array);
+    an array nobody writes during the kernel has no such traffic, and its reads become
+    ld.global.nc."""
+    if not isinstance(ty, T.ArrayType):
+        return {}
+    attrs = ty.arg_attrs()
+    if "llvm.noalias" in attrs and not _only_read(arg):
+        del attrs["llvm.noalias"]
+    return attrs
+
+
 class Translator:
     """Translates one kernel for one signature; `build()` returns the enclosing builtin module."""
 
@@ -123,8 +156,8 @@ class Translator:
         ftype = FunctionType.from_lists([t.mlir for t in self.arg_types], [])
         func = FuncOp(self.symbol, ftype, Region(self.blocks), kernel=True,
                       num_workgroup_attributions=len(self.workgroup))
-        arg_dicts = [t.arg_attrs() if isinstance(t, T.ArrayType) else {}
-                     for t in self.arg_types]
+        params = self.entry.args[:len(self.arg_types)]  # then workgroup attributions
+        arg_dicts = [_arg_attrs(t, arg) for t, arg in zip(self.arg_types, params, strict=True)]
         if any(arg_dicts):  # launch-checked alignment/aliasing facts (see T.ArrayType)
             func.properties["arg_attrs"] = ArrayAttr(DictionaryAttr(d) for d in arg_dicts)
         gpu_module = GPUModuleOp(self.module_name, Region(Block([func])))
