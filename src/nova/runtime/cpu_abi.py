@@ -65,6 +65,9 @@ class CpuAbi:
             for name in CPU_ABI_NAMES
         }
         self._call_native = call_entry_function()
+        # Stream bookkeeping, shared by every thread calling this program: guarded by _lock,
+        # which is never held across blocking stream work (close drains, synchronize waits).
+        self._lock = threading.Lock()
         self._owners: dict[int, int] = {}  # stream handle -> thread that created it
         self._retired: list[Stream] = []  # joined at an entry's exit, recycled once idle
         self._free: list[Stream] = []  # streams the program is done with, kept for reuse
@@ -73,11 +76,12 @@ class CpuAbi:
         """Run an entry (`nova_rt_call_entry`); then join the streams it left open (see
         `_join_open_streams`). Returns the entry's status, or 1 if only the join failed."""
         status = self._call_native(entry, args, results)
-        if self._streams:
+        if self._streams:  # a hint read without the lock; the join takes it
             try:
                 self._join_open_streams()
-            except NovaError as exc:
-                record_error(exc)
+            except Exception as exc:  # never lose the call's staged arrays to an exception
+                record_error(exc if isinstance(exc, NovaError) else RuntimeFailure(
+                    f"joining the streams the call left open failed: {exc}"))
                 status = status or 1
         return status
 
@@ -85,45 +89,51 @@ class CpuAbi:
         """Streams this thread's call created and did not destroy (async tokens never waited):
         the default stream waits for each (an event), so the call is stream-ordered like any
         other and the work left in flight comes before later default-stream work and a
-        synchronize. They are closed once idle (a later join, synchronize or close), so a
+        synchronize. They are recycled once idle (a later join, synchronize or close), so a
         fault in their work is still reported by the program's next synchronize."""
         me = threading.get_ident()
+        with self._lock:
+            mine = [h for h, owner in self._owners.items() if owner == me]
+            streams = [self._streams.pop(h) for h in mine]
+            for h in mine:
+                del self._owners[h]
         default = self.device.default_stream
-        for handle in [h for h, owner in self._owners.items() if owner == me]:
-            stream = self._streams.pop(handle)
-            del self._owners[handle]
+        for stream in streams:
             event = self.device.create_event()
             event.record(stream)
             default.wait(event)
             event.close()
-            self._retired.append(stream)
-        self._retired = [s for s in self._retired if not self._recycle_if_done(s)]
-
-    def _recycle_if_done(self, stream: Stream) -> bool:
-        """Recycle a retired stream if its work finished without an error (an error stays for
-        the program's next synchronize to raise)."""
-        if not stream.query() or stream._pending_error():  # type: ignore[attr-defined]
-            return False
-        self._recycle(stream)
-        return True
+        with self._lock:
+            self._retired.extend(streams)
+            done = [s for s in self._retired
+                    if s.query() and not s._pending_error()]  # type: ignore[attr-defined]
+            self._retired = [s for s in self._retired if s not in done]
+            surplus = self._keep(done)
+        for stream in surplus:
+            stream.close()
 
     def _reusable(self) -> Stream | None:
         """A stream to reuse: a free one, else the oldest retired one even if its work is still
         running (in-order execution puts the new work after it; a fault in it is then raised
         where the program next waits for this stream, or by the join and synchronize after)."""
-        if self._free:
-            return self._free.pop()
-        if self._retired:
-            return self._retired.pop(0)
-        return None
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            if self._retired:
+                return self._retired.pop(0)
+            return None
 
-    def _recycle(self, stream: Stream) -> None:
-        """Keep a stream for reuse (a cpu stream is a worker thread: starting one costs far more
-        than a launch), up to FREE_STREAMS; close the rest."""
-        if len(self._free) < FREE_STREAMS and not stream.closed:  # type: ignore[attr-defined]
-            self._free.append(stream)
-        else:
-            stream.close()
+    def _keep(self, streams: list[Stream]) -> list[Stream]:
+        """Keep streams for reuse (a cpu stream is a worker thread: starting one costs far more
+        than a launch), up to FREE_STREAMS; returns the rest, for the caller to close outside
+        the lock. Called with the lock held."""
+        surplus = []
+        for stream in streams:
+            if len(self._free) < FREE_STREAMS and not stream.closed:  # type: ignore[attr-defined]
+                self._free.append(stream)
+            else:
+                surplus.append(stream)
+        return surplus
 
     def symbols(self) -> dict[str, int]:
         """ABI name -> callback address (valid while this object lives)."""
@@ -214,16 +224,21 @@ class CpuAbi:
         fork.record(self.device.default_stream)
         stream.wait(fork)
         fork.close()
-        self._streams[handle] = stream
-        self._owners[handle] = threading.get_ident()
+        with self._lock:
+            self._streams[handle] = stream
+            self._owners[handle] = threading.get_ident()
         _store_pointer(out, handle)
 
     def _stream_destroy(self, stream: int | None) -> None:
         if not stream:
             return  # the default stream belongs to the device
-        self._recycle(self._stream(stream))
-        del self._streams[stream]
-        self._owners.pop(stream, None)
+        target = self._stream(stream)
+        with self._lock:
+            del self._streams[stream]
+            self._owners.pop(stream, None)
+            surplus = self._keep([target])
+        for s in surplus:
+            s.close()
 
     def _stream_synchronize(self, stream: int | None) -> None:
         self._stream(stream).synchronize()
@@ -342,24 +357,28 @@ class CpuAbi:
         """Wait for the program's default stream (and the streams joined into it); raises the
         first error of their work."""
         self.device.default_stream.synchronize()
-        retired, self._retired = self._retired, []
+        with self._lock:
+            retired, self._retired = self._retired, []
         try:
             for stream in retired:
                 stream.synchronize()
         finally:
-            for stream in retired:
-                if stream._pending_error():  # type: ignore[attr-defined]
-                    stream.close()
-                else:
-                    self._recycle(stream)
+            failed = [s for s in retired if s._pending_error()]  # type: ignore[attr-defined]
+            with self._lock:
+                surplus = self._keep([s for s in retired if s not in failed])
+            for stream in [*failed, *surplus]:
+                stream.close()
 
     def close(self) -> None:
         """Release what the program left behind: its streams, events and allocations."""
-        for stream in [*self._streams.values(), *self._retired, *self._free]:
+        with self._lock:
+            streams = [*self._streams.values(), *self._retired, *self._free]
+            self._retired.clear()
+            self._free.clear()
+            self._owners.clear()
+            self._streams.clear()
+        for stream in streams:
             stream.close()
-        self._retired.clear()
-        self._free.clear()
-        self._owners.clear()
         for event in self._events.values():
             event.close()
         for buffer in self._allocations.values():
