@@ -201,7 +201,13 @@ def _functions(prefix: str) -> list[str]:
     b.call("cuStreamWaitEvent", "ptr %fork.stream, ptr %fork.event, i32 0")
     b.call("cuEventDestroy_v2", "ptr %fork.event")
     b("  %added = call i32 @nova_streams_add(ptr %fork.stream)")
-    b.check("%added", "cuStreamCreate")  # only CUDA_ERROR_OUT_OF_MEMORY (host memory)
+    b("  %add.ok = icmp eq i32 %added, 0")
+    b("  br i1 %add.ok, label %registered, label %add.failed")
+    b("add.failed:")  # no host memory to track it: report, and give the stream back
+    b("  call void @nova_cuda_fail(ptr @name.cuStreamCreate, i32 %added, ptr null)")
+    b(f"  %dropped = call i32 @{b.prefix}cuStreamDestroy_v2(ptr %fork.stream)")
+    b("  ret i32 1")
+    b("registered:")
     out.append(_define("nova_rt_stream_create", "ptr %out", b))
 
     b = body()
@@ -314,7 +320,7 @@ def _make_current(b: _Body) -> str:
     b("  br label %run")
     b("run:")
     b("  %status = call i32 @nova_rt_call_entry(ptr %entry, ptr %args, ptr %results)")
-    b(f"  %open = load i64, ptr @{OPEN_COUNT_GLOBAL}")
+    b(f"  %open = load atomic i64, ptr @{OPEN_COUNT_GLOBAL} monotonic, align 8")
     b("  %any.open = icmp ne i64 %open, 0")
     b("  br i1 %any.open, label %join, label %exit")
     b("join:")
@@ -423,7 +429,7 @@ store:
   %owner = getelementptr {{ptr, i64}}, ptr %array, i64 %count, i32 1
   store i64 %thread, ptr %owner
   %next = add i64 %count, 1
-  store i64 %next, ptr @{OPEN_COUNT_GLOBAL}
+  store atomic i64 %next, ptr @{OPEN_COUNT_GLOBAL} monotonic, align 8
   call void @nova_streams_unlock()
   ret i32 0
 }}
@@ -477,7 +483,7 @@ entry:
   %to = getelementptr {{ptr, i64}}, ptr %array, i64 %index
   %moved = load {{ptr, i64}}, ptr %from
   store {{ptr, i64}} %moved, ptr %to
-  store i64 %last, ptr @{OPEN_COUNT_GLOBAL}
+  store atomic i64 %last, ptr @{OPEN_COUNT_GLOBAL} monotonic, align 8
   ret void
 }}
 
