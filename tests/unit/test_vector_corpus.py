@@ -116,17 +116,28 @@ def expected_edge() -> list[str]:
             for k in range(0, 12, 4)]
 
 
+def expected_print_kernel() -> list[str]:
+    """tests/corpus/vector-print-kernel.mlir: 3 threads, each printing 4 lines."""
+    out: list[str] = []
+    for t in range(3):
+        out += [vec(np.arange(3, dtype=np.int32) + np.int32(t * 10)),
+                vec([F32(t) * F32(0.25), F32(t) * F32(0.5)]), fmt(t + 1), "thread done"]
+    return out
+
+
 EXPECTED = {
     "vector-host.mlir": expected_host,
     "vector-kernel.mlir": expected_kernel,
     "vector-transfer-edge.mlir": expected_edge,
+    "vector-print-kernel.mlir": expected_print_kernel,
 }
 
 
 def check_lines(path: Path) -> list[str]:
-    """The patterns of a file's `// CHECK:` / `// CHECK-NEXT:` lines, in order."""
-    return [m.group(1) for m in re.finditer(r"^// CHECK(?:-NEXT)?: (.*)$", path.read_text(),
-                                            re.MULTILINE)]
+    """The patterns of a file's `// CHECK:` / `// CHECK-NEXT:` / `// CHECK-DAG:` lines, in
+    order."""
+    return [m.group(1) for m in re.finditer(r"^// CHECK(?:-NEXT|-DAG)?: (.*)$",
+                                            path.read_text(), re.MULTILINE)]
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

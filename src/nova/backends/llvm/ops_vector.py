@@ -406,13 +406,24 @@ def lower_transfer_write(fe: FunctionEmitter, op: Operation) -> None:
 
 
 # --- print -----------------------------------------------------------------------------------
+PUNCTUATION = {"newline": "\n", "no_punctuation": "", "comma": ", ", "open": "( ",
+               "close": " )"}
+"""What each `#vector.punctuation` prints (the runner utilities' printNewline, printComma...)."""
+
+
 def lower_print(fe: FunctionEmitter, op: Operation) -> None:
-    """`vector.print %x : T` -> Target.print_value(fe, op, value, T) for scalars (the hook also
-    handles the op's punctuation and `str` form); vectors are printed by `print_vector`."""
-    if op.operands and isinstance(op.operands[0].type, VectorType):
+    """`vector.print` on targets without their own handler (the host has one, RunnerCalls):
+
+    * CPU device: one libc printf (+ fflush, as gpu.printf) of the whole op, scalar or vector;
+    * NVPTX: vectors as one vprintf (`printf_vector`), scalars and the `str`/punctuation forms
+      through the target's `print_value` hook;
+    * other targets: scalars through `print_value`, vectors expanded (`expand_print`)."""
+    vector = bool(op.operands) and isinstance(op.operands[0].type, VectorType)
+    if fe.target.name == "cpu":
+        cpu_printf(fe, *printf_format(fe, op))
+    elif vector:
         print_vector(fe, op)
-        return
-    if op.operands:
+    elif op.operands:
         value = op.operands[0]
         fe.target.print_value(fe, op, fe.lookup(value), value.type)
     else:
@@ -423,7 +434,9 @@ def print_vector(fe: FunctionEmitter, op: Operation) -> None:
     """`vector.print %v : vector<NxT>` as upstream's runner prints it: `( v0, v1, ... )` then
     the op's punctuation. NVPTX: one vprintf; other targets: scalar vector.prints."""
     if fe.target.name == "nvptx":
-        printf_vector(fe, op)
+        from nova.backends.llvm.nvptx_target import lower_printf_text
+
+        lower_printf_text(fe, *printf_format(fe, op))
     else:
         expand_print(fe, op)
 
@@ -459,40 +472,58 @@ def expand_print(fe: FunctionEmitter, op: Operation) -> None:
         emit(None, punctuation)
 
 
-def printf_lane(b: ir.IRBuilder, value: ir.Value, ty: Attribute) -> tuple[str, ir.Value]:
-    """The vprintf conversion and argument of one lane, as NVPTX prints a scalar of type `ty`
-    (%lld / %llu for integers and index, %g for floats)."""
+def printf_lane(fe: FunctionEmitter, op: Operation, value: ir.Value,
+                ty: Attribute) -> tuple[str, ir.Value]:
+    """The printf conversion and (C-promoted) argument of one scalar of type `ty`, as the
+    runner utilities print it: %lld for signless/signed integers (i1 zero-extended, so true is
+    1), %llu for unsigned integers and index, %g for floats (as double)."""
+    b = fe.builder
     if isinstance(ty, IndexType):
         return "%llu", value
-    if isinstance(ty, IntegerType):
+    if isinstance(ty, IntegerType) and ty.width.data <= 64:
         width = ty.width.data
         unsigned = ty.signedness.data == Signedness.UNSIGNED or width == 1
         if width < 64:
             value = b.zext(value, T.I64) if unsigned else b.sext(value, T.I64)
         return ("%llu" if unsigned and width > 1 else "%lld"), value
-    return "%g", value
+    if T.is_float(ty):
+        return "%g", value if value.type == T.F64 else b.fpext(value, T.F64)
+    raise fe.unsupported(op, f"vector.print of {ty}")
 
 
-def printf_vector(fe: FunctionEmitter, op: Operation) -> None:
-    """One vprintf of `( %g, %g, ... )` plus the punctuation, for NVPTX."""
-    from nova.backends.llvm.nvptx_target import PUNCTUATION, lower_printf_text
-
-    value = op.operands[0]
-    vector = fe.lookup(value)
-    count = vector_llvm(fe, value).count
-    elem = value.type.element_type  # type: ignore[attr-defined]
+def printf_format(fe: FunctionEmitter, op: Operation) -> tuple[str, list[ir.Value]]:
+    """The printf format and arguments of a whole `vector.print` (text, scalar or vector, then
+    the punctuation): one call prints it, so lines of different GPU threads never interleave."""
+    text = attr(op, "stringLiteral")
+    if text is not None:
+        return str(getattr(text, "data", text)).replace("%", "%%"), []
     punct = PUNCTUATION.get(enum_text(attr(op, "punctuation")) or "newline")
     if punct is None:
         raise fe.unsupported(op, f"punctuation {attr(op, 'punctuation')}")
-    b = fe.builder
+    if not op.operands:
+        return punct, []
+    value = op.operands[0]
+    lowered = fe.lookup(value)
+    if not isinstance(value.type, VectorType):
+        spec, arg = printf_lane(fe, op, lowered, value.type)
+        return spec + punct, [arg]
+    elem = value.type.element_type
     specs: list[str] = []
     args: list[ir.Value] = []
-    for lane in range(count):
-        spec, arg = printf_lane(b, b.extract_element(vector, i32(lane)), elem)
+    for lane in range(vector_llvm(fe, value).count):
+        spec, arg = printf_lane(fe, op, fe.builder.extract_element(lowered, i32(lane)), elem)
         specs.append(spec)
         args.append(arg)
-    text = "( " + ", ".join(specs) + " )" + punct.replace("%", "%%")
-    lower_printf_text(fe, text, args)
+    return "( " + ", ".join(specs) + " )" + punct, args
+
+
+def cpu_printf(fe: FunctionEmitter, text: str, args: Sequence[ir.Value]) -> None:
+    """libc printf + fflush(NULL) on the CPU device (what its gpu.printf does)."""
+    from nova.backends.llvm import cpu_fibers as cf
+
+    module = fe.module.module
+    fe.builder.call(cf.libc(module, "printf"), [cf.cstring(module, text), *args])
+    fe.builder.call(cf.libc(module, "fflush"), [ir.Constant(T.PTR, None)])
 
 
 HANDLERS: dict[str, Handler] = {
