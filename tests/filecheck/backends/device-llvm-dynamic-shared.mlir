@@ -3,7 +3,7 @@
 // RUN: nova-translate %s --emit=cpu-llvm | FileCheck %s --check-prefix=CPU
 
 // gpu.dynamic_shared_memory is, on NVPTX, an external zero-length addrspace(3) array aligned to
-// 16 (PTX `.extern .shared .align 16 .b8 name[]`) whose memref size is %dynamic_smem_size; on the
+// 32 (PTX `.extern .shared .align 32 .b8 name[]`, as WMMA tiles need) whose memref size is %dynamic_smem_size; on the
 // CPU device it is the CpuLaunch's `dynamic_shared` scratch of `dynamic_shared_bytes`.
 // memref.view advances the aligned pointer by its byte shift (an i8 GEP) and has offset 0 and
 // row-major strides over its sizes (the dynamic row count multiplies into the row stride).
@@ -35,9 +35,9 @@ module attributes {gpu.container_module} {
 // CHECK:       [[ELT:%.+]] = getelementptr inbounds float, ptr addrspace(3) [[TILE]], i64 [[LINEAR]]
 // CHECK:       load float, ptr addrspace(3) [[ELT]], align 4
 // CHECK:       getelementptr inbounds float, ptr {{%.+}}, i64 [[SIZE]]
-// CHECK:       @"__nova_dynamic_shared" = external addrspace(3) global [0 x i8], align 16
+// CHECK:       @"__nova_dynamic_shared" = external addrspace(3) global [0 x i8], align 32
 
-// PTX:         .extern .shared .align 16 .b8 __nova_dynamic_shared[];
+// PTX:         .extern .shared .align 32 .b8 __nova_dynamic_shared[];
 // PTX:         mov.u32 {{%r[0-9]+}}, %dynamic_smem_size;
 // PTX:         mov.b64 {{%rd[0-9]+}}, __nova_dynamic_shared;
 // PTX:         ld.shared.b32 {{%r[0-9]+}}, [{{%rd[0-9]+}}+48];

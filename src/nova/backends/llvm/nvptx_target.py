@@ -199,7 +199,7 @@ def lower_dynamic_shared_memory(fe: FunctionEmitter, op: Operation) -> None:
         arr = ir.ArrayType(T.I8, 0)
         gv = ir.GlobalVariable(module, arr, "__nova_dynamic_shared", addrspace=3)
         gv.linkage = "external"
-        gv.align = 16
+        gv.align = 32  # WMMA tiles in dynamic shared memory need 32-byte alignment
     ty = op.results[0].type
     base: ir.Value = M.opaque(fe.builder, gv)
     space = fe.module.address_space(ty)

@@ -115,14 +115,15 @@ class CpuFunction(DeviceFunction):
         self.entry = KERNEL_PROTOTYPE(address)
 
 
-DYNAMIC_SHARED_ALIGN = 16
-"""Alignment of a block's dynamic shared memory, as NVPTX's `.extern .shared .align 16` array."""
+DYNAMIC_SHARED_ALIGN = 32
+"""Alignment of a block's dynamic shared memory, as NVPTX's `.extern .shared .align 32` array
+(32 bytes: what tensor-core (WMMA) loads and stores need)."""
 
 
 def dynamic_shared_scratch(nbytes: int) -> tuple[ctypes.Array[ctypes.c_char] | None, int | None]:
     """One participant's dynamic shared memory: a buffer to keep alive and the address of its
     first `DYNAMIC_SHARED_ALIGN`-aligned byte (None, None for 0 bytes). ctypes buffers promise
-    no alignment (small ones live inside the Python object), so 15 spare bytes are allocated.
+    no alignment (small ones live inside the Python object), so ALIGN - 1 spare bytes are allocated.
     Each participant runs its chunk's blocks one after another, so one scratch per participant
     gives every running block its own memory."""
     if nbytes <= 0:
