@@ -138,6 +138,11 @@ def lower_elementwise(fe: FunctionEmitter, op: Operation) -> None:
     kind = kind_attr.data
     llty = fe.lower_type(op.results[0].type)
     if kind == MMAElementwiseOp.EXTF:
+        arch = getattr(fe.module.target, "arch", "sm_90")
+        if int(arch.removeprefix("sm_").rstrip("a")) < 80:
+            # the register mapping below is sm_80+'s accumulator layout; Volta/Turing differ
+            raise fe.unsupported(op, f"extf on {arch}: its f16/f32 accumulator layouts are not "
+                                     "modelled (sm_80 and newer are)")
         fe.bind(op.results[0], _extf(fe, fe.lookup(op.operands[0]), llty))
         return
     operands = [_registers(fe, fe.lookup(v)) for v in op.operands]
