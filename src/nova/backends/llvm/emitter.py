@@ -30,7 +30,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from llvmlite import ir
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IntegerAttr,
+    MemRefType,
+    UnrankedMemRefType,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from nova.backends.llvm import memref as M
@@ -208,6 +215,11 @@ class ModuleEmitter:
                 continue
             pointers = params[:2] if isinstance(ty, MemRefType) else params[:1]
             pointers = [p for p in pointers if isinstance(p.type, ir.PointerType)]
+            wanted = {"llvm.noalias", "llvm.readonly", "llvm.align"} & set(facts)
+            if wanted and (not pointers or isinstance(ty, UnrankedMemRefType)):
+                raise UnsupportedError(
+                    f"{', '.join(sorted(wanted))} on an argument of type {ty} (they apply to "
+                    "pointers and ranked memrefs)", location_of(op))
             for p in pointers:
                 if "llvm.noalias" in facts:
                     p.add_attribute("noalias")
