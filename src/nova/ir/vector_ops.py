@@ -66,16 +66,16 @@ class ConstantMaskOp(IRDLOperation):
         ty = self.result.type
         assert isinstance(ty, VectorType)
         if ty.element_type != i1:
-            raise VerifyException("'vector.constant_mask' result must be a vector of i1")
+            raise VerifyException("'vector.constant_mask' op result must be a vector of i1")
         sizes = self.sizes()
         shape = ty.get_shape()
         if len(sizes) != len(shape):
-            raise VerifyException("'vector.constant_mask' must specify array attr of size equal "
-                                  "vector result rank")
+            raise VerifyException("'vector.constant_mask' op must specify array attr of size "
+                                  "equal vector result rank")
         for size, dim in zip(sizes, shape, strict=True):
             if size < 0 or size > dim:
-                raise VerifyException("'vector.constant_mask' array attr of size out of bounds "
-                                      "of vector result dimension size")
+                raise VerifyException("'vector.constant_mask' op array attr of size out of "
+                                      "bounds of vector result dimension size")
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -115,9 +115,12 @@ class ShapeCastOp(IRDLOperation):
         src, dst = self.source.type, self.result.type
         assert isinstance(src, VectorType) and isinstance(dst, VectorType)
         if src.element_type != dst.element_type:
-            raise VerifyException("'vector.shape_cast' source and result element types differ")
+            raise VerifyException("'vector.shape_cast' op source and result element types "
+                                  "differ")
         if src.element_count() != dst.element_count():
-            raise VerifyException("'vector.shape_cast' source and result element counts differ")
+            raise VerifyException(f"'vector.shape_cast' op has different number of elements at "
+                                  f"source ({src.element_count()}) and result "
+                                  f"({dst.element_count()})")
 
 
 @irdl_op_definition
@@ -137,11 +140,12 @@ class FromElementsOp(IRDLOperation):
         ty = self.result.type
         assert isinstance(ty, VectorType)
         if len(self.elements) != ty.element_count():
-            raise VerifyException(f"'vector.from_elements' expects {ty.element_count()} "
-                                  f"elements for {ty}, got {len(self.elements)}")
+            raise VerifyException(f"'vector.from_elements' op number of operands and types do "
+                                  f"not match: got {len(self.elements)} operands and "
+                                  f"{ty.element_count()} types")
         for value in self.elements:
             if value.type != ty.element_type:
-                raise VerifyException(f"'vector.from_elements' element of type {value.type} "
+                raise VerifyException(f"'vector.from_elements' op element of type {value.type} "
                                       f"does not match {ty.element_type}")
 
     @classmethod
@@ -184,7 +188,7 @@ class StepOp(IRDLOperation):
         ty = self.result.type
         assert isinstance(ty, VectorType)
         if ty.get_num_dims() != 1:
-            raise VerifyException("'vector.step' result must be a 1-D vector of index")
+            raise VerifyException("'vector.step' op result must be a 1-D vector of index")
 
 
 @irdl_op_definition
@@ -206,7 +210,7 @@ class SelectOp(IRDLOperation):
     def verify_(self) -> None:
         ty = self.result.type
         if self.lhs.type != ty or self.rhs.type != ty:
-            raise VerifyException("'arith.select' requires the same type for all operands "
+            raise VerifyException("'arith.select' op requires the same type for all operands "
                                   "and results")
         cond = self.cond.type
         if cond == i1:
@@ -214,8 +218,8 @@ class SelectOp(IRDLOperation):
         if not (isinstance(cond, VectorType) and cond.element_type == i1
                 and isinstance(ty, VectorType) and cond.get_shape() == ty.get_shape()
                 and cond.get_scalable_dims() == ty.get_scalable_dims()):
-            raise VerifyException(f"'arith.select' condition must be i1 or a vector of i1 of "
-                                  f"the result's shape, got {cond} for {ty}")
+            raise VerifyException("'arith.select' op failed to verify that condition is signless "
+                                  "i1 or has matching shape")
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
@@ -279,9 +283,9 @@ class CmpiOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.lhs.type != self.rhs.type:
-            raise VerifyException("'arith.cmpi' operands must have the same type")
+            raise VerifyException("'arith.cmpi' op requires all operands to have the same type")
         if self.result.type != i1_like(self.lhs.type):
-            raise VerifyException(f"'arith.cmpi' result must be {i1_like(self.lhs.type)}")
+            raise VerifyException(f"'arith.cmpi' op result must be {i1_like(self.lhs.type)}")
 
 
 @irdl_op_definition
@@ -313,9 +317,9 @@ class CmpfOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.lhs.type != self.rhs.type:
-            raise VerifyException("'arith.cmpf' operands must have the same type")
+            raise VerifyException("'arith.cmpf' op requires all operands to have the same type")
         if self.result.type != i1_like(self.lhs.type):
-            raise VerifyException(f"'arith.cmpf' result must be {i1_like(self.lhs.type)}")
+            raise VerifyException(f"'arith.cmpf' op result must be {i1_like(self.lhs.type)}")
 
 
 def _kind(ty: Attribute) -> str:
@@ -355,8 +359,10 @@ class _CastMixin:
 
     def verify_(self) -> None:
         src, dst = self.input.type, self.result.type  # type: ignore[attr-defined]
-        ok = (_kind(src) in self.FROM and _kind(dst) in self.TO
-              and _shape(src) == _shape(dst))
+        if _shape(src) != _shape(dst):
+            raise VerifyException(f"'{self.name}' op requires the same shape for all operands "  # type: ignore[attr-defined]
+                                  "and results")
+        ok = _kind(src) in self.FROM and _kind(dst) in self.TO
         if ok and self.WIDTH == "wider":
             ok = _width(dst) > _width(src)
         elif ok and self.WIDTH == "narrower":
