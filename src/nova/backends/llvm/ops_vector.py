@@ -23,7 +23,8 @@ What each op becomes (upstream's VectorToLLVM lowering, where one exists):
 * print of a vector: upstream's runner format `( a, b, c )` then the op's punctuation. On the
   host (and any target printing piecewise) the op is expanded into scalar `vector.print`s
   (open, elements, commas, close) emitted through the target's own handler; on NVPTX one
-  `vprintf` prints the whole vector, so lines of different threads do not interleave.
+  `vprintf`, on the CPU device one libc `printf` (scalars too) prints the whole op, so lines
+  of different threads do not interleave.
 
 Memory accesses need a unit stride in the memref's innermost dimension (known from its type);
 anything else, and n-D / scalable vectors (types.vector_type), is a located UnsupportedError.
