@@ -34,13 +34,13 @@ func.func @main() {
 
 // CHECK-DAG: ( 0, 1, 2 )
 // CHECK-DAG: ( 0, 0 )
-// CHECK-DAG: 1
+// CHECK-DAG: {{^}}1{{$}}
 // CHECK-DAG: thread done
 // CHECK-DAG: ( 10, 11, 12 )
 // CHECK-DAG: ( 0.25, 0.5 )
-// CHECK-DAG: 2
+// CHECK-DAG: {{^}}2{{$}}
 // CHECK-DAG: thread done
 // CHECK-DAG: ( 20, 21, 22 )
 // CHECK-DAG: ( 0.5, 1 )
-// CHECK-DAG: 3
+// CHECK-DAG: {{^}}3{{$}}
 // CHECK-DAG: thread done

@@ -119,9 +119,10 @@ def expected_edge() -> list[str]:
 def expected_print_kernel() -> list[str]:
     """tests/corpus/vector-print-kernel.mlir: 3 threads, each printing 4 lines."""
     out: list[str] = []
-    for t in range(3):
+    for t in range(3):  # the bare index is anchored: "1" alone would match inside "( 0, 1, 2 )"
         out += [vec(np.arange(3, dtype=np.int32) + np.int32(t * 10)),
-                vec([F32(t) * F32(0.25), F32(t) * F32(0.5)]), fmt(t + 1), "thread done"]
+                vec([F32(t) * F32(0.25), F32(t) * F32(0.5)]),
+                "{{^}}" + fmt(t + 1) + "{{$}}", "thread done"]
     return out
 
 
