@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import struct
 from typing import Any, NoReturn
 
 from xdsl.context import Context
@@ -125,7 +126,10 @@ class _LocatingParser(Parser):
         self._op_start = start
         try:
             op = super().parse_operation()
-        except (VerifyException, ValueError, KeyError, IndexError) as err:
+        except struct.error as err:  # xDSL packing a dense literal that does not fit its type
+            raise ParseError(f"a constant does not fit its element type ({err})",
+                             self.source_location(start)) from err
+        except (VerifyException, ValueError, KeyError, IndexError, OverflowError) as err:
             # Raised by an op's constructor or custom parser on malformed input.
             raise ParseError(" ".join(str(err).split()) or type(err).__name__,
                              self.source_location(start)) from err
