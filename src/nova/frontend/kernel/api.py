@@ -22,6 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from nova import config
 from nova.errors import ArgumentError
 from nova.frontend.kernel import types as T
 from nova.frontend.kernel.compiler import (
@@ -38,7 +39,6 @@ from nova.frontend.kernel.launch import (
     finish_staged,
     refine,
     slot_values,
-    specialize,
 )
 from nova.frontend.kernel.source import FunctionSource
 from nova.runtime.device import Device, ModuleImages, get_device
@@ -167,8 +167,6 @@ class KernelFunction:
         `check_bounds`, else the configuration's (NOVA_CHECK_BOUNDS)."""
         if self._check_bounds is not None:
             return self._check_bounds
-        from nova import config
-
         return config.get().check_bounds
 
     def compile(self, *sig: Any, device: str | Device | None = None) -> CompiledImages:
@@ -192,8 +190,6 @@ class KernelFunction:
 
     def ptx(self, *sig: Any, arch: str | None = None) -> str:
         """The PTX for a signature (arch defaults to config.arch)."""
-        from nova import config
-
         images = self._compile(self.signature(*sig), "cuda", arch or config.get().arch)
         assert images.ptx is not None
         return images.ptx
@@ -239,9 +235,10 @@ class KernelFunction:
             block = _dims(block, "block")
         staged: list[Staged] = []
         try:
-            base = tuple(arg_type(a) for a in args)
-            values = slot_values(dev, base, args, staged, stream)
-            sig = specialize(base, values)
+            base = tuple(map(arg_type, args))
+            spans: list[tuple[int, int, int]] = []
+            values = slot_values(dev, base, args, staged, stream, spans)
+            sig = refine(base, spans)
             checked = self.check_bounds
             plan = self._plans.get((dev, sig, checked)) or self._plan(dev, sig, checked)
             with plan.lock:
@@ -272,8 +269,6 @@ _default: tuple[Any, Device] | None = None
 def _default_device() -> Device:
     """get_device(None), memoised per active configuration (it probes CUDA and takes a lock)."""
     global _default
-    from nova import config
-
     cfg = config.get()
     cached = _default
     if cached is not None and cached[0] is cfg:

@@ -13,6 +13,7 @@ arguments, packs, and calls `Device.launch` with the parameter address.
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -128,14 +129,23 @@ class LaunchPlan:
 
 
 def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ...],
-                staged: list[Staged], stream: Any = None) -> list[Any]:
+                staged: list[Staged], stream: Any = None,
+                spans: list[tuple[int, int, int]] | None = None) -> list[Any]:
     """The parameter slot values of one launch (abi.py's layout: an array expands to allocated,
-    aligned, offset, sizes, strides); NumPy arrays are staged to the device."""
+    aligned, offset, sizes, strides); NumPy arrays are staged to the device. With `spans`, each
+    array's (position, data pointer, bytes) is appended to it, for `refine`."""
     out: list[Any] = []
-    for value, ty in zip(args, sig, strict=True):
-        if isinstance(ty, T.ArrayType):
+    for k, (value, ty) in enumerate(zip(args, sig, strict=True)):
+        if type(ty) is T.ArrayType:
             ptr, shape = _array(value, device, staged, stream)
-            out += (ptr, ptr, 0, *shape, *_contiguous_strides(shape))
+            if len(shape) == 1:
+                out += (ptr, ptr, 0, shape[0], 1)
+                count = shape[0]
+            else:
+                out += (ptr, ptr, 0, *shape, *_contiguous_strides(shape))
+                count = math.prod(shape)
+            if spans is not None:
+                spans.append((k, ptr, count * ty.dtype.itemsize))
         elif ty.name == "bfloat16":
             out.append(int(np.asarray(value, T.bfloat16.np_dtype).view(np.uint16)))
         else:
@@ -178,24 +188,6 @@ def _array(value: Any, device: Device, staged: list[Staged],
 
 
 _SPECIALIZED: dict[tuple[T.ArrayType, int, bool], T.ArrayType] = {}
-
-
-def specialize(sig: tuple[T.NovaType, ...], values: list[Any]) -> tuple[T.NovaType, ...]:
-    """`sig` with each array argument's launch-checked facts (T.ArrayType.align/noalias) read off
-    the slot values of this launch: 16-byte alignment of its data pointer, and no byte overlap
-    with any other array argument (empty arrays overlap nothing)."""
-    spans: list[tuple[int, int, int]] = []  # (position in sig, data pointer, bytes)
-    slot = 0
-    for k, ty in enumerate(sig):
-        if type(ty) is T.ArrayType:
-            nbytes = ty.dtype.itemsize
-            for d in values[slot + 3:slot + 3 + ty.ndim]:
-                nbytes *= d
-            spans.append((k, values[slot + 1], nbytes))
-            slot += 3 + 2 * ty.ndim
-        else:
-            slot += 1
-    return refine(sig, spans)
 
 
 def refine(sig: tuple[T.NovaType, ...],

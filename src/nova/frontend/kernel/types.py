@@ -145,7 +145,7 @@ class ArrayType:
     or private) or SHARED_MEMORY_SPACE.
 
     Kernel arguments also carry two facts a launch checks on the actual pointers (see
-    launch.specialize) and the compiler may then rely on: `align`, a byte alignment of the data
+    launch.refine) and the compiler may then rely on: `align`, a byte alignment of the data
     pointer beyond the element's own (16 lets LLVM merge neighbouring accesses into 16-byte vector
     loads/stores), and `noalias`, that the array's bytes overlap no other array argument (LLVM
     `noalias`: reads of an array the kernel never writes become `ld.global.nc`). They are part of
