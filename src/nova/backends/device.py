@@ -6,14 +6,23 @@ memref.global of the module with the shared emitter core and the NVPTX target
 (nova.backends.llvm.nvptx_target); `DeviceTarget.CPU` delegates to the CPU device target
 (nova.backends.llvm.cpu_target.lower_cpu_module). Both return a `DeviceLowering` whose kernels
 describe the expanded parameter layout of nova.runtime.abi (a ranked memref argument expands
-to allocated ptr, aligned ptr, offset, sizes..., strides...; scalars pass by value, index as i64).
+to allocated ptr, aligned ptr, offset, sizes..., strides...; scalars pass by value, index as i64;
+a 1-D vector passes by value as one LLVM `<N x T>` parameter, whose size and alignment are
+LLVM's for the x86-64 data layout the host's stack slot and the CPU device's parameter block
+use, which NVPTX's layout agrees with).
+
+`check_kernel_signature(kernel)` rejects, at the kernel's location (an outlined kernel carries
+its gpu.launch's), every argument type no target can pass; both device lowerings call it before
+emitting anything, so no unsupported kernel argument surfaces as an unlocated error.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import StrEnum
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -24,6 +33,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
+    VectorType,
 )
 from xdsl.ir import Attribute, Operation
 
@@ -52,8 +62,22 @@ BARRIER_OPS = frozenset({"gpu.barrier", "gpu.shuffle", "gpu.all_reduce", "gpu.su
 """Ops that need all threads of a block (or warp) to run in lockstep."""
 
 
+KERNEL_ARG_TYPES = ("index, iN, f16, bf16, f32, f64, ranked memrefs of those, 1-D vectors of "
+                    "those (except i1)")
+"""What a kernel argument may be, for messages."""
+
+HOST_DATA_LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+"""x86-64's LLVM data layout (nova.backends.x86's target machine): the layout of the host's stack
+slot a vector parameter is passed from and of the CPU device's parameter block."""
+
+
+class KernelArgumentError(UnsupportedError):
+    """A kernel argument type that no device target passes (located by the caller)."""
+
+
 def dtype_name(ty: Attribute) -> str:
-    """The manifest dtype of a scalar type ('i32', 'index', 'f32', ...)."""
+    """The manifest dtype of a scalar type ('i32', 'index', 'f32', ...); KernelArgumentError
+    (unlocated) for anything else."""
     if isinstance(ty, IndexType):
         return "index"
     if isinstance(ty, IntegerType):
@@ -62,22 +86,68 @@ def dtype_name(ty: Attribute) -> str:
     for cls, name in names.items():
         if isinstance(ty, cls):
             return name
-    raise UnsupportedError(f"type '{ty}' cannot be a kernel argument (supported: index, iN, "
-                           "f16, bf16, f32, f64, ranked memrefs of those)")
+    raise KernelArgumentError(f"type '{ty}' cannot be a kernel argument (supported: "
+                              f"{KERNEL_ARG_TYPES})")
+
+
+def _vector_spec(ty: VectorType) -> TypeSpec:
+    """The TypeSpec of a vector kernel argument; KernelArgumentError for vectors the lowering does
+    not support (n-D, scalable, wide integers) and for i1 vectors, whose in-memory form LLVM
+    bit-packs (a host `<N x i1>` slot is not what a device reads lane by lane)."""
+    try:
+        T.vector_type(ty)
+    except UnsupportedError as err:
+        raise KernelArgumentError(f"type '{ty}' cannot be a kernel argument: {err.message}") \
+            from None
+    elem = ty.element_type
+    if isinstance(elem, IntegerType) and elem.width.data == 1:
+        raise KernelArgumentError(
+            f"type '{ty}' cannot be a kernel argument: vectors of i1 are bit-packed in memory; "
+            "pass a vector of i8 (arith.extui on the host, arith.trunci in the kernel)")
+    return TypeSpec("vector", dtype_name(elem), str(ty), (ty.get_shape()[0],))
 
 
 def type_spec(ty: Attribute) -> TypeSpec:
     """The manifest TypeSpec of a kernel/entry argument type."""
     if isinstance(ty, MemRefType):
         shape = tuple(-1 if T.is_dynamic(d) else d for d in ty.get_shape())
-        return TypeSpec("memref", dtype_name(ty.element_type), str(ty), shape)
+        try:
+            dtype = dtype_name(ty.element_type)
+        except KernelArgumentError:
+            raise KernelArgumentError(f"type '{ty}' cannot be a kernel argument (supported: "
+                                      f"{KERNEL_ARG_TYPES})") from None
+        return TypeSpec("memref", dtype, str(ty), shape)
+    if isinstance(ty, VectorType):
+        return _vector_spec(ty)
     return TypeSpec("scalar", dtype_name(ty), str(ty))
 
 
-def _llvm_size(llty: ir.Type) -> int:
-    if isinstance(llty, ir.PointerType):
-        return 8
-    return T.element_size_llvm(llty)
+def check_kernel_signature(kernel: Operation) -> None:
+    """Raise a located KernelArgumentError when an argument of `kernel` (a gpu.func) cannot be
+    passed to a kernel; the location is the kernel's, which outlining copies from its
+    gpu.launch."""
+    ftype = attr(kernel, "function_type")
+    assert isinstance(ftype, FunctionType)
+    for index, ty in enumerate(ftype.inputs.data):
+        try:
+            type_spec(ty)
+        except KernelArgumentError as err:
+            raise KernelArgumentError(f"kernel @{symbol_name(kernel)} argument #{index}: "
+                                      f"{err.message}", location_of(kernel)) from None
+
+
+@functools.cache
+def _host_data() -> llvm.TargetData:
+    return llvm.create_target_data(HOST_DATA_LAYOUT)
+
+
+def param_size_align(llty: ir.Type) -> tuple[int, int]:
+    """Bytes and alignment of one expanded kernel parameter: a vector's from LLVM's x86-64 data
+    layout (`<3 x i32>`: 16 and 16), a pointer's 8, a scalar's its size in bytes."""
+    if isinstance(llty, ir.VectorType):
+        return llty.get_abi_size(_host_data()), llty.get_abi_alignment(_host_data())
+    size = 8 if isinstance(llty, ir.PointerType) else T.element_size_llvm(llty)
+    return size, size
 
 
 def kernel_params(ftype: FunctionType, address_space: T.AddressSpaceFn) -> tuple[KernelParam, ...]:
@@ -85,7 +155,8 @@ def kernel_params(ftype: FunctionType, address_space: T.AddressSpaceFn) -> tuple
     params: list[KernelParam] = []
     for index, ty in enumerate(ftype.inputs.data):
         for llty in T.expanded_param_types(ty, address_space):
-            params.append(KernelParam(str(llty), _llvm_size(llty), index))
+            size, align = param_size_align(llty)
+            params.append(KernelParam(str(llty), size, index, align))
     return tuple(params)
 
 
@@ -183,6 +254,9 @@ def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
             raise UnsupportedError(
                 f"op '{op.name}' in a gpu.module is not supported by the NVPTX target "
                 "(supported: gpu.func, func.func, memref.global)", location_of(op))
+    for op in ops:
+        if is_kernel(op):
+            check_kernel_signature(op)
     me.emit_symbols(ops)
     for op in ops:
         declared = op.name == "func.func" and not (op.regions and op.regions[0].blocks)

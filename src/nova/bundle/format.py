@@ -63,8 +63,9 @@ def payload_section(kind: PayloadKind, module: str) -> str:
 class TypeSpec:
     """An argument/result type of an entry point or kernel as the runtime needs it.
 
-    kind: 'scalar' or 'memref'. dtype: 'i1','i8','i16','i32','i64','index','f16','bf16','f32','f64'.
-    shape: memref sizes, -1 for dynamic. mlir: the type's MLIR spelling, for messages.
+    kind: 'scalar', 'memref' or 'vector' (kernel arguments only). dtype: 'i1','i8','i16','i32',
+    'i64','index','f16','bf16','f32','f64' (a memref's or vector's element type). shape: memref
+    sizes, -1 for dynamic; a vector's (N,). mlir: the type's MLIR spelling, for messages.
     """
 
     kind: str
@@ -89,11 +90,23 @@ class EntryPoint:
 
 @dataclass(frozen=True)
 class KernelParam:
-    """One expanded kernel parameter (a memref contributes 3 + 2*rank of them)."""
+    """One expanded kernel parameter (a memref contributes 3 + 2*rank of them, a vector one).
 
-    llvm_type: str  # 'ptr', 'i64', 'i32', 'float', ...
-    size: int  # bytes
+    `align` is the value's alignment in bytes (a vector's is LLVM's, e.g. 16 for `<3 x i32>`);
+    0 means not recorded (manifests written before the field existed, hand-built records), read
+    as `alignment`'s natural default."""
+
+    llvm_type: str  # 'ptr', 'i64', 'i32', 'float', '<3 x i32>', ...
+    size: int  # bytes (a vector's LLVM alloc size: `<3 x i32>` takes 16)
     arg_index: int  # which MLIR kernel argument it comes from
+    align: int = 0
+
+    @property
+    def alignment(self) -> int:
+        """`align`, or when not recorded the largest power of two dividing `size` (exact for
+        every parameter before vectors: pointers, integers and floats are aligned to their
+        size)."""
+        return self.align or (self.size & -self.size)
 
 
 @dataclass(frozen=True)
@@ -267,14 +280,22 @@ def _entry(e: _Obj) -> EntryPoint:
                       _types(e.list("results")))
 
 
+def _param(p: _Obj) -> KernelParam:
+    """A KernelParam; `align` is optional (older manifests lack it) and a power of two."""
+    param = KernelParam(p.str("llvm_type"), p.int("size", minimum=1),
+                        p.int("arg_index", minimum=0), p.int("align", 0, minimum=0))
+    if param.align & (param.align - 1):
+        raise ValueError(f"{p.path}.align: {param.align} is not a power of two")
+    return param
+
+
 def _module(m: _Obj) -> DeviceModule:
     name = m.str("name")
     kernels = tuple(
         Kernel(
             k.str("name"),
             _types(k.list("args")),
-            tuple(KernelParam(p.str("llvm_type"), p.int("size", minimum=1),
-                              p.int("arg_index", minimum=0)) for p in k.list("params")),
+            tuple(_param(p) for p in k.list("params")),
             k.int("static_shared_bytes", 0, minimum=0),
             k.bool("uses_barriers", False),
         )

@@ -5,12 +5,19 @@ nova.runtime.abi) or as a Python list of values. Both devices need an array they
 runs the kernel later on a worker thread, when the caller's array (often on a stack) may be gone,
 and a Python list has no address at all. `pack_params` copies every value into one buffer, sized by
 the kernel's manifest entry (`Kernel.params`), and builds the pointer array over it.
+
+Layout of the owned buffer: a value of more than 8 bytes starts at a multiple of 16, any other at
+a multiple of 8, so every parameter is aligned to min(its `KernelParam.alignment`, 16) (a 32- or
+64-byte vector gets 16: the CPU device's kernel entries load vectors element-aligned, and CUDA
+copies the bytes). A vector parameter (`<N x T>`) takes a 1-D NumPy array of N elements of T's
+size, padded with zeros to the parameter's size (`<3 x i32>` occupies 16 bytes).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -50,11 +57,33 @@ def _int_bytes(value: int, fmt: str, name: str, index: int) -> bytes:
                                 f"fit its type") from None
 
 
+_VECTOR_TYPE = re.compile(r"<(\d+) x (\w+)>")
+_ELEMENT_BYTES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "half": 2, "bfloat": 2, "float": 4,
+                  "double": 8}
+
+
+def _vector_bytes(value: Any, param: KernelParam, name: str, index: int) -> bytes:
+    """The bytes of a vector parameter from a 1-D array of its lane count and element size,
+    zero-padded to the parameter's size."""
+    match = _VECTOR_TYPE.fullmatch(param.llvm_type)
+    lanes = int(match.group(1)) if match else 0
+    elem = _ELEMENT_BYTES.get(match.group(2), 0) if match else 0
+    array = np.asarray(value)
+    if array.ndim != 1 or array.size != lanes or array.dtype.itemsize != elem:
+        raise ArgumentError(f"launch of @{name}: parameter {index} is {param.llvm_type}, got an "
+                            f"array of shape {array.shape} and dtype {array.dtype}")
+    raw = np.ascontiguousarray(array).tobytes()
+    return raw + bytes(param.size - len(raw))
+
+
 def _value_bytes(value: Any, param: KernelParam | None, name: str, index: int) -> bytes:
     from nova.runtime.memory import Buffer, HostBuffer
 
     llvm = param.llvm_type if param is not None else None
-    if isinstance(value, ctypes._SimpleCData | ctypes.Structure | ctypes.Array):
+    if param is not None and llvm is not None and llvm.startswith("<") and \
+            isinstance(value, np.ndarray | list | tuple):
+        raw = _vector_bytes(value, param, name, index)
+    elif isinstance(value, ctypes._SimpleCData | ctypes.Structure | ctypes.Array):
         raw = bytes(memoryview(value).cast("B"))
     elif isinstance(value, Buffer | HostBuffer):
         raw = struct.pack("<Q", value.ptr)

@@ -416,8 +416,11 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
             raise UnsupportedError(f"op '{op.name}' in a gpu.module is not supported by the CPU "
                                    "device (supported: gpu.func, func.func, memref.global)",
                                    _loc(op))
+    from nova.backends.device import check_kernel_signature
+
     for fname, op in funcs.items():
         if is_kernel(op):
+            check_kernel_signature(op)
             target.layout.add_kernel(op)
         has_body = bool(op.regions and op.regions[0].blocks)
         fnty = me.function_type(_ftype(op))
@@ -465,11 +468,14 @@ def _probe_stacks(module: ir.Module) -> None:
 # ---- kernel entries --------------------------------------------------------------------------
 
 def _load_params(b: ir.IRBuilder, params: ir.Value, types: list[ir.Type]) -> list[ir.Value]:
-    """Load each expanded parameter: params[i] points to its value."""
+    """Load each expanded parameter: params[i] points to its value. A vector is loaded aligned
+    to its element only: the runtime's parameter block aligns a value to at most 16 bytes, less
+    than LLVM's alignment of a 32- or 64-byte vector (nova.runtime.launch_params)."""
     values = []
     for i, ty in enumerate(types):
         slot = b.load(cf.gep(b, params, [I64(i)], PTR), typ=PTR)
-        values.append(b.load(slot, typ=ty))
+        align = TY.element_size_llvm(ty.element) if isinstance(ty, ir.VectorType) else None
+        values.append(b.load(slot, typ=ty, align=align))
     return values
 
 

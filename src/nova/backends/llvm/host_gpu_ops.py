@@ -23,7 +23,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as T
-from nova.backends.llvm.emitter import FunctionEmitter, attr
+from nova.backends.llvm.emitter import FunctionEmitter, attr, location_of
 from nova.backends.llvm.host_device import LaunchConfig
 from nova.backends.llvm.host_memref import data_pointer
 from nova.backends.llvm.target import Handler
@@ -113,6 +113,7 @@ class GpuOpLowering:
             if isinstance(value.type, UnrankedMemRefType):
                 raise fe.unsupported(op, "unranked memref kernel operands cannot be passed to a "
                                          "kernel; cast to a ranked memref")
+        _check_kernel_operands(op, operands)
         params = fe.flat_args(operands)
         config = LaunchConfig(
             grid=self._dims(fe, op, "gridSize"),
@@ -254,6 +255,20 @@ class GpuOpLowering:
         byte_offset = fe.builder.mul(offset, ir.Constant(T.I64, esize))
         pointer = fe.builder.gep(aligned, [byte_offset], source_etype=T.I8)
         return pointer, fe.builder.mul(count, ir.Constant(T.I64, esize))
+
+
+def _check_kernel_operands(op: Operation, operands: list[SSAValue]) -> None:
+    """A located error at the gpu.launch_func for an operand no kernel parameter can carry (the
+    device lowering rejects the kernel's signature too; this covers host-only compilation and
+    launches whose operand types differ from the kernel's)."""
+    from nova.backends.device import KernelArgumentError, type_spec
+
+    for index, value in enumerate(operands):
+        try:
+            type_spec(value.type)
+        except KernelArgumentError as err:
+            raise KernelArgumentError(f"kernel operand #{index}: {err.message}",
+                                      location_of(op)) from None
 
 
 def _field(builder: ir.IRBuilder, desc: ir.Value, index: int) -> ir.Value:
