@@ -1,6 +1,7 @@
 """Vector kernel parameters through `Device.launch` (docs/vector.md): a `<N x T>` parameter
 takes a NumPy array of N lanes (padded to LLVM's size of the vector) or a void** slot of that
-size, on the CPU device and on CUDA, with the parameter records the device lowering computes."""
+size, on the CPU device and on CUDA, with the parameter records the device lowering computes; and a
+captured graph (which records the parameter bytes at capture) replays them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from async_programs import DEVICES, bundle
 
 from nova.backends.device import DeviceTarget, lower_device_module
 from nova.bundle.format import Kernel, KernelParam
@@ -101,3 +103,45 @@ def test_vector_param_shape_is_checked(cpu_device) -> None:
         _launch(cpu_device, [np.arange(4, dtype=np.int32), W])
     with pytest.raises(ArgumentError, match="parameter 1 is <4 x double>"):
         _launch(cpu_device, [V, np.ones(4, np.float32)])
+
+
+CAPTURED = """
+// out[t] = x[t] * v[t] + w[t mod 3]: v and w are captured vector constants (kernel arguments).
+func.func @vgraph(%x: memref<4xf32>, %out: memref<4xf32>) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %v = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : vector<4xf32>
+  %w = arith.constant dense<[10, 20, 30]> : vector<3xi32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    %xv = memref.load %x[%tx] : memref<4xf32>
+    %a = vector.extract %v[%tx] : f32 from vector<4xf32>
+    %lane = arith.remui %tx, %c3 : index
+    %b = vector.extract %w[%lane] : i32 from vector<3xi32>
+    %bf = arith.sitofp %b : i32 to f32
+    %p = arith.mulf %xv, %a : f32
+    %y = arith.addf %p, %bf : f32
+    memref.store %y, %out[%tx] : memref<4xf32>
+    gpu.terminator
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_graph_replay_keeps_vector_params(device: str) -> None:
+    from nova.runtime.executor import load
+
+    with load(bundle(CAPTURED, "vgraph.mlir"), device) as mod:
+        out = np.zeros(4, np.float32)
+        mod.vgraph(np.ones(4, np.float32), out)
+        np.testing.assert_array_equal(out, [11, 22, 33, 14])
+        with mod.capture("vgraph", np.ones(4, np.float32), out) as graph:
+            for scale in (2.0, -0.5):
+                result = np.zeros(4, np.float32)
+                graph(np.full(4, scale, np.float32), result)
+                np.testing.assert_array_equal(
+                    result, np.float32(scale) * np.arange(1, 5, dtype=np.float32)
+                    + np.array([10, 20, 30, 10], np.float32))

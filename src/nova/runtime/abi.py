@@ -21,7 +21,9 @@ Conventions (all C calling convention, x86-64 SysV):
   [R x i64] strides}`; an unranked memref is `{i64 rank, ptr descriptor}`.
 - Kernel parameters travel as a `void**` array, one entry per *expanded* parameter: a ranked memref
   expands to allocated, aligned, offset, sizes..., strides... (upstream MLIR's bare convention is
-  not used); scalars are passed by value of their LLVM type (index → i64).
+  not used); scalars are passed by value of their LLVM type (index → i64); a 1-D vector by value
+  as one `<N x T>`, its slot holding LLVM's alloc size of it (`<3 x i32>`: 16 bytes, aligned 16;
+  the manifest's `KernelParam.size`/`align`).
 """
 
 from __future__ import annotations
