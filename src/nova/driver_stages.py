@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 Artifact = str | bytes | Mapping[str, str | bytes]
 
-OUTLINE_PIPELINE = "outline-kernels"
+OUTLINE_PIPELINE = "lower-affine,outline-kernels"  # upstream order: lower-affine first
 DEFAULT_OPT_LEVEL = 3
 EMIT_ALIASES = {"outlined": "outline", "mlir": "parse", "bundle": "nova"}
 

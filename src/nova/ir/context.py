@@ -3,7 +3,8 @@
 Dialects are registered lazily (xDSL loads one on first use), so building a context is cheap.
 Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `math`, `vector` are
 xDSL's with the overrides and additions of `nova.ir.memref_ext` / `nova.ir.dialect_ext` /
-`nova.ir.math_ext` / `nova.ir.vector_ext`; `index` is Nova's.
+`nova.ir.math_ext` / `nova.ir.vector_ext`; `index` is Nova's; `affine` is xDSL's with MLIR's
+syntax (`nova.ir.affine_ext`), lowered by the `lower-affine` pass before anything else sees it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ def _vector() -> Dialect:
     return VECTOR
 
 
+def _affine() -> Dialect:
+    from nova.ir.affine_ext import AFFINE
+    return AFFINE
+
+
 def _gpu() -> Dialect:
     from nova.ir.gpu import GPU
     return GPU
@@ -67,6 +73,7 @@ def _gpu() -> Dialect:
 DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
     "builtin": _builtin, "func": _func, "arith": _arith, "math": _math, "memref": _memref,
     "scf": _scf, "cf": _cf, "index": _index, "vector": _vector, "gpu": _gpu,
+    "affine": _affine,
 }
 """Dialect name -> factory, for every dialect Nova parses."""
 

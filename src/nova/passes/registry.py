@@ -22,6 +22,7 @@ _PASS_CLASSES: dict[str, str] = {
     "outline-kernels": "OutlineKernelsPass",
     "sink-index-computations": "SinkIndexComputationsPass",
     "async-region": "AsyncRegionPass",
+    "lower-affine": "LowerAffinePass",
 }
 
 
