@@ -33,6 +33,8 @@ PIPELINES = {
                                                 "--gpu-kernel-outlining"],
     "async-region": ["--gpu-async-region"],
     "outline-kernels,async-region": ["--gpu-kernel-outlining", "--gpu-async-region"],
+    "lower-affine": ["--lower-affine"],
+    "lower-affine,outline-kernels": ["--lower-affine", "--gpu-kernel-outlining"],
 }
 
 
@@ -42,7 +44,7 @@ def _inputs() -> list[tuple[str, str]]:
               for p in sorted((TESTS / "corpus").glob("*.mlir"))]
     for golden in sorted((TESTS / "filecheck" / "passes").glob("*.mlir")):
         for index, part in enumerate(split_input(golden.read_text())):
-            if "gpu.launch" in part:
+            if "gpu.launch" in part or "affine." in part:
                 inputs.append((f"{golden.stem}#{index}", part))
     return inputs
 
@@ -51,10 +53,12 @@ _INLINE_LAUNCH = re.compile(r"gpu\.launch\s")
 
 
 def _cases() -> list[pytest.param]:
-    """(text, pipeline) pairs; async-region alone only on inputs without inline launches."""
+    """(text, pipeline) pairs; async-region alone only on inputs without inline launches, the
+    lower-affine pipelines only on inputs with affine ops (elsewhere they change nothing)."""
     return [pytest.param(text, pipeline, id=f"{name}-{pipeline}")
             for name, text in _inputs() for pipeline in PIPELINES
-            if not (pipeline == "async-region" and _INLINE_LAUNCH.search(text))]
+            if not (pipeline == "async-region" and _INLINE_LAUNCH.search(text))
+            and ("affine." in text or not pipeline.startswith("lower-affine"))]
 
 
 def _normalized(text: str) -> str:

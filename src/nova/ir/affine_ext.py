@@ -32,7 +32,9 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
+    Signedness,
     TensorType,
     VectorType,
     i32,
@@ -543,7 +545,27 @@ class IfOp(IRDLOperation):
 ATOMIC_RMW_KINDS: tuple[str, ...] = (
     "addf", "addi", "andi", "assign", "maximumf", "maxnumf", "maxs", "maxu", "minimumf",
     "minnumf", "mins", "minu", "mulf", "muli", "ori", "xori")
-FLOAT_REDUCTIONS = frozenset({"addf", "maximumf", "maxnumf", "minimumf", "minnumf", "mulf"})
+FLOAT_REDUCTIONS = frozenset({"addf", "mulf", "maximumf", "minimumf"})
+INTEGER_REDUCTIONS = frozenset({"addi", "muli", "ori", "andi"})
+
+
+def reduction_matches(kind: str, ty: Attribute) -> bool:
+    """Whether an affine.parallel reduction `kind` may produce `ty` (MLIR's
+    isResultTypeMatchAtomicRMWKind: maxs/mins need signed, maxu/minu unsigned integers,
+    maxnumf/minnumf/xori are never accepted, assign takes any type)."""
+    if kind == "assign":
+        return True
+    if kind in FLOAT_REDUCTIONS:
+        return isinstance(ty, AnyFloat)
+    if not isinstance(ty, IntegerType):
+        return False
+    if kind in INTEGER_REDUCTIONS:
+        return True
+    if kind in ("maxs", "mins"):
+        return ty.signedness.data == Signedness.SIGNED
+    if kind in ("maxu", "minu"):
+        return ty.signedness.data == Signedness.UNSIGNED
+    return False
 
 
 @irdl_op_definition
@@ -612,8 +634,7 @@ class ParallelOp(IRDLOperation):
         if any(not 0 <= _int(a) < len(ATOMIC_RMW_KINDS) for a in self.reductions.data):
             raise VerifyException("'affine.parallel' op invalid reduction attribute")
         for kind, ty in zip(self.reduction_kinds(), self.result_types, strict=True):
-            is_float = isinstance(ty, AnyFloat)
-            if kind != "assign" and (kind in FLOAT_REDUCTIONS) != is_float:
+            if not reduction_matches(kind, ty):
                 raise VerifyException("'affine.parallel' op result type cannot match "
                                       "reduction attribute")
 
