@@ -213,6 +213,20 @@ def mlir_order_set(s: AffineSet) -> AffineSet:
     return AffineSet(s.num_dims, s.num_symbols, constraints)
 
 
+_SEMI_AFFINE = ("semi-affine expressions (mul, mod, floordiv or ceildiv by a dim or symbol) "
+                "are not supported")
+
+
+def parse_affine_attr(parser: Parser) -> Attribute:
+    """`parser.parse_attribute()`, with xDSL's NotImplementedError for semi-affine expressions
+    (`d0 mod s0`) turned into a located parse error."""
+    pos = parser.pos
+    try:
+        return parser.parse_attribute()
+    except NotImplementedError:
+        parser.raise_error(_SEMI_AFFINE, pos)
+
+
 # ---- SSA-id affine maps: `[%i + 1, symbol(%n)]` ------------------------------------------------
 
 class _SsaIds:
@@ -245,7 +259,11 @@ class _SsaIds:
 
     def expr(self) -> AffineExpr:
         """Parse one affine expression of SSA ids."""
-        return self.affine._parse_affine_expr(self._leaf)  # pyright: ignore
+        pos = self.parser.pos
+        try:
+            return self.affine._parse_affine_expr(self._leaf)  # pyright: ignore
+        except NotImplementedError:
+            self.parser.raise_error(_SEMI_AFFINE, pos)
 
     def finish(self, exprs: Sequence[AffineExpr]) -> tuple[AffineMap, list[SSAValue]]:
         """The map over (dims, symbols) and its operands, dims first, each in first-use order."""
@@ -290,7 +308,7 @@ def _print_map_of_ssa_ids(printer: Printer, m: AffineMap, operands: Sequence[SSA
 def parse_map_and_operands(parser: Parser) -> tuple[AffineMapAttr, list[SSAValue]]:
     """Parse `affine_map<...>(%dims)[%syms]` (the map may be an alias), checking the counts."""
     pos = parser.pos
-    attr = parser.parse_attribute()
+    attr = parse_affine_attr(parser)
     if not isinstance(attr, AffineMapAttr):
         parser.raise_error("expected an affine map", pos)
     operands = _parse_dims_and_syms(parser, attr.data.num_dims, attr.data.num_symbols, pos)
@@ -402,7 +420,11 @@ class ForOp(xaffine.ForOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        op = super().parse(parser)
+        pos = parser.pos
+        try:
+            op = super().parse(parser)
+        except NotImplementedError:
+            parser.raise_error(_SEMI_AFFINE, pos)
         op.__class__ = cls  # xDSL builds its own class; Nova's adds no state, only printing
         for key in ("lowerBoundMap", "upperBoundMap"):
             bound = op.properties[key]
@@ -496,7 +518,7 @@ class IfOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         pos = parser.pos
-        attr = parser.parse_attribute()
+        attr = parse_affine_attr(parser)
         if not isinstance(attr, AffineSetAttr):
             parser.raise_error("expected an integer set", pos)
         operands = _parse_dims_and_syms(parser, attr.data.num_dims, attr.data.num_symbols, pos)
