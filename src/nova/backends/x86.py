@@ -1,8 +1,13 @@
 """x86-64 object emission for host code and CPU-device kernels.
 
 `emit_object(llvm_ir)` parses and verifies the LLVM IR, runs LLVM's O3 pipeline and emits an
-ELF relocatable object for x86_64-unknown-linux-gnu with the PIC relocation model (the runtime
-loads it into an MCJIT/ORC linker or embeds it in the bundle).
+ELF relocatable object for x86_64-unknown-linux-gnu in the large code model, static relocations
+(the runtime loads it into MCJIT or embeds it in the bundle). Why large: MCJIT's memory manager
+maps each section on its own, and in a process where CUDA has reserved huge address ranges a data
+section (the embedded PTX/cubin images, constants) can land more than 2 GiB from the code, which a
+small-code-model PC32 relocation cannot reach: RuntimeDyldELF then fails an assertion and aborts
+the process (seen on an H100: `resolveX86_64Relocation ... isInt<32>(RealOffset)`). The large
+model addresses everything with 64-bit absolute relocations, which RuntimeDyld resolves anywhere.
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ def _target() -> llvm.Target:
 
 
 def target_machine() -> llvm.TargetMachine:
-    """A new x86-64 target machine (generic x86-64 CPU, PIC, O3). Not shared between emissions
-    (creating one costs ~40 us): an LLVM target machine keeps state across `emit_object` calls,
-    and reusing one made the same host IR give different objects later in a process."""
-    return _target().create_target_machine(cpu="x86-64", opt=3, reloc="pic", codemodel="small")
+    """A new x86-64 target machine (generic x86-64 CPU, large code model, O3; see the module
+    docstring). Not shared between emissions (creating one costs ~40 us): an LLVM target machine
+    keeps state across `emit_object` calls, and reusing one made the same host IR give different
+    objects later in a process."""
+    return _target().create_target_machine(cpu="x86-64", opt=3, reloc="static",
+                                           codemodel="large")
 
 
 def emit_object(llvm_ir: str) -> bytes:
