@@ -1,4 +1,5 @@
 // RUN: nova-run %s --device cpu | FileCheck %s
+// RUN: nova-translate %s --emit=outlined | FileCheck %s --check-prefix=OUTLINED
 
 // The affine dialect inside a gpu.launch body (lowered before outlining, as upstream's
 // lower-affine then gpu-kernel-outlining): affine.load / affine.store with maps over block and
@@ -59,6 +60,13 @@ func.func @main() {
 }
 
 func.func private @printMemrefI32(memref<*xi32>)
+
+// lower-affine runs before outlining: neither the host nor the kernel keeps an affine op.
+// OUTLINED-NOT: affine.
+// OUTLINED: gpu.launch_func  @main_kernel::@main_kernel
+// OUTLINED-NOT: affine.
+// OUTLINED: gpu.func @main_kernel(
+// OUTLINED-NOT: affine.
 
 // tr[t, b] = in[8b + t]
 // CHECK: Unranked Memref base@ = {{.*}} rank = 2 offset = 0 sizes = [8, 3] strides = [3, 1] data =
