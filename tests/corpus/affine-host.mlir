@@ -3,7 +3,8 @@
 // The affine dialect in host code, lowered by lower-affine before outlining: nested affine.for,
 // affine.apply with floordiv / mod / ceildiv of negative values, affine.if on an integer set
 // (inequalities and an equality), affine.for with max/min bounds, a step and iter_args,
-// affine.min / affine.max with several results, and an affine.parallel sum reduction.
+// affine.min / affine.max with several results, and an affine.parallel sum reduction (plus one
+// small kernel reading s in reverse).
 // Expected values are floor / ceiling arithmetic of x = 6 * i + j - 12 (x in -12..11).
 func.func @main() {
   %q = memref.alloc() : memref<4x6xi32>
@@ -60,6 +61,21 @@ func.func @main() {
   }
   %tot = memref.alloc() : memref<1xi32>
   affine.store %total, %tot[0] : memref<1xi32>
+  // One small kernel (every corpus program has a device image): s2[t] = 2 * s[3 - t].
+  %s2 = memref.alloc() : memref<4xi32>
+  %sh = memref.cast %s : memref<4xi32> to memref<*xi32>
+  %s2c = memref.cast %s2 : memref<4xi32> to memref<*xi32>
+  gpu.host_register %sh : memref<*xi32>
+  gpu.host_register %s2c : memref<*xi32>
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    %v = affine.load %s[-%tx + 3] : memref<4xi32>
+    %w = arith.addi %v, %v : i32
+    affine.store %w, %s2[%tx] : memref<4xi32>
+    gpu.terminator
+  }
   %qc = memref.cast %q : memref<4x6xi32> to memref<*xi32>
   %rc = memref.cast %r : memref<4x6xi32> to memref<*xi32>
   %cc = memref.cast %c : memref<4x6xi32> to memref<*xi32>
@@ -74,6 +90,7 @@ func.func @main() {
   call @printMemrefI32(%sc) : (memref<*xi32>) -> ()
   call @printMemrefI32(%mc) : (memref<*xi32>) -> ()
   call @printMemrefI32(%totc) : (memref<*xi32>) -> ()
+  call @printMemrefI32(%s2c) : (memref<*xi32>) -> ()
   return
 }
 
@@ -111,3 +128,6 @@ func.func private @printMemrefI32(memref<*xi32>)
 // affine.parallel reduce addi of q
 // CHECK: Unranked Memref base@ = {{.*}} rank = 1 offset = 0 sizes = [1] strides = [1] data =
 // CHECK-NEXT: [-12]
+// s2[t] = 2 * s[3 - t] (the kernel)
+// CHECK: Unranked Memref base@ = {{.*}} rank = 1 offset = 0 sizes = [4] strides = [1] data =
+// CHECK-NEXT: [6,  12,  8,  8]
