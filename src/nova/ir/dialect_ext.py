@@ -105,6 +105,49 @@ class ParallelOp(xscf.ParallelOp):
         print_attr_dict(printer, self.attributes)
 
 
+class ReduceOp(xscf.ReduceOp):
+    """`scf.reduce(%a, %b : f32, i32) {...}, {...}`: MLIR separates the reduction regions with
+    commas (xDSL's declarative format neither prints nor parses them)."""
+
+    name = "scf.reduce"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        args: list[SSAValue] = []
+        if parser.parse_optional_punctuation("(") is not None:
+            operands = parser.parse_comma_separated_list(
+                Parser.Delimiter.NONE, parser.parse_unresolved_operand)
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+            parser.parse_punctuation(")")
+            if len(types) != len(operands):
+                parser.raise_error(f"scf.reduce: {len(operands)} operands but {len(types)} "
+                                   "types")
+            args = parser.resolve_operands(operands, types, parser.pos)
+        regions = []
+        region = parser.parse_optional_region()
+        if region is not None:
+            regions.append(region)
+            while parser.parse_optional_punctuation(",") is not None:
+                regions.append(parser.parse_region())
+        op = cls(args, regions)
+        attrs = parser.parse_optional_attr_dict()
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.args:
+            printer.print_string("(")
+            printer.print_list(self.args, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([a.type for a in self.args], printer.print_attribute)
+            printer.print_string(")")
+        for i, region in enumerate(self.reductions):
+            printer.print_string(", " if i else " ")
+            printer.print_region(region)
+        print_attr_dict(printer, self.attributes)
+
+
 class FuncOp(xfunc.FuncOp):
     """`func.func`; a declaration without results prints `(T)`, not `(T) -> ()`, as MLIR."""
 
@@ -157,7 +200,7 @@ def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
                    [*dialect.attributes, *extra_attrs])
 
 
-SCF = _swap(xscf.Scf, (ParallelOp,))
+SCF = _swap(xscf.Scf, (ParallelOp, ReduceOp))
 ARITH = _swap(xarith.Arith, (IndexCastUIOp, RemFOp, *ARITH_OPS))
 FUNC = _swap(xfunc.Func, (FuncOp,))
 
