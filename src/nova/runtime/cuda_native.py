@@ -487,25 +487,41 @@ entry:
   ret void
 }}
 
-define internal void @nova_streams_remove(ptr %stream) {{
+; the index of the first entry whose field `field` (0: the stream, 1: its owner thread) equals
+; `key`, or `count` when there is none; the lock is held
+define internal i64 @nova_streams_find(ptr %array, i64 %count, i32 %field, i64 %key) {{
 entry:
-  call void @nova_streams_lock()
-  %count = load i64, ptr @{OPEN_COUNT_GLOBAL}
-  %array = load ptr, ptr @nova_open_streams
+  %by.owner = icmp eq i32 %field, 1
   br label %loop
 loop:
   %i = phi i64 [0, %entry], [%i.next, %miss]
   %end = icmp eq i64 %i, %count
   br i1 %end, label %done, label %test
 test:
-  %slot = getelementptr {{ptr, i64}}, ptr %array, i64 %i
-  %value = load ptr, ptr %slot
-  %hit = icmp eq ptr %value, %stream
-  br i1 %hit, label %found, label %miss
+  %stream.slot = getelementptr {{ptr, i64}}, ptr %array, i64 %i, i32 0
+  %owner.slot = getelementptr {{ptr, i64}}, ptr %array, i64 %i, i32 1
+  %slot = select i1 %by.owner, ptr %owner.slot, ptr %stream.slot
+  %value = load i64, ptr %slot
+  %hit = icmp eq i64 %value, %key
+  br i1 %hit, label %done, label %miss
 miss:
   %i.next = add i64 %i, 1
   br label %loop
-found:
+done:
+  %found = phi i64 [%count, %loop], [%i, %test]
+  ret i64 %found
+}}
+
+define internal void @nova_streams_remove(ptr %stream) {{
+entry:
+  %key = ptrtoint ptr %stream to i64
+  call void @nova_streams_lock()
+  %count = load i64, ptr @{OPEN_COUNT_GLOBAL}
+  %array = load ptr, ptr @nova_open_streams
+  %i = call i64 @nova_streams_find(ptr %array, i64 %count, i32 0, i64 %key)
+  %found = icmp ne i64 %i, %count
+  br i1 %found, label %drop, label %done
+drop:
   call void @nova_streams_drop(ptr %array, i64 %i, i64 %count)
   br label %done
 done:
@@ -527,20 +543,10 @@ entry:
   call void @nova_streams_lock()
   %count = load i64, ptr @{OPEN_COUNT_GLOBAL}
   %array = load ptr, ptr @nova_open_streams
-  br label %loop
-loop:
-  %i = phi i64 [0, %entry], [%i.next, %miss]
-  %end = icmp eq i64 %i, %count
-  br i1 %end, label %none, label %test
-test:
-  %owner = getelementptr {{ptr, i64}}, ptr %array, i64 %i, i32 1
-  %value = load i64, ptr %owner
-  %mine = icmp eq i64 %value, %thread
-  br i1 %mine, label %found, label %miss
-miss:
-  %i.next = add i64 %i, 1
-  br label %loop
-found:
+  %i = call i64 @nova_streams_find(ptr %array, i64 %count, i32 1, i64 %thread)
+  %found = icmp ne i64 %i, %count
+  br i1 %found, label %take, label %none
+take:
   %slot = getelementptr {{ptr, i64}}, ptr %array, i64 %i
   %stream = load ptr, ptr %slot
   call void @nova_streams_drop(ptr %array, i64 %i, i64 %count)
