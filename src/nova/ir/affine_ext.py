@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -773,6 +773,54 @@ def _check_access(op: IRDLOperation, memref: SSAValue, m: AffineMap, n_indices: 
         raise VerifyException(f"'{op.name}' op expects as many subscripts as affine map inputs")
 
 
+def _parse_access(parser: Parser, with_value: bool) -> tuple[
+        UnresolvedOperand | None, UnresolvedOperand, AffineMap, list[SSAValue],
+        dict[str, Attribute], MemRefType]:
+    """`[%value,] %memref[map of ssa ids] {attrs} : memref<...>` (the shared head of affine
+    load/store/vector_load/vector_store; MLIR puts the attribute dict before the colon)."""
+    value_u = None
+    if with_value:
+        value_u = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+    memref_u = parser.parse_unresolved_operand()
+    m, indices = parse_map_of_ssa_ids(parser)
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    mtype = parser.parse_type()
+    if not isinstance(mtype, MemRefType):
+        parser.raise_error("expected a memref type", pos)
+    return value_u, memref_u, m, indices, attrs, mtype
+
+
+def _parse_vector_type(parser: Parser) -> VectorType:
+    parser.parse_punctuation(",")
+    pos = parser.pos
+    vtype = parser.parse_type()
+    if not isinstance(vtype, VectorType):
+        parser.raise_error("expected a vector type", pos)
+    return vtype
+
+
+def _print_access(printer: Printer, op: Operation, value: SSAValue | None,
+                  vector: Attribute | None) -> None:
+    """The printing counterpart of `_parse_access` (plus `, vector<...>` for vector ops)."""
+    printer.print_string(" ")
+    if value is not None:
+        printer.print_ssa_value(value)
+        printer.print_string(", ")
+    memref = op.operands[1 if value is not None else 0]
+    printer.print_ssa_value(memref)
+    _print_map_of_ssa_ids(printer, op.properties["map"].data,  # type: ignore[attr-defined]
+                          list(op.operands[2 if value is not None else 1:]))
+    print_attr_dict(printer, op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(memref.type)
+    if vector is not None:
+        printer.print_string(", ")
+        printer.print_attribute(vector)
+
+
 class LoadOp(xaffine.LoadOp):
     """`%v = affine.load %m[%i + 1, symbol(%n)] : memref<...>`."""
 
@@ -780,25 +828,14 @@ class LoadOp(xaffine.LoadOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        memref_u = parser.parse_unresolved_operand()
-        m, indices = parse_map_of_ssa_ids(parser)
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        mtype = parser.parse_type()
-        if not isinstance(mtype, MemRefType):
-            parser.raise_error("expected a memref type", pos)
+        _, memref_u, m, indices, attrs, mtype = _parse_access(parser, with_value=False)
         memref = parser.resolve_operand(memref_u, mtype)
         op = cls(memref, indices, AffineMapAttr(m), mtype.get_element_type())
-        op.attributes.update(parser.parse_optional_attr_dict())
+        op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.memref)
-        _print_map_of_ssa_ids(printer, self.map.data, list(self.indices))
-        print_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.memref.type)
+        _print_access(printer, self, None, None)
 
     def verify_(self) -> None:
         _check_access(self, self.memref, self.map.data, len(self.indices))
@@ -811,30 +848,16 @@ class StoreOp(xaffine.StoreOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        value_u = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        memref_u = parser.parse_unresolved_operand()
-        m, indices = parse_map_of_ssa_ids(parser)
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        mtype = parser.parse_type()
-        if not isinstance(mtype, MemRefType):
-            parser.raise_error("expected a memref type", pos)
+        value_u, memref_u, m, indices, attrs, mtype = _parse_access(parser, with_value=True)
+        assert value_u is not None
         memref = parser.resolve_operand(memref_u, mtype)
         value = parser.resolve_operand(value_u, mtype.get_element_type())
         op = cls(value, memref, indices, AffineMapAttr(m))
-        op.attributes.update(parser.parse_optional_attr_dict())
+        op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(", ")
-        printer.print_ssa_value(self.memref)
-        _print_map_of_ssa_ids(printer, self.map.data, list(self.indices))
-        print_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.memref.type)
+        _print_access(printer, self, self.value, None)
 
     def verify_(self) -> None:
         _check_access(self, self.memref, self.map.data, len(self.indices))
@@ -847,30 +870,16 @@ class VectorLoadOp(xaffine.VectorLoadOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        memref_u = parser.parse_unresolved_operand()
-        m, indices = parse_map_of_ssa_ids(parser)
-        parser.parse_punctuation(":")
-        mtype = parser.parse_type()
-        parser.parse_punctuation(",")
-        pos = parser.pos
-        vtype = parser.parse_type()
-        if not isinstance(vtype, VectorType):
-            parser.raise_error("expected a vector type", pos)
+        _, memref_u, m, indices, attrs, mtype = _parse_access(parser, with_value=False)
+        vtype = _parse_vector_type(parser)
         memref = parser.resolve_operand(memref_u, mtype)
         op = cls.build(operands=[memref, indices], result_types=[vtype],
                        properties={"map": AffineMapAttr(m)})
-        op.attributes.update(parser.parse_optional_attr_dict())
+        op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.memref)
-        _print_map_of_ssa_ids(printer, self.map.data, list(self.indices))
-        print_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.memref.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.result.type)
+        _print_access(printer, self, None, self.result.type)
 
     def verify_(self) -> None:
         _check_access(self, self.memref, self.map.data, len(self.indices))
@@ -883,31 +892,17 @@ class VectorStoreOp(xaffine.VectorStoreOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        value_u = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        memref_u = parser.parse_unresolved_operand()
-        m, indices = parse_map_of_ssa_ids(parser)
-        parser.parse_punctuation(":")
-        mtype = parser.parse_type()
-        parser.parse_punctuation(",")
-        vtype = parser.parse_type()
+        value_u, memref_u, m, indices, attrs, mtype = _parse_access(parser, with_value=True)
+        assert value_u is not None
+        vtype = _parse_vector_type(parser)
         memref = parser.resolve_operand(memref_u, mtype)
         value = parser.resolve_operand(value_u, vtype)
         op = cls.build(operands=[value, memref, indices], properties={"map": AffineMapAttr(m)})
-        op.attributes.update(parser.parse_optional_attr_dict())
+        op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.value)
-        printer.print_string(", ")
-        printer.print_ssa_value(self.memref)
-        _print_map_of_ssa_ids(printer, self.map.data, list(self.indices))
-        print_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.memref.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.value.type)
+        _print_access(printer, self, self.value, self.value.type)
 
     def verify_(self) -> None:
         _check_access(self, self.memref, self.map.data, len(self.indices))
