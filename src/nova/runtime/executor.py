@@ -19,6 +19,7 @@ import ctypes
 import math
 import re
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -200,6 +201,7 @@ class EntryFunction:
         self.name = entry.name
         self.address = module._linked.function_address(entry.symbol)
         self._plans: list[_Plan] = [_Plan(entry)]
+        self._plan_count = 1  # plans made; those not in _plans belong to calls in flight
         self._device = module.device
         self._arity = len(entry.args)
         self._call_entry = module._require_open().call_entry
@@ -223,6 +225,7 @@ class EntryFunction:
             plan = self._plans.pop()
         except IndexError:  # another thread is using the cached plan
             plan = _Plan(self.entry)
+            self._plan_count += 1  # a lost update under a race only makes close() wait less
         try:
             finish = self._bind_memoised(plan, args)
             if finish is None:  # some memref slot changed: bind everything the general way
@@ -250,6 +253,13 @@ class EntryFunction:
             if self._may_print:
                 flush_stdout()
             self._plans.append(plan)
+
+    def wait_for_calls(self) -> None:
+        """Block until no call of this entry is in flight (every plan is back in the pool): the
+        module is closing, so no new call can start. Calls are never made from inside a call of
+        the same module on the same thread (the program's callbacks are the runtime's own)."""
+        while len(self._plans) < self._plan_count:
+            time.sleep(0.0002)
 
     def _reject(self, args: tuple[Any, ...]) -> None:
         """Raise for a call on a closed module or with the wrong number of arguments."""
@@ -486,11 +496,14 @@ class NovaModule:
         return abi
 
     def close(self) -> None:
-        """Wait for the program's work and release its streams, events and allocations."""
+        """Wait for the program's work and release its streams, events and allocations. Calls
+        already inside the program (other threads) finish first; new ones raise."""
         with self._lock:
             abi, self._abi = self._abi, None
         if abi is None:
             return
+        for entry in self._entries.values():
+            entry.wait_for_calls()
         try:
             abi.synchronize()
         finally:
