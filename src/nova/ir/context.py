@@ -4,7 +4,9 @@ Dialects are registered lazily (xDSL loads one on first use), so building a cont
 Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `math`, `vector` are
 xDSL's with the overrides and additions of `nova.ir.memref_ext` / `nova.ir.dialect_ext` /
 `nova.ir.math_ext` / `nova.ir.vector_ext`; `index` is Nova's; `affine` is xDSL's with MLIR's
-syntax (`nova.ir.affine_ext`), lowered by the `lower-affine` pass before anything else sees it.
+syntax (`nova.ir.affine_ext`), lowered by the `lower-affine` pass before anything else sees
+it; `nvvm` is Nova's basic subset (`nova.ir.nvvm`: special registers, barrier0, shfl.sync,
+vote.sync), lowered in kernels only.
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ def _affine() -> Dialect:
     return AFFINE
 
 
+def _nvvm() -> Dialect:
+    from nova.ir.nvvm import NVVM
+    return NVVM
+
+
 def _gpu() -> Dialect:
     from nova.ir.gpu import GPU
     return GPU
@@ -73,7 +80,7 @@ def _gpu() -> Dialect:
 DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
     "builtin": _builtin, "func": _func, "arith": _arith, "math": _math, "memref": _memref,
     "scf": _scf, "cf": _cf, "index": _index, "vector": _vector, "gpu": _gpu,
-    "affine": _affine,
+    "affine": _affine, "nvvm": _nvvm,
 }
 """Dialect name -> factory, for every dialect Nova parses."""
 

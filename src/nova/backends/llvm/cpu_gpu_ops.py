@@ -71,20 +71,30 @@ def _bind_index(fe: FunctionEmitter, op: Operation, value: ir.Value) -> None:
     fe.bind(op.results[0], value)
 
 
+def index_field(fe: FunctionEmitter, register: str, dim: int) -> ir.Value:
+    """The i64 thread id ('tid'), block id ('ctaid'), block size ('ntid') or grid size
+    ('nctaid') along `dim` (0..2), from the thread/block contexts (PTX register names, so the
+    nvvm special-register reads share this with the gpu.* index ops)."""
+    if register == "tid":
+        return load_field(fe.builder, THREAD_CTX, tctx(fe), T.TID_X + dim)
+    field = {"ctaid": B.BID_X, "ntid": B.BDIM_X, "nctaid": B.GDIM_X}[register]
+    return load_field(fe.builder, BLOCK_CTX, bctx(fe), field + dim)
+
+
 def _thread_id(fe: FunctionEmitter, op: Operation) -> ir.Value:
-    return load_field(fe.builder, THREAD_CTX, tctx(fe), T.TID_X + _dim(fe, op))
+    return index_field(fe, "tid", _dim(fe, op))
 
 
 def _block_id(fe: FunctionEmitter, op: Operation) -> ir.Value:
-    return load_field(fe.builder, BLOCK_CTX, bctx(fe), B.BID_X + _dim(fe, op))
+    return index_field(fe, "ctaid", _dim(fe, op))
 
 
 def _block_dim(fe: FunctionEmitter, op: Operation) -> ir.Value:
-    return load_field(fe.builder, BLOCK_CTX, bctx(fe), B.BDIM_X + _dim(fe, op))
+    return index_field(fe, "ntid", _dim(fe, op))
 
 
 def _grid_dim(fe: FunctionEmitter, op: Operation) -> ir.Value:
-    return load_field(fe.builder, BLOCK_CTX, bctx(fe), B.GDIM_X + _dim(fe, op))
+    return index_field(fe, "nctaid", _dim(fe, op))
 
 
 def _cluster_size(fe: FunctionEmitter, op: Operation) -> ir.Value:

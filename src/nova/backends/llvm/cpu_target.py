@@ -70,6 +70,8 @@ from nova.backends.llvm.emitter import (
     int_attr,
     symbol_name,
 )
+from nova.backends.llvm.nvvm_ops import CPU_FIBER_OPS as NVVM_FIBER_OPS
+from nova.backends.llvm.nvvm_ops import CPU_HANDLERS as NVVM_HANDLERS
 from nova.backends.llvm.target import TargetBase
 from nova.bundle.format import Kernel
 from nova.errors import UnsupportedError
@@ -228,6 +230,7 @@ class CpuTarget(TargetBase):
         self.handlers = {
             **GPU_HANDLERS,
             **MMA_HANDLERS,
+            **NVVM_HANDLERS,
             "func.call": self._lower_call,
             "memref.get_global": self._lower_get_global,
         }
@@ -338,7 +341,8 @@ def needs_fibers(kernel: Operation, funcs: dict[str, Operation],
     failed assert does)."""
     from nova.backends.llvm.ops_memref import CHECKED_OPS
 
-    names = FIBER_OPS | MMA_FIBER_OPS | (CHECKED_OPS if check_bounds else frozenset())
+    names = (FIBER_OPS | MMA_FIBER_OPS | NVVM_FIBER_OPS
+             | (CHECKED_OPS if check_bounds else frozenset()))
     seen: set[str] = set()
     todo = [kernel]
     while todo:

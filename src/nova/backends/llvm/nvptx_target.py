@@ -309,7 +309,7 @@ class NvptxTarget(TargetBase):
     data_layout = DATA_LAYOUT
 
     def __init__(self, arch: str = "sm_90", check_bounds: bool = False) -> None:
-        from nova.backends.llvm import nvptx_collectives, nvptx_mma
+        from nova.backends.llvm import nvptx_collectives, nvptx_mma, nvvm_ops
 
         self.arch = arch
         self.check_bounds = check_bounds
@@ -335,6 +335,7 @@ class NvptxTarget(TargetBase):
             "math.fpowi": lower_fpowi_by_squaring,
             **nvptx_collectives.HANDLERS,
             **nvptx_mma.HANDLERS,
+            **nvvm_ops.NVPTX_HANDLERS,
         }
 
     def pointer_address_space(self, memref_type: Attribute) -> int:
