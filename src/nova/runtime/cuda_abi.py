@@ -31,7 +31,6 @@ from nova.runtime.cuda_native import (
     ERROR_CALLBACK_GLOBAL,
     FORGET_STREAM,
     LAST_FUNCTION_GLOBAL,
-    LAUNCH_CURRENT,
     NATIVE_ABI_NAMES,
     native_ir,
 )
@@ -81,7 +80,6 @@ class NativeCudaAbi:
     addresses: dict[str, int]
     call_entry: int
     forget_stream: int  # cuda_native.FORGET_STREAM
-    launch_current: int  # cuda_native.LAUNCH_CURRENT
     default_stream_at: int
     context_at: int
     on_error: Any  # the ctypes error callback (kept alive here)
@@ -156,7 +154,6 @@ def compile_native(device: Any = None, prefix: str = "",
         addresses={n: engine.get_function_address(n) for n in NATIVE_ABI_NAMES},
         call_entry=engine.get_function_address(CALL_ENTRY),
         forget_stream=engine.get_function_address(FORGET_STREAM),
-        launch_current=engine.get_function_address(LAUNCH_CURRENT),
         default_stream_at=engine.get_global_value_address(DEFAULT_STREAM_GLOBAL),
         context_at=engine.get_global_value_address(CONTEXT_GLOBAL),
         on_error=on_error,

@@ -62,9 +62,6 @@ LAST_FUNCTION_GLOBAL = "nova_last_function"
 OPEN_COUNT_GLOBAL = "nova_open_count"
 """How many streams programs created and have not destroyed (see `_streams_join`)."""
 CUDA_ERROR_OUT_OF_MEMORY = 2
-LAUNCH_CURRENT = "nova_cuda_launch_current"
-"""`i32 nova_cuda_launch_current(function, gx, gy, gz, bx, by, bz, shared, stream, params, n)`:
-`nova_rt_launch` after making the device's context current (Device.launch's native path)."""
 FORGET_STREAM = "nova_streams_forget"
 """`void nova_streams_forget(stream)`: drop a stream from the open-stream registry (so entry exit
 does not join it): graph capture joins the streams it creates into the capture stream itself."""
@@ -274,7 +271,6 @@ def _functions(prefix: str) -> list[str]:
     out.append(_define("nova_rt_host_unregister", "ptr %pointer", b))
 
     out.append(_make_current(body()))
-    out.append(_launch_current(body()))
     return out
 
 
@@ -310,26 +306,6 @@ def _mem_free(b: _Body) -> str:
     b("ordered:")
     b.call("cuMemFreeAsync", f"ptr %pointer, ptr {s}")
     return _define("nova_rt_mem_free", "ptr %pointer, ptr %stream", b)
-
-
-def _launch_current(b: _Body) -> str:
-    """`nova_cuda_launch_current`: `nova_rt_launch` after making the device's context current,
-    for launches from Python (Device.launch), which have no call-entry wrapper around them."""
-    b("  %current = alloca ptr, align 8")
-    b.call("cuCtxGetCurrent", "ptr %current")
-    b("  %have = load ptr, ptr %current")
-    b(f"  %want = load ptr, ptr @{CONTEXT_GLOBAL}")
-    b("  %same = icmp eq ptr %have, %want")
-    b("  br i1 %same, label %run, label %switch")
-    b("switch:")
-    b.call("cuCtxSetCurrent", "ptr %want")
-    b("  br label %run")
-    b("run:")
-    args = ", ".join(f"i64 %{d}" for d in _DIMS)
-    b(f"  %status = call i32 @nova_rt_launch(ptr %function, {args}, i32 %shared, "
-      "ptr %stream, ptr %params, i64 %num_params)")
-    b("  ret i32 %status")
-    return _define(LAUNCH_CURRENT, f"ptr %function, {_GRID_BLOCK}, {_LAUNCH_TAIL}", b)
 
 
 def _make_current(b: _Body) -> str:

@@ -8,7 +8,6 @@ same context; streams, events and functions expose their raw handles as ints (`.
 
 from __future__ import annotations
 
-import ctypes
 from functools import cached_property
 from typing import Any
 
@@ -26,17 +25,10 @@ from nova.runtime.device import (
     image_digest,
 )
 from nova.runtime.launch_params import pack_params
-from nova.runtime.native_support import clear_error, take_error
 from nova.runtime.stream import Event, Stream
 
 _COPY_CALLS = {"htod": "cuMemcpyHtoDAsync", "dtoh": "cuMemcpyDtoHAsync",
                "dtod": "cuMemcpyDtoDAsync"}
-
-
-_LAUNCH_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, *(ctypes.c_int64,) * 6,
-                                ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_int64)
-"""cuda_native.LAUNCH_CURRENT's signature."""
 
 
 class CudaDevice(Device):
@@ -157,21 +149,6 @@ class CudaDevice(Device):
     def _module_key(self, images: ModuleImages) -> str:
         return image_digest(pick_image(images, self.arch)[1])
 
-    @cached_property
-    def _native_launch(self) -> tuple[Any, dict[int, str]] | None:
-        """The native module's context-making launch as a ctypes function, and the map of
-        CUfunction -> kernel name its error path reads (compiled once per device); None when the
-        driver is not the real cuda-bindings module (the test suite's fake driver), whose
-        handles the real libcuda must never see."""
-        from cuda.bindings import driver as real_driver
-
-        from nova.runtime.cuda_abi import _kernel_names, native_for
-
-        if self.driver.raw is not real_driver:
-            return None
-        native = native_for(self)
-        return _LAUNCH_TYPE(native.launch_current), _kernel_names
-
     def _load(self, images: ModuleImages) -> DeviceModule:
         return CudaModule(self, images)
 
@@ -191,18 +168,7 @@ class CudaDevice(Device):
                              attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes,
                              kernel=name)
             function.max_dynamic_shared = shared_bytes
-        native = self._native_launch
-        if cluster is None and native is not None and not self.driver.context_lost:
-            # the native ABI's launch (one ctypes call; cuda-bindings' cuLaunchKernel from
-            # Python costs several microseconds more), errors reported as driver.call would
-            launch, names = native
-            if function.handle not in names:
-                names[function.handle] = name
-            clear_error()
-            nparams = len(function.kernel.params) if function.kernel is not None else 0
-            if launch(function.handle, *grid, *block, shared_bytes, s.handle, address, nparams):
-                raise take_error() or CudaError(f"cuLaunchKernel failed in kernel @{name}")
-        elif cluster is None:
+        if cluster is None:
             self.driver.call("cuLaunchKernel", function.cu, *grid, *block, shared_bytes, s.cu,
                              address, 0, kernel=name)
         else:
