@@ -146,6 +146,8 @@ class DeviceModule(ABC):
 def _dim3(value: int | Sequence[int], what: str, kernel: str) -> Dim3:
     """`value` as a (x, y, z) launch shape, or an ArgumentError naming `kernel` and what was
     launched (a zero dimension is rejected as CUDA rejects it, never run as an empty launch)."""
+    if type(value) is int and value >= 1:  # the common case, on every launch
+        return (value, 1, 1)
     dims = (value,) if isinstance(value, int) else tuple(value)
     if not 1 <= len(dims) <= 3 or not all(
             isinstance(d, int) and not isinstance(d, bool) for d in dims):

@@ -197,9 +197,13 @@ def refine(sig: tuple[T.NovaType, ...],
         return sig
     out = list(sig)
     for k, ptr, nbytes in spans:
-        noalias = nbytes == 0 or all(
-            other == k or size == 0 or ptr + nbytes <= start or start + size <= ptr
-            for other, start, size in spans)
+        noalias = True
+        if nbytes:
+            end = ptr + nbytes
+            for other, start, size in spans:
+                if other != k and size and start < end and ptr < start + size:
+                    noalias = False
+                    break
         base = sig[k]
         assert isinstance(base, T.ArrayType)
         key = (base, 16 if ptr % 16 == 0 else 0, noalias)
