@@ -135,6 +135,13 @@ class ReduceOp(xscf.ReduceOp):
         op.attributes.update(attrs)
         return op
 
+    def verify_(self) -> None:
+        if len(self.args) != len(self.reductions):
+            raise VerifyException(
+                f"expects number of reduction regions: {len(self.reductions)} to be the same as "
+                f"number of reduction operands: {len(self.args)}")
+        super().verify_()
+
     def print(self, printer: Printer) -> None:
         if self.args:
             printer.print_string("(")
