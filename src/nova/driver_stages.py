@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 Artifact = str | bytes | Mapping[str, str | bytes]
 
 # Upstream's order: `mlir-opt --lower-affine --gpu-kernel-outlining`, so affine ops in host code
-# and in gpu.launch bodies both reach the backends as scf/arith/memref.
-OUTLINE_PIPELINE = "lower-affine,outline-kernels"
+# and in gpu.launch bodies both reach the backends as scf/arith/memref; `async-to-sync` first, so
+# the ops of execute regions are lowered and outlined like any other host code.
+OUTLINE_PIPELINE = "async-to-sync,lower-affine,outline-kernels"
 DEFAULT_OPT_LEVEL = 3
 EMIT_ALIASES = {"outlined": "outline", "mlir": "parse", "bundle": "nova"}
 
@@ -136,11 +137,13 @@ def _outline(c: Compilation) -> None:
 
 
 def _outline_pipeline(module: ModuleOp) -> str:
-    """OUTLINE_PIPELINE, without lower-affine for a module that has no affine op (the pass would
-    change nothing, and the verification after it costs ~1 ms per compile)."""
-    if any(op.name.startswith("affine.") for op in module.walk()):
-        return OUTLINE_PIPELINE
-    return OUTLINE_PIPELINE.removeprefix("lower-affine,")
+    """OUTLINE_PIPELINE, without async-to-sync / lower-affine for a module that has no op of
+    their dialect (the pass would change nothing, and the verification after it costs ~1 ms per
+    compile)."""
+    dialects = {op.name.partition(".")[0] for op in module.walk()}
+    needs = {"async-to-sync": "async", "lower-affine": "affine"}
+    return ",".join(name for name in OUTLINE_PIPELINE.split(",")
+                    if name not in needs or needs[name] in dialects)
 
 
 def _symbol_name(op: Operation) -> str:

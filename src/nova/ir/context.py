@@ -6,7 +6,8 @@ xDSL's with the overrides and additions of `nova.ir.memref_ext` / `nova.ir.diale
 `nova.ir.math_ext` / `nova.ir.vector_ext`; `index` is Nova's; `affine` is xDSL's with MLIR's
 syntax (`nova.ir.affine_ext`), lowered by the `lower-affine` pass before anything else sees
 it; `nvvm` is Nova's basic subset (`nova.ir.nvvm`: special registers, barrier0, shfl.sync,
-vote.sync), lowered in kernels only.
+vote.sync), lowered in kernels only; `async` is Nova's host-side subset (`nova.ir.async_ext`:
+execute/yield/await and groups), removed by the `async-to-sync` pass before outlining.
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ def _nvvm() -> Dialect:
     return NVVM
 
 
+def _async() -> Dialect:
+    from nova.ir.async_ext import ASYNC
+    return ASYNC
+
+
 def _gpu() -> Dialect:
     from nova.ir.gpu import GPU
     return GPU
@@ -80,7 +86,7 @@ def _gpu() -> Dialect:
 DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
     "builtin": _builtin, "func": _func, "arith": _arith, "math": _math, "memref": _memref,
     "scf": _scf, "cf": _cf, "index": _index, "vector": _vector, "gpu": _gpu,
-    "affine": _affine, "nvvm": _nvvm,
+    "affine": _affine, "nvvm": _nvvm, "async": _async,
 }
 """Dialect name -> factory, for every dialect Nova parses."""
 

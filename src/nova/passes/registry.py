@@ -23,6 +23,7 @@ _PASS_CLASSES: dict[str, str] = {
     "sink-index-computations": "SinkIndexComputationsPass",
     "async-region": "AsyncRegionPass",
     "lower-affine": "LowerAffinePass",
+    "async-to-sync": "AsyncToSyncPass",
 }
 
 
