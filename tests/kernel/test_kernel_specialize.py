@@ -166,3 +166,29 @@ def test_an_explicit_array_type_cancels_noalias_of_example_arrays():
     x = np.zeros(64, np.float32)
     sig = add_one4.signature(nova.float32[:], x)
     assert _facts(sig) == [(0, False), (16, False)]
+
+
+@pytest.mark.gpu
+def test_cupy_and_torch_views_get_facts_from_their_own_pointers(cuda_device):
+    """CUDA array interface pointers (with offsets into a larger allocation) are what the launch
+    checks: an offset view is misaligned, two views of one array overlap, and the results are
+    right on the vector path and off it."""
+    cupy = pytest.importorskip("cupy")
+    base = cupy.arange(1 + 2 * 1024, dtype=cupy.float32)
+    aligned, shifted = base[:1024], base[1:1025]  # shifted: 4 bytes past a 16-byte boundary
+    out = cupy.zeros(1024, dtype=cupy.float32)
+    assert _facts(add_one4.signature(out, aligned)) == [(16, True), (16, True)]
+    assert _facts(add_one4.signature(out, shifted)) == [(16, True), (0, True)]
+    assert _facts(add_one4.signature(base[1024:2048], base[:1024])) == [(16, True), (16, True)]
+    assert _facts(add_one4.signature(base[512:1536], base[:1024])) == [(16, False), (16, False)]
+    for src in (aligned, shifted):
+        add_one4[1, 256](out, src)
+        cuda_device.synchronize()
+        np.testing.assert_array_equal(cupy.asnumpy(out), cupy.asnumpy(src) + 1)
+    torch = pytest.importorskip("torch")
+    t = torch.arange(1025, dtype=torch.float32, device="cuda")
+    tout = torch.zeros(1024, dtype=torch.float32, device="cuda")
+    torch.cuda.synchronize()
+    add_one4[1, 256](tout, t[1:])
+    cuda_device.synchronize()
+    np.testing.assert_array_equal(tout.cpu().numpy(), np.arange(1, 1025, dtype=np.float32) + 1)

@@ -42,6 +42,7 @@ from nova.frontend.kernel.launch import (
 )
 from nova.frontend.kernel.source import FunctionSource
 from nova.runtime.device import Device, ModuleImages, get_device
+from nova.runtime.memory import Buffer
 
 Signature = tuple[T.NovaType, ...]
 
@@ -220,13 +221,16 @@ class KernelFunction:
     def launch(self, *args: Any, grid: int | Sequence[int], block: int | Sequence[int],
                stream: Any = None, shared_bytes: int = 0,
                device: str | Device | None = None) -> None:
-        """Launch on `device` (default: the kernel's, else NOVA_DEVICE/auto). NumPy arrays are
+        """Launch on `device` (default: the kernel's, else the device of the first Nova Buffer
+        argument, else NOVA_DEVICE/auto). NumPy arrays are
         copied in and back (the call then waits for the kernel); device arrays are used in place
         and the launch is asynchronous on `stream` (default: the device's default stream)."""
         if stream is not None and hasattr(stream, "device"):
             dev = stream.device
         elif device is None and self._device is None:
-            dev = _default_device()
+            # like CuPy and PyTorch ops, follow the data: the first Nova Buffer's device, else
+            # the default (NOVA_DEVICE / auto)
+            dev = next((a.device for a in args if type(a) is Buffer), None) or _default_device()
         else:
             dev = get_device(device if device is not None else self._device)
         if type(grid) is not int:
