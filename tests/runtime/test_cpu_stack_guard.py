@@ -174,5 +174,7 @@ def test_faulted_calls_release_their_stacks(recurse: nova.NovaModule) -> None:
     for _ in range(20):
         with pytest.raises(KernelFault):
             recurse.run(1_000_000, 0, 0, out)
-    assert _mappings() <= before + 4  # not 2 more (region + guard) per fault
+    # a leak would add 2 (region + guard) per fault, 40 here; the slack absorbs mappings other
+    # threads of the process make meanwhile (the CUDA driver's, on a GPU machine)
+    assert _mappings() <= before + 12
     _check_runs(recurse)
