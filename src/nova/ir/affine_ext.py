@@ -70,7 +70,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
-from nova.ir.gpu_base import print_attr_dict
+from nova.ir.gpu_base import print_arrow_types, print_attr_dict
 
 # ---- MLIR's affine expression printing --------------------------------------------------------
 
@@ -540,13 +540,7 @@ class IfOp(IRDLOperation):
         printer.print_string(" " + format_set(s))
         print_operands_of(printer, s.num_dims, list(self.args))
         types = list(self.result_types)
-        if types:
-            printer.print_string(" -> ")
-            if len(types) > 1:
-                printer.print_string("(")
-            printer.print_list(types, printer.print_attribute)
-            if len(types) > 1:
-                printer.print_string(")")
+        print_arrow_types(printer, types)
         printer.print_string(" ")
         printer.print_region(self.then_region, False, True, bool(types))
         if self.else_region.blocks:

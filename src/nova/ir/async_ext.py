@@ -41,7 +41,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from nova.ir.gpu_base import print_attr_dict
+from nova.ir.gpu_base import print_arrow_types, print_attr_dict
 
 
 @irdl_attr_definition
@@ -126,14 +126,7 @@ class ExecuteOp(IRDLOperation):
             printer.print_list(zip(self.bodyOperands, args, strict=False),
                                lambda pair: _print_body_operand(printer, *pair))
             printer.print_string(")")
-        types = [r.type for r in self.bodyResults]
-        if types:
-            printer.print_string(" -> ")
-            if len(types) > 1:
-                printer.print_string("(")
-            printer.print_list(types, printer.print_attribute)
-            if len(types) > 1:
-                printer.print_string(")")
+        print_arrow_types(printer, [r.type for r in self.bodyResults])
         print_attr_dict(printer, self.attributes, keyword=True)
         printer.print_string(" ")
         printer.print_region(self.bodyRegion, False, True)

@@ -30,7 +30,7 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from nova.ir.gpu_base import print_attr_dict
+from nova.ir.gpu_base import print_arrow_types, print_attr_dict
 from nova.ir.vector_ops import ARITH_OPS  # select / cmpi / cmpf on vectors
 
 
@@ -92,14 +92,7 @@ class ParallelOp(xscf.ParallelOp):
         if self.initVals:
             printer.print_string(" init ")
             group(list(self.initVals))
-        if self.res:
-            printer.print_string(" -> ")
-            types = [r.type for r in self.res]
-            if len(types) > 1:
-                printer.print_string("(")
-            printer.print_list(types, printer.print_attribute)
-            if len(types) > 1:
-                printer.print_string(")")
+        print_arrow_types(printer, [r.type for r in self.res])
         printer.print_string(" ")
         printer.print_region(self.body, False, True)
         print_attr_dict(printer, self.attributes)

@@ -214,6 +214,18 @@ def print_attr_dict(printer: Printer, attributes: Mapping[str, Attribute],
         printer.print_op_attributes(items, print_keyword=keyword)
 
 
+def print_arrow_types(printer: Printer, types: Sequence[Attribute]) -> None:
+    """Print MLIR's optional result list: nothing, ` -> T`, or ` -> (T, U)`."""
+    if not types:
+        return
+    printer.print_string(" -> ")
+    if len(types) > 1:
+        printer.print_string("(")
+    printer.print_list(types, printer.print_attribute)
+    if len(types) > 1:
+        printer.print_string(")")
+
+
 def index_attr(value: int) -> IntegerAttr:
     """An `index`-typed integer attribute."""
     return IntegerAttr(value, IndexType())
