@@ -158,6 +158,14 @@ class CpuAbi:
             raise RuntimeFailure(f"invalid event handle {handle or 0:#x}")
         return event
 
+    def _launched_function(self, handle: int | None, num_params: int) -> DeviceFunction:
+        """The function a launch names, with the parameter count host code passed checked."""
+        fn = self._function(handle)
+        if fn.kernel is not None and num_params != len(fn.kernel.params):
+            raise RuntimeFailure(f"launch of @{fn.name}: {num_params} parameters passed, the "
+                                 f"kernel takes {len(fn.kernel.params)}")
+        return fn
+
     def _function(self, handle: int | None) -> DeviceFunction:
         function = self._functions.get(handle or 0)
         if function is None:
@@ -206,10 +214,7 @@ class CpuAbi:
     def _launch_cluster(self, function: int, cx: int, cy: int, cz: int, gx: int, gy: int,
                         gz: int, bx: int, by: int, bz: int, shared: int, stream: int | None,
                         params: int | None, num_params: int) -> None:
-        fn = self._function(function)
-        if fn.kernel is not None and num_params != len(fn.kernel.params):
-            raise RuntimeFailure(f"launch of @{fn.name}: {num_params} parameters passed, the "
-                                 f"kernel takes {len(fn.kernel.params)}")
+        fn = self._launched_function(function, num_params)
         cluster = (cx, cy, cz) if cx else None
         self.device.launch(fn, (gx, gy, gz), (bx, by, bz), params or 0, shared,
                            self._stream(stream), cluster)

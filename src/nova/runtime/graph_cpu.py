@@ -66,10 +66,7 @@ class CpuRecorder(CpuAbi):
     def _launch_cluster(self, function: int, cx: int, cy: int, cz: int, gx: int, gy: int,
                         gz: int, bx: int, by: int, bz: int, shared: int, stream: int | None,
                         params: int | None, num_params: int) -> None:
-        fn = self._function(function)
-        if fn.kernel is not None and num_params != len(fn.kernel.params):
-            raise RuntimeFailure(f"launch of @{fn.name}: {num_params} parameters passed, the "
-                                 f"kernel takes {len(fn.kernel.params)}")
+        fn = self._launched_function(function, num_params)
         packed = pack_params(params or 0, fn.kernel, fn.name)
         cluster = (cx, cy, cz) if cx else None
         self.ops.append(("launch", self._vs(stream), fn, (gx, gy, gz), (bx, by, bz), shared,
