@@ -26,6 +26,7 @@ import json
 import platform
 import statistics
 import sys
+import textwrap
 import time
 import traceback
 from collections.abc import Callable
@@ -35,78 +36,62 @@ from typing import Any
 
 import numpy as np
 
-PROGRAM = """
-func.func @launches(%x: memref<32xf32>, %count: index) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c32 = arith.constant 32 : index
-  %t0 = gpu.wait async
-  %tn = scf.for %i = %c0 to %count step %c1 iter_args(%t = %t0) -> (!gpu.async.token) {
-    %t1 = gpu.launch async [%t] blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-               threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
-      %v = memref.load %x[%tx] : memref<32xf32>
-      %one = arith.constant 1.0 : f32
-      %r = arith.addf %v, %one : f32
-      memref.store %r, %x[%tx] : memref<32xf32>
-      gpu.terminator
-    }
-    scf.yield %t1 : !gpu.async.token
-  }
-  gpu.wait [%tn]
-  return
-}
-
-func.func @one(%x: memref<32xf32>) {
-  %c1 = arith.constant 1 : index
-  %c32 = arith.constant 32 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+_BODY = """\
     %v = memref.load %x[%tx] : memref<32xf32>
     %one = arith.constant 1.0 : f32
     %r = arith.addf %v, %one : f32
     memref.store %r, %x[%tx] : memref<32xf32>
-    gpu.terminator
-  }
-  return
-}
+    gpu.terminator"""
+"""The tiny kernel body every entry launches (x[tid] += 1, 32 threads)."""
 
-func.func @launches_nowait(%x: memref<32xf32>, %count: index) {
+
+def _launch_loop(name: str, wait: bool) -> str:
+    """An entry launching `%count` kernels chained through async tokens on one stream; with
+    `wait`, the host waits for the last at the end, else the runtime joins the stream into the
+    default stream when the entry returns."""
+    body = textwrap.indent(_BODY, "  ")  # one level deeper, inside the scf.for
+    tail = "  gpu.wait [%tn]\n" if wait else ""
+    return f"""
+func.func @{name}(%x: memref<32xf32>, %count: index) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
   %t0 = gpu.wait async
-  %tn = scf.for %i = %c0 to %count step %c1 iter_args(%t = %t0) -> (!gpu.async.token) {
+  %tn = scf.for %i = %c0 to %count step %c1 iter_args(%t = %t0) -> (!gpu.async.token) {{
     %t1 = gpu.launch async [%t] blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-               threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
-      %v = memref.load %x[%tx] : memref<32xf32>
-      %one = arith.constant 1.0 : f32
-      %r = arith.addf %v, %one : f32
-      memref.store %r, %x[%tx] : memref<32xf32>
-      gpu.terminator
-    }
+               threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {{
+{body}
+    }}
     scf.yield %t1 : !gpu.async.token
-  }
-  return
-}
+  }}
+{tail}  return
+}}
+"""
 
-func.func @one_async(%x: memref<32xf32>) {
+
+def _one_launch(name: str, is_async: bool) -> str:
+    """An entry with one launch: synchronous (the host waits), or async with its token unwaited."""
+    head = "%t = gpu.launch async" if is_async else "gpu.launch"
+    return f"""
+func.func @{name}(%x: memref<32xf32>) {{
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
-  %t = gpu.launch async blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
-    %v = memref.load %x[%tx] : memref<32xf32>
-    %one = arith.constant 1.0 : f32
-    %r = arith.addf %v, %one : f32
-    memref.store %r, %x[%tx] : memref<32xf32>
-    gpu.terminator
-  }
+  {head} blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {{
+{_BODY}
+  }}
   return
-}
+}}
+"""
 
+
+PROGRAM = (_launch_loop("launches", wait=True) + _one_launch("one", is_async=False)
+           + _launch_loop("launches_nowait", wait=False) + _one_launch("one_async", is_async=True)
+           + """
 func.func @noop(%x: memref<32xf32>) {
   return
 }
-"""
+""")
 
 PEER_PTX = """
 .version 7.8
