@@ -35,7 +35,7 @@ from nova.frontend.kernel.launch import (
     LaunchPlan,
     Staged,
     arg_type,
-    example_spans,
+    example_span,
     finish_staged,
     refine,
     slot_values,
@@ -141,7 +141,7 @@ class KernelFunction:
                 ty = arg_type(a)
                 out.append(ty)
                 if isinstance(ty, T.ArrayType):
-                    spans += [(k, *span) for _, *span in example_spans((ty,), (a,))]
+                    spans.append((k, *example_span(a)))
         sig = refine(tuple(out), spans)
         if any(isinstance(a, T.ArrayType) for a in args):
             # an explicit array's pointer is unknown: no example array is known not to overlap it

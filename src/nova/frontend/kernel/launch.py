@@ -215,26 +215,16 @@ def refine(sig: tuple[T.NovaType, ...],
     return tuple(out)
 
 
-def example_spans(sig: tuple[T.NovaType, ...],
-                  args: tuple[Any, ...]) -> list[tuple[int, int, int]]:
-    """The spans `refine` takes, read from example arguments (signature inspection: the data
-    pointers the arrays have now)."""
-    spans = []
-    for k, (ty, value) in enumerate(zip(sig, args, strict=True)):
-        if type(ty) is not T.ArrayType:
-            continue
-        if isinstance(value, Buffer):
-            ptr, nbytes = value.ptr, value.size * value.dtype.itemsize
-        elif isinstance(value, np.ndarray):
-            ptr, nbytes = value.ctypes.data, value.nbytes
-        else:
-            cai = value.__cuda_array_interface__
-            count = 1
-            for d in cai["shape"]:
-                count *= int(d)
-            ptr, nbytes = int(cai["data"][0]), count * np.dtype(cai["typestr"]).itemsize
-        spans.append((k, ptr, nbytes))
-    return spans
+def example_span(value: Any) -> tuple[int, int]:
+    """(data pointer, bytes) of an example array argument (signature inspection: the pointer
+    the array has now), as `refine` reads them for a launch."""
+    if isinstance(value, Buffer):
+        return value.ptr, value.size * value.dtype.itemsize
+    if isinstance(value, np.ndarray):
+        return value.ctypes.data, value.nbytes
+    cai = value.__cuda_array_interface__
+    count = math.prod(int(d) for d in cai["shape"])
+    return int(cai["data"][0]), count * np.dtype(cai["typestr"]).itemsize
 
 
 def finish_staged(device: Device, staged: list[Staged], stream: Any) -> None:
