@@ -4,7 +4,7 @@ Each run is a new Python process (what `nova-translate` or a first `nova.compile
 imports the driver, compiles, and reports the process's import time and the driver's per-stage
 times; the parent adds the process's wall time and its CPU time (user + system, ptxas included),
 which stays meaningful on a loaded machine. Prints a table and writes JSON; never asserts.
-ptxas runs in the background (nova.driver_stages): its `cubin` row is ptxas's own wall time,
+ptxas runs in the background (nova.compiler.stages): its `cubin` row is ptxas's own wall time,
 which overlaps cpu-llvm/cpu-obj/host-llvm, so the stage rows add up to more than `compile call`.
 Before/after records with the commands: bench/results/compile_time-<date>.md.
 
@@ -81,7 +81,7 @@ func.func @saxpy_and_sum(%x: memref<1024xf32>, %y: memref<1024xf32>, %out: memre
 CHILD = """\
 import json, sys, time
 start = time.perf_counter()
-from nova.driver import CompileOptions, compile_source
+from nova.compiler.driver import CompileOptions, compile_source
 imported = time.perf_counter()
 text = open(sys.argv[1]).read()
 try:

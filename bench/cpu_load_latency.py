@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
-    from nova.driver import CompileOptions, compile_to_bundle
+    from nova.compiler.driver import CompileOptions, compile_to_bundle
 
     with tempfile.TemporaryDirectory(prefix="nova-bench-") as tmp:
         bundle = Path(tmp) / "latency.nova"

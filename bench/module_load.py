@@ -88,7 +88,7 @@ def build_images(arch: str, kernels: int, out: Path) -> dict[str, dict]:
     """Compile both programs; write each module's images under `out`; return their metadata."""
     from nova.bundle.format import PayloadKind
     from nova.bundle.reader import read_bundle
-    from nova.driver import CompileOptions, compile_to_bundle
+    from nova.compiler.driver import CompileOptions, compile_to_bundle
 
     programs = {"small": (SMALL.read_text(), SMALL.name),
                 "large": (large_program(kernels), f"large-{kernels}-kernels.mlir")}

@@ -37,7 +37,7 @@ import numpy as np
 
 import nova
 from nova import config
-from nova.frontend.kernel.api import KernelFunction
+from nova.lang.api import KernelFunction
 
 BLOCK = 256
 TILE = 16

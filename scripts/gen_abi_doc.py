@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nova.runtime import abi
+from nova import abi
 
 
 def render() -> str:

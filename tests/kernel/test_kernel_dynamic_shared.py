@@ -17,8 +17,8 @@ import pytest
 
 import nova
 from nova.errors import DeviceError
-from nova.frontend.kernel import KernelTypeError
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
+from nova.lang import KernelTypeError
 from nova.runtime.cpu.module import DYNAMIC_SHARED_ALIGN, dynamic_shared_scratch
 
 F32 = nova.float32[:]

@@ -11,7 +11,7 @@ import pytest
 
 import nova
 from nova.errors import ArgumentError, NovaError
-from nova.frontend.kernel import KernelCallError, KernelSyntaxError, KernelTypeError
+from nova.lang import KernelCallError, KernelSyntaxError, KernelTypeError
 
 F32 = nova.float32[:]
 

@@ -14,7 +14,7 @@ import kernel_programs as P
 import pytest
 
 import nova
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 
 # ruff: noqa: E501  (FileCheck patterns quote whole lines of generated MLIR)
 
@@ -144,7 +144,7 @@ def test_generated_mlir_reparses(name: str) -> None:
     kern, sig, _ = GOLDEN[name]
     text = kern.mlir(*sig)
     module = parse_mlir(text, f"{name}.mlir")
-    from nova.frontend.mlir_text import print_mlir
+    from nova.ir.parser import print_mlir
 
     assert print_mlir(module) == text
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 import nova
-from nova.frontend.mlir_text import parse_mlir, print_mlir
+from nova.ir.parser import parse_mlir, print_mlir
 
 SIG = (nova.int32[:], nova.int32[:], nova.float32[:], nova.float32[:])
 

@@ -10,8 +10,8 @@ import pytest
 
 import nova
 from nova import config
-from nova.frontend.kernel import api, compiler
-from nova.frontend.kernel.api import KernelFunction
+from nova.lang import api, compiler
+from nova.lang.api import KernelFunction
 
 
 def _scale(out, x, f):

@@ -506,7 +506,7 @@ def test_every_kernel_compiles_for_nvptx(kern, sig):
 def test_generated_mlir_round_trips(kern, sig):
     """Every kernel's MLIR re-parses with Nova's parser and prints identically (atomic_cas's
     memref.generic_atomic_rmw and math.erfc included)."""
-    from nova.frontend.mlir_text import parse_mlir, print_mlir
+    from nova.ir.parser import parse_mlir, print_mlir
 
     text = kern.mlir(*sig)
     assert print_mlir(parse_mlir(text, "kernel.mlir")) == text

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import nova
-from nova.frontend.kernel import types as T
-from nova.frontend.kernel.launch import refine
+from nova.lang import types as T
+from nova.lang.launch import refine
 from nova.runtime.memory import Buffer
 
 

@@ -146,7 +146,7 @@ func.func @sync_steps(%x: memref<?xf32>, %y: memref<?xf32>) {{
 
 
 def _need_compiler() -> None:
-    for name in ("nova.driver", "nova.backends.device", "nova.backends.host"):
+    for name in ("nova.compiler.driver", "nova.backends.device", "nova.backends.host.lower"):
         if importlib.util.find_spec(name) is None:
             pytest.skip(f"{name} has not landed")
 
@@ -155,6 +155,6 @@ def _need_compiler() -> None:
 def bundle(text: str = SOURCE, name: str = "async_programs.mlir") -> bytes:
     """The compiled .nova bytes of `text` (cached for the test session)."""
     _need_compiler()
-    from nova.driver import compile_to_bundle
+    from nova.compiler.driver import compile_to_bundle
 
     return compile_to_bundle(text, name)

@@ -1,6 +1,6 @@
 """Tiny hand-written kernels for the device-layer tests, as PTX (cuda) and an x86-64 object built
 with llvmlite implementing the CPU kernel contract (`i32 k(ptr params, ptr launch)`, see
-nova.runtime.abi.CpuLaunch). Kernels use 1-D grids and blocks.
+nova.abi.CpuLaunch). Kernels use 1-D grids and blocks.
 
 - scale(ptr out, ptr in, float factor, i64 n): out[i] = in[i] * factor
 - fault(): block 3 fails with "assertion failed: block 3" (cpu only)
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import functools
 
+from nova.abi import CPU_LAUNCH_LLVM
 from nova.bundle.format import Kernel, KernelParam
-from nova.runtime.abi import CPU_LAUNCH_LLVM
 from nova.runtime.device import Device, DeviceModule, ModuleImages
 
 PTR = KernelParam("ptr", 8, 0)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from nova.abi import CPU_LAUNCH_LLVM
 from nova.bundle.format import EntryPoint, Kernel, KernelParam, TypeSpec
 from nova.bundle.writer import DeviceImages, embed_device_images, seal_bundle
-from nova.runtime.abi import CPU_LAUNCH_LLVM
 
 _LAUNCH = CPU_LAUNCH_LLVM
 

@@ -72,7 +72,7 @@ func.func @sync_shared(%x: memref<?xf32>, %out: memref<?xf32>) {{
 
 
 def _async_region(text: str) -> str:
-    from nova.frontend.mlir_text import parse_mlir, print_mlir
+    from nova.ir.parser import parse_mlir, print_mlir
     from nova.passes.registry import run_pipeline
 
     module = parse_mlir(text, "host-shared-async.mlir")

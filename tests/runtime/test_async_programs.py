@@ -105,7 +105,7 @@ def test_two_streams_run_concurrently(program: bytes, device: str) -> None:
 
 
 def _async_region(text: str) -> str:
-    from nova.frontend.mlir_text import parse_mlir, print_mlir
+    from nova.ir.parser import parse_mlir, print_mlir
     from nova.passes.registry import run_pipeline
 
     module = parse_mlir(text, "async-region-input.mlir")

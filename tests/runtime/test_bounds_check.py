@@ -24,10 +24,10 @@ import pytest
 
 import nova
 from nova import config
-from nova.driver import CompileOptions, compile_until
-from nova.driver_cache import cache_key
+from nova.compiler.cache import cache_key
+from nova.compiler.driver import CompileOptions, compile_until
 from nova.errors import KernelFault, NovaError
-from nova.frontend.kernel import compiler
+from nova.lang import compiler
 from nova.runtime.executor import NovaModule
 
 HERE = Path(__file__)

@@ -54,7 +54,7 @@ def test_nova_run_for_cpu_compiles_no_gpu_images() -> None:
 
 
 def test_a_cpu_only_bundle_runs_on_cpu() -> None:
-    from nova.driver import CompileOptions, compile_to_bundle
+    from nova.compiler.driver import CompileOptions, compile_to_bundle
     from nova.runtime.executor import load
 
     data = compile_to_bundle(SOURCE, "double.mlir", CompileOptions(ptx=False, cubin=False))
@@ -73,7 +73,7 @@ def fake_gpu(monkeypatch):
 
 
 def test_loading_a_cpu_only_bundle_on_cuda_says_how_to_fix_it(fake_gpu) -> None:
-    from nova.driver import CompileOptions, compile_to_bundle
+    from nova.compiler.driver import CompileOptions, compile_to_bundle
     from nova.runtime.executor import NovaModule
 
     data = compile_to_bundle(SOURCE, "double.mlir", CompileOptions(ptx=False, cubin=False))

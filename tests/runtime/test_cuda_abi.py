@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from nova.abi import ABI_BY_NAME
 from nova.errors import CudaError
-from nova.runtime import cuda_abi
-from nova.runtime.abi import ABI_BY_NAME
-from nova.runtime.cuda_native import DRIVER_FUNCTIONS, FREE_STREAMS, native_ir
+from nova.runtime.cuda import abi as cuda_abi
+from nova.runtime.cuda.native import DRIVER_FUNCTIONS, FREE_STREAMS, native_ir
 from nova.runtime.native_support import clear_error, take_error
 
 PREFIX = "nova_mock_"

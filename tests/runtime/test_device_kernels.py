@@ -167,7 +167,7 @@ def test_cluster_launch(device):
 
 
 def test_images_from_a_descriptor(device):
-    from nova.runtime.abi import ABI_VERSION, DeviceModuleDescriptor
+    from nova.abi import ABI_VERSION, DeviceModuleDescriptor
 
     ptx = tk.PTX.encode() + b"\0"
     obj = tk.cpu_object()

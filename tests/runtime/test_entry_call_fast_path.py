@@ -67,7 +67,7 @@ def quiet() -> nova.NovaModule:
 
 
 def _bundle(source: str) -> bytes:
-    from nova.driver import compile_to_bundle
+    from nova.compiler.driver import compile_to_bundle
 
     return compile_to_bundle(source, "fast_path.mlir")
 

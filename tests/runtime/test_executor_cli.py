@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from executor_bundles import build_bundle
 
 CORPUS = Path(__file__).parents[1] / "corpus"
-COMPILER_PIECES = ("nova.backends.device", "nova.backends.host", "nova.backends.x86",
-                   "nova.backends.nvptx", "nova.frontend.mlir_text")
+COMPILER_PIECES = ("nova.backends.device", "nova.backends.host.lower", "nova.backends.x86",
+                   "nova.backends.nvptx.ptx", "nova.ir.parser")
 
 
 def nova_run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -68,7 +68,7 @@ def test_missing_and_corrupt_inputs(tmp_path: Path) -> None:
 
 
 def test_source_errors_are_located_with_a_caret(tmp_path: Path) -> None:
-    if importlib.util.find_spec("nova.frontend.mlir_text") is None:
+    if importlib.util.find_spec("nova.ir.parser") is None:
         pytest.skip("the MLIR frontend has not landed")
     source = tmp_path / "bad.mlir"
     source.write_text("func.func @main() {\n  %x = arith.addi %a, %b : i32\n  return\n}\n")

@@ -54,10 +54,10 @@ DEVICES = [
 
 @pytest.fixture(scope="module")
 def bundle() -> bytes:
-    for name in ("nova.driver", "nova.backends.device", "nova.backends.host"):
+    for name in ("nova.compiler.driver", "nova.backends.device", "nova.backends.host.lower"):
         if importlib.util.find_spec(name) is None:
             pytest.skip(f"{name} has not landed")
-    from nova.driver import compile_to_bundle
+    from nova.compiler.driver import compile_to_bundle
 
     return compile_to_bundle(SOURCE, "compiled.mlir")
 

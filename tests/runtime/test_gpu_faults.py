@@ -21,8 +21,8 @@ from types import SimpleNamespace
 import pytest
 
 from nova.errors import CudaError
-from nova.runtime import cuda_abi
-from nova.runtime.cuda.driver import CudaDriver
+from nova.runtime.cuda import abi as cuda_abi
+from nova.runtime.cuda.driver_api import CudaDriver
 from nova.runtime.device import cuda_status
 from nova.runtime.native_support import clear_error, take_error
 

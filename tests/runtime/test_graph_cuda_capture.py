@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from test_cuda_abi import CONTEXT, DEFAULT_STREAM, MockDriver
 
+from nova.abi import ABI_BY_NAME
 from nova.errors import CudaError
-from nova.runtime import cuda_abi
-from nova.runtime.abi import ABI_BY_NAME
+from nova.runtime.cuda import abi as cuda_abi
 from nova.runtime.graph import CudaCaptureAbi
 from nova.runtime.native_support import clear_error, take_error
 

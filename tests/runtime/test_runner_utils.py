@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
+from nova.abi import ABI_BY_NAME
 from nova.runtime import runner_utils as ru
-from nova.runtime.abi import ABI_BY_NAME
 
 
 def _data(text: str) -> str:

@@ -14,7 +14,7 @@ from async_programs import DEVICES, bundle
 from nova.backends.device import DeviceTarget, lower_device_module
 from nova.bundle.format import Kernel, KernelParam
 from nova.errors import ArgumentError
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 from nova.runtime.device import ModuleImages
 
 KERNEL = """
@@ -46,7 +46,7 @@ def _images(kind: str) -> tuple[ModuleImages, Kernel]:
         lowered = lower_device_module(gpu_module, DeviceTarget.CPU)
         return ModuleImages("vk", cpu_object=emit_object(str(lowered.llvm_module))), \
             lowered.kernels[0]
-    from nova.backends.nvptx import emit_ptx
+    from nova.backends.nvptx.ptx import emit_ptx
 
     lowered = lower_device_module(gpu_module, DeviceTarget.NVPTX)
     return ModuleImages("vk", ptx=emit_ptx(str(lowered.llvm_module))), lowered.kernels[0]

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from nova.abi import DEVICE_MODULE_DESCRIPTOR_LLVM
 from nova.bundle.format import EntryPoint, Kernel, KernelParam, Manifest, TypeSpec
 from nova.bundle.writer import DeviceImages, embed_device_images, seal_bundle
-from nova.runtime.abi import DEVICE_MODULE_DESCRIPTOR_LLVM
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 

@@ -114,7 +114,7 @@ class CpuModule:
         shared = [ctypes.create_string_buffer(max(dynamic_shared, 1)) for _ in range(os_threads)]
 
         def run(i: int) -> None:
-            from nova.runtime.abi import CpuLaunch
+            from nova.abi import CpuLaunch
 
             launch = CpuLaunch()
             launch.grid[:] = grid
@@ -143,8 +143,8 @@ class CpuModule:
 
 def compile_cpu(source: str, **options: object) -> CpuModule:
     """Parse MLIR text holding one gpu.module, lower it for the CPU device, JIT it."""
-    from nova.backends.llvm.cpu_target import lower_cpu_module
-    from nova.frontend.mlir_text import parse_mlir
+    from nova.backends.cpu.target import lower_cpu_module
+    from nova.ir.parser import parse_mlir
 
     module = parse_mlir(source, "<test>")
     gpu_module = next(op for op in module.walk() if op.name == "gpu.module")

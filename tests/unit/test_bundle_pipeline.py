@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from nova import config, driver
+from nova import config
 from nova.bundle.elf import ET_REL, parse_elf
 from nova.bundle.format import PayloadKind
 from nova.bundle.reader import read_bundle
 from nova.cli import objdump
+from nova.compiler import driver
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vecadd.mlir"
 EM_CUDA = 190

@@ -468,8 +468,8 @@ def test_private_and_workgroup_attributions() -> None:
 
 
 def test_module_is_self_contained_and_reentrant() -> None:
-    from nova.backends.llvm.cpu_target import lower_cpu_module
-    from nova.frontend.mlir_text import parse_mlir
+    from nova.backends.cpu.target import lower_cpu_module
+    from nova.ir.parser import parse_mlir
 
     module = parse_mlir(REDUCE + ASSERT.replace("@m", "@m2"), "<test>")
     for gm in (op for op in module.walk() if op.name == "gpu.module"):
@@ -505,9 +505,9 @@ def _optimized_ir(source: str) -> str:
     import llvmlite.binding as llvm
 
     from nova.backends.device import DeviceTarget, lower_device_module
-    from nova.backends.nvptx import optimize
+    from nova.backends.nvptx.ptx import optimize
     from nova.backends.x86 import target_machine
-    from nova.frontend.mlir_text import parse_mlir
+    from nova.ir.parser import parse_mlir
 
     gm = next(op for op in parse_mlir(source, "<test>").walk() if op.name == "gpu.module")
     lowering = lower_device_module(gm, DeviceTarget.CPU)
@@ -533,7 +533,7 @@ def test_fiber_path_uses_the_scheduler() -> None:
 
 def test_device_lowering_describes_kernels() -> None:
     from nova.backends.device import DeviceTarget, lower_device_module
-    from nova.frontend.mlir_text import parse_mlir
+    from nova.ir.parser import parse_mlir
 
     gm = next(op for op in parse_mlir(ELEMENTWISE, "<test>").walk() if op.name == "gpu.module")
     (kernel,) = lower_device_module(gm, DeviceTarget.CPU).kernels

@@ -14,8 +14,9 @@ import pytest
 from cpu_jit import jit_module
 from llvmlite import ir
 
-from nova.backends.llvm import cpu_fibers as cf
-from nova.backends.llvm.cpu_fibers import (
+from nova.abi import CpuLaunch
+from nova.backends.cpu import fibers as cf
+from nova.backends.cpu.fibers import (
     BLOCK_CTX,
     I32,
     I64,
@@ -29,7 +30,6 @@ from nova.backends.llvm.cpu_fibers import (
     load_field,
     store_field,
 )
-from nova.runtime.abi import CpuLaunch
 
 STEPS = 4
 

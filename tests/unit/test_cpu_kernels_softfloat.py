@@ -11,7 +11,7 @@ import numpy as np
 from cpu_jit import compile_cpu, jit_module
 from llvmlite import ir
 
-from nova.backends.llvm import cpu_softfloat as sf
+from nova.backends.cpu import softfloat as sf
 
 
 @functools.cache
@@ -218,7 +218,7 @@ module attributes {gpu.container_module} {
 def test_cpu_object_needs_only_libc_and_libm() -> None:
     from nova.backends.device import DeviceTarget, lower_device_module
     from nova.backends.x86 import emit_object
-    from nova.frontend.mlir_text import parse_mlir
+    from nova.ir.parser import parse_mlir
 
     gm = next(op for op in parse_mlir(EVERYTHING, "<t>").walk() if op.name == "gpu.module")
     obj = emit_object(str(lower_device_module(gm, DeviceTarget.CPU).llvm_module))

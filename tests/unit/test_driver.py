@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from nova import config, driver, driver_stages
-from nova.driver import (
+from nova import config
+from nova.compiler import driver
+from nova.compiler import stages as driver_stages
+from nova.compiler.cache import BundleCache, cache_key
+from nova.compiler.driver import (
     STAGES,
     CompileOptions,
     CompileOptionsError,
@@ -16,7 +19,6 @@ from nova.driver import (
     compile_source,
     compile_until,
 )
-from nova.driver_cache import BundleCache, cache_key
 from nova.errors import ParseError
 
 PROGRAM = """\
@@ -198,8 +200,8 @@ def _have(*modules: str) -> bool:
         return False
 
 
-_BACKENDS = ("nova.backends.device", "nova.backends.nvptx", "nova.backends.x86",
-             "nova.backends.host", "nova.bundle.writer", "nova.bundle.reader")
+_BACKENDS = ("nova.backends.device", "nova.backends.nvptx.ptx", "nova.backends.x86",
+             "nova.backends.host.lower", "nova.bundle.writer", "nova.bundle.reader")
 
 
 @pytest.mark.skipif(not _have(*_BACKENDS), reason="backends / bundle writer not available")
@@ -303,12 +305,12 @@ def test_override_replaces_an_mlir_stage(tmp_path: Path) -> None:
 
 def test_complete_override_skips_the_stage(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    import nova.backends.nvptx
+    import nova.backends.nvptx.ptx
 
     def fail(*args: object, **kwargs: object) -> str:
         raise AssertionError("emit_ptx must not run when every module's PTX is overridden")
 
-    monkeypatch.setattr(nova.backends.nvptx, "emit_ptx", fail)
+    monkeypatch.setattr(nova.backends.nvptx.ptx, "emit_ptx", fail)
     (tmp_path / "04-ptx.scale_kernel.ptx").write_text("// hand-edited PTX\n")
     with config.scoped(override_dir=tmp_path, dump_dir=None):
         ptx = compile_until(PROGRAM, "scale.mlir", CompileOptions(), "ptx")
@@ -344,8 +346,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 from nova import config
-from nova.driver import CompileOptions, compile_source
-from nova.driver_cache import BundleCache, cache_key
+from nova.compiler.driver import CompileOptions, compile_source
+from nova.compiler.cache import BundleCache, cache_key
 heavy = [m for m in ("xdsl", "llvmlite", "numpy") if m in sys.modules]
 assert not heavy, f"importing the driver loaded {heavy}"
 options = CompileOptions()

@@ -69,12 +69,12 @@ def test_missing_input_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_internal_errors_exit_2_with_traceback_only_in_debug(
         source: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    import nova.driver
+    import nova.compiler.driver
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(nova.driver, "compile_source", boom)
+    monkeypatch.setattr(nova.compiler.driver, "compile_source", boom)
     with config.scoped(debug=False):
         assert translate.main([str(source)]) == 2
     err = capsys.readouterr().err

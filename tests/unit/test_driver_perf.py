@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from nova import config, driver_stages
-from nova.backends import nvptx
+from nova import config
+from nova.backends.nvptx import ptx as nvptx
 from nova.bundle.reader import PayloadKind, read_bundle
-from nova.driver import CompileOptions, compile_source
+from nova.compiler import stages as driver_stages
+from nova.compiler.driver import CompileOptions, compile_source
 from nova.errors import BackendError
 
 PROGRAM = """\

@@ -8,10 +8,10 @@ from __future__ import annotations
 import ctypes
 
 import pytest
+from host_trace import HostJit, TraceRuntime
 
-from nova.backends.host import lower_host
-from nova.backends.llvm.host_trace import HostJit, TraceRuntime
-from nova.frontend.mlir_text import parse_mlir
+from nova.backends.host.lower import lower_host
+from nova.ir.parser import parse_mlir
 
 SOURCE = """
 func.func private @printMemrefF32(memref<*xf32>)

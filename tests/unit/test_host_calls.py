@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from host_trace import HostJit, TraceRuntime, memref_of, param_i64
 
-from nova.backends.host import lower_host
-from nova.backends.llvm.host_trace import HostJit, TraceRuntime, memref_of, param_i64
+from nova.backends.host.lower import lower_host
 from nova.errors import UnsupportedError
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 
 
 def jit(source: str) -> tuple[HostJit, TraceRuntime]:
@@ -168,8 +168,8 @@ def test_half_and_bfloat_widening_is_exact_without_libcalls() -> None:
     import llvmlite.binding as llvm
     from llvmlite import ir
 
+    from nova.backends.host.runner import bfloat_to_float, half_to_float
     from nova.backends.llvm import types as T
-    from nova.backends.llvm.host_runner import bfloat_to_float, half_to_float
     from nova.runtime.linker import undefined_symbols
     from nova.runtime.native_support import host_target_machine
 

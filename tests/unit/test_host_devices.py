@@ -103,7 +103,7 @@ module attributes {gpu.container_module} {
 
 @pytest.fixture(scope="module", params=DEVICES)
 def program(request: pytest.FixtureRequest) -> NovaModule:
-    from nova.driver import compile as nova_compile
+    from nova.compiler.driver import compile as nova_compile
 
     return nova_compile(PIPELINE, device=request.param)
 

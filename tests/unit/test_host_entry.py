@@ -1,5 +1,5 @@
 """Entry wrappers and manifest signatures of the host lowering, its linkage, and its ABI
-declarations (derived from nova.runtime.abi, never retyped)."""
+declarations (derived from nova.abi, never retyped)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import ctypes
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
+from host_trace import HostJit, TraceRuntime, descriptor_class, memref_of
 
-from nova.backends.host import lower_host
-from nova.backends.llvm.host_abi import function_type
-from nova.backends.llvm.host_trace import HostJit, TraceRuntime, descriptor_class, memref_of
+from nova.abi import ABI_BY_NAME
+from nova.backends.host.abi import function_type
+from nova.backends.host.lower import lower_host
 from nova.bundle.format import TypeSpec
 from nova.errors import UnsupportedError
-from nova.frontend.mlir_text import parse_mlir
-from nova.runtime.abi import ABI_BY_NAME
+from nova.ir.parser import parse_mlir
 
 SIGNATURES = """
 module attributes {gpu.container_module} {
@@ -137,7 +137,7 @@ def test_every_fallible_call_is_checked() -> None:
     the function's raise block; infallible ones (printing) are not."""
     import re
 
-    from nova.runtime.abi import ABI_FUNCTIONS
+    from nova.abi import ABI_FUNCTIONS
 
     source = """
 module attributes {gpu.container_module} {

@@ -1,5 +1,5 @@
 """Host lowering of gpu.launch_func and async tokens, checked by running the host code against a
-recording ABI (nova.backends.llvm.host_trace): the exact sequence of runtime calls, the module
+recording ABI (host_trace): the exact sequence of runtime calls, the module
 loaded once, the parameter array contents, and the stream/event protocol of tokens."""
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ import ctypes
 
 import numpy as np
 import pytest
-
-from nova.backends.host import lower_host
-from nova.backends.llvm.host_trace import (
+from host_trace import (
     HANDLE_BASES,
     HostJit,
     TraceRuntime,
@@ -18,8 +16,10 @@ from nova.backends.llvm.host_trace import (
     param_f32,
     param_i64,
 )
+
+from nova.backends.host.lower import lower_host
 from nova.errors import UnsupportedError
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 
 MODULE = 0x1000 + 1
 STREAM1 = HANDLE_BASES["nova_rt_stream_create"] + 1

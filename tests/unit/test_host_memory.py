@@ -8,9 +8,7 @@ import ctypes
 
 import numpy as np
 import pytest
-
-from nova.backends.host import lower_host
-from nova.backends.llvm.host_trace import (
+from host_trace import (
     HANDLE_BASES,
     HostJit,
     TraceRuntime,
@@ -18,8 +16,10 @@ from nova.backends.llvm.host_trace import (
     descriptor_class,
     memref_of,
 )
+
+from nova.backends.host.lower import lower_host
 from nova.errors import UnsupportedError
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 
 STREAM1 = HANDLE_BASES["nova_rt_stream_create"] + 1
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from nova.errors import ParseError, UnsupportedError, VerifyError
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 
 CONTAINER = "module attributes {gpu.container_module} {\n"
 

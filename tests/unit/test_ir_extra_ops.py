@@ -1,5 +1,6 @@
-"""Ops Nova's IR adds to xDSL's dialects (nova.ir.memref_ext, nova.ir.math_ext,
-nova.ir.dialect_ext): memref.generic_atomic_rmw / memref.atomic_yield, math.erfc and arith.remf
+"""Ops Nova's IR adds to xDSL's dialects (nova.ir.dialects.memref, nova.ir.dialects.math,
+nova.ir.dialects.scf_arith_func): memref.generic_atomic_rmw / memref.atomic_yield, math.erfc and
+arith.remf
 parse, verify as MLIR does (mlir-opt's messages; the subscript count is checked where upstream
 does not check it), and lower and run on the cpu device. Round-trips against mlir-opt are in
 test_ir_roundtrip.py."""
@@ -14,7 +15,7 @@ import pytest
 
 import nova
 from nova.errors import ParseError, VerifyError
-from nova.frontend.mlir_text import parse_mlir, print_mlir
+from nova.ir.parser import parse_mlir, print_mlir
 
 
 def _rmw(body: str, indices: str = "%i", ty: str = "memref<?xi32>", arg: str = "i32") -> str:

@@ -8,10 +8,10 @@ from pathlib import Path
 from xdsl.dialects import memref as xmemref
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, f32, i32
 
-from nova.frontend.mlir_text import parse_mlir, print_mlir
 from nova.ir import gpu
 from nova.ir.context import make_context
-from nova.ir.memref_ext import atomic_rmw_kind_name
+from nova.ir.dialects.memref import atomic_rmw_kind_name
+from nova.ir.parser import parse_mlir, print_mlir
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

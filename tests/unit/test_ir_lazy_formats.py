@@ -6,8 +6,8 @@ import pytest
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
 from xdsl.utils.exceptions import PyRDLOpDefinitionError
 
-from nova.frontend.mlir_text import parse_mlir, print_mlir
 from nova.ir import lazy_formats
+from nova.ir.parser import parse_mlir, print_mlir
 
 
 def test_installed_by_importing_nova_ir() -> None:

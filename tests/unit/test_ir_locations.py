@@ -5,8 +5,8 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 
 from nova.errors import SourceLocation
-from nova.frontend.mlir_text import parse_mlir, print_mlir
 from nova.ir.locations import location_of, nearest_location, set_location
+from nova.ir.parser import parse_mlir, print_mlir
 
 SOURCE = """func.func @f(%m: memref<?xf32>, %i: index) {
   %c1 = arith.constant 1 : index

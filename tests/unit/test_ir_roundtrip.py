@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nova.frontend.mlir_text import parse_mlir, print_mlir
+from nova.ir.parser import parse_mlir, print_mlir
 
 TESTS = Path(__file__).resolve().parents[1]
 _CANDIDATES = [shutil.which("mlir-opt"), "/usr/lib/llvm-22/bin/mlir-opt"]

@@ -12,7 +12,7 @@ import numpy as np
 from llvmlite import ir
 
 from nova.backends.llvm import FunctionEmitter, ModuleEmitter, TargetBase
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from nova.frontend.mlir_text import parse_mlir, print_mlir
-from nova.ir.affine_ext import format_expr
+from nova.ir.dialects.affine import format_expr
+from nova.ir.parser import parse_mlir, print_mlir
 from nova.passes.registry import run_pipeline
 
 _EXPRS = """

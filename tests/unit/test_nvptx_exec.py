@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from nova.backends.device import DeviceTarget, lower_device_module
-from nova.backends.nvptx import assemble_cubin, emit_ptx
-from nova.frontend.mlir_text import parse_mlir
+from nova.backends.nvptx.ptx import assemble_cubin, emit_ptx
+from nova.ir.parser import parse_mlir
 from nova.runtime.device import ModuleImages, cuda_status, get_device
 
 _CUDA = cuda_status()

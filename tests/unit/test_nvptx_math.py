@@ -10,7 +10,7 @@ import pytest
 from llvmlite import ir
 from tests.unit.test_llvm_jit_support import scalar_function
 
-from nova.backends.llvm.nvptx_math import Math64
+from nova.backends.nvptx.math import Math64
 
 RNG = np.random.default_rng(1234)
 
@@ -110,7 +110,7 @@ def test_erf_is_float32_accurate() -> None:
 def test_float32_path_rounds_once() -> None:
     """f32 math is computed in f64 and rounded once: equal to rounding libm's double result."""
     def build(fe, args):  # type: ignore[no-untyped-def]
-        from nova.backends.llvm import nvptx_math
+        from nova.backends.nvptx import math as nvptx_math
         return nvptx_math.lower(fe, "math.sin", args, None)  # type: ignore[arg-type]
     f = scalar_function(build, 1, ir.FloatType())
     mismatches = 0

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import pytest
 
 from nova.backends.device import DeviceLowering, DeviceTarget, lower_device_module
-from nova.backends.nvptx import assemble_cubin, emit_ptx, ptxas_path
+from nova.backends.nvptx.ptx import assemble_cubin, emit_ptx, ptxas_path
 from nova.errors import BackendError, UnsupportedError
-from nova.frontend.mlir_text import parse_mlir
+from nova.ir.parser import parse_mlir
 
 HAVE_PTXAS = ptxas_path() is not None
 

@@ -18,7 +18,7 @@ import pytest
 
 from nova.cli.opt import split_input
 from nova.errors import VerifyError
-from nova.frontend.mlir_text import parse_mlir, print_mlir
+from nova.ir.parser import parse_mlir, print_mlir
 from nova.passes.registry import run_pipeline
 
 TESTS = Path(__file__).resolve().parent.parent

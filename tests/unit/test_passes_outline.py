@@ -9,8 +9,8 @@ import pytest
 from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, IntegerType
 
 from nova.errors import PassError
-from nova.frontend.mlir_text import parse_mlir
 from nova.ir.gpu import FuncOp, GPUModuleOp, LaunchFuncOp, LaunchOp
+from nova.ir.parser import parse_mlir
 from nova.passes.outline_kernels import known_sizes
 from nova.passes.registry import PASSES, module_for, parse_pipeline, run_pipeline
 from nova.passes.symbols import SymbolTable, symbol_name

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from nova.backends.nvptx import ptxas_path
-from nova.driver import CompileOptions, compile_source
+from nova.backends.nvptx.ptx import ptxas_path
+from nova.compiler.driver import CompileOptions, compile_source
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = sorted([*ROOT.glob("tests/corpus/*.mlir"), *ROOT.glob("examples/*.mlir")])

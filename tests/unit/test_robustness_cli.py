@@ -417,7 +417,7 @@ module attributes {gpu.container_module} {
 
 @pytest.fixture(scope="module")
 def entries() -> Iterator[object]:
-    from nova.driver import compile as nova_compile
+    from nova.compiler.driver import compile as nova_compile
 
     with config.scoped(cache_enabled=False):
         module = nova_compile(ENTRIES, device="cpu")

@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
 )
 
 from nova.backends.device import KernelArgumentError, kernel_params, param_size_align, type_spec
-from nova.backends.llvm.nvptx_target import DATA_LAYOUT as NVPTX_LAYOUT
+from nova.backends.nvptx.target import DATA_LAYOUT as NVPTX_LAYOUT
 from nova.backends.x86 import target_machine
 from nova.bundle.format import (
     DeviceModule,

@@ -3,9 +3,9 @@ manifest description of its kernels.
 
 `lower_device_module(gpu_module, DeviceTarget.NVPTX, arch)` lowers every gpu.func / func.func /
 memref.global of the module with the shared emitter core and the NVPTX target
-(nova.backends.llvm.nvptx_target); `DeviceTarget.CPU` delegates to the CPU device target
-(nova.backends.llvm.cpu_target.lower_cpu_module). Both return a `DeviceLowering` whose kernels
-describe the expanded parameter layout of nova.runtime.abi (a ranked memref argument expands
+(nova.backends.nvptx.target); `DeviceTarget.CPU` delegates to the CPU device target
+(nova.backends.cpu.target.lower_cpu_module). Both return a `DeviceLowering` whose kernels
+describe the expanded parameter layout of nova.abi (a ranked memref argument expands
 to allocated ptr, aligned ptr, offset, sizes..., strides...; scalars pass by value, index as i64;
 a 1-D vector passes by value as one LLVM `<N x T>` parameter, whose size and alignment are
 LLVM's for the x86-64 data layout the host's stack slot and the CPU device's parameter block
@@ -194,7 +194,7 @@ def kernel_metadata(kernel: Operation, funcs: dict[str, Operation],
         shared += _bytes(arg.type)
     used_globals: set[str] = set()
     uses_barriers = False
-    from nova.backends.llvm.nvptx_target import WARP_SIZE, known_block_size
+    from nova.backends.nvptx.target import WARP_SIZE, known_block_size
 
     for fn in reached:
         known = known_block_size(fn)
@@ -240,11 +240,11 @@ def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
     every memref access against its memref's sizes (a failure is reported like cf.assert)."""
     target = DeviceTarget(target)
     if target is DeviceTarget.CPU:
-        from nova.backends.llvm.cpu_target import lower_cpu_module
+        from nova.backends.cpu.target import lower_cpu_module
 
         cpu = lower_cpu_module(gpu_module, check_bounds=check_bounds)
         return DeviceLowering(cpu.llvm_module, tuple(cpu.kernels))
-    from nova.backends.llvm.nvptx_target import NvptxTarget, define_libdevice, is_kernel
+    from nova.backends.nvptx.target import NvptxTarget, define_libdevice, is_kernel
 
     nv = NvptxTarget(arch, check_bounds)
     me = ModuleEmitter(nv, symbol_name(gpu_module))

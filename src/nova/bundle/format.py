@@ -24,14 +24,14 @@ SEAL_SIZE = 8 + 32  # magic + SHA-256 of the whole file with the digest bytes ze
 SEAL_DIGEST_OFFSET = 8  # where the digest starts inside the seal section
 
 ABI_VERSION = 1
-"""The runtime ABI version this format carries; equals `nova.runtime.abi.ABI_VERSION` (a test
+"""The runtime ABI version this format carries; equals `nova.abi.ABI_VERSION` (a test
 checks). Repeated here so the bundle reader does not import the runtime package."""
 
 CPU_ARCH = "x86_64"
 """`Payload.arch` of CPU-device objects."""
 
 DEVICE_MODULE_SYMBOL_PREFIX = "__nova_devmod_"
-"""Descriptor global of device module `m` (same as `nova.runtime.abi.DEVICE_MODULE_PREFIX`)."""
+"""Descriptor global of device module `m` (same as `nova.abi.DEVICE_MODULE_PREFIX`)."""
 
 
 class PayloadKind(StrEnum):

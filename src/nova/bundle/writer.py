@@ -5,7 +5,7 @@ A .nova file is the host's x86-64 ELF relocatable object. Before llvmlite emits 
 
 - per device module `m`: its images as constant byte arrays in the allocatable sections
   `.nova.ptx.m` (NUL-terminated), `.nova.cubin.m` and `.nova.cpuobj.m`, a NUL-terminated name
-  string, and the descriptor `@__nova_devmod_m` (`nova.runtime.abi.DeviceModuleDescriptor`)
+  string, and the descriptor `@__nova_devmod_m` (`nova.abi.DeviceModuleDescriptor`)
   pointing at them, which host code passes to `nova_rt_module_load`;
 - the manifest JSON in `.nova.manifest`, and a seal in `.nova.seal` (SEAL_MAGIC + 32 zero bytes);
 - every one of those globals in `@llvm.used`, so LLVM neither drops nor merges them.
@@ -219,7 +219,7 @@ def _check_descriptor_type(symbol: str, value_type: ir.Type) -> None:
     if shape != expected:
         raise BackendError(f"'@{symbol}' is declared as {value_type}; a device module "
                            f"descriptor is {_descriptor_type()} "
-                           f"(nova.runtime.abi.DEVICE_MODULE_DESCRIPTOR_LLVM)")
+                           f"(nova.abi.DEVICE_MODULE_DESCRIPTOR_LLVM)")
 
 
 def _append_used(module: ir.Module, values: Iterable[ir.GlobalValue]) -> None:

@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def process(text: str, filename: str, pipeline: str, generic: bool) -> str:
     """Parse one input, run `pipeline` on it and print it; NovaErrors propagate."""
-    from nova.frontend.mlir_text import parse_mlir, print_mlir
+    from nova.ir.parser import parse_mlir, print_mlir
     from nova.passes.registry import run_pipeline
 
     module = parse_mlir(text, filename)

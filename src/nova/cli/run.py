@@ -66,7 +66,7 @@ def _bundle(data: bytes, name: str, arch: str | None, device: Device | None,
     are built (no PTX, no ptxas): the bundle then runs on cpu only."""
     if data.startswith(b"\x7fELF") or name.endswith(".nova"):
         return data  # a bundle (the reader reports a damaged one)
-    from nova.driver import compile_to_bundle, make_options
+    from nova.compiler.driver import compile_to_bundle, make_options
 
     try:
         text = data.decode("utf-8")

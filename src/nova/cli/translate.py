@@ -28,13 +28,13 @@ from nova.cli.toolmain import (
 from nova.errors import NovaError
 
 if TYPE_CHECKING:
-    from nova.driver import CompileOptions
+    from nova.compiler.driver import CompileOptions
 
 PROG = "nova-translate"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from nova.driver import EMIT_ALIASES, STAGES
+    from nova.compiler.driver import EMIT_ALIASES, STAGES
 
     emits = [*(s.name for s in STAGES), *EMIT_ALIASES]
     parser = argparse.ArgumentParser(prog=PROG, description="Compile MLIR into a .nova bundle.")
@@ -72,7 +72,7 @@ def format_timings(timings: dict[str, float], cache_hit: bool) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from nova.driver import CompileOptions, compile_source, join_outputs
+    from nova.compiler.driver import CompileOptions, compile_source, join_outputs
 
     text, filename = read_input(args.input)
     fields: dict[str, object] = {"emit": args.emit, "ptx": not args.no_ptx,
@@ -102,7 +102,7 @@ def _run_split(args: argparse.Namespace, text: str, filename: str,
     """--split-input-file: each part compiled on its own, errors reported per part, the text
     outputs joined by `// -----` lines."""
     from nova.cli.opt import SPLIT_MARKER, split_input
-    from nova.driver import compile_source, join_outputs
+    from nova.compiler.driver import compile_source, join_outputs
 
     outputs: list[str] = []
     status = EXIT_OK

@@ -2,12 +2,13 @@
 
 Dialects are registered lazily (xDSL loads one on first use), so building a context is cheap.
 Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `math`, `vector` are
-xDSL's with the overrides and additions of `nova.ir.memref_ext` / `nova.ir.dialect_ext` /
-`nova.ir.math_ext` / `nova.ir.vector_ext`; `index` is Nova's; `affine` is xDSL's with MLIR's
-syntax (`nova.ir.affine_ext`), lowered by the `lower-affine` pass before anything else sees
-it; `nvvm` is Nova's basic subset (`nova.ir.nvvm`: special registers, barrier0, shfl.sync,
-vote.sync), lowered in kernels only; `async` is Nova's host-side subset (`nova.ir.async_ext`:
-execute/yield/await and groups), removed by the `async-to-sync` pass before outlining.
+xDSL's with the overrides and additions of `nova.ir.dialects.memref` /
+`nova.ir.dialects.scf_arith_func` / `nova.ir.dialects.math` / `nova.ir.dialects.vector`; `index` is
+Nova's; `affine` is xDSL's with MLIR's syntax (`nova.ir.dialects.affine`), lowered by the `lower-
+affine` pass before anything else sees it; `nvvm` is Nova's basic subset (`nova.ir.dialects.nvvm`:
+special registers, barrier0, shfl.sync, vote.sync), lowered in kernels only; `async` is Nova's host-
+side subset (`nova.ir.dialects.async_`: execute/yield/await and groups), removed by the `async-to-
+sync` pass before outlining.
 """
 
 from __future__ import annotations
@@ -24,27 +25,27 @@ def _builtin() -> Dialect:
 
 
 def _func() -> Dialect:
-    from nova.ir.dialect_ext import FUNC
+    from nova.ir.dialects.scf_arith_func import FUNC
     return FUNC
 
 
 def _arith() -> Dialect:
-    from nova.ir.dialect_ext import ARITH
+    from nova.ir.dialects.scf_arith_func import ARITH
     return ARITH
 
 
 def _math() -> Dialect:
-    from nova.ir.math_ext import MATH
+    from nova.ir.dialects.math import MATH
     return MATH
 
 
 def _memref() -> Dialect:
-    from nova.ir.memref_ext import MEMREF
+    from nova.ir.dialects.memref import MEMREF
     return MEMREF
 
 
 def _scf() -> Dialect:
-    from nova.ir.dialect_ext import SCF
+    from nova.ir.dialects.scf_arith_func import SCF
     return SCF
 
 
@@ -54,27 +55,27 @@ def _cf() -> Dialect:
 
 
 def _index() -> Dialect:
-    from nova.ir.index import INDEX
+    from nova.ir.dialects.index import INDEX
     return INDEX
 
 
 def _vector() -> Dialect:
-    from nova.ir.vector_ext import VECTOR
+    from nova.ir.dialects.vector import VECTOR
     return VECTOR
 
 
 def _affine() -> Dialect:
-    from nova.ir.affine_ext import AFFINE
+    from nova.ir.dialects.affine import AFFINE
     return AFFINE
 
 
 def _nvvm() -> Dialect:
-    from nova.ir.nvvm import NVVM
+    from nova.ir.dialects.nvvm import NVVM
     return NVVM
 
 
 def _async() -> Dialect:
-    from nova.ir.async_ext import ASYNC
+    from nova.ir.dialects.async_ import ASYNC
     return ASYNC
 
 

@@ -5,7 +5,7 @@ Mechanism: the location is stored in the op itself, in xDSL's `Operation.locatio
 locations survive cloning, rewriting and outlining done by passes without any bookkeeping (a
 pass that builds a brand-new op should `set_location(new, location_of(old))`). The source text
 (for the caret excerpt of diagnostics) lives in a registry keyed by filename, filled by
-`nova.frontend.mlir_text.parse_mlir`; when a filename is parsed twice, the latest text wins.
+`nova.ir.parser.parse_mlir`; when a filename is parsed twice, the latest text wins.
 """
 
 from __future__ import annotations

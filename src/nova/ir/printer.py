@@ -49,8 +49,8 @@ def _override_for(op: Operation) -> type[Operation] | None:
     by a pass with `xdsl.dialects.memref.CastOp.get`), so it still prints MLIR's syntax."""
     global _OVERRIDES
     if _OVERRIDES is None:
-        from nova.ir.dialect_ext import FuncOp, IndexCastUIOp, ParallelOp
-        from nova.ir.memref_ext import AtomicRMWOp, CastOp, CopyOp, GlobalOp, RankOp
+        from nova.ir.dialects.memref import AtomicRMWOp, CastOp, CopyOp, GlobalOp, RankOp
+        from nova.ir.dialects.scf_arith_func import FuncOp, IndexCastUIOp, ParallelOp
 
         _OVERRIDES = {cls.name: cls for cls in (FuncOp, IndexCastUIOp, ParallelOp, AtomicRMWOp,
                                                   CastOp, CopyOp, GlobalOp, RankOp)}

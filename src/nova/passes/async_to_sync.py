@@ -37,7 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from nova.errors import PassError
-from nova.ir.async_ext import ASYNC_TYPES, AddToGroupOp, AwaitOp, ExecuteOp, YieldOp
+from nova.ir.dialects.async_ import ASYNC_TYPES, AddToGroupOp, AwaitOp, ExecuteOp, YieldOp
 
 _KERNEL_OPS = frozenset({"gpu.launch", "gpu.func", "gpu.module"})
 

@@ -200,7 +200,7 @@ def _lower_min_max(op: Operation, b: _Builder) -> None:
 
 
 def _lower_load(op: Operation, b: _Builder) -> None:
-    from nova.ir.affine_ext import LoadOp
+    from nova.ir.dialects.affine import LoadOp
 
     assert isinstance(op, LoadOp)
     indices = b.map(op.map.data, list(op.indices))
@@ -208,7 +208,7 @@ def _lower_load(op: Operation, b: _Builder) -> None:
 
 
 def _lower_store(op: Operation, b: _Builder) -> None:
-    from nova.ir.affine_ext import StoreOp
+    from nova.ir.dialects.affine import StoreOp
 
     assert isinstance(op, StoreOp)
     indices = b.map(op.map.data, list(op.indices))
@@ -249,7 +249,7 @@ def _yield_to(block: Block, make: Callable[[Sequence[SSAValue]], Operation]) -> 
 
 
 def _lower_for(op: Operation, b: _Builder) -> None:
-    from nova.ir.affine_ext import ForOp
+    from nova.ir.dialects.affine import ForOp
 
     assert isinstance(op, ForOp)
     lower = b.map_min_max(op.lowerBoundMap.data, list(op.lowerBoundOperands), use_max=True)
@@ -261,7 +261,7 @@ def _lower_for(op: Operation, b: _Builder) -> None:
 
 
 def _lower_if(op: Operation, b: _Builder) -> None:
-    from nova.ir.affine_ext import IfOp, set_constraints
+    from nova.ir.dialects.affine import IfOp, set_constraints
 
     assert isinstance(op, IfOp)
     s = op.condition.data
@@ -284,8 +284,8 @@ def _lower_if(op: Operation, b: _Builder) -> None:
 
 
 def _lower_parallel(op: Operation, b: _Builder) -> None:
-    from nova.ir.affine_ext import ParallelOp as AffineParallel
-    from nova.ir.dialect_ext import ParallelOp
+    from nova.ir.dialects.affine import ParallelOp as AffineParallel
+    from nova.ir.dialects.scf_arith_func import ParallelOp
 
     assert isinstance(op, AffineParallel)
     lowers: list[SSAValue] = []

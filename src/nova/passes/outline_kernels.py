@@ -28,7 +28,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from nova.errors import PassError
-from nova.ir.gpu_kernel_ops import (
+from nova.ir.gpu.kernel_ops import (
     BlockDimOp,
     BlockIdOp,
     ClusterDimOp,
@@ -38,8 +38,8 @@ from nova.ir.gpu_kernel_ops import (
     TerminatorOp,
     ThreadIdOp,
 )
-from nova.ir.gpu_launch_ops import LaunchFuncOp, LaunchOp
-from nova.ir.gpu_module_ops import FuncOp, GPUModuleOp
+from nova.ir.gpu.launch_ops import LaunchFuncOp, LaunchOp
+from nova.ir.gpu.module_ops import FuncOp, GPUModuleOp
 from nova.passes.launch_utils import captured_values, constant_int, copy_location
 from nova.passes.symbols import SymbolTable, symbol_name, symbol_uses
 

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from nova.ir.gpu_launch_ops import LaunchOp
+from nova.ir.gpu.launch_ops import LaunchOp
 from nova.passes.launch_utils import captured_values, defining_op, is_constant
 
 # Besides constants, the ops upstream's `isLikelyAnIndexComputation` accepts.

@@ -123,7 +123,7 @@ def _add_cuda(stream: Stream, fn: Callable[[], Any], future: Future) -> None:
     if code != 0:
         with _pending_lock:
             _pending.pop(token, None)
-        from nova.runtime.cuda_abi import error_name
+        from nova.runtime.cuda.abi import error_name
 
         raise DeviceError(f"cuLaunchHostFunc on {stream!r} failed: {error_name(code)} ({code})")
 

@@ -31,7 +31,7 @@ from nova.runtime.stream import Event, Stream
 if TYPE_CHECKING:
     import numpy as np
 
-    from nova.runtime.abi import DeviceModuleDescriptor
+    from nova.abi import DeviceModuleDescriptor
     from nova.runtime.memory import Buffer, HostBuffer
 
 Dim3 = tuple[int, int, int]
@@ -450,7 +450,7 @@ class CudaStatus:
 
 def cuda_status() -> CudaStatus:
     """Probe (once) for a usable CUDA driver and device; never raises."""
-    from nova.runtime.cuda.driver import probe
+    from nova.runtime.cuda.driver_api import probe
 
     return probe()
 

@@ -59,10 +59,10 @@ class DeviceAbi(Protocol):
 
 def _make_abi(device: Device, manifest: Manifest) -> DeviceAbi:
     if device.kind == "cuda":
-        from nova.runtime.cuda_abi import CudaAbi
+        from nova.runtime.cuda.abi import CudaAbi
 
         return CudaAbi(device, manifest)
-    from nova.runtime.cpu_abi import CpuAbi
+    from nova.runtime.cpu.abi import CpuAbi
 
     return CpuAbi(device, manifest)
 

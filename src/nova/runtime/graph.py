@@ -44,8 +44,8 @@ import numpy as np
 from nova.bundle.format import EntryPoint
 from nova.errors import ArgumentError, CudaError, NovaError, RuntimeFailure
 from nova.runtime import marshal
-from nova.runtime.graph_cpu import ORIGIN, CpuGraph, CpuRecorder
-from nova.runtime.graph_cuda import (
+from nova.runtime.cpu.graph import ORIGIN, CpuGraph, CpuRecorder
+from nova.runtime.cuda.graph import (
     CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
     CudaCaptureAbi,
     CudaGraph,

@@ -1,7 +1,7 @@
 """Kernel parameter arrays: turn launch arguments into an owned `void**` array.
 
 Launches take their parameters as a `void**` (one pointer per expanded kernel parameter, see
-nova.runtime.abi) or as a Python list of values. Both devices need an array they own: the cpu device
+nova.abi) or as a Python list of values. Both devices need an array they own: the cpu device
 runs the kernel later on a worker thread, when the caller's array (often on a stack) may be gone,
 and a Python list has no address at all. `pack_params` copies every value into one buffer, sized by
 the kernel's manifest entry (`Kernel.params`), and builds the pointer array over it.

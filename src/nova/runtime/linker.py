@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from nova.abi import ABI_BY_NAME
 from nova.errors import BundleFormatError
-from nova.runtime.abi import ABI_BY_NAME
 from nova.runtime.native_support import host_target_machine
 
 _LINK_LOCK = threading.Lock()

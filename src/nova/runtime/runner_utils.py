@@ -1,7 +1,7 @@
 """MLIR runner utilities (printMemrefF32, printF64, ...) with mlir-runner's exact text.
 
 Compiled host code calls these through the runtime ABI (`nova_rt_print_*`, see
-`nova.runtime.abi.RUNNER_UTILS`). The text matches upstream's CRunnerUtils/MemRefUtils
+`nova.abi.RUNNER_UTILS`). The text matches upstream's CRunnerUtils/MemRefUtils
 (`printMemRef`, `MemRefDataPrinter`) byte for byte, so tests written for mlir-runner pass unchanged.
 All output goes through libc's stdio `stdout` (not Python's `sys.stdout`), so that it interleaves in
 program order with `printf` from CPU kernels; the executor calls `flush_stdout()` after each entry
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from nova.abi import ABI_BY_NAME
 from nova.bundle.format import PayloadKind
 from nova.errors import BundleFormatError
-from nova.runtime.abi import ABI_BY_NAME
 from nova.runtime.linker import undefined_symbols
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ module attributes {gpu.container_module} {
 // CHECK:       getelementptr inbounds {ptr, i64, i64, i64, i64, ptr, i64}, ptr %".1", i32 0, i32 1
 // CHECK:       getelementptr inbounds {ptr, ptr, i64, i64, i64, i64, ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, i64, i64}, ptr %{{.*}}, i32 0, i32 3
 
-// The exported entry of nova.runtime.abi.CpuLaunch.
+// The exported entry of nova.abi.CpuLaunch.
 // CHECK-LABEL: define i32 @"scale"(ptr %".1", ptr %".2")
 // CHECK:       blocks.body:
 // CHECK:       blocks.done:

@@ -13,12 +13,12 @@ from xdsl.ir import Operation
 
 from nova.backends.llvm.emitter import FunctionEmitter
 from nova.errors import UnsupportedError
-from nova.ir.gpu_mma_ops import MMAElementwiseOp, mma_lowering_error
+from nova.ir.gpu.mma_ops import MMAElementwiseOp, mma_lowering_error
 
 
 def check_supported(fe: FunctionEmitter, op: Operation) -> None:
     """Raise a located UnsupportedError when the backends cannot lower `op` (see
-    nova.ir.gpu_mma_ops.mma_lowering_error)."""
+    nova.ir.gpu.mma_ops.mma_lowering_error)."""
     problem = mma_lowering_error(op)  # type: ignore[arg-type]
     if problem is not None:
         raise UnsupportedError(f"{op.name}: {problem}", fe.location(op))

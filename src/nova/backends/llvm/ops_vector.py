@@ -435,7 +435,7 @@ def print_vector(fe: FunctionEmitter, op: Operation) -> None:
     """`vector.print %v : vector<NxT>` as upstream's runner prints it: `( v0, v1, ... )` then
     the op's punctuation. NVPTX: one vprintf; other targets: scalar vector.prints."""
     if fe.target.name == "nvptx":
-        from nova.backends.llvm.nvptx_target import lower_printf_text
+        from nova.backends.nvptx.target import lower_printf_text
 
         lower_printf_text(fe, *printf_format(fe, op))
     else:
@@ -446,8 +446,8 @@ def expand_print(fe: FunctionEmitter, op: Operation) -> None:
     """Emit open, each lane (no punctuation), commas between lanes, close and the op's
     punctuation as separate scalar `vector.print` ops, through `fe.emit_op` (so the target's
     own vector.print handler prints each piece)."""
+    from nova.ir.dialects.vector import PrintOp, Punctuation
     from nova.ir.locations import location_of, set_location
-    from nova.ir.vector_ext import PrintOp, Punctuation
 
     value = op.operands[0]
     vector = fe.lookup(value)
@@ -520,8 +520,7 @@ def printf_format(fe: FunctionEmitter, op: Operation) -> tuple[str, list[ir.Valu
 
 def cpu_printf(fe: FunctionEmitter, text: str, args: Sequence[ir.Value]) -> None:
     """libc printf + fflush(NULL) on the CPU device (what its gpu.printf does)."""
-    from nova.backends.llvm import cpu_fibers as cf
-
+    from nova.backends.cpu import fibers as cf
     module = fe.module.module
     fe.builder.call(cf.libc(module, "printf"), [cf.cstring(module, text), *args])
     fe.builder.call(cf.libc(module, "fflush"), [ir.Constant(T.PTR, None)])

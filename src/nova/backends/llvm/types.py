@@ -16,7 +16,7 @@ The mapping (MLIR's LLVM lowering conventions, so descriptors match the runtime 
 * ``!gpu.mma_matrix<16x16xT, "AOp"|"BOp"|"COp">`` depends on the device target
   (`mma_fragment_type`): NVPTX, upstream's WMMA registers of one lane; CPU, the whole tile;
 * function arguments: a ranked memref *expands* to its fields (ptr, ptr, i64, sizes..., strides...),
-  as kernel parameters do (nova.runtime.abi); results are returned as one value (a struct when
+  as kernel parameters do (nova.abi); results are returned as one value (a struct when
   there are several).
 
 Static facts of a memref type (shape, strides, offset) are exposed here so lowering code can use

@@ -53,7 +53,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from nova.runtime.abi import CpuLaunch
+from nova.abi import CpuLaunch
 
 FAULT_STATUS = -0x4E46
 """What `nova_cpu_guarded_call` returns after a caught fault (kernels return 0 or small positive

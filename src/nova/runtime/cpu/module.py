@@ -3,7 +3,7 @@
 A device module's `cpu_object` (x86-64 ELF, built ahead of time by the CPU kernel target) is loaded
 into an llvmlite MCJIT engine that the CpuDevice owns (one engine per module, so two modules may
 export kernels of the same name). Each kernel `k` is exported as `i32 k(ptr params, ptr launch)`
-with `launch` a `nova.runtime.abi.CpuLaunch`.
+with `launch` a `nova.abi.CpuLaunch`.
 
 A launch copies its parameter values at launch time (`pack_params`), then enqueues one task on the
 stream. The task splits the grid's linear block range into chunks that the stream's own worker and
@@ -21,9 +21,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from nova.abi import CpuLaunch
 from nova.bundle.format import Kernel
 from nova.errors import DeviceError, KernelFault
-from nova.runtime.abi import CpuLaunch
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams

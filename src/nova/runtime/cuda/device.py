@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from nova.errors import CudaError, DeviceError, OutOfMemoryError
-from nova.runtime.cuda.driver import CUDA_ERROR_OUT_OF_MEMORY, CudaDriver, load_bindings
+from nova.runtime.cuda.driver_api import CUDA_ERROR_OUT_OF_MEMORY, CudaDriver, load_bindings
 from nova.runtime.cuda.module import CudaFunction, CudaModule, pick_image
 from nova.runtime.cuda.stream import CudaEvent, CudaStream
 from nova.runtime.device import (

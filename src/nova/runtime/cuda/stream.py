@@ -10,7 +10,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from nova.errors import DeviceError
-from nova.runtime.cuda.driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS
+from nova.runtime.cuda.driver_api import CUDA_ERROR_NOT_READY, CUDA_SUCCESS
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:

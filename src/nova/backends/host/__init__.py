@@ -1,0 +1,1 @@
+"""nova.backends.host.lower."""

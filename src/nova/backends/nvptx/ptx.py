@@ -1,0 +1,118 @@
+"""PTX and cubin emission for NVPTX device modules.
+
+`emit_ptx(llvm_ir, arch)` parses the device LLVM IR with llvmlite, verifies it, runs LLVM's O3
+pipeline (new pass manager, NVPTX target machine) and prints PTX for `arch` (sm_XX).
+`assemble_cubin(ptx, arch)` runs `ptxas` (the one external tool Nova uses) when it is on PATH
+and returns the cubin bytes, or None when ptxas is absent; ptxas errors raise BackendError
+with ptxas's own message.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import llvmlite.binding as llvm
+
+from nova.backends.nvptx.target import DATA_LAYOUT, TRIPLE
+from nova.errors import BackendError
+
+_ARCH = re.compile(r"^sm_(\d+)a?$")
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def _check_arch(arch: str) -> str:
+    if not _ARCH.match(arch):
+        raise BackendError(f"invalid GPU architecture {arch!r} (expected e.g. 'sm_90')")
+    return arch
+
+
+def ptx_version(arch: str) -> int:
+    """The PTX ISA version to emit for `arch` (x10): 8.0 up to sm_90a, newer for Blackwell."""
+    match = _ARCH.match(_check_arch(arch))
+    assert match is not None
+    number = int(match.group(1))
+    if number >= 120:
+        return 87
+    if number >= 100:
+        return 86
+    return 80
+
+
+@functools.cache
+def target_machine(arch: str) -> llvm.TargetMachine:
+    """The NVPTX target machine for `arch` at O3."""
+    _init()
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=_check_arch(arch),
+                                        features=f"+ptx{ptx_version(arch)}", opt=3)
+
+
+def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
+    """Run LLVM's default O`level` module pipeline on `module` in place."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pto.loop_vectorization = level >= 2
+    pto.slp_vectorization = level >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(module, pb)
+
+
+def parse_verified(llvm_ir: str, triple: str, data_layout: str, what: str) -> llvm.ModuleRef:
+    """Parse LLVM IR text for a target and verify it; BackendError('invalid <what>: ...')."""
+    try:
+        module = llvm.parse_assembly(llvm_ir)
+        module.triple = triple
+        module.data_layout = data_layout
+        module.verify()
+    except RuntimeError as exc:
+        raise BackendError(f"invalid {what}: {exc}") from exc
+    return module
+
+
+def emit_ptx(llvm_ir: str, arch: str = "sm_90") -> str:
+    """Optimize device LLVM IR (O3) and print it as PTX for `arch`."""
+    tm = target_machine(arch)
+    module = parse_verified(llvm_ir, TRIPLE, DATA_LAYOUT, "device LLVM IR")
+    try:
+        optimize(module, tm)
+        return tm.emit_assembly(module)
+    except RuntimeError as exc:
+        raise BackendError(f"NVPTX code generation failed: {exc}") from exc
+
+
+def ptxas_path() -> str | None:
+    """The ptxas executable on PATH, or None."""
+    return shutil.which("ptxas")
+
+
+def assemble_cubin(ptx: str, arch: str = "sm_90") -> bytes | None:
+    """Assemble PTX to a cubin with ptxas; None when ptxas is not installed."""
+    exe = ptxas_path()
+    if exe is None:
+        return None
+    _check_arch(arch)
+    with tempfile.TemporaryDirectory(prefix="nova-ptxas-") as tmp:
+        src = os.path.join(tmp, "module.ptx")
+        out = os.path.join(tmp, "module.cubin")
+        with open(src, "w", encoding="utf-8") as fh:
+            fh.write(ptx)
+        try:
+            proc = subprocess.run([exe, f"-arch={arch}", "-O3", src, "-o", out],
+                                  capture_output=True, text=True, timeout=300, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"could not run ptxas: {exc}") from exc
+        if proc.returncode != 0:
+            message = (proc.stderr or proc.stdout).strip().replace(src, "<ptx>")
+            raise BackendError(f"ptxas failed (exit {proc.returncode}): {message}")
+        with open(out, "rb") as fh:
+            return fh.read()

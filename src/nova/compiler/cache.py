@@ -1,0 +1,141 @@
+"""The compile cache: finished .nova bytes on disk, keyed by everything that determines them.
+
+The key is a SHA-256 over the source text, its file name, the compile options, Nova's version plus
+a fingerprint of the compiler's own sources (so an edited compiler never returns stale bundles),
+the xDSL and llvmlite versions, and the ptxas in use. Entries are written atomically and carry a
+digest of their contents, so a torn or corrupted entry reads as a miss. Nothing here imports xDSL
+or llvmlite: a cache hit costs a few stat() calls and one file read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from functools import cache
+from pathlib import Path
+
+_DIGEST = 32
+# Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
+_COMPILER_PARTS = ("compiler", "kernel", "ir", "passes", "backends", "bundle", "abi.py",
+                   "errors.py")
+
+
+def read_digested(path: Path) -> bytes | None:
+    """The payload of a cache file written by `write_digested`, or None when it is missing or
+    unreadable; a torn or corrupt file (its SHA-256 prefix does not match) is deleted."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    digest, data = raw[:_DIGEST], raw[_DIGEST:]
+    if len(raw) < _DIGEST or hashlib.sha256(data).digest() != digest:
+        path.unlink(missing_ok=True)
+        return None
+    return data
+
+
+def write_digested(path: Path, data: bytes) -> None:
+    """Write `data` behind its SHA-256 atomically (a temporary file renamed over `path`, removed
+    again if the write fails), so readers see the old entry or the whole new one. Raises
+    OSError; callers that treat the cache as optional catch it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(hashlib.sha256(data).digest() + data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _dist_version(package: str) -> str:
+    """A package's installed version, read from its dist-info directory name (no import)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return "absent"
+    site = Path(spec.origin).parent.parent
+    for entry in site.glob(f"{package}-*.dist-info"):
+        return entry.name.removesuffix(".dist-info").split("-", 1)[1]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@cache
+def _compiler_fingerprint() -> str:
+    """Hash of (path, size, mtime) of every compiler source file: changes whenever one is edited."""
+    root = Path(__file__).parent.parent  # the nova package
+    digest = hashlib.sha256()
+    for part in _COMPILER_PARTS:
+        path = root / part
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            try:
+                stat = file.stat()
+            except OSError:
+                continue
+            digest.update(f"{file.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+@cache
+def environment_fingerprint() -> dict[str, str]:
+    """The parts of the cache key that describe the compiler, not the input."""
+    import nova
+
+    return {
+        "nova": nova.__version__,
+        "compiler": _compiler_fingerprint(),
+        "xdsl": _dist_version("xdsl"),
+        "llvmlite": _dist_version("llvmlite"),
+        "ptxas": shutil.which("ptxas") or "",
+    }
+
+
+def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
+    """The SHA-256 key of one compilation."""
+    payload = json.dumps(
+        {"text": text, "filename": filename, "options": options, **environment_fingerprint()},
+        sort_keys=True, default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class BundleCache:
+    """A directory of cached bundles: `<dir>/bundles/<key[:2]>/<key>.nova`, holding at most
+    `max_entries` (the least recently written go first)."""
+
+    def __init__(self, directory: Path, max_entries: int = 512) -> None:
+        self.directory = directory / "bundles"
+        self.max_entries = max_entries
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.nova"
+
+    def get(self, key: str) -> bytes | None:
+        """The cached bytes for `key`, or None (missing, unreadable or corrupt entries)."""
+        return read_digested(self._path(key))
+
+    def put(self, key: str, data: bytes) -> None:
+        """Store `data` atomically; a cache that cannot be written is silently skipped."""
+        try:
+            write_digested(self._path(key), data)
+            self._prune()
+        except OSError:
+            return
+
+    def _prune(self) -> None:
+        entries = list(self.directory.glob("*/*.nova"))
+        if len(entries) <= self.max_entries:
+            return
+        by_age = sorted(entries, key=lambda p: p.stat().st_mtime_ns)
+        for stale in by_age[:len(entries) - self.max_entries]:
+            stale.unlink(missing_ok=True)

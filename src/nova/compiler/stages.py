@@ -1,0 +1,384 @@
+"""The compile pipeline's table of named stages, their options and the state they share.
+
+Each `Stage` says how to run (fill `Compilation`), how to render its output (for dumps and
+`--emit`), which stages it reads, whether the options enable it, and how a hand-edited output
+replaces it (NOVA_OVERRIDE_DIR). `nova.compiler.driver` owns the one loop that runs this table.
+Heavy
+imports (xDSL, llvmlite, the backends) happen inside the stage functions.
+
+ptxas runs in the background: the `cubin` stage starts one ptxas per device module (in a worker
+thread; ptxas is a separate process, so it overlaps the CPU-object and host stages) and
+`finish_cubins` collects the results where they are first read (embed, the cubin stage's own
+output, an override). A ptxas error is therefore raised when the cubins are collected.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nova import config
+from nova.errors import NovaError
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+Artifact = str | bytes | Mapping[str, str | bytes]
+
+# Upstream's order: `mlir-opt --lower-affine --gpu-kernel-outlining`, so affine ops in host code
+# and in gpu.launch bodies both reach the backends as scf/arith/memref; `async-to-sync` first, so
+# the ops of execute regions are lowered and outlined like any other host code.
+OUTLINE_PIPELINE = "async-to-sync,lower-affine,outline-kernels"
+DEFAULT_OPT_LEVEL = 3
+EMIT_ALIASES = {"outlined": "outline", "mlir": "parse", "bundle": "nova"}
+
+
+class CompileOptionsError(NovaError):
+    """Compile options that name an unknown stage or ask for a disabled one."""
+
+
+def _default_arch() -> str:
+    return config.get().arch
+
+
+def _default_check_bounds() -> bool:
+    return config.get().check_bounds
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """What to build. `emit` names the last stage to run (see `STAGES`; 'outlined' = 'outline').
+
+    `ptx` (and with it `cubin`, assembled from the PTX when ptxas exists) builds the GPU images;
+    `cpu_image` the CPU device's object of the same kernels; at least one of them is needed.
+    `check_bounds` (default: NOVA_CHECK_BOUNDS) checks every memref load/store/atomic index
+    against its memref's sizes in kernels and host code (docs/debugging.md).
+    """
+
+    arch: str = field(default_factory=_default_arch)
+    emit: str = "nova"
+    ptx: bool = True
+    cubin: bool = True
+    cpu_image: bool = True
+    opt_level: int = DEFAULT_OPT_LEVEL
+    check_bounds: bool = field(default_factory=_default_check_bounds)
+
+    def target(self) -> str:
+        """The stage name `emit` refers to, validated."""
+        name = EMIT_ALIASES.get(self.emit, self.emit)
+        stage = STAGE_BY_NAME.get(name)
+        if stage is None:
+            known = ", ".join([*STAGE_BY_NAME, *EMIT_ALIASES])
+            raise CompileOptionsError(f"unknown emit stage '{self.emit}' (known: {known})")
+        if not stage.enabled(self):
+            raise CompileOptionsError(f"stage '{name}' is disabled by the compile options")
+        if not (self.ptx or self.cpu_image):
+            raise CompileOptionsError("no kernel image to build: enable ptx or cpu_image")
+        return name
+
+
+@dataclass
+class Compilation:
+    """The state stages read and write; one instance per compilation."""
+
+    text: str
+    filename: str
+    options: CompileOptions
+    module: ModuleOp | None = None
+    device_modules: dict[str, Operation] = field(default_factory=dict)
+    kernels: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> Kernel records
+    device_llvm: dict[str, str] = field(default_factory=dict)
+    ptx: dict[str, str] = field(default_factory=dict)
+    cubin: dict[str, bytes | None] = field(default_factory=dict)
+    pending_cubin: dict[str, Future[tuple[bytes | None, float]]] = field(default_factory=dict)
+    background_timings: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    cpu_llvm: dict[str, str] = field(default_factory=dict)
+    cpu_objects: dict[str, bytes] = field(default_factory=dict)
+    host: Any = None  # HostLowering
+    manifest: Any = None
+    host_object: bytes = b""
+    bundle: bytes = b""
+
+
+# ---- the stages -------------------------------------------------------------------------------
+
+def _parse(c: Compilation) -> None:
+    from nova.ir.parser import parse_mlir
+
+    c.module = parse_mlir(c.text, c.filename)
+
+
+def _print_module(c: Compilation) -> str:
+    from nova.ir.parser import print_mlir
+
+    assert c.module is not None
+    return print_mlir(c.module)
+
+
+def _find_device_modules(c: Compilation) -> None:
+    assert c.module is not None
+    c.device_modules = {
+        _symbol_name(op): op for op in c.module.body.block.ops if op.name == "gpu.module"
+    }
+
+
+def _outline(c: Compilation) -> None:
+    from nova.passes.registry import run_pipeline
+
+    assert c.module is not None
+    run_pipeline(c.module, _outline_pipeline(c.module))
+    _find_device_modules(c)
+
+
+def _outline_pipeline(module: ModuleOp) -> str:
+    """OUTLINE_PIPELINE, without async-to-sync / lower-affine for a module that has no op of
+    their dialect (the pass would change nothing, and the verification after it costs ~1 ms per
+    compile)."""
+    dialects = {op.name.partition(".")[0] for op in module.walk()}
+    needs = {"async-to-sync": "async", "lower-affine": "affine"}
+    return ",".join(name for name in OUTLINE_PIPELINE.split(",")
+                    if name not in needs or needs[name] in dialects)
+
+
+def _symbol_name(op: Operation) -> str:
+    attr = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return str(getattr(attr, "data", attr))
+
+
+def _device_llvm(c: Compilation) -> None:
+    from nova.backends.device import DeviceTarget, lower_device_module
+
+    for name, op in c.device_modules.items():
+        lowering = lower_device_module(op, DeviceTarget.NVPTX, c.options.arch,
+                                       c.options.check_bounds)
+        c.kernels[name] = tuple(lowering.kernels)
+        c.device_llvm[name] = str(lowering.llvm_module)
+
+
+def opt_kwargs(function: Callable[..., Any], options: CompileOptions) -> dict[str, int]:
+    """`opt_level=` for a backend entry point that takes it; a non-default level that the backend
+    cannot honour is an error rather than silently ignored."""
+    import inspect
+
+    if "opt_level" in inspect.signature(function).parameters:
+        return {"opt_level": options.opt_level}
+    if options.opt_level != DEFAULT_OPT_LEVEL:
+        raise CompileOptionsError(f"{function.__module__}.{function.__name__} has a fixed "
+                                  f"optimisation level; -O{options.opt_level} is not supported")
+    return {}
+
+
+def _ptx(c: Compilation) -> None:
+    from nova.backends.nvptx.ptx import emit_ptx
+
+    opt = opt_kwargs(emit_ptx, c.options)
+    for name, llvm_ir in c.device_llvm.items():
+        c.ptx[name] = emit_ptx(llvm_ir, c.options.arch, **opt)
+
+
+_ptxas_pool: ThreadPoolExecutor | None = None
+_ptxas_pool_pid = 0
+_ptxas_pool_lock = threading.Lock()
+
+
+def _timed_assemble(ptx: str, arch: str) -> tuple[bytes | None, float]:
+    from nova.backends.nvptx.ptx import assemble_cubin
+
+    start = time.perf_counter()
+    return assemble_cubin(ptx, arch), time.perf_counter() - start
+
+
+def _cubin(c: Compilation) -> None:
+    """Start ptxas for every device module; `finish_cubins` collects the cubins."""
+    global _ptxas_pool, _ptxas_pool_pid
+    with _ptxas_pool_lock:
+        if _ptxas_pool is None or _ptxas_pool_pid != os.getpid():  # a forked child: new threads
+            _ptxas_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nova-ptxas")
+            _ptxas_pool_pid = os.getpid()
+        pool = _ptxas_pool
+    for name, ptx in c.ptx.items():
+        c.pending_cubin[name] = pool.submit(_timed_assemble, ptx, c.options.arch)
+
+
+def finish_cubins(c: Compilation) -> dict[str, bytes | None]:
+    """Wait for the background ptxas runs and store their cubins in `c.cubin` (raising the
+    first module's error, in module order); their wall time becomes the `cubin` timing."""
+    while c.pending_cubin:
+        name = next(iter(c.pending_cubin))
+        future = c.pending_cubin.pop(name)
+        cubin, seconds = future.result()
+        c.cubin[name] = cubin
+        c.background_timings["cubin"] = c.background_timings.get("cubin", 0.0) + seconds
+    return c.cubin
+
+
+def _replace_cubin(c: Compilation, outputs: Artifact, path: str) -> None:
+    finish_cubins(c)
+    _updater("cubin")(c, outputs, path)
+
+
+def _cpu_llvm(c: Compilation) -> None:
+    from nova.backends.device import DeviceTarget, lower_device_module
+
+    for name, op in c.device_modules.items():
+        lowering = lower_device_module(op, DeviceTarget.CPU, c.options.arch,
+                                       c.options.check_bounds)
+        c.kernels.setdefault(name, tuple(lowering.kernels))  # GPU records win when both exist
+        c.cpu_llvm[name] = str(lowering.llvm_module)
+
+
+def _cpu_obj(c: Compilation) -> None:
+    from nova.backends.x86 import emit_object
+
+    opt = opt_kwargs(emit_object, c.options)
+    for name, llvm_ir in c.cpu_llvm.items():
+        c.cpu_objects[name] = emit_object(llvm_ir, **opt)
+
+
+def _host_llvm(c: Compilation) -> None:
+    from nova.backends.host.lower import lower_host
+
+    assert c.module is not None
+    c.host = lower_host(c.module, check_bounds=c.options.check_bounds)
+
+
+def _embed(c: Compilation) -> None:
+    from nova.bundle.writer import DeviceImages, embed_device_images
+
+    finish_cubins(c)
+    images = [
+        DeviceImages(name=name, kernels=kernels, ptx=c.ptx.get(name), cubin=c.cubin.get(name),
+                     cpu_object=c.cpu_objects.get(name))
+        for name, kernels in c.kernels.items()
+    ]
+    c.manifest = embed_device_images(
+        c.host.llvm_module, images, c.host.entries, c.options.arch, Path(c.filename).name
+    )
+
+
+def _obj(c: Compilation) -> None:
+    from nova.backends.x86 import emit_object
+
+    c.host_object = emit_object(str(c.host.llvm_module), **opt_kwargs(emit_object, c.options))
+
+
+def _nova(c: Compilation) -> None:
+    from nova.bundle.writer import seal_bundle
+
+    c.bundle = seal_bundle(c.host_object)
+
+
+# ---- replacing a stage's output by a hand-edited file -------------------------------------------
+
+def _replace_module(c: Compilation, text: Artifact, path: str) -> None:
+    from nova.ir.parser import parse_mlir
+
+    assert isinstance(text, str)
+    c.module = parse_mlir(text, path)
+    _find_device_modules(c)
+
+
+def _updater(attribute: str) -> Callable[[Compilation, Artifact, str], None]:
+    def update(c: Compilation, outputs: Artifact, path: str) -> None:
+        assert isinstance(outputs, Mapping)
+        getattr(c, attribute).update(outputs)
+
+    return update
+
+
+def _setter(attribute: str) -> Callable[[Compilation, Artifact, str], None]:
+    def set_value(c: Compilation, output: Artifact, path: str) -> None:
+        setattr(c, attribute, output)
+
+    return set_value
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+def _always(options: CompileOptions) -> bool:
+    return True
+
+
+def _gpu(options: CompileOptions) -> bool:
+    return options.ptx
+
+
+def _gpu_cubin(options: CompileOptions) -> bool:
+    return options.ptx and options.cubin
+
+
+def _cpu(options: CompileOptions) -> bool:
+    return options.cpu_image
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named step of the pipeline.
+
+    `run` fills the compilation state; `render` gives its output (for dumps and --emit); `needs`
+    names the stages whose results it reads; `per_module` outputs are keyed by gpu.module name;
+    `replace` installs a hand-edited output (None: not replaceable); `run_anyway` stages still
+    run when replaced (device-llvm, cpu-llvm: the kernel records come from the lowering).
+    """
+
+    name: str
+    ext: str
+    run: Callable[[Compilation], None]
+    render: Callable[[Compilation], Artifact]
+    needs: tuple[str, ...] = ()
+    enabled: Callable[[CompileOptions], bool] = _always
+    per_module: bool = False
+    replace: Callable[[Compilation, Artifact, str], None] | None = None
+    run_anyway: bool = False
+
+    @property
+    def binary(self) -> bool:
+        return self.ext in ("cubin", "o", "nova")
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("parse", "mlir", _parse, _print_module, replace=_replace_module),
+    Stage("outline", "mlir", _outline, _print_module, ("parse",), replace=_replace_module),
+    Stage("device-llvm", "ll", _device_llvm, lambda c: dict(c.device_llvm), ("outline",), _gpu,
+          per_module=True, replace=_updater("device_llvm"), run_anyway=True),
+    Stage("ptx", "ptx", _ptx, lambda c: dict(c.ptx), ("device-llvm",), _gpu, per_module=True,
+          replace=_updater("ptx")),
+    Stage("cubin", "cubin", _cubin, lambda c: {n: b for n, b in finish_cubins(c).items() if b},
+          ("ptx",), _gpu_cubin, per_module=True, replace=_replace_cubin),
+    Stage("cpu-llvm", "ll", _cpu_llvm, lambda c: dict(c.cpu_llvm), ("outline",), _cpu,
+          per_module=True, replace=_updater("cpu_llvm"), run_anyway=True),
+    Stage("cpu-obj", "o", _cpu_obj, lambda c: dict(c.cpu_objects), ("cpu-llvm",), _cpu,
+          per_module=True, replace=_updater("cpu_objects")),
+    Stage("host-llvm", "ll", _host_llvm, lambda c: str(c.host.llvm_module), ("outline",)),
+    Stage("embed", "json", _embed, lambda c: c.manifest.to_json(),
+          ("host-llvm", "device-llvm", "ptx", "cubin", "cpu-llvm", "cpu-obj")),
+    Stage("obj", "o", _obj, lambda c: c.host_object, ("embed",),
+          replace=_setter("host_object")),
+    Stage("nova", "nova", _nova, lambda c: c.bundle, ("obj",), replace=_setter("bundle")),
+)
+STAGE_BY_NAME: dict[str, Stage] = {stage.name: stage for stage in STAGES}
+
+
+def stage_number(stage: Stage) -> int:
+    """The stage's fixed 1-based position, used in dump and override file names."""
+    return STAGES.index(stage) + 1
+
+
+def required(target: str, options: CompileOptions) -> list[Stage]:
+    """The enabled stages `target` depends on (itself included), in table order."""
+    wanted: set[str] = set()
+    pending = [target]
+    while pending:
+        name = pending.pop()
+        if name in wanted or not STAGE_BY_NAME[name].enabled(options):
+            continue
+        wanted.add(name)
+        pending.extend(STAGE_BY_NAME[name].needs)
+    return [stage for stage in STAGES if stage.name in wanted]

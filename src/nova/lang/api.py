@@ -1,0 +1,320 @@
+"""`@nova.kernel` and `@nova.func`: Python functions compiled into GPU kernels.
+
+    @nova.kernel
+    def axpy(out, a, x, y):
+        i = nova.global_id(0)
+        if i < out.shape[0]:
+            out[i] = a * x[i] + y[i]
+
+    axpy[blocks, threads](out, 2.0, x, y)                  # grid, block (ints or tuples)
+    axpy.launch(out, 2.0, x, y, grid=g, block=b, stream=s, shared_bytes=0)
+    axpy.mlir(nova.float32[:], nova.float64, ...)          # or example arguments
+    axpy.ptx(...)
+
+Argument types are inferred at each launch (array dtype and rank, scalar types); each signature is
+compiled once per device (and bounds-check setting) and cached in memory (a `LaunchPlan`) and on
+disk (compiler.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from nova import config
+from nova.errors import ArgumentError
+from nova.lang import types as T
+from nova.lang.compiler import (
+    CompiledImages,
+    build_module,
+    compile_images,
+    print_module,
+)
+from nova.lang.launch import (
+    LaunchPlan,
+    Staged,
+    arg_type,
+    example_span,
+    finish_staged,
+    refine,
+    slot_values,
+)
+from nova.lang.source import FunctionSource
+from nova.runtime.device import Device, ModuleImages, get_device
+from nova.runtime.memory import Buffer
+
+Signature = tuple[T.NovaType, ...]
+
+
+class DeviceFunction:
+    """A `@nova.func` device function: callable from kernels (inlined at each call)."""
+
+    __nova_device_function__ = True
+
+    def __init__(self, py_func: Any) -> None:
+        self.py_func = py_func
+        self._source: FunctionSource | None = None
+        self.__name__ = py_func.__name__
+        self.__doc__ = py_func.__doc__
+        self.__wrapped__ = py_func
+
+    @property
+    def source(self) -> FunctionSource:
+        if self._source is None:
+            self._source = FunctionSource.of(self.py_func)
+        return self._source
+
+    def __call__(self, *args: Any) -> Any:
+        """Run the Python body on the host (useful for testing a device function)."""
+        return self.py_func(*args)
+
+    def __repr__(self) -> str:
+        return f"<nova.func {self.__name__}>"
+
+
+def func(py_func: Any) -> DeviceFunction:
+    """Decorator: a device function callable from kernels and other device functions."""
+    return DeviceFunction(py_func)
+
+
+class _Configured:
+    """`kern[grid, block]` (optionally `[grid, block, stream, shared_bytes]`): call to launch."""
+
+    __slots__ = ("block", "grid", "kernel", "shared_bytes", "stream")
+
+    def __init__(self, kernel: KernelFunction, grid: Any, block: Any, stream: Any,
+                 shared_bytes: int) -> None:
+        self.kernel, self.grid, self.block = kernel, grid, block
+        self.stream, self.shared_bytes = stream, shared_bytes
+
+    def __call__(self, *args: Any) -> None:
+        self.kernel.launch(*args, grid=self.grid, block=self.block, stream=self.stream,
+                           shared_bytes=self.shared_bytes)
+
+
+class KernelFunction:
+    """A `@nova.kernel` function (see the module docstring)."""
+
+    __nova_kernel__ = True
+
+    def __init__(self, py_func: Any, device: str | Device | None = None,
+                 check_bounds: bool | None = None) -> None:
+        self.py_func = py_func
+        self.__name__ = py_func.__name__
+        self.__doc__ = py_func.__doc__
+        self.__wrapped__ = py_func
+        self._device = device
+        self._check_bounds = check_bounds
+        self._source: FunctionSource | None = None
+        self._plans: dict[tuple[Device, Signature, bool], LaunchPlan] = {}
+        self._modules: dict[Signature, tuple[Any, str]] = {}
+        self._images: dict[tuple[Signature, str, str, bool], CompiledImages] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<nova.kernel {self.__name__}>"
+
+    @property
+    def source(self) -> FunctionSource:
+        if self._source is None:
+            self._source = FunctionSource.of(self.py_func)
+        return self._source
+
+    def __call__(self, *args: Any) -> None:
+        raise ArgumentError(f"launch kernel {self.__name__} with a configuration: "
+                            f"{self.__name__}[grid, block](...) or .launch(..., grid=, block=)")
+
+    # --- signatures and compilation -------------------------------------------------------------
+    def signature(self, *args: Any) -> Signature:
+        """The signature of example arguments, or of explicit types (`nova.float32[:]`...).
+        Example arrays also give the alignment/aliasing facts a launch with them would check
+        (T.ArrayType); explicit array types assume neither."""
+        out = []
+        spans = []
+        for k, a in enumerate(args):
+            if isinstance(a, T.ArrayType | T.ScalarType):
+                out.append(a)
+            elif isinstance(a, type) and T.resolve_dtype(a) is not None:
+                out.append(T.resolve_dtype(a))  # int, float, bool, np.float32, ...
+            else:
+                ty = arg_type(a)
+                out.append(ty)
+                if isinstance(ty, T.ArrayType):
+                    spans.append((k, *example_span(a)))
+        sig = refine(tuple(out), spans)
+        if any(isinstance(a, T.ArrayType) for a in args):
+            # an explicit array's pointer is unknown: no example array is known not to overlap it
+            sig = tuple(T.ArrayType(t.dtype, t.ndim, t.shape, t.space, t.align)
+                        if type(t) is T.ArrayType else t for t in sig)
+        return sig
+
+    def _module(self, sig: Signature) -> tuple[Any, str]:
+        with self._lock:
+            found = self._modules.get(sig)
+            if found is None:
+                module = build_module(self.source, sig, self.__name__)
+                found = (module, print_module(module))
+                self._modules[sig] = found
+            return found
+
+    def mlir(self, *sig: Any) -> str:
+        """The generated MLIR (a module holding one gpu.module) for a signature."""
+        return self._module(self.signature(*sig))[1]
+
+    @property
+    def check_bounds(self) -> bool:
+        """Whether this kernel's array accesses are bounds-checked: the decorator's
+        `check_bounds`, else the configuration's (NOVA_CHECK_BOUNDS)."""
+        if self._check_bounds is not None:
+            return self._check_bounds
+        return config.get().check_bounds
+
+    def compile(self, *sig: Any, device: str | Device | None = None) -> CompiledImages:
+        """Compile a signature for a device (default: the launch device); returns its images."""
+        dev = get_device(device if device is not None else self._device)
+        return self._compile(self.signature(*sig), dev.kind, _arch(dev))
+
+    def _compile(self, sig: Signature, target: str, arch: str,
+                 check_bounds: bool | None = None) -> CompiledImages:
+        """The images of `sig` for a target (`check_bounds` None: the kernel's setting)."""
+        if check_bounds is None:
+            check_bounds = self.check_bounds
+        key = (sig, target, arch, check_bounds)
+        with self._lock:
+            found = self._images.get(key)
+            if found is None:
+                module, text = self._module(sig)
+                found = compile_images(module, text, target, arch, check_bounds)
+                self._images[key] = found
+            return found
+
+    def ptx(self, *sig: Any, arch: str | None = None) -> str:
+        """The PTX for a signature (arch defaults to config.arch)."""
+        images = self._compile(self.signature(*sig), "cuda", arch or config.get().arch)
+        assert images.ptx is not None
+        return images.ptx
+
+    # --- launching ------------------------------------------------------------------------------
+    def __getitem__(self, config: Any) -> _Configured:
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise ArgumentError(f"{self.__name__}[grid, block] (optionally [grid, block, "
+                                f"stream, shared_bytes]), got {config!r}")
+        grid, block, *rest = config
+        stream = rest[0] if rest else None
+        shared = rest[1] if len(rest) > 1 else 0
+        return _Configured(self, grid, block, stream, shared)
+
+    def _plan(self, device: Device, sig: Signature, check_bounds: bool) -> LaunchPlan:
+        with self._lock:
+            plan = self._plans.get((device, sig, check_bounds))
+            if plan is None:
+                images = self._compile(sig, device.kind, _arch(device), check_bounds)
+                module = device.load_module(ModuleImages(
+                    f"{self.__name__}", ptx=images.ptx, cubin=images.cubin,
+                    cubin_arch=images.cubin_arch, cpu_object=images.cpu_object))
+                fn = module.get_function(images.kernel.name, images.kernel)
+                plan = LaunchPlan(device, fn, sig)
+                self._plans[(device, sig, check_bounds)] = plan
+            return plan
+
+    def launch(self, *args: Any, grid: int | Sequence[int], block: int | Sequence[int],
+               stream: Any = None, shared_bytes: int = 0,
+               device: str | Device | None = None) -> None:
+        """Launch on `device` (default: the kernel's, else the device of the first Nova Buffer
+        argument, else NOVA_DEVICE/auto). NumPy arrays are
+        copied in and back (the call then waits for the kernel); device arrays are used in place
+        and the launch is asynchronous on `stream` (default: the device's default stream)."""
+        if stream is not None and hasattr(stream, "device"):
+            dev = stream.device
+        elif device is None and self._device is None:
+            # like CuPy and PyTorch ops, follow the data: the first Nova Buffer's device, else
+            # the default (NOVA_DEVICE / auto)
+            dev = next((a.device for a in args if type(a) is Buffer), None) or _default_device()
+        else:
+            dev = get_device(device if device is not None else self._device)
+        if type(grid) is not int:
+            grid = _dims(grid, "grid")
+        if type(block) is not int:
+            block = _dims(block, "block")
+        staged: list[Staged] = []
+        try:
+            base = tuple(map(arg_type, args))
+            spans: list[tuple[int, int, int]] = []
+            values = slot_values(dev, base, args, staged, stream, spans)
+            sig = refine(base, spans)
+            checked = self.check_bounds
+            plan = self._plans.get((dev, sig, checked)) or self._plan(dev, sig, checked)
+            with plan.lock:
+                plan.pack(values)
+                dev.launch(plan.function, grid, block, plan.address, shared_bytes, stream)
+            finish_staged(dev, staged, stream)
+        finally:
+            for s in staged:
+                if s.buffer is not None:
+                    s.buffer.free()
+
+
+def _dims(value: Any, what: str) -> Any:
+    """Accept NumPy integers (and lists) for grid/block sizes; Device.launch validates."""
+    import operator
+
+    try:
+        if isinstance(value, tuple | list):
+            return tuple(operator.index(v) for v in value)
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentError(f"{what} must be 1 to 3 positive ints, got {value!r}") from None
+
+
+_default: tuple[Any, Device] | None = None
+
+
+def _default_device() -> Device:
+    """get_device(None), memoised per active configuration (it probes CUDA and takes a lock)."""
+    global _default
+    cfg = config.get()
+    cached = _default
+    if cached is not None and cached[0] is cfg:
+        return cached[1]
+    dev = get_device(None)
+    _default = (cfg, dev)
+    return dev
+
+
+def _arch(device: Device) -> str:
+    if device.kind == "cpu":
+        return "x86_64"
+    return device.arch
+
+
+class _KernelDecorator:
+    """`nova.kernel`: the decorator (`@nova.kernel`, `@nova.kernel(device="cpu")`,
+    `@nova.kernel(check_bounds=True)`: every array access checked, docs/debugging.md), also
+    carrying the ahead-of-time entry point `nova.kernel.save_bundle(path, [(kern, sig), ...])`."""
+
+    def __call__(self, py_func: Any = None, *, device: str | Device | None = None,
+                 check_bounds: bool | None = None) -> Any:
+        if py_func is None:
+            return lambda f: KernelFunction(f, device, check_bounds)
+        return KernelFunction(py_func, device, check_bounds)
+
+    @staticmethod
+    def save_bundle(path: Any, kernels_with_signatures: Any, **options: Any) -> Any:
+        """See nova.lang.aot.save_bundle."""
+        from nova.lang.aot import save_bundle
+
+        return save_bundle(path, kernels_with_signatures, **options)
+
+    @staticmethod
+    def bundle_source(kernels_with_signatures: Any) -> str:
+        """The MLIR text save_bundle compiles (see nova.lang.aot)."""
+        from nova.lang.aot import bundle_source
+
+        return bundle_source(kernels_with_signatures)
+
+    def __repr__(self) -> str:
+        return "<nova.kernel decorator>"
+
+
+kernel = _KernelDecorator()

@@ -1,0 +1,366 @@
+"""The cuda device's implementation of the runtime ABI.
+
+Launches, streams, events, memory and copies are native code calling libcuda
+(`nova.runtime.cuda.native`, JIT-compiled once per device). Module loading and kernel lookup
+call back into Python once per program and kernel (the host code caches the handles): they go
+through the device layer (`CudaDevice.load_module`, which picks cubin or PTX), and remember each
+CUfunction's name so that a failed launch names its kernel. Errors are reported by the native code
+through one error-path callback that records a `CudaError` (and marks the context lost after a
+sticky error, so later device-layer calls fail fast instead of cascading).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.binding as llvm
+
+from nova.abi import ABI_BY_NAME, DEVICE_MODULE_PREFIX, DeviceModuleDescriptor
+from nova.bundle.format import Kernel, Manifest
+from nova.errors import CudaError, DeviceError, RuntimeFailure, cuda_error
+from nova.runtime.cuda.native import (
+    CALL_ENTRY,
+    CONTEXT_GLOBAL,
+    DEFAULT_STREAM_GLOBAL,
+    DRIVER_FUNCTIONS,
+    ERROR_CALLBACK_GLOBAL,
+    FORGET_STREAM,
+    LAST_FUNCTION_GLOBAL,
+    NATIVE_ABI_NAMES,
+    native_ir,
+)
+from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
+from nova.runtime.native_support import (
+    guarded_callback,
+    host_target_machine,
+    record_error,
+    take_error,
+    unwind_symbols,
+)
+
+STICKY_ERRORS: frozenset[int] = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
+"""CUresults after which the context is unusable (illegal address, trap, assert, ...)."""
+
+_ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
+_CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_void_p)
+_MEMCPY_TYPE = ABI_BY_NAME["nova_rt_memcpy"].ctypes_prototype()
+_ALLOC_TYPE = ABI_BY_NAME["nova_rt_mem_alloc"].ctypes_prototype()
+_STAGING_PER_SIZE = 4  # cached managed staging blocks per byte size (per program)
+_STAGING_MAX_BYTES = 64 << 20  # larger staged arrays are freed after each call
+_FREE_TYPE = ABI_BY_NAME["nova_rt_mem_free"].ctypes_prototype()
+_SYNC_TYPE = ABI_BY_NAME["nova_rt_stream_synchronize"].ctypes_prototype()
+
+_kernel_names: dict[int, str] = {}
+"""CUfunction -> kernel name, for error messages (written once per kernel, read on errors)."""
+
+_compile_lock = threading.Lock()
+
+
+def error_name(code: int) -> str:
+    """The CUresult's enum name (`CUDA_ERROR_ILLEGAL_ADDRESS`), without needing a GPU."""
+    try:
+        from cuda.bindings import driver
+
+        return str(driver.CUresult(code).name)
+    except Exception:
+        return f"CUDA_ERROR_{code}"
+
+
+@dataclass
+class NativeCudaAbi:
+    """The JIT-compiled native module of one device, and where its globals live."""
+
+    engine: llvm.ExecutionEngine
+    addresses: dict[str, int]
+    call_entry: int
+    forget_stream: int  # cuda_native.FORGET_STREAM
+    default_stream_at: int
+    context_at: int
+    on_error: Any  # the ctypes error callback (kept alive here)
+    device: Any = None
+
+    def set_default_stream(self, handle: int) -> None:
+        ctypes.c_void_p.from_address(self.default_stream_at).value = handle or None
+
+    def set_context(self, handle: int) -> None:
+        ctypes.c_void_p.from_address(self.context_at).value = handle or None
+
+
+def _report(device: Any, call: bytes, code: int, function: int | None,
+            last_function: int | None) -> None:
+    """Record a failed driver call as a CudaError (the native error path's only Python). A fault
+    found by a later call (a synchronization) names the latest launched kernel."""
+    try:
+        name = call.decode() if isinstance(call, bytes) else str(call)
+        kernel = _kernel_names.get(function or 0) if function else None
+        lost = code in STICKY_ERRORS
+        driver = getattr(device, "driver", None)
+        latest = (f"@{_kernel_names.get(last_function, hex(last_function))}" if last_function
+                  else "")
+        detail = ""
+        if lost and driver is not None and driver.lost_reason:
+            # a later call of a program after the fault: say so, not "the fault was found here"
+            detail = f"the CUDA context was already lost: {driver.lost_reason} destroyed it"
+        elif kernel is None and lost and latest:
+            detail = f"the fault was found here; the latest kernel launched was {latest}"
+        record_error(cuda_error(name, error_name(code), code, detail, kernel=kernel,
+                                context_lost=lost))
+        if lost and driver is not None and not driver.context_lost:
+            where = (f" in kernel @{kernel}" if kernel
+                     else f" (the latest kernel launched was {latest})" if latest else "")
+            driver.mark_lost(f"an earlier {error_name(code)} from {name}{where}",
+                             error_name(code), code)
+    except BaseException as exc:  # never unwind through C frames
+        record_error(RuntimeFailure(f"a CUDA driver call failed ({code}); reporting it failed "
+                                    f"too: {exc}"))
+
+
+def compile_native(device: Any = None, prefix: str = "",
+                   driver_symbols: Mapping[str, int] | None = None) -> NativeCudaAbi:
+    """JIT-compile the native cuda ABI. Real use: libcuda.so.1 is loaded and bound. Tests pass
+    `prefix` and `driver_symbols` (`<prefix>cuX` -> mock address) instead."""
+    if driver_symbols is None:
+        try:
+            llvm.load_library_permanently("libcuda.so.1")
+        except RuntimeError as exc:
+            raise DeviceError(f"cannot load the CUDA driver library libcuda.so.1: {exc}") from None
+    else:
+        missing = [n for n in DRIVER_FUNCTIONS if prefix + n not in driver_symbols]
+        if missing:
+            raise DeviceError(f"driver symbols missing: {', '.join(missing)}")
+    last: list[int] = []  # the address of @nova_last_function, known after compiling
+
+    def on_error_impl(call: int | None, code: int, function: int | None) -> None:
+        last_function = ctypes.c_void_p.from_address(last[0]).value if last else None
+        _report(device, ctypes.string_at(call) if call else b"?", code, function, last_function)
+
+    on_error = _ERROR_CALLBACK_TYPE(on_error_impl)
+    with _compile_lock:
+        for name, address in {**unwind_symbols(), **(driver_symbols or {})}.items():
+            llvm.add_symbol(name, address)
+        module = llvm.parse_assembly(native_ir(prefix))
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, host_target_machine())
+        engine.finalize_object()
+    last.append(engine.get_global_value_address(LAST_FUNCTION_GLOBAL))
+    native = NativeCudaAbi(
+        engine=engine,
+        addresses={n: engine.get_function_address(n) for n in NATIVE_ABI_NAMES},
+        call_entry=engine.get_function_address(CALL_ENTRY),
+        forget_stream=engine.get_function_address(FORGET_STREAM),
+        default_stream_at=engine.get_global_value_address(DEFAULT_STREAM_GLOBAL),
+        context_at=engine.get_global_value_address(CONTEXT_GLOBAL),
+        on_error=on_error,
+        device=device,
+    )
+    ctypes.c_void_p.from_address(
+        engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = ctypes.cast(
+            on_error, ctypes.c_void_p).value
+    return native
+
+
+_natives: dict[int, NativeCudaAbi] = {}
+
+
+def native_for(device: Any) -> NativeCudaAbi:
+    """The device's native module (compiled on first use; its globals set to the device's
+    context and default stream)."""
+    with _compile_lock:
+        native = _natives.get(id(device))
+    if native is None:
+        native = compile_native(device)
+        native.set_context(device.context_handle)
+        native.set_default_stream(device.default_stream.handle)
+        with _compile_lock:
+            native = _natives.setdefault(id(device), native)
+    return native
+
+
+def _store_pointer(out: int | None, value: int) -> None:
+    if not out:
+        raise RuntimeFailure("null out-pointer passed to the runtime")
+    ctypes.c_void_p.from_address(out).value = value or None
+
+
+class CudaAbi:
+    """Runtime ABI of one program on a cuda device."""
+
+    def __init__(self, device: Device, manifest: Manifest,
+                 native: NativeCudaAbi | None = None) -> None:
+        self.device = device
+        self.manifest = manifest
+        self.native = native or native_for(device)
+        self._modules: dict[int, tuple[DeviceModule, tuple[Kernel, ...]]] = {}
+        self._functions: dict[int, DeviceFunction] = {}
+        self._callbacks = {
+            "nova_rt_module_load": ABI_BY_NAME["nova_rt_module_load"].ctypes_prototype()(
+                guarded_callback("nova_rt_module_load", self._module_load)),
+            "nova_rt_module_get_function":
+                ABI_BY_NAME["nova_rt_module_get_function"].ctypes_prototype()(
+                    guarded_callback("nova_rt_module_get_function", self._get_function)),
+        }
+        self.call_entry = _CALL_ENTRY_TYPE(self.native.call_entry)
+        self._memcpy = _MEMCPY_TYPE(self.native.addresses["nova_rt_memcpy"])
+        self._alloc = _ALLOC_TYPE(self.native.addresses["nova_rt_mem_alloc"])
+        self._staging: dict[int, list[int]] = {}  # nbytes -> cached managed blocks
+        self._free = _FREE_TYPE(self.native.addresses["nova_rt_mem_free"])
+        self._sync = _SYNC_TYPE(self.native.addresses["nova_rt_stream_synchronize"])
+
+    def symbols(self) -> dict[str, int]:
+        symbols = dict(self.native.addresses)
+        for name, callback in self._callbacks.items():
+            symbols[name] = ctypes.cast(callback, ctypes.c_void_p).value or 0
+        return symbols
+
+    def preload(self, linked: Any) -> None:
+        """Load every device module and kernel of the program now, at `nova.load` time, as
+        upstream's global constructors do. Loading a module (or a lazily loaded kernel) while
+        another kernel runs can wait for it, so a first launch in the middle of a program could
+        serialize streams that must run concurrently. The host code's own first-use loads then
+        find the cached modules."""
+        scratch = ctypes.c_void_p()
+        for listed in self.manifest.modules:
+            descriptor = linked.global_address(f"{DEVICE_MODULE_PREFIX}{listed.name}")
+            self._module_load(ctypes.addressof(scratch), descriptor)
+            module = scratch.value or 0
+            for kernel in listed.kernels:
+                name = ctypes.create_string_buffer(kernel.name.encode())
+                self._get_function(ctypes.addressof(scratch), module, ctypes.addressof(name))
+
+    def _module_load(self, out: int, descriptor: int) -> None:
+        if not descriptor:
+            raise RuntimeFailure("nova_rt_module_load: null module descriptor")
+        images = ModuleImages.from_descriptor(DeviceModuleDescriptor.from_address(descriptor),
+                                              self.manifest.arch)
+        module = self.device.load_module(images)
+        listed = next((m for m in self.manifest.modules if m.name == images.name), None)
+        self._modules[module.handle] = (module, listed.kernels if listed else ())
+        _store_pointer(out, module.handle)
+
+    def _get_function(self, out: int, module: int, name: int) -> None:
+        entry = self._modules.get(module or 0)
+        if entry is None:
+            raise RuntimeFailure(f"invalid module handle {module or 0:#x}")
+        loaded, kernels = entry
+        kernel_name = ctypes.string_at(name).decode() if name else ""
+        kernel = next((k for k in kernels if k.name == kernel_name), None)
+        function = loaded.get_function(kernel_name, kernel)
+        self._allow_dynamic_shared(function)
+        self._functions[function.handle] = function
+        _kernel_names[function.handle] = kernel_name
+        _store_pointer(out, function.handle)
+
+    def _allow_dynamic_shared(self, function: DeviceFunction) -> None:
+        """Opt the kernel in to all the dynamic shared memory the device allows, once, so that
+        native launches with more than 48 KiB need no per-launch attribute call. The static size
+        comes from the driver (not the manifest); if the opt-in fails, launches above 48 KiB
+        fail later with the driver's error, naming the kernel."""
+        current = getattr(function, "max_dynamic_shared", None)
+        driver = getattr(self.device, "driver", None)
+        if current is None or driver is None:
+            return
+        attrs = driver.raw.CUfunction_attribute
+        try:
+            static = int(driver.call("cuFuncGetAttribute",
+                                     attrs.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function.cu,
+                                     kernel=function.name))
+            allowed = self.device.properties.max_shared_memory_per_block_optin - static
+            if allowed > current:
+                driver.call("cuFuncSetAttribute", function.cu,
+                            attrs.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, allowed,
+                            kernel=function.name)
+                function.max_dynamic_shared = allowed  # type: ignore[attr-defined]
+        except CudaError:
+            return
+
+    # --- what the executor needs -------------------------------------------------------------
+    def stage_in(self, array: Any) -> tuple[int, object]:
+        """Copy a host array into new *managed* memory (ordered on the default stream).
+
+        Managed, not plain device memory: an entry's host code may read or write a memref
+        argument itself (loops, printMemref, memref.copy) as well as hand it to kernels, and
+        only managed memory is valid for both (plain device memory would segfault the host
+        code). Nova buffers passed in place stay the fast path."""
+        if not array.nbytes:
+            return 0, (0, array)
+        address = self._take_staging(array.nbytes)
+        if self._memcpy(address, array.ctypes.data, array.nbytes, None):
+            self._give_staging(address, array.nbytes)
+            raise take_error() or RuntimeFailure("staging copy failed")
+        return address, (address, array)
+
+    def _take_staging(self, nbytes: int) -> int:
+        """A managed block of `nbytes`: a cached one (calls repeat with the same shapes) or new."""
+        with contextlib.suppress(KeyError, IndexError):  # none cached (or another thread won)
+            return self._staging[nbytes].pop()
+        pointer = ctypes.c_void_p()
+        if self._alloc(ctypes.addressof(pointer), nbytes, None, 1):
+            raise take_error() or RuntimeFailure("staging allocation failed")
+        return pointer.value or 0
+
+    def _give_staging(self, address: int, nbytes: int) -> None:
+        """Keep up to _STAGING_PER_SIZE blocks per size for the next call; free the rest."""
+        cached = self._staging.setdefault(nbytes, [])
+        if len(cached) < _STAGING_PER_SIZE and nbytes <= _STAGING_MAX_BYTES:
+            cached.append(address)
+        elif self._free(address, None):
+            raise take_error() or RuntimeFailure("freeing a staged argument failed")
+
+    def stage_out(self, token: object) -> None:
+        address, array = token  # type: ignore[misc]
+        failed = address and array.flags.writeable and self._memcpy(
+            array.ctypes.data, address, array.nbytes, None)
+        if failed:
+            raise take_error() or RuntimeFailure("copying a staged argument back failed")
+
+    def release(self, token: object) -> None:
+        """Return a staged block (the call has synchronized: nothing uses it any more)."""
+        if token is None:
+            return
+        address, array = token  # type: ignore[misc]
+        if address:
+            self._give_staging(address, array.nbytes)
+
+    def fetch(self, address: int, nbytes: int) -> bytes:
+        """Copy `nbytes` at any address: plain host memory (e.g. `memref.alloc` in host code)
+        directly, memory the driver knows (device, managed, registered) with cuMemcpyAsync."""
+        if nbytes == 0:
+            return b""
+        if not self._driver_knows(address):
+            return ctypes.string_at(address, nbytes)
+        out = ctypes.create_string_buffer(nbytes)
+        if self._memcpy(ctypes.addressof(out), address, nbytes, None) or self._sync(None):
+            raise take_error() or RuntimeFailure("copying a memref result failed")
+        return out.raw
+
+    def _driver_knows(self, address: int) -> bool:
+        driver = getattr(self.device, "driver", None)
+        if driver is None:
+            return True
+        attr = driver.raw.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+        try:
+            driver.call("cuPointerGetAttribute", attr, address)
+        except CudaError:
+            return False  # CUDA_ERROR_INVALID_VALUE: pageable host memory
+        return True
+
+    def synchronize(self) -> None:
+        """Wait for the default stream natively, so a fault names the latest kernel."""
+        if self._sync(None):
+            raise take_error() or RuntimeFailure("cuStreamSynchronize failed")
+
+    def close(self) -> None:
+        """Modules stay cached by the device; forget this program's handles and free the
+        cached staging blocks."""
+        self._modules.clear()
+        self._functions.clear()
+        staging, self._staging = self._staging, {}
+        for blocks in staging.values():
+            for address in blocks:
+                self._free(address, None)
