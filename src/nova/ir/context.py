@@ -4,11 +4,11 @@ Dialects are registered lazily (xDSL loads one on first use), so building a cont
 Nova's own `gpu` dialect replaces xDSL's; `func`, `memref`, `scf`, `arith`, `math`, `vector` are
 xDSL's with the overrides and additions of `nova.ir.dialects.memref` /
 `nova.ir.dialects.scf_arith_func` / `nova.ir.dialects.math` / `nova.ir.dialects.vector`; `index` is
-Nova's; `affine` is xDSL's with MLIR's syntax (`nova.ir.dialects.affine`), lowered by the `lower-
-affine` pass before anything else sees it; `nvvm` is Nova's basic subset (`nova.ir.dialects.nvvm`:
-special registers, barrier0, shfl.sync, vote.sync), lowered in kernels only; `async` is Nova's host-
-side subset (`nova.ir.dialects.async_`: execute/yield/await and groups), removed by the `async-to-
-sync` pass before outlining.
+Nova's; `affine` is xDSL's with MLIR's syntax (`nova.ir.dialects.affine`), lowered by the
+`lower-affine` pass before anything else sees it; `nvvm` is Nova's basic subset
+(`nova.ir.dialects.nvvm`: special registers, barrier0, shfl.sync, vote.sync), lowered in kernels
+only; `async` is Nova's host-side subset (`nova.ir.dialects.async_`: execute/yield/await and
+groups), removed by the `async-to-sync` pass before outlining.
 """
 
 from __future__ import annotations
