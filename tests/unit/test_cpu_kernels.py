@@ -505,7 +505,7 @@ def _optimized_ir(source: str) -> str:
     import llvmlite.binding as llvm
 
     from nova.backends.device import DeviceTarget, lower_device_module
-    from nova.backends.nvptx.ptx import optimize
+    from nova.backends.llvm.codegen import optimize
     from nova.backends.x86 import target_machine
     from nova.ir.parser import parse_mlir
 

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 
-from nova.backends.device import KernelArgumentError, kernel_params, param_size_align, type_spec
+from nova.backends.kernel_abi import KernelArgumentError, kernel_params, param_size_align, type_spec
 from nova.backends.nvptx.target import DATA_LAYOUT as NVPTX_LAYOUT
 from nova.backends.x86 import target_machine
 from nova.bundle.format import (

@@ -16,7 +16,7 @@ import functools
 
 import llvmlite.binding as llvm
 
-from nova.backends.nvptx.ptx import optimize, parse_verified
+from nova.backends.llvm.codegen import optimize, parse_verified
 from nova.errors import BackendError
 
 TRIPLE = "x86_64-unknown-linux-gnu"

@@ -41,6 +41,7 @@ from nova.backends.cpu.fibers import (
 )
 from nova.backends.llvm import memref as M
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text, int_attr
+from nova.backends.llvm.ops_vector import printf_format
 from nova.backends.llvm.target import Handler
 from nova.errors import UnsupportedError
 
@@ -353,9 +354,20 @@ def lower_printf(fe: FunctionEmitter, op: Operation) -> None:
             signed = not (isinstance(mlir_type, IntegerType) and llty.width == 1)
             value = b.sext(value, I32) if signed else b.zext(value, I32)
         args.append(value)
-    printf = cf.libc(fe.module.module, "printf")
-    b.call(printf, [cf.cstring(fe.module.module, text), *args])
-    b.call(cf.libc(fe.module.module, "fflush"), [ir.Constant(PTR, None)])
+    printf_text(fe, text, args)
+
+
+def printf_text(fe: FunctionEmitter, text: str, args: list[ir.Value]) -> None:
+    """libc printf + fflush(NULL), so output order matches the host's."""
+    module = fe.module.module
+    fe.builder.call(cf.libc(module, "printf"), [cf.cstring(module, text), *args])
+    fe.builder.call(cf.libc(module, "fflush"), [ir.Constant(PTR, None)])
+
+
+def lower_vector_print(fe: FunctionEmitter, op: Operation) -> None:
+    """`vector.print` (scalar or vector) -> one libc printf of the whole op, as gpu.printf."""
+    text, args = printf_format(fe, op)
+    printf_text(fe, text, list(args))
 
 
 def lower_dynamic_shared_memory(fe: FunctionEmitter, op: Operation) -> None:
@@ -375,6 +387,7 @@ GPU_HANDLERS: dict[str, Handler] = {
     "gpu.all_reduce": lower_all_reduce,
     "gpu.subgroup_reduce": lower_subgroup_reduce,
     "gpu.printf": lower_printf,
+    "vector.print": lower_vector_print,
     "gpu.yield": lower_yield,
     "gpu.dynamic_shared_memory": lower_dynamic_shared_memory,
 }

@@ -1,9 +1,6 @@
-"""Lowering of Nova's basic `nvvm` ops (`nova.ir.dialects.nvvm`) on both device targets.
+"""Lowering of Nova's basic `nvvm` ops (`nova.ir.dialects.nvvm`) on the CPU device.
 
-NVPTX (`NVPTX_HANDLERS`): each op is the NVVM intrinsic MLIR's NVVM-to-LLVM translation emits:
-`llvm.nvvm.read.ptx.sreg.<register>`, `llvm.nvvm.barrier.cta.sync.aligned.all(0)` (as
-`gpu.barrier`), `llvm.nvvm.shfl.sync.<kind>` (through the shared shuffle helper of
-nvptx_collectives, operands passed through unchanged) and `llvm.nvvm.vote.<kind>.sync`.
+The NVPTX lowering of the same ops is `nova.backends.nvptx.nvvm`.
 
 CPU device (`CPU_HANDLERS`): the ops map onto what the gpu.* ops do there (cpu_gpu_ops):
 register reads come from the thread/block contexts, `nvvm.barrier0` is the block barrier, and
@@ -31,54 +28,8 @@ from nova.backends.cpu.fibers import I64, State
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text
 from nova.backends.llvm.target import Handler
-from nova.backends.nvptx import collectives as nvptx_collectives
-from nova.backends.nvptx import target as nvptx_target
-from nova.ir.dialects.nvvm import SREG_REGISTERS
 
 I32 = T.I32
-
-# ---- NVPTX -----------------------------------------------------------------------------------
-
-
-def _nvptx_sreg(register: str, width: int) -> Handler:
-    """Read `%<register>` through its `llvm.nvvm.read.ptx.sreg.*` intrinsic."""
-    def handler(fe: FunctionEmitter, op: Operation) -> None:
-        ty = ir.IntType(width)
-        fn = fe.module.declare(f"llvm.nvvm.read.ptx.sreg.{register}", ir.FunctionType(ty, []))
-        fe.bind(op.results[0], fe.builder.call(fn, []))
-    return handler
-
-
-def _nvptx_barrier0(fe: FunctionEmitter, op: Operation) -> None:
-    nvptx_target.barrier(fe)
-
-
-def _nvptx_shfl(fe: FunctionEmitter, op: Operation) -> None:
-    mask, value, offset, c = fe.operands(op)
-    kind = enum_text(attr(op, "kind")) or ""
-    out, _ = nvptx_collectives.shuffle(fe, kind, value, offset, c, mask)
-    fe.bind(op.results[0], out)
-
-
-def _nvptx_vote(fe: FunctionEmitter, op: Operation) -> None:
-    mask, pred = fe.operands(op)
-    kind = enum_text(attr(op, "kind")) or ""
-    ret = I32 if kind == "ballot" else T.I1
-    fn = fe.module.declare(f"llvm.nvvm.vote.{kind}.sync",
-                           ir.FunctionType(ret, [I32, T.I1]))
-    fe.bind(op.results[0], fe.builder.call(fn, [mask, pred]))
-
-
-NVPTX_HANDLERS: dict[str, Handler] = {
-    **{f"nvvm.read.ptx.sreg.{r}": _nvptx_sreg(r, w) for r, w in SREG_REGISTERS},
-    "nvvm.barrier0": _nvptx_barrier0,
-    "nvvm.shfl.sync": _nvptx_shfl,
-    "nvvm.vote.sync": _nvptx_vote,
-}
-"""nvvm op name -> NVPTX handler."""
-
-# ---- CPU device ------------------------------------------------------------------------------
-
 
 def _bind_i32(fe: FunctionEmitter, op: Operation, value: ir.Value) -> None:
     fe.bind(op.results[0], fe.builder.trunc(value, I32))

@@ -420,7 +420,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
             raise UnsupportedError(f"op '{op.name}' in a gpu.module is not supported by the CPU "
                                    "device (supported: gpu.func, func.func, memref.global)",
                                    _loc(op))
-    from nova.backends.device import check_kernel_signature
+    from nova.backends.kernel_abi import check_kernel_signature
 
     for fname, op in funcs.items():
         if is_kernel(op):
@@ -603,7 +603,7 @@ def kernel_info(op: Operation, workgroup_bytes: int, uses_fibers: bool) -> Kerne
     """The manifest's description of a kernel (args and expanded params as for every target;
     `static_shared_bytes` is the CPU per-block workgroup buffer, `uses_barriers` whether the
     kernel runs its threads as fibers)."""
-    from nova.backends.device import kernel_params, type_spec
+    from nova.backends.kernel_abi import kernel_params, type_spec
 
     ftype = _ftype(op)
     return Kernel(symbol_name(op), tuple(type_spec(t) for t in ftype.inputs.data),

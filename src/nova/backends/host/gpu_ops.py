@@ -261,7 +261,7 @@ def _check_kernel_operands(op: Operation, operands: list[SSAValue]) -> None:
     """A located error at the gpu.launch_func for an operand no kernel parameter can carry (the
     device lowering rejects the kernel's signature too; this covers host-only compilation and
     launches whose operand types differ from the kernel's)."""
-    from nova.backends.device import KernelArgumentError, type_spec
+    from nova.backends.kernel_abi import KernelArgumentError, type_spec
 
     for index, value in enumerate(operands):
         try:

@@ -7,7 +7,7 @@ function that implements it (printMemref* take the unranked memref as (rank, des
 sign-extended to i64 and printed with printI64, except i1, which is zero-extended (so true prints
 1); unsigned integers and `index` use printU64; f16/bf16 are extended to f32; then the
 punctuation (a newline by default). A 1-D vector prints as `( a, b, c )`
-(ops_vector.print_vector). `vector.print str "..."` prints the text as is. A call of any
+(ops_vector.expand_print). `vector.print str "..."` prints the text as is. A call of any
 other function that the module only declares cannot be resolved at run time (compiled host code
 may call nothing but the runtime ABI and libc), so it is rejected at the call.
 """
@@ -34,7 +34,7 @@ from nova.backends.host.abi import AbiCalls, function_type
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text
 from nova.backends.llvm.ops_func import lower_call
-from nova.backends.llvm.ops_vector import print_vector
+from nova.backends.llvm.ops_vector import expand_print
 from nova.backends.llvm.target import Handler
 from nova.errors import UnsupportedError
 
@@ -101,7 +101,7 @@ class RunnerCalls:
             self.abi.call(fe.builder, "nova_rt_print_string", [literal])
             return
         if op.operands and isinstance(op.operands[0].type, VectorType):
-            print_vector(fe, op)  # `( a, b )`: scalar vector.prints back through this handler
+            expand_print(fe, op)  # `( a, b )`: scalar vector.prints back through this handler
             return
         if op.operands:
             value = op.operands[0]

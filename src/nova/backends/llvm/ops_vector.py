@@ -413,33 +413,18 @@ PUNCTUATION = {"newline": "\n", "no_punctuation": "", "comma": ", ", "open": "( 
 
 
 def lower_print(fe: FunctionEmitter, op: Operation) -> None:
-    """`vector.print` on targets without their own handler (the host has one, RunnerCalls):
-
-    * CPU device: one libc printf (+ fflush, as gpu.printf) of the whole op, scalar or vector;
-    * NVPTX: vectors as one vprintf (`printf_vector`), scalars and the `str`/punctuation forms
-      through the target's `print_value` hook;
-    * other targets: scalars through `print_value`, vectors expanded (`expand_print`)."""
+    """`vector.print` on targets without their own handler: scalars and the `str`/punctuation
+    forms through the target's `print_value` hook, vectors expanded (`expand_print`). The host
+    (RunnerCalls), NVPTX (one vprintf for a vector) and the CPU device (one libc printf) register
+    their own handlers, built from `printf_format` and `expand_print`."""
     vector = bool(op.operands) and isinstance(op.operands[0].type, VectorType)
-    if fe.target.name == "cpu":
-        cpu_printf(fe, *printf_format(fe, op))
-    elif vector:
-        print_vector(fe, op)
+    if vector:
+        expand_print(fe, op)
     elif op.operands:
         value = op.operands[0]
         fe.target.print_value(fe, op, fe.lookup(value), value.type)
     else:
         fe.target.print_value(fe, op, None, None)
-
-
-def print_vector(fe: FunctionEmitter, op: Operation) -> None:
-    """`vector.print %v : vector<NxT>` as upstream's runner prints it: `( v0, v1, ... )` then
-    the op's punctuation. NVPTX: one vprintf; other targets: scalar vector.prints."""
-    if fe.target.name == "nvptx":
-        from nova.backends.nvptx.target import lower_printf_text
-
-        lower_printf_text(fe, *printf_format(fe, op))
-    else:
-        expand_print(fe, op)
 
 
 def expand_print(fe: FunctionEmitter, op: Operation) -> None:
@@ -516,14 +501,6 @@ def printf_format(fe: FunctionEmitter, op: Operation) -> tuple[str, list[ir.Valu
         specs.append(spec)
         args.append(arg)
     return "( " + ", ".join(specs) + " )" + punct, args
-
-
-def cpu_printf(fe: FunctionEmitter, text: str, args: Sequence[ir.Value]) -> None:
-    """libc printf + fflush(NULL) on the CPU device (what its gpu.printf does)."""
-    from nova.backends.cpu import fibers as cf
-    module = fe.module.module
-    fe.builder.call(cf.libc(module, "printf"), [cf.cstring(module, text), *args])
-    fe.builder.call(cf.libc(module, "fflush"), [ir.Constant(T.PTR, None)])
 
 
 HANDLERS: dict[str, Handler] = {

@@ -18,6 +18,7 @@ import tempfile
 
 import llvmlite.binding as llvm
 
+from nova.backends.llvm.codegen import optimize, parse_verified
 from nova.backends.nvptx.target import DATA_LAYOUT, TRIPLE
 from nova.errors import BackendError
 
@@ -55,28 +56,6 @@ def target_machine(arch: str) -> llvm.TargetMachine:
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=_check_arch(arch),
                                         features=f"+ptx{ptx_version(arch)}", opt=3)
-
-
-def optimize(module: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:
-    """Run LLVM's default O`level` module pipeline on `module` in place."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=level)
-    pto.loop_vectorization = level >= 2
-    pto.slp_vectorization = level >= 2
-    pb = llvm.create_pass_builder(tm, pto)
-    pm = pb.getModulePassManager()
-    pm.run(module, pb)
-
-
-def parse_verified(llvm_ir: str, triple: str, data_layout: str, what: str) -> llvm.ModuleRef:
-    """Parse LLVM IR text for a target and verify it; BackendError('invalid <what>: ...')."""
-    try:
-        module = llvm.parse_assembly(llvm_ir)
-        module.triple = triple
-        module.data_layout = data_layout
-        module.verify()
-    except RuntimeError as exc:
-        raise BackendError(f"invalid {what}: {exc}") from exc
-    return module
 
 
 def emit_ptx(llvm_ir: str, arch: str = "sm_90") -> str:

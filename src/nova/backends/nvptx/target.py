@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     UnrankedMemRefType,
+    VectorType,
 )
 from xdsl.ir import Attribute, Operation
 
@@ -156,6 +157,17 @@ def lower_printf(fe: FunctionEmitter, op: Operation) -> None:
     fmt = attr(op, "format")
     lower_printf_text(fe, fmt.data if isinstance(fmt, StringAttr) else str(fmt),
                       fe.operands(op))
+
+
+def lower_vector_print(fe: FunctionEmitter, op: Operation) -> None:
+    """`vector.print`: a vector as one vprintf of `( v0, v1, ... )` and the op's punctuation
+    (`printf_vector`); scalars and the `str`/punctuation forms as on every target."""
+    from nova.backends.llvm import ops_vector
+
+    if op.operands and isinstance(op.operands[0].type, VectorType):
+        lower_printf_text(fe, *ops_vector.printf_format(fe, op))
+    else:
+        ops_vector.lower_print(fe, op)
 
 
 def lower_printf_text(fe: FunctionEmitter, text: str, args: Sequence[ir.Value]) -> None:
@@ -309,9 +321,9 @@ class NvptxTarget(TargetBase):
     data_layout = DATA_LAYOUT
 
     def __init__(self, arch: str = "sm_90", check_bounds: bool = False) -> None:
-        from nova.backends.cpu import nvvm as nvvm_ops
         from nova.backends.nvptx import collectives as nvptx_collectives
         from nova.backends.nvptx import mma as nvptx_mma
+        from nova.backends.nvptx import nvvm as nvvm_ops
         self.arch = arch
         self.check_bounds = check_bounds
         self._check_buffers: dict[tuple[ir.Function, int], ir.Value] = {}
@@ -331,6 +343,7 @@ class NvptxTarget(TargetBase):
             "gpu.subgroup_size": lower_subgroup_size,
             "gpu.barrier": lower_barrier,
             "gpu.printf": lower_printf,
+            "vector.print": lower_vector_print,
             "gpu.dynamic_shared_memory": lower_dynamic_shared_memory,
             **{name: _no_wide_libcalls(name) for name in WIDE_INT_LIBCALL_OPS},
             "math.fpowi": lower_fpowi_by_squaring,
