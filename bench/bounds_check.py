@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 import nova
-from nova.runtime.device import Device, get_device
+from nova.runtime.device import Device
+from nova.runtime.selection import get_device
 
 N = 1 << 22
 ROWS, COLS = 4096, 512

@@ -170,7 +170,7 @@ def measure(device: Any, call: Callable[[], None], calls: int, warmup: int) -> d
 
 def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any]]:
     import nova
-    from nova.runtime.device import get_device
+    from nova.runtime.selection import get_device
 
     device = get_device(kind)
     mod = nova.compile(PROGRAM, device=kind)
@@ -202,7 +202,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
-    from nova.runtime.device import cuda_status
+    from nova.runtime.selection import cuda_status
 
     kinds = ["cpu", "cuda"] if args.device == "all" else [args.device]
     rows: list[dict[str, Any]] = []

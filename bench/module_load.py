@@ -114,7 +114,8 @@ CHILD = r"""
 import json, statistics, sys, time
 spec = json.loads(sys.argv[1])
 t0 = time.perf_counter()
-from nova.runtime.device import ModuleImages, get_device
+from nova.runtime.device import ModuleImages
+from nova.runtime.selection import get_device
 dev = get_device(spec["device"])
 dev.mem_info()  # creates the CUDA context now, not inside the first load
 t1 = time.perf_counter()
@@ -195,7 +196,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from nova import config
-    from nova.runtime.device import cuda_status
+    from nova.runtime.selection import cuda_status
 
     device = args.device
     if device == "auto":
@@ -248,7 +249,7 @@ def main() -> None:
         "runs": args.runs, "reloads": args.reloads, "results": results,
     }
     if device == "cuda":
-        from nova.runtime.device import get_device
+        from nova.runtime.selection import get_device
 
         report["device_name"] = get_device("cuda").properties.name
     path = args.json or ROOT / "bench" / "results" / f"module_load-{device}-{date.today()}.json"

@@ -143,3 +143,7 @@ def cuda_error(call: str, error_name: str, code: int, detail: str = "",
 
 class ArgumentError(NovaError, TypeError):
     """A Python call passed arguments of the wrong number, type, dtype, rank or shape."""
+
+
+class InputError(NovaError):
+    """An input file that cannot be read or an output file that cannot be written."""

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from nova import config
-from nova.runtime.device import Device, cuda_status, get_device
+from nova.runtime.device import Device
+from nova.runtime.selection import cuda_status, get_device
 
 _CUDA = cuda_status()
 

@@ -8,7 +8,7 @@ import importlib.util
 
 import pytest
 
-from nova.runtime.device import cuda_status
+from nova.runtime.selection import cuda_status
 
 DEVICES = [
     pytest.param("cpu", id="cpu"),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from async_programs import DEVICES, SOURCE, bundle
 
-from nova.runtime.device import get_device
+from nova.runtime.selection import get_device
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 

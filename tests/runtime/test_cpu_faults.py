@@ -24,7 +24,7 @@ import pytest
 import nova
 from nova.errors import KernelFault
 from nova.runtime.cpu import fault_guard
-from nova.runtime.device import get_device
+from nova.runtime.selection import get_device
 
 sys.path.insert(0, str(Path(__file__).parent))
 import device_test_kernels as dtk
@@ -381,7 +381,7 @@ _CRASH_OUTSIDE = textwrap.dedent("""
     import ctypes, sys
     sys.path.insert(0, {tests!r})
     import device_test_kernels as dtk
-    from nova.runtime.device import get_device
+    from nova.runtime.selection import get_device
     dtk.load(get_device("cpu"))  # loading a CPU module installs the fault handlers
     print("installed", flush=True)
     ctypes.string_at(0)  # a crash outside any kernel

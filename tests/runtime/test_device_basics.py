@@ -9,7 +9,8 @@ import pytest
 import nova
 from nova import config
 from nova.errors import DeviceError
-from nova.runtime.device import DeviceProperties, cuda_status, devices, get_device
+from nova.runtime.device import DeviceProperties
+from nova.runtime.selection import cuda_status, devices, get_device
 
 
 def test_properties_are_frozen_and_sane(device):
@@ -84,8 +85,8 @@ def test_device_context_manager_synchronizes(device):
 
 
 def test_auto_falls_back_to_cpu_when_the_gpu_cannot_start(monkeypatch):
-    from nova.runtime import device as device_module
-    from nova.runtime.device import CudaStatus
+    from nova.runtime import selection as device_module
+    from nova.runtime.selection import CudaStatus
 
     monkeypatch.setattr(device_module, "cuda_status", lambda: CudaStatus(True, 1, ""))
     monkeypatch.setattr(device_module, "_devices", {})

@@ -61,7 +61,7 @@ def test_sticky_fault_loses_the_context_cleanly(cuda_device):
         sys.path.insert(0, {str(HERE)!r})
         import device_test_kernels as tk
         from nova.errors import CudaError
-        from nova.runtime.device import get_device
+        from nova.runtime.selection import get_device
         dev = get_device("cuda")
         buf = dev.allocate(1 << 20)
         stream = dev.create_stream()

@@ -219,7 +219,7 @@ def test_numpy_round_trip_cpu(arr):
 @settings(max_examples=30, deadline=None)
 @given(arr=hnp.arrays(_DTYPES, hnp.array_shapes(min_dims=0, max_dims=4, max_side=7)))
 def test_numpy_round_trip_cuda(arr):
-    from nova.runtime.device import cuda_status
+    from nova.runtime.selection import cuda_status
 
     if not cuda_status().usable:
         pytest.skip("no usable CUDA device")

@@ -137,7 +137,7 @@ def test_corpus_program_on_cpu(path: Path, run: str) -> None:
 @pytest.mark.parametrize(("path", "run"), _CASES, ids=[p.name for p, _ in _CASES])
 def test_corpus_program_on_cuda(path: Path, run: str) -> None:
     """The same programs and CHECK lines on the GPU (each in its own nova-run process)."""
-    from nova.runtime.device import cuda_status
+    from nova.runtime.selection import cuda_status
 
     if not cuda_status().usable:
         pytest.skip(f"no usable CUDA device: {cuda_status().reason}")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nova.errors import ArgumentError
-from nova.runtime.device import cuda_status, get_device
+from nova.runtime.selection import cuda_status, get_device
 
 SOURCE = """
 func.func @saxpy(%a: f32, %x: memref<?xf32>, %y: memref<?xf32>) {

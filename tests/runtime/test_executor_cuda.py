@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from nova.errors import CudaError, RuntimeFailure
-from nova.runtime.device import cuda_status, get_device
 from nova.runtime.executor import NovaModule, load
+from nova.runtime.selection import cuda_status, get_device
 
 sys.path.insert(0, str(Path(__file__).parent))
 from executor_bundles import build_bundle

@@ -23,8 +23,8 @@ import pytest
 from nova.errors import CudaError
 from nova.runtime.cuda import abi as cuda_abi
 from nova.runtime.cuda.driver_api import CudaDriver
-from nova.runtime.device import cuda_status
 from nova.runtime.native_support import clear_error, take_error
+from nova.runtime.selection import cuda_status
 
 CORPUS = Path(__file__).parents[1] / "corpus"
 

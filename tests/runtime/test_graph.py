@@ -8,7 +8,7 @@ import pytest
 from async_programs import DEVICES, bundle
 
 from nova.errors import ArgumentError, RuntimeFailure
-from nova.runtime.device import get_device
+from nova.runtime.selection import get_device
 
 STEPS = """
 // out = ((x * a) + 1) * 2, one kernel per step, on one stream (sync launches), then a

@@ -1,5 +1,5 @@
-"""The cuda capture bindings (`nova.runtime.graph.CudaCaptureAbi`) against a mock driver, without
-a GPU: the native ABI is compiled with renamed driver symbols bound to ctypes mocks (as in
+"""The cuda capture bindings (`nova.runtime.cuda.graph.CudaCaptureAbi`) against a mock driver,
+without a GPU: the native ABI is compiled with renamed driver symbols bound to ctypes mocks (as in
 test_cuda_abi.py, with distinct handles per created stream/event), and the capture callbacks are
 called the way compiled host code calls them. Checks the protocol that makes a capture valid:
 null stream -> capture stream, forks from and joins into the capture stream through events, host
@@ -19,7 +19,7 @@ from test_cuda_abi import CONTEXT, DEFAULT_STREAM, MockDriver
 from nova.abi import ABI_BY_NAME
 from nova.errors import CudaError
 from nova.runtime.cuda import abi as cuda_abi
-from nova.runtime.graph import CudaCaptureAbi
+from nova.runtime.cuda.graph import CudaCaptureAbi
 from nova.runtime.native_support import clear_error, take_error
 
 PREFIX = "nova_mockcap_"

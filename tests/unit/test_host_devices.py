@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from nova.errors import OutOfMemoryError, RuntimeFailure
-from nova.runtime.device import cuda_status
 from nova.runtime.executor import NovaModule
+from nova.runtime.selection import cuda_status
 
 DEVICES = [
     pytest.param("cpu", id="cpu"),

@@ -11,7 +11,8 @@ import pytest
 from nova.backends.device import DeviceTarget, lower_device_module
 from nova.backends.nvptx.ptx import assemble_cubin, emit_ptx
 from nova.ir.parser import parse_mlir
-from nova.runtime.device import ModuleImages, cuda_status, get_device
+from nova.runtime.device import ModuleImages
+from nova.runtime.selection import cuda_status, get_device
 
 _CUDA = cuda_status()
 DEVICES = [

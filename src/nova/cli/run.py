@@ -75,7 +75,9 @@ def _bundle(data: bytes, name: str, arch: str | None, device: Device | None,
     fields: dict[str, object] = {} if arch is None else {"arch": arch}
     if check_bounds:
         fields["check_bounds"] = True
-    if device is not None and device.kind == "cpu":
+    from nova.runtime.device import DeviceKind
+
+    if device is not None and device.kind is DeviceKind.CPU:
         fields.update(ptx=False, cubin=False)
     return compile_to_bundle(text, name, make_options(**fields))
 
@@ -85,7 +87,7 @@ def _device_for_compiling(spec: str | None) -> Device | None:
     path first: `--device cpu`, or the default/auto choice when that resolves to cpu. A
     `--device cuda` (or a failing default) is resolved after compiling, as before, so source
     errors are reported ahead of device errors."""
-    from nova.runtime.device import get_device
+    from nova.runtime.selection import get_device
 
     if spec == "cuda":
         return None
@@ -106,8 +108,8 @@ def _print_result(value: object) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from nova.runtime.device import get_device
     from nova.runtime.executor import NovaModule
+    from nova.runtime.selection import get_device
 
     data, name = _read(args.input)
     device = _device_for_compiling(args.device)

@@ -12,15 +12,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from nova.errors import DiagnosticError, NovaError
+from nova.errors import DiagnosticError, InputError, NovaError
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_INTERNAL = 2
-
-
-class InputError(NovaError):
-    """An input file that cannot be read or an output file that cannot be written."""
 
 
 def format_error(exc: NovaError) -> str:

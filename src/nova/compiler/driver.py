@@ -32,6 +32,7 @@ from nova.compiler.stages import (
     required,
     stage_number,
 )
+from nova.errors import InputError
 
 if TYPE_CHECKING:
     from nova.runtime.executor import NovaModule
@@ -190,8 +191,6 @@ def join_outputs(output: Artifact) -> str | bytes:
 def read_source(path_or_text: str | Path) -> tuple[str, str]:
     """(text, filename) from a path (a Path, or a one-line str naming an existing file or
     ending in .mlir) or from MLIR text itself (filename '<string>')."""
-    from nova.cli.toolmain import InputError
-
     is_path = isinstance(path_or_text, Path) or (
         "\n" not in path_or_text and len(path_or_text) < 4096
         and (path_or_text.endswith(".mlir") or Path(path_or_text).is_file()))

@@ -41,8 +41,9 @@ from nova.lang.launch import (
     slot_values,
 )
 from nova.lang.source import FunctionSource
-from nova.runtime.device import Device, ModuleImages, get_device
+from nova.runtime.device import Device, ModuleImages
 from nova.runtime.memory import Buffer
+from nova.runtime.selection import get_device
 
 Signature = tuple[T.NovaType, ...]
 
@@ -283,9 +284,7 @@ def _default_device() -> Device:
 
 
 def _arch(device: Device) -> str:
-    if device.kind == "cpu":
-        return "x86_64"
-    return device.arch
+    return device.arch  # 'x86_64' for the cpu device
 
 
 class _KernelDecorator:

@@ -23,7 +23,7 @@ import numpy as np
 
 from nova.errors import ArgumentError
 from nova.lang import types as T
-from nova.runtime.device import Device, DeviceFunction
+from nova.runtime.device import Device, DeviceFunction, DeviceKind
 from nova.runtime.memory import Buffer
 
 _SLOT_FORMATS = {"bool": "?7x", "int8": "b7x", "int16": "h6x", "int32": "i4x", "int64": "q",
@@ -161,7 +161,8 @@ def _array(value: Any, device: Device, staged: list[Staged],
                                 f"passed to a launch on {device.kind}:{device.index}")
         return value.ptr, value.shape
     if isinstance(value, np.ndarray):
-        if device.kind == "cpu" and value.flags.c_contiguous and value.flags.writeable:
+        if (device.host_memory_is_device_memory and value.flags.c_contiguous
+                and value.flags.writeable):
             staged.append(Staged(value, None, False))  # host memory is device memory
             return value.ctypes.data, value.shape
         host = value if value.flags.c_contiguous else np.ascontiguousarray(value)
@@ -171,7 +172,7 @@ def _array(value: Any, device: Device, staged: list[Staged],
         staged.append(Staged(value, buf, bool(value.flags.writeable)))
         return buf.ptr, host.shape
     cai = value.__cuda_array_interface__
-    if device.kind != "cuda":
+    if device.kind is not DeviceKind.CUDA:
         raise ArgumentError("CUDA arrays (CuPy, PyTorch) can only be passed to kernels "
                             "launched on a cuda device")
     shape = tuple(int(d) for d in cai["shape"])

@@ -21,18 +21,13 @@ device fault is possible.
 
 from __future__ import annotations
 
-import ctypes
-import itertools
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from nova.errors import DeviceError, NovaError, RuntimeFailure
 from nova.runtime.stream import Stream
-
-_HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class _Dispatcher:
@@ -72,76 +67,8 @@ class _Dispatcher:
                 future.set_result(result)
 
 
-_dispatcher = _Dispatcher()
-
-# --- cuda: cuLaunchHostFunc with one process-wide trampoline -----------------------------------
-_pending: dict[int, tuple[Callable[[], Any], Future]] = {}
-_pending_lock = threading.Lock()
-_tokens = itertools.count(1)
-_libcuda: ctypes.CDLL | None = None
-
-
-def _trampoline(user_data: int | None) -> None:
-    """Runs on a CUDA driver thread: no CUDA calls here, only the hand-over."""
-    try:
-        with _pending_lock:
-            item = _pending.pop(user_data or 0, None)
-        if item is not None:
-            _dispatcher.post(item[0], item[1], None)
-    except BaseException:  # never unwind into the driver
-        pass
-
-
-_TRAMPOLINE = _HOST_FN(_trampoline)
-
-
-def _cuda_library() -> ctypes.CDLL:
-    global _libcuda
-    if _libcuda is None:
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-        except OSError as exc:
-            raise DeviceError(f"cannot load libcuda.so.1 for host callbacks: {exc}") from None
-        lib.cuLaunchHostFunc.restype = ctypes.c_int
-        lib.cuLaunchHostFunc.argtypes = (ctypes.c_void_p, _HOST_FN, ctypes.c_void_p)
-        _libcuda = lib
-    return _libcuda
-
-
-def _add_cuda(stream: Stream, fn: Callable[[], Any], future: Future) -> None:
-    device: Any = stream.device
-    live = getattr(stream, "_live", None)
-    if live is not None:
-        live()  # raises DeviceError for a closed stream
-    if device.driver.context_lost:
-        raise DeviceError(f"cannot add a callback to {stream!r}: the CUDA context is lost")
-    token = next(_tokens)
-    with _pending_lock:
-        _pending[token] = (fn, future)
-    device.driver.make_current()
-    code = _cuda_library().cuLaunchHostFunc(stream.handle, _TRAMPOLINE, token)
-    if code != 0:
-        with _pending_lock:
-            _pending.pop(token, None)
-        from nova.runtime.cuda.abi import error_name
-
-        raise DeviceError(f"cuLaunchHostFunc on {stream!r} failed: {error_name(code)} ({code})")
-
-
-# --- cpu: a marker on the stream's worker ------------------------------------------------------
-def _add_cpu(stream: Stream, fn: Callable[[], Any], future: Future) -> None:
-    q = stream._q  # type: ignore[attr-defined]
-
-    def reached() -> None:
-        error: BaseException | None = None
-        if q.error is not None:
-            what, exc = q.error
-            error = exc if isinstance(exc, NovaError) else RuntimeFailure(
-                f"{what} on {q.label} failed before the callback: {type(exc).__name__}: {exc}")
-        _dispatcher.post(fn, future, error)
-
-    stream.enqueue(reached, "stream callback", always=True)  # type: ignore[attr-defined]
-
+dispatcher = _Dispatcher()
+"""The process's one callback thread; device packages hand callbacks to it."""
 
 def add_callback(stream: Stream, fn: Callable[[], Any]) -> Future:
     """Run `fn()` (on Nova's callback thread) once `stream` has finished the work enqueued so
@@ -149,12 +76,7 @@ def add_callback(stream: Stream, fn: Callable[[], Any]) -> Future:
     if not callable(fn):
         raise TypeError(f"add_callback: {fn!r} is not callable")
     future: Future = Future()
-    if stream.device.kind == "cuda":
-        _add_cuda(stream, fn, future)
-    elif hasattr(stream, "enqueue"):
-        _add_cpu(stream, fn, future)
-    else:
-        raise DeviceError(f"{stream!r} does not support host callbacks")
+    stream.device.add_host_callback(stream, fn, future)
     return future
 
 
@@ -169,4 +91,4 @@ def stream_future(stream: Stream) -> Future:
 
 def on_callback_thread() -> bool:
     """True when called from the thread that runs stream callbacks."""
-    return threading.current_thread() is _dispatcher.thread
+    return threading.current_thread() is dispatcher.thread

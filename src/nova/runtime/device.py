@@ -16,25 +16,39 @@ import ctypes
 import hashlib
 import math
 import threading
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from nova import config
 from nova.bundle.format import Kernel
-from nova.errors import ArgumentError, DeviceError
+from nova.errors import ArgumentError
 from nova.runtime.pool import MemoryPool
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
     from nova.abi import DeviceModuleDescriptor
+    from nova.bundle.format import Manifest
+    from nova.bundle.reader import Bundle
+    from nova.runtime.graph import CaptureRequest, RecordedGraph
     from nova.runtime.memory import Buffer, HostBuffer
 
 Dim3 = tuple[int, int, int]
+
+
+class DeviceKind(StrEnum):
+    """The kinds of device Nova runs on. Shared runtime code compares members of this enum (or,
+    better, asks the Device through its hooks); being a StrEnum, comparing a device's kind with
+    the plain name still works in users' code and messages print the plain name."""
+
+    CUDA = "cuda"
+    CPU = "cpu"
 
 
 @dataclass(frozen=True)
@@ -42,7 +56,7 @@ class DeviceProperties:
     """What a program may ask of a device. `compute_capability` is (0, 0) for the cpu device."""
 
     name: str
-    kind: str
+    kind: DeviceKind
     index: int
     compute_capability: tuple[int, int]
     multiprocessor_count: int
@@ -61,7 +75,7 @@ class DeviceProperties:
     @property
     def arch(self) -> str:
         """'sm_XY' for cuda devices, 'x86_64' for the cpu device."""
-        if self.kind == "cpu":
+        if self.kind is DeviceKind.CPU:
             return "x86_64"
         return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
 
@@ -178,7 +192,11 @@ def check_nbytes(nbytes: object, what: str = "nbytes") -> int:
 class Device(ABC):
     """A place where kernels run and device memory lives. Obtain one with `get_device()`."""
 
-    def __init__(self, kind: str, index: int) -> None:
+    host_memory_is_device_memory = False
+    """Whether a host address is a device address (the cpu device): a launch may then pass a
+    writable C-contiguous NumPy array's own memory instead of staging a copy."""
+
+    def __init__(self, kind: DeviceKind, index: int) -> None:
         self.kind = kind
         self.index = index
         self._lock = threading.RLock()
@@ -188,6 +206,41 @@ class Device(ABC):
                                self._sync_for_pool)
         self.pinned_pool = MemoryPool(f"{kind}:{index} pinned host pool", self._raw_alloc_host,
                                       self._raw_free_host, self._sync_for_pool)
+
+    # --- hooks the shared runtime asks (each device package implements them) ----------------
+    @abstractmethod
+    def make_abi(self, manifest: Manifest) -> Any:
+        """The runtime-ABI bindings (an executor `DeviceAbi`) a program with `manifest` is linked
+        against on this device."""
+
+    def check_bundle(self, manifest: Manifest, name: str) -> None:
+        """Raise BundleFormatError when a bundle cannot run here (say why before anything is
+        loaded); every bundle runs on a device that does not override this."""
+        return
+
+    @abstractmethod
+    def images_may_print(self, bundle: Bundle) -> bool:
+        """Whether the kernel images this device runs from `bundle` can print (so the executor
+        must flush C's stdio after each call)."""
+
+    @abstractmethod
+    def record_graph(self, request: CaptureRequest) -> RecordedGraph:
+        """Record an entry's device work for replay (`mod.capture`, nova.runtime.graph)."""
+
+    @abstractmethod
+    def add_host_callback(self, stream: Stream, fn: Callable[[], Any], future: Future) -> None:
+        """Arrange for `fn` to be handed to the callback dispatcher (nova.runtime.callbacks)
+        once `stream` reaches this point; `future` receives its outcome."""
+
+    @property
+    @abstractmethod
+    def dlpack_device(self) -> tuple[int, int]:
+        """DLPack's (device_type, device_id) for this device's memory."""
+
+    @abstractmethod
+    def dlpack_export_sync(self, buffer: Buffer, stream: int | None) -> None:
+        """DLPack's export handshake: make the consumer's `stream` (the `__dlpack__(stream=)`
+        argument) wait for `buffer`'s pending work, or wait for it on the host."""
 
     # --- description -------------------------------------------------------------------------
     @property
@@ -432,106 +485,6 @@ class Device(ABC):
         _check_limits(name, "block", b, props.max_block_dim)
         _check_limits(name, "grid", g, props.max_grid_dim)
         self._launch(function, g, b, params, shared_bytes, self._stream(stream), c)
-
-
-# --- selection -------------------------------------------------------------------------------
-_devices: dict[tuple[str, int], Device] = {}
-_devices_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class CudaStatus:
-    """Whether the CUDA driver is usable here and, if not, why."""
-
-    usable: bool
-    device_count: int
-    reason: str
-
-
-def cuda_status() -> CudaStatus:
-    """Probe (once) for a usable CUDA driver and device; never raises."""
-    from nova.runtime.cuda.driver_api import probe
-
-    return probe()
-
-
-def _parse_spec(spec: str) -> tuple[str, int | None]:
-    text = spec.strip().lower()
-    kind, _, idx = text.partition(":")
-    if kind in ("", "auto"):
-        kind = "cuda" if cuda_status().usable else "cpu"
-    if kind == "gpu":
-        kind = "cuda"
-    if kind not in ("cuda", "cpu"):
-        raise DeviceError(f"unknown device {spec!r}: use 'cuda', 'cuda:N', 'cpu' or 'auto'")
-    if not idx:
-        return kind, None
-    if not idx.isdigit():
-        raise DeviceError(f"bad device index in {spec!r}")
-    return kind, int(idx)
-
-
-def get_device(spec: str | Device | None = None) -> Device:
-    """The device named by `spec` ('cuda', 'cuda:1', 'cpu', 'auto'), NOVA_DEVICE when None.
-
-    Devices are process-wide singletons. Asking for cuda where no GPU is usable raises DeviceError
-    with the reason; 'auto' (the default) falls back to cpu.
-    """
-    if isinstance(spec, Device):
-        return spec
-    if spec is None:
-        spec = config.get().device or "auto"
-    if not isinstance(spec, str):
-        raise ArgumentError(f"device must be a str or Device, got {type(spec).__name__}")
-    auto = spec.strip().lower() in ("", "auto")
-    kind, index = _parse_spec(spec)
-    index = index or 0
-    with _devices_lock:
-        device = _devices.get((kind, index))
-        if device is None:
-            try:
-                device = _create(kind, index)
-            except DeviceError as exc:
-                if not (auto and kind == "cuda"):
-                    raise
-                # 'auto': a GPU that is present but cannot be initialized means cpu
-                warnings.warn(f"cuda:{index} is unusable ({exc}); using the cpu device",
-                              RuntimeWarning, stacklevel=2)
-                return _cpu_locked()
-            _devices[(kind, index)] = device
-        return device
-
-
-def _cpu_locked() -> Device:
-    device = _devices.get(("cpu", 0))
-    if device is None:
-        device = _devices[("cpu", 0)] = _create("cpu", 0)
-    return device
-
-
-def _create(kind: str, index: int) -> Device:
-    if kind == "cpu":
-        if index != 0:
-            raise DeviceError(f"there is one cpu device (cpu:0), not cpu:{index}")
-        from nova.runtime.cpu.device import CpuDevice
-
-        return CpuDevice()
-    status = cuda_status()
-    if not status.usable:
-        raise DeviceError(f"no usable CUDA device: {status.reason}")
-    if index >= status.device_count:
-        raise DeviceError(f"cuda:{index} does not exist ({status.device_count} CUDA "
-                          f"device(s) found)")
-    from nova.runtime.cuda.device import CudaDevice
-
-    return CudaDevice(index)
-
-
-def devices() -> list[Device]:
-    """Every usable device: the CUDA GPUs (if any) then the cpu device."""
-    status = cuda_status()
-    found = [get_device(f"cuda:{i}") for i in range(status.device_count if status.usable else 0)]
-    return [*found, get_device("cpu")]
 
 
 def numpy_dtype(dtype: Any) -> np.dtype:

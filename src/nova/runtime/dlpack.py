@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nova.errors import ArgumentError, DeviceError
-from nova.runtime.device import Device, get_device
+from nova.runtime.device import Device
+from nova.runtime.selection import get_device
 
 if TYPE_CHECKING:
     from nova.runtime.memory import Buffer
@@ -119,7 +120,7 @@ def _capsule_destructor(capsule: int | None) -> None:
 
 def dlpack_device(device: Device) -> tuple[int, int]:
     """(kDLCUDA, index) for cuda devices, (kDLCPU, 0) for the cpu device."""
-    return (KDL_CUDA, device.index) if device.kind == "cuda" else (KDL_CPU, 0)
+    return device.dlpack_device
 
 
 def _dl_dtype(dtype: np.dtype) -> DLDataType:
@@ -133,14 +134,7 @@ def export_capsule(buf: Buffer, stream: int | None, versioned: bool = False) -> 
     """A 'dltensor' capsule for `buf` ('dltensor_versioned', DLPack 1.0, when `versioned`),
     after the stream handshake."""
     device = buf.device
-    if device.kind == "cuda":
-        if stream != -1:
-            consumer = 1 if not stream else int(stream)  # None (and 0): the legacy stream
-            device.foreign_stream_waits(consumer, buf.ready_stream())  # type: ignore[attr-defined]
-    else:
-        if stream is not None and stream != -1:
-            raise BufferError(f"stream={stream!r} is meaningless for a cpu buffer")
-        buf.ready_stream().synchronize()
+    device.dlpack_export_sync(buf, stream)
     managed: DLManagedTensor | DLManagedTensorVersioned
     if versioned:
         managed = DLManagedTensorVersioned(major=1, minor=0, flags=0)
@@ -195,7 +189,7 @@ def import_dlpack(obj: Any, device: Device | None = None) -> Buffer:
         capsule = obj.__dlpack__()
     else:
         raise ArgumentError(f"DLPack device type {kind} is not supported (cpu and cuda are)")
-    if (kind == KDL_CUDA) != (dev.kind == "cuda"):
+    if (kind == KDL_CUDA) != (dev.dlpack_device[0] == KDL_CUDA):
         raise DeviceError(f"a DLPack tensor on device type {kind} cannot become a Buffer of "
                           f"{dev!r}")
     try:
@@ -250,7 +244,7 @@ def wrap_cuda_array_interface(obj: Any, device: Device | None = None) -> Buffer:
         raise ArgumentError("masked CUDA arrays are not supported")
     ptr = int(cai["data"][0] or 0)
     dev = device or get_device("cuda")
-    if dev.kind != "cuda":
+    if dev.dlpack_device[0] != KDL_CUDA:
         raise DeviceError("__cuda_array_interface__ memory can only wrap into a cuda device")
     stream = cai.get("stream")
     if stream is not None:

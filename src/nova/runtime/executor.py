@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
-import re
 import threading
 import time
 import weakref
@@ -28,10 +27,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from nova.bundle.format import EntryPoint, Manifest, PayloadKind, TypeSpec
+from nova.bundle.format import EntryPoint, Manifest, TypeSpec
 from nova.errors import ArgumentError, BundleFormatError, NovaError, RuntimeFailure
 from nova.runtime import marshal
-from nova.runtime.device import Device, get_device
+from nova.runtime.device import Device
 from nova.runtime.linker import LinkedObject, link_object
 from nova.runtime.memory import Buffer
 from nova.runtime.native_support import (
@@ -41,6 +40,7 @@ from nova.runtime.native_support import (
     take_error,
 )
 from nova.runtime.runner_utils import flush_stdout, program_may_print, runner_util_symbols
+from nova.runtime.selection import get_device
 
 
 class DeviceAbi(Protocol):
@@ -57,48 +57,6 @@ class DeviceAbi(Protocol):
     def close(self) -> None: ...
 
 
-def _make_abi(device: Device, manifest: Manifest) -> DeviceAbi:
-    if device.kind == "cuda":
-        from nova.runtime.cuda.abi import CudaAbi
-
-        return CudaAbi(device, manifest)
-    from nova.runtime.cpu.abi import CpuAbi
-
-    return CpuAbi(device, manifest)
-
-
-_SM = re.compile(r"sm_(\d+)([a-z]?)$")
-
-
-def check_arch(manifest: Manifest, device: Device, name: str) -> None:
-    """A bundle built for a newer GPU than `device` cannot run there (cpu runs anything)."""
-    if device.kind != "cuda":
-        return
-    want, have = _SM.match(manifest.arch), _SM.match(device.arch)
-    if want is None or have is None:
-        raise BundleFormatError(f"{name}: built for '{manifest.arch}', which cannot run on "
-                                f"{device.arch}")
-    if int(want.group(1)) > int(have.group(1)) or (want.group(2) and want.group(1) !=
-                                                   have.group(1)):
-        raise BundleFormatError(f"{name}: built for {manifest.arch}, but the device "
-                                f"{device.name!r} is {device.arch}")
-
-
-def check_gpu_images(manifest: Manifest, device: Device, name: str) -> None:
-    """A bundle compiled for the cpu device only (no PTX, no cubin) cannot run on cuda: say so
-    before anything is loaded."""
-    if device.kind != "cuda":
-        return
-    missing = [m.name for m in manifest.modules
-               if m.payload(PayloadKind.PTX) is None and m.payload(PayloadKind.CUBIN) is None]
-    if missing:
-        raise BundleFormatError(
-            f"{name}: this bundle was built without GPU images (device module(s) "
-            f"{', '.join(missing)} have no PTX or cubin: compiled for the cpu device only, e.g. "
-            "by `nova-run --device cpu` or with CompileOptions(ptx=False)); recompile it with "
-            "PTX enabled (the default) to run it on cuda")
-
-
 @dataclass
 class _Staged:
     """A NumPy array copied to the device for one call (copied back afterwards)."""
@@ -108,7 +66,7 @@ class _Staged:
     token: object
 
 
-class _Plan:
+class EntryPlan:
     """Argument and result storage for one entry, allocated once and reused by every call."""
 
     def __init__(self, entry: EntryPoint) -> None:
@@ -200,7 +158,7 @@ class EntryFunction:
         self.entry = entry
         self.name = entry.name
         self.address = module._linked.function_address(entry.symbol)
-        self._plans: list[_Plan] = [_Plan(entry)]
+        self._plans: list[EntryPlan] = [EntryPlan(entry)]
         self._plan_count = 1  # plans made; those not in _plans belong to calls in flight
         self._device = module.device
         self._arity = len(entry.args)
@@ -224,7 +182,7 @@ class EntryFunction:
         try:
             plan = self._plans.pop()
         except IndexError:  # another thread is using the cached plan
-            plan = _Plan(self.entry)
+            plan = EntryPlan(self.entry)
             self._plan_count += 1  # a lost update under a race only makes close() wait less
         try:
             finish = self._bind_memoised(plan, args)
@@ -267,7 +225,7 @@ class EntryFunction:
         raise ArgumentError(f"{self.name}: expected {self._arity} argument(s), got {len(args)}")
 
     # --- arguments ---------------------------------------------------------------------------
-    def _bind_memoised(self, plan: _Plan, args: tuple[Any, ...]) -> bool | None:
+    def _bind_memoised(self, plan: EntryPlan, args: tuple[Any, ...]) -> bool | None:
         """None unless every memref argument is the object its slot's memo holds, unchanged;
         else whether the call must synchronize afterwards (a host array used in place)."""
         memo = plan.memo
@@ -286,7 +244,7 @@ class EntryFunction:
                 finish = True
         return finish
 
-    def _bind_scalars(self, plan: _Plan, args: tuple[Any, ...]) -> None:
+    def _bind_scalars(self, plan: EntryPlan, args: tuple[Any, ...]) -> None:
         """Store every scalar argument (validated: `marshal.scalar_value` unless its type and
         range make it storable as it is)."""
         storage = plan.arg_storage
@@ -296,7 +254,7 @@ class EntryFunction:
                 value = marshal.scalar_value(self.name, index, spec, value)
             storage[index].value = value  # type: ignore[attr-defined]
 
-    def _bind_all(self, plan: _Plan, args: tuple[Any, ...], abi: DeviceAbi) -> list[_Staged]:
+    def _bind_all(self, plan: EntryPlan, args: tuple[Any, ...], abi: DeviceAbi) -> list[_Staged]:
         """Bind every argument in order (the first bad one raises); returns the arrays staged
         to the device, which are released again when a later argument is rejected."""
         staged: list[_Staged] = []
@@ -309,7 +267,7 @@ class EntryFunction:
             raise
         return staged
 
-    def _bind(self, plan: _Plan, index: int, spec: TypeSpec, value: Any,
+    def _bind(self, plan: EntryPlan, index: int, spec: TypeSpec, value: Any,
               staged: list[_Staged], abi: DeviceAbi) -> None:
         storage = plan.arg_storage[index]
         if spec.kind != "memref":
@@ -437,16 +395,15 @@ class NovaModule:
         self.name = name
         self.manifest: Manifest = bundle.manifest
         self.device = device
-        check_arch(self.manifest, device, name)
-        check_gpu_images(self.manifest, device, name)
-        self._abi: DeviceAbi | None = _make_abi(device, self.manifest)
+        device.check_bundle(self.manifest, name)
+        self._abi: DeviceAbi | None = device.make_abi(self.manifest)
         bindings = {**control_symbols(), **runner_util_symbols(), **self._abi.symbols()}
         self._linked: LinkedObject = link_object(bundle.object_bytes, bindings, name)
         preload = getattr(self._abi, "preload", None)
         if preload is not None:
             preload(self._linked)
         self._object_bytes = bundle.object_bytes  # linked again by graph capture
-        self._may_print = program_may_print(bundle, device.kind)  # else no fflush per call
+        self._may_print = program_may_print(bundle, device)  # else no fflush per call
         self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
         self._lock = threading.Lock()
 

@@ -37,30 +37,50 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from nova.bundle.format import EntryPoint
-from nova.errors import ArgumentError, CudaError, NovaError, RuntimeFailure
+from nova.bundle.format import EntryPoint, Manifest
+from nova.errors import ArgumentError, NovaError, RuntimeFailure
 from nova.runtime import marshal
-from nova.runtime.cpu.graph import ORIGIN, CpuGraph, CpuRecorder
-from nova.runtime.cuda.graph import (
-    CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH,
-    CudaCaptureAbi,
-    CudaGraph,
-)
 from nova.runtime.linker import LinkedObject, link_object
 from nova.runtime.memory import Buffer
-from nova.runtime.native_support import clear_error, control_symbols, take_error
-from nova.runtime.runner_utils import flush_stdout, runner_util_symbols
+from nova.runtime.native_support import control_symbols
+from nova.runtime.runner_utils import runner_util_symbols
 from nova.runtime.stream import Stream
 
 if TYPE_CHECKING:
     from nova.runtime.executor import NovaModule
 
-__all__ = ["ORIGIN", "CapturedEntry", "CpuGraph", "CpuRecorder", "CudaCaptureAbi", "CudaGraph",
-           "capture"]
+__all__ = ["CaptureRequest", "CapturedEntry", "RecordedGraph", "capture"]
+
+
+@dataclass(frozen=True)
+class CaptureRequest:
+    """What a device needs to record one entry (`Device.record_graph`): the entry's name and the
+    program's manifest, `link(abi_symbols) -> entry address` (links the host object against the
+    device's capture bindings) and the argument/result pointer arrays to call it with."""
+
+    name: str
+    manifest: Manifest
+    link: Callable[[dict[str, int]], int]
+    args: Any
+    results: Any
+
+
+class RecordedGraph(Protocol):
+    """A device's recording of an entry's work (a CUDA graph, the cpu device's op list)."""
+
+    @property
+    def kernel_count(self) -> int: ...
+    @property
+    def node_count(self) -> int | None: ...
+    def launch(self, origin: Stream) -> None: ...
+    def synchronize(self, origin: Stream) -> None: ...
+    def close(self) -> None: ...
 
 
 # --- the public object -------------------------------------------------------------------------
@@ -75,9 +95,9 @@ class CapturedEntry:
         if len(args) != len(entry.args):
             raise ArgumentError(f"{self.name}: expected {len(entry.args)} argument(s), got "
                                 f"{len(args)}")
-        from nova.runtime.executor import _Plan
+        from nova.runtime.executor import EntryPlan
 
-        self._plan = _Plan(entry)
+        self._plan = EntryPlan(entry)
         self.buffers: list[Buffer | None] = []
         self._scalars: list[Any] = []
         self._owned: list[Buffer] = []
@@ -94,7 +114,7 @@ class CapturedEntry:
                 self.buffers.append(None)
                 self._scalars.append(storage.value)  # type: ignore[attr-defined]
         self._linked: LinkedObject | None = None
-        self._graph: CpuGraph | CudaGraph | None = None
+        self._graph: RecordedGraph | None = None
         self._lock = threading.Lock()  # one replay at a time: they share the capture buffers
         self._record()
 
@@ -124,67 +144,9 @@ class CapturedEntry:
     def _record(self) -> None:
         self.module._require_open()
         self.device.synchronize()  # capture-time buffers are ready before any replay uses them
-        if self.device.kind == "cuda":
-            self._record_cuda()
-        else:
-            self._record_cpu()
-
-    def _record_cpu(self) -> None:
-        recorder = CpuRecorder(self.device, self.module.manifest)
-        try:
-            address = self._link(recorder.symbols())
-            clear_error()
-            status = recorder.call_entry(address, self._plan.args, self._plan.results)
-            flush_stdout()
-            if status:
-                raise take_error() or RuntimeFailure(f"{self.name}: capture failed without "
-                                                     "reporting why")
-            recorder.finish()
-        except BaseException:
-            recorder.close()
-            raise
-        self._graph = CpuGraph(recorder)
-
-    def _record_cuda(self) -> None:
-        drv = self.device.driver
-        stream = self.device.create_stream()
-        abi = CudaCaptureAbi(self.device, self.module.manifest, stream)
-        error: BaseException | None = None
-        graph = None
-        try:
-            address = self._link(abi.symbols())
-            drv.call("cuStreamBeginCapture", stream.cu,
-                     drv.raw.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
-            try:
-                clear_error()
-                if abi.call_entry(address, self._plan.args, self._plan.results):
-                    error = take_error() or RuntimeFailure(f"{self.name}: capture failed "
-                                                           "without reporting why")
-                else:
-                    abi.finish()
-            except BaseException as exc:
-                error = exc
-            finally:
-                flush_stdout()
-                try:
-                    graph = drv.call("cuStreamEndCapture", stream.cu)
-                except CudaError as exc:
-                    error = error or exc
-                abi.release_deferred()
-            if error is not None:
-                raise error
-            graph_exec = drv.call("cuGraphInstantiate", graph,
-                                  CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        except BaseException:
-            if graph is not None:
-                drv.quiet("cuGraphDestroy", graph)
-            abi.close()
-            with contextlib.suppress(NovaError):
-                stream.close()
-            raise
-        with contextlib.suppress(NovaError):
-            stream.close()
-        self._graph = CudaGraph(abi, graph, graph_exec)
+        self._graph = self.device.record_graph(CaptureRequest(
+            name=self.name, manifest=self.module.manifest, link=self._link,
+            args=self._plan.args, results=self._plan.results))
 
     # --- replay -------------------------------------------------------------------------------
     @property
@@ -197,7 +159,7 @@ class CapturedEntry:
         """Graph nodes (cuda: as the driver counts them; cpu: launches, copies and fills)."""
         return self._require().node_count
 
-    def _require(self) -> CpuGraph | CudaGraph:
+    def _require(self) -> RecordedGraph:
         if self._graph is None:
             raise RuntimeFailure(f"captured @{self.name} was closed")
         self.module._require_open()

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nova.errors import ArgumentError, DeviceError
-from nova.runtime.device import Device, get_device, numpy_dtype
+from nova.runtime.device import Device, DeviceKind, numpy_dtype
 from nova.runtime.pool import Block
+from nova.runtime.selection import get_device
 
 if TYPE_CHECKING:
     from nova.runtime.stream import Stream
@@ -176,7 +177,7 @@ class Buffer:
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """CUDA array interface v3 (cuda buffers only; AttributeError elsewhere)."""
-        if self.device.kind != "cuda":
+        if self.device.kind is not DeviceKind.CUDA:
             raise AttributeError("__cuda_array_interface__ exists only for cuda buffers")
         return {
             "shape": self.shape,

@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 
 from nova.errors import ArgumentError, NovaError, RuntimeFailure
-from nova.runtime.device import Device, get_device
+from nova.runtime.device import Device
 from nova.runtime.memory import Buffer, HostBuffer
+from nova.runtime.selection import get_device
 from nova.runtime.stream import Event, Stream
 
 OutputSpec = tuple[Sequence[int], Any] | Callable[[np.ndarray], tuple[Sequence[int], Any]] | None

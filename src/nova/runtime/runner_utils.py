@@ -28,6 +28,7 @@ from nova.runtime.linker import undefined_symbols
 
 if TYPE_CHECKING:
     from nova.bundle.reader import Bundle
+    from nova.runtime.device import Device
 
 _LIBC = ctypes.CDLL(None, use_errno=True)  # the process's namespace: libc's own stdout
 _LIBC.fwrite.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p)
@@ -74,7 +75,7 @@ _PRINT_ABI_PREFIX = "nova_rt_print_"
 _VPRINTF = re.compile(rb"\bvprintf\b")
 
 
-def _object_may_print(obj: bytes, name: str) -> bool:
+def object_may_print(obj: bytes, name: str) -> bool:
     """An x86-64 object calls a runtime print function or a libc stdio writer (a malformed
     object counts as printing: loading it reports the problem, not this check)."""
     try:
@@ -84,7 +85,7 @@ def _object_may_print(obj: bytes, name: str) -> bool:
     return any(s.startswith(_PRINT_ABI_PREFIX) or s in STDIO_WRITERS for s in symbols)
 
 
-def _gpu_images_may_print(bundle: Bundle) -> bool:
+def gpu_images_may_print(bundle: Bundle) -> bool:
     """A kernel calls `vprintf` (CUDA printf, and `vector.print` in kernels), whose output the
     driver writes through C stdio at synchronization points: in the PTX text, or in the cubin's
     symbol names."""
@@ -96,19 +97,21 @@ def _gpu_images_may_print(bundle: Bundle) -> bool:
     return False
 
 
-def program_may_print(bundle: Bundle, device_kind: str) -> bool:
-    """Whether running `bundle` on a device of `device_kind` ('cuda' or 'cpu') can leave output
+def program_may_print(bundle: Bundle, device: Device) -> bool:
+    """Whether running `bundle` on `device` can leave output
     in C's stdio buffers, so that the executor must `fflush` after each call: the host code calls
     a `nova_rt_print_*` function or libc stdio, or a kernel image the device runs prints (CPU
     device objects: libc stdio; cuda: `vprintf`). Reading the images' symbols once at load time
     saves an `fflush(NULL)` per call of programs that never print."""
-    if _object_may_print(bundle.object_bytes, bundle.name):
-        return True
-    if device_kind == "cuda":
-        return _gpu_images_may_print(bundle)
+    return (object_may_print(bundle.object_bytes, bundle.name)
+            or device.images_may_print(bundle))
+
+
+def cpu_images_may_print(bundle: Bundle) -> bool:
+    """Whether a CPU-device object of `bundle` calls libc stdio."""
     for module in bundle.manifest.modules:
         image = bundle.payload(module.name, PayloadKind.CPU_OBJECT)
-        if image is not None and _object_may_print(image, f"{bundle.name}:{module.name}"):
+        if image is not None and object_may_print(image, f"{bundle.name}:{module.name}"):
             return True
     return False
 

@@ -13,9 +13,10 @@ import ctypes
 import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nova import config
 from nova.errors import DeviceError, OutOfMemoryError
@@ -24,15 +25,24 @@ from nova.runtime.cpu.stream import CpuEvent, CpuStream
 from nova.runtime.device import (
     Device,
     DeviceFunction,
+    DeviceKind,
     DeviceModule,
     DeviceProperties,
     Dim3,
     ModuleImages,
     image_digest,
 )
+from nova.runtime.dlpack import KDL_CPU
 from nova.runtime.launch_params import pack_params
 from nova.runtime.memory import Buffer
+from nova.runtime.runner_utils import cpu_images_may_print
 from nova.runtime.stream import Event, Stream
+
+if TYPE_CHECKING:
+    from nova.bundle.format import Manifest
+    from nova.bundle.reader import Bundle
+    from nova.runtime.cpu.abi import CpuAbi
+    from nova.runtime.graph import CaptureRequest, RecordedGraph
 
 ALIGNMENT = 256
 POISON_BYTE = 0xCD
@@ -64,8 +74,38 @@ def _cpuinfo() -> dict[str, str]:
 class CpuDevice(Device):
     """The one cpu device (`cpu:0`)."""
 
+    host_memory_is_device_memory = True
+
+    # --- hooks of the shared runtime (nova.runtime.device.Device) -----------------------------
+    def make_abi(self, manifest: Manifest) -> CpuAbi:
+        from nova.runtime.cpu.abi import CpuAbi
+
+        return CpuAbi(self, manifest)
+
+    def images_may_print(self, bundle: Bundle) -> bool:
+        return cpu_images_may_print(bundle)
+
+    def record_graph(self, request: CaptureRequest) -> RecordedGraph:
+        from nova.runtime.cpu.graph import record
+
+        return record(self, request)
+
+    def add_host_callback(self, stream: Stream, fn: Callable[[], Any], future: Future) -> None:
+        from nova.runtime.cpu.callbacks import add_host_callback
+
+        add_host_callback(stream, fn, future)
+
+    @property
+    def dlpack_device(self) -> tuple[int, int]:
+        return (KDL_CPU, 0)
+
+    def dlpack_export_sync(self, buffer: Buffer, stream: int | None) -> None:
+        if stream is not None and stream != -1:
+            raise BufferError(f"stream={stream!r} is meaningless for a cpu buffer")
+        buffer.ready_stream().synchronize()
+
     def __init__(self) -> None:
-        super().__init__("cpu", 0)
+        super().__init__(DeviceKind.CPU, 0)
         self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
         self._helpers = (ThreadPoolExecutor(self.workers - 1, thread_name_prefix="nova-cpu-block")
                          if self.workers > 1 else None)
@@ -81,7 +121,7 @@ class CpuDevice(Device):
             mhz = 0.0
         return DeviceProperties(
             name=info.get("model name", "x86-64 CPU"),
-            kind="cpu",
+            kind=DeviceKind.CPU,
             index=0,
             compute_capability=(0, 0),
             multiprocessor_count=self.workers,

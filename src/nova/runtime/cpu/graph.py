@@ -12,12 +12,17 @@ from __future__ import annotations
 import contextlib
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nova.errors import NovaError, RuntimeFailure
 from nova.runtime.cpu.abi import CpuAbi
 from nova.runtime.launch_params import pack_params
+from nova.runtime.native_support import clear_error, take_error
+from nova.runtime.runner_utils import flush_stdout
 from nova.runtime.stream import Event, Stream
+
+if TYPE_CHECKING:
+    from nova.runtime.graph import CaptureRequest
 
 ORIGIN = 0
 """The virtual handle of the capture stream (the host code's null stream)."""
@@ -200,3 +205,23 @@ class CpuGraph:
         self._streams.clear()
         self._events.clear()
         self.recorder.close()
+
+
+def record(device: Any, request: CaptureRequest) -> CpuGraph:
+    """Record `request`'s entry on the cpu device: run its host code once against a
+    `CpuRecorder`, whose bindings record launches, copies, fills and event operations instead
+    of running them (the cpu device's `Device.record_graph`)."""
+    recorder = CpuRecorder(device, request.manifest)
+    try:
+        address = request.link(recorder.symbols())
+        clear_error()
+        status = recorder.call_entry(address, request.args, request.results)
+        flush_stdout()
+        if status:
+            raise take_error() or RuntimeFailure(f"{request.name}: capture failed without "
+                                                 "reporting why")
+        recorder.finish()
+    except BaseException:
+        recorder.close()
+        raise
+    return CpuGraph(recorder)

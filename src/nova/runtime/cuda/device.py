@@ -8,24 +8,37 @@ same context; streams, events and functions expose their raw handles as ints (`.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from concurrent.futures import Future
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nova.errors import CudaError, DeviceError, OutOfMemoryError
+from nova.bundle.format import Manifest, PayloadKind
+from nova.errors import BundleFormatError, CudaError, DeviceError, OutOfMemoryError
 from nova.runtime.cuda.driver_api import CUDA_ERROR_OUT_OF_MEMORY, CudaDriver, load_bindings
 from nova.runtime.cuda.module import CudaFunction, CudaModule, pick_image
 from nova.runtime.cuda.stream import CudaEvent, CudaStream
 from nova.runtime.device import (
     Device,
     DeviceFunction,
+    DeviceKind,
     DeviceModule,
     DeviceProperties,
     Dim3,
     ModuleImages,
     image_digest,
 )
+from nova.runtime.dlpack import KDL_CUDA
 from nova.runtime.launch_params import pack_params
+from nova.runtime.runner_utils import gpu_images_may_print
 from nova.runtime.stream import Event, Stream
+
+if TYPE_CHECKING:
+    from nova.bundle.reader import Bundle
+    from nova.runtime.cuda.abi import CudaAbi
+    from nova.runtime.graph import CaptureRequest, RecordedGraph
+    from nova.runtime.memory import Buffer
 
 _COPY_CALLS = {"htod": "cuMemcpyHtoDAsync", "dtoh": "cuMemcpyDtoHAsync",
                "dtod": "cuMemcpyDtoDAsync"}
@@ -40,7 +53,39 @@ class CudaDevice(Device):
         ctx = self.driver.call("cuDevicePrimaryCtxRetain", self.cu_device, current=False)
         self.driver.context = ctx
         self.context_handle = int(ctx)
-        super().__init__("cuda", index)
+        super().__init__(DeviceKind.CUDA, index)
+
+    # --- hooks of the shared runtime (nova.runtime.device.Device) -----------------------------
+    def make_abi(self, manifest: Manifest) -> CudaAbi:
+        from nova.runtime.cuda.abi import CudaAbi
+
+        return CudaAbi(self, manifest)
+
+    def check_bundle(self, manifest: Manifest, name: str) -> None:
+        check_arch(manifest, self, name)
+        check_gpu_images(manifest, self, name)
+
+    def images_may_print(self, bundle: Bundle) -> bool:
+        return gpu_images_may_print(bundle)
+
+    def record_graph(self, request: CaptureRequest) -> RecordedGraph:
+        from nova.runtime.cuda.graph import record
+
+        return record(self, request)
+
+    def add_host_callback(self, stream: Stream, fn: Callable[[], Any], future: Future) -> None:
+        from nova.runtime.cuda.callbacks import add_host_callback
+
+        add_host_callback(stream, fn, future)
+
+    @property
+    def dlpack_device(self) -> tuple[int, int]:
+        return (KDL_CUDA, self.index)
+
+    def dlpack_export_sync(self, buffer: Buffer, stream: int | None) -> None:
+        if stream != -1:
+            consumer = 1 if not stream else int(stream)  # None (and 0): the legacy stream
+            self.foreign_stream_waits(consumer, buffer.ready_stream())
 
     @property
     def context_lost(self) -> bool:
@@ -58,7 +103,7 @@ class CudaDevice(Device):
         a = self._attr
         return DeviceProperties(
             name=name,
-            kind="cuda",
+            kind=DeviceKind.CUDA,
             index=self.index,
             compute_capability=(a("COMPUTE_CAPABILITY_MAJOR"), a("COMPUTE_CAPABILITY_MINOR")),
             multiprocessor_count=a("MULTIPROCESSOR_COUNT"),
@@ -192,3 +237,32 @@ class CudaDevice(Device):
         config.attrs = [attr]
         config.numAttrs = 1
         return config
+
+
+# --- bundle checks -------------------------------------------------------------------------
+_SM = re.compile(r"sm_(\d+)([a-z]?)$")
+
+
+def check_arch(manifest: Manifest, device: CudaDevice, name: str) -> None:
+    """A bundle built for a newer GPU than `device` cannot run there (cpu runs anything)."""
+    want, have = _SM.match(manifest.arch), _SM.match(device.arch)
+    if want is None or have is None:
+        raise BundleFormatError(f"{name}: built for '{manifest.arch}', which cannot run on "
+                                f"{device.arch}")
+    if int(want.group(1)) > int(have.group(1)) or (want.group(2) and want.group(1) !=
+                                                   have.group(1)):
+        raise BundleFormatError(f"{name}: built for {manifest.arch}, but the device "
+                                f"{device.name!r} is {device.arch}")
+
+
+def check_gpu_images(manifest: Manifest, device: CudaDevice, name: str) -> None:
+    """A bundle compiled for the cpu device only (no PTX, no cubin) cannot run on cuda: say so
+    before anything is loaded."""
+    missing = [m.name for m in manifest.modules
+               if m.payload(PayloadKind.PTX) is None and m.payload(PayloadKind.CUBIN) is None]
+    if missing:
+        raise BundleFormatError(
+            f"{name}: this bundle was built without GPU images (device module(s) "
+            f"{', '.join(missing)} have no PTX or cubin: compiled for the cpu device only, e.g. "
+            "by `nova-run --device cpu` or with CompileOptions(ptx=False)); recompile it with "
+            "PTX enabled (the default) to run it on cuda")

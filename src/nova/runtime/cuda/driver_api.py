@@ -54,7 +54,7 @@ class CudaStatusProbe:
         self._result: Any = None
 
     def __call__(self) -> Any:
-        from nova.runtime.device import CudaStatus
+        from nova.runtime.selection import CudaStatus
 
         with self._lock:
             if self._result is None:

@@ -9,15 +9,20 @@ joined into the capture stream through events, and destruction deferred until th
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nova.abi import ABI_BY_NAME
-from nova.errors import NovaError, RuntimeFailure
-from nova.runtime.native_support import record_error, take_error
+from nova.errors import CudaError, NovaError, RuntimeFailure
+from nova.runtime.native_support import clear_error, record_error, take_error
+from nova.runtime.runner_utils import flush_stdout
 from nova.runtime.stream import Stream
+
+if TYPE_CHECKING:
+    from nova.runtime.graph import CaptureRequest
 
 CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1
 
@@ -229,3 +234,49 @@ class CudaGraph:
 def _destroy_graph(driver: Any, graph: Any, graph_exec: Any) -> None:
     driver.quiet("cuGraphExecDestroy", graph_exec)
     driver.quiet("cuGraphDestroy", graph)
+
+
+def record(device: Any, request: CaptureRequest) -> CudaGraph:
+    """Record `request`'s entry as a CUDA graph: `cuStreamBeginCapture` (relaxed) on a private
+    stream that stands in for the default stream, the host code run once against
+    `CudaCaptureAbi`, `cuStreamEndCapture`, then `cuGraphInstantiate` with auto-free-on-launch
+    (the cuda device's `Device.record_graph`)."""
+    drv = device.driver
+    stream = device.create_stream()
+    abi = CudaCaptureAbi(device, request.manifest, stream)
+    error: BaseException | None = None
+    graph = None
+    try:
+        address = request.link(abi.symbols())
+        drv.call("cuStreamBeginCapture", stream.cu,
+                 drv.raw.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
+        try:
+            clear_error()
+            if abi.call_entry(address, request.args, request.results):
+                error = take_error() or RuntimeFailure(f"{request.name}: capture failed "
+                                                       "without reporting why")
+            else:
+                abi.finish()
+        except BaseException as exc:
+            error = exc
+        finally:
+            flush_stdout()
+            try:
+                graph = drv.call("cuStreamEndCapture", stream.cu)
+            except CudaError as exc:
+                error = error or exc
+            abi.release_deferred()
+        if error is not None:
+            raise error
+        graph_exec = drv.call("cuGraphInstantiate", graph,
+                              CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
+    except BaseException:
+        if graph is not None:
+            drv.quiet("cuGraphDestroy", graph)
+        abi.close()
+        with contextlib.suppress(NovaError):
+            stream.close()
+        raise
+    with contextlib.suppress(NovaError):
+        stream.close()
+    return CudaGraph(abi, graph, graph_exec)
