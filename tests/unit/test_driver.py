@@ -271,17 +271,36 @@ def test_bundle_property_needs_a_bundle() -> None:
         _ = result.bundle
 
 
-def test_opt_level_reaches_backends_that_take_it() -> None:
-    def fixed(llvm_ir: str) -> bytes:
-        return b""
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_every_opt_level_builds_a_program_that_runs(level: int, tmp_path: Path) -> None:
+    import numpy as np
 
-    def tunable(llvm_ir: str, opt_level: int = 3) -> bytes:
-        return b""
+    import nova
 
-    assert driver_stages.opt_kwargs(fixed, CompileOptions()) == {}
-    assert driver_stages.opt_kwargs(tunable, CompileOptions(opt_level=1)) == {"opt_level": 1}
-    with pytest.raises(CompileOptionsError, match="-O1 is not supported"):
-        driver_stages.opt_kwargs(fixed, CompileOptions(opt_level=1))
+    with config.scoped(cache_dir=tmp_path, dump_dir=None):
+        module = nova.compile(PROGRAM, device="cpu", cubin=False, opt_level=level)
+    data = np.arange(16, dtype=np.float32)
+    module.scale(data, np.float32(3.0))
+    np.testing.assert_array_equal(data, np.arange(16, dtype=np.float32) * 3)
+
+
+def test_opt_level_reaches_llvm() -> None:
+    """-O0 keeps the kernel's allocas/loads that O3 folds away: the PTX and the objects differ."""
+    def outputs(level: int) -> tuple[str | bytes, ...]:
+        options = CompileOptions(opt_level=level, cubin=False)
+        ptx = compile_until(PROGRAM, "scale.mlir", options, "ptx")
+        cpu_obj = compile_until(PROGRAM, "scale.mlir", options, "cpu-obj")
+        return ptx, cpu_obj
+
+    o0, o3 = outputs(0), outputs(3)
+    assert o0[0] != o3[0] and o0[1] != o3[1]
+    assert len(o0[0]) > len(o3[0])  # unoptimised PTX is longer
+
+
+@pytest.mark.parametrize("level", [-1, 4, "3"])
+def test_opt_level_out_of_range_is_refused(level: object) -> None:
+    with pytest.raises(CompileOptionsError, match="opt_level must be 0, 1, 2 or 3"):
+        compile_source(PROGRAM, "scale.mlir", CompileOptions(opt_level=level))  # type: ignore
 
 
 # ---- hand-edited intermediates (NOVA_OVERRIDE_DIR) -------------------------------------------

@@ -50,7 +50,7 @@ def slow_ptxas(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """A fake ptxas that takes 0.3 s and records the thread it ran on."""
     threads: list[str] = []
 
-    def fake(ptx: str, arch: str = "sm_90") -> bytes:
+    def fake(ptx: str, arch: str = "sm_90", opt_level: int = 3) -> bytes:
         threads.append(threading.current_thread().name)
         time.sleep(0.3)
         return b"CUBIN:" + arch.encode()
@@ -75,7 +75,7 @@ def test_emit_cubin_waits_for_ptxas(slow_ptxas: list[str]) -> None:
 
 
 def test_ptxas_errors_still_fail_the_compilation(monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing(ptx: str, arch: str = "sm_90") -> bytes:
+    def failing(ptx: str, arch: str = "sm_90", opt_level: int = 3) -> bytes:
         raise BackendError("ptxas failed (exit 255): bad ptx")
 
     monkeypatch.setattr(nvptx, "assemble_cubin", failing)

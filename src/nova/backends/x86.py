@@ -31,21 +31,22 @@ def _target() -> llvm.Target:
     return llvm.Target.from_triple(TRIPLE)
 
 
-def target_machine() -> llvm.TargetMachine:
-    """A new x86-64 target machine (generic x86-64 CPU, large code model, O3; see the module
-    docstring). Not shared between emissions (creating one costs ~40 us): an LLVM target machine
-    keeps state across `emit_object` calls, and reusing one made the same host IR give different
-    objects later in a process."""
-    return _target().create_target_machine(cpu="x86-64", opt=3, reloc="static",
+def target_machine(opt_level: int = 3) -> llvm.TargetMachine:
+    """A new x86-64 target machine (generic x86-64 CPU, large code model, O`opt_level`; see the
+    module docstring). Not shared between emissions (creating one costs ~40 us): an LLVM target
+    machine keeps state across `emit_object` calls, and reusing one made the same host IR give
+    different objects later in a process."""
+    return _target().create_target_machine(cpu="x86-64", opt=opt_level, reloc="static",
                                            codemodel="large")
 
 
-def emit_object(llvm_ir: str) -> bytes:
-    """Optimize LLVM IR (O3) and emit an x86-64 ELF relocatable object."""
-    tm = target_machine()
+def emit_object(llvm_ir: str, opt_level: int = 3) -> bytes:
+    """Optimize LLVM IR (LLVM's O`opt_level` pipeline, 0-3) and emit an x86-64 ELF relocatable
+    object."""
+    tm = target_machine(opt_level)
     module = parse_verified(llvm_ir, TRIPLE, str(tm.target_data), "LLVM IR")
     try:
-        optimize(module, tm)
+        optimize(module, tm, opt_level)
         return tm.emit_object(module)
     except RuntimeError as exc:
         raise BackendError(f"x86-64 code generation failed: {exc}") from exc

@@ -35,11 +35,14 @@ from nova.compiler.stages import (
 from nova.errors import InputError
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from nova.runtime.executor import NovaModule
 
 __all__ = [
     "DEFAULT_OPT_LEVEL", "EMIT_ALIASES", "OUTLINE_PIPELINE", "STAGES", "STAGE_BY_NAME",
-    "CompileOptions", "CompileOptionsError", "CompileResult", "compile", "compile_source",
+    "CompileOptions", "CompileOptionsError", "CompileResult", "compile", "compile_module",
+    "compile_source",
     "compile_to_bundle", "compile_until", "join_outputs", "make_options", "read_source",
 ]
 
@@ -51,6 +54,7 @@ class CompileResult:
     output: Artifact
     timings: dict[str, float]
     cache_hit: bool = False
+    compilation: Compilation | None = None  # every stage's state (None for a cache hit)
 
     @property
     def bundle(self) -> bytes:
@@ -115,14 +119,25 @@ def _run_stages(c: Compilation, target: str) -> CompileResult:
     cfg = config.get()
     timings: dict[str, float] = {}
     for stage in required(target, c.options):
-        start = time.perf_counter()
-        _run_stage(stage, c, cfg.override_dir)
-        timings[stage.name] = time.perf_counter() - start
-        if cfg.dump_dir is not None:
+        if stage.name not in c.done:
+            start = time.perf_counter()
+            _run_stage(stage, c, cfg.override_dir)
+            timings[stage.name] = time.perf_counter() - start
+        if cfg.dump_dir is not None:  # a given module is dumped as the stage it stands for
             _dump(cfg.dump_dir, stage, stage.render(c))
     output = STAGE_BY_NAME[target].render(c)
     timings.update(c.background_timings)  # ptxas: its own wall time, not the submission's
-    return CompileResult(output, timings)
+    return CompileResult(output, timings, compilation=c)
+
+
+def compile_module(module: ModuleOp, filename: str, options: CompileOptions,
+                   after: str = "parse") -> CompileResult:
+    """Run the stage table from a built module (see `Compilation.from_module`) up to
+    `options.emit`, with the same dumps, overrides and timings as a compilation from text. How
+    Python kernels (nova.lang) and other frontends that build IR directly compile; the caller
+    caches what it keeps (nova.compiler.cache)."""
+    target = options.target()
+    return _run_stages(Compilation.from_module(module, filename, options, after), target)
 
 
 def compile_source(text: str, filename: str = "<string>",

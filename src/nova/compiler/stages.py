@@ -81,6 +81,9 @@ class CompileOptions:
             raise CompileOptionsError(f"stage '{name}' is disabled by the compile options")
         if not (self.ptx or self.cpu_image):
             raise CompileOptionsError("no kernel image to build: enable ptx or cpu_image")
+        if self.opt_level not in range(4):
+            raise CompileOptionsError(f"opt_level must be 0, 1, 2 or 3 (LLVM's -O levels), got "
+                                      f"{self.opt_level!r}")
         return name
 
 
@@ -105,6 +108,21 @@ class Compilation:
     manifest: Any = None
     host_object: bytes = b""
     bundle: bytes = b""
+    done: frozenset[str] = frozenset()  # stages whose output was given, not run
+
+    @classmethod
+    def from_module(cls, module: ModuleOp, filename: str, options: CompileOptions,
+                    after: str = "parse") -> Compilation:
+        """A compilation that starts from a built module instead of text: the stages up to and
+        including `after` ('parse', or 'outline' for a module that is already outlined, such as
+        a Python kernel's gpu.module) count as done, their output being `module`."""
+        if after not in ("parse", "outline"):
+            raise CompileOptionsError(f"a built module enters the pipeline after 'parse' or "
+                                      f"'outline', not after '{after}'")
+        done = frozenset(s.name for s in STAGES[: STAGES.index(STAGE_BY_NAME[after]) + 1])
+        c = cls("", filename, options, module=module, done=done)
+        _find_device_modules(c)
+        return c
 
 
 # ---- the stages -------------------------------------------------------------------------------
@@ -162,25 +180,11 @@ def _device_llvm(c: Compilation) -> None:
         c.device_llvm[name] = str(lowering.llvm_module)
 
 
-def opt_kwargs(function: Callable[..., Any], options: CompileOptions) -> dict[str, int]:
-    """`opt_level=` for a backend entry point that takes it; a non-default level that the backend
-    cannot honour is an error rather than silently ignored."""
-    import inspect
-
-    if "opt_level" in inspect.signature(function).parameters:
-        return {"opt_level": options.opt_level}
-    if options.opt_level != DEFAULT_OPT_LEVEL:
-        raise CompileOptionsError(f"{function.__module__}.{function.__name__} has a fixed "
-                                  f"optimisation level; -O{options.opt_level} is not supported")
-    return {}
-
-
 def _ptx(c: Compilation) -> None:
     from nova.backends.nvptx.ptx import emit_ptx
 
-    opt = opt_kwargs(emit_ptx, c.options)
     for name, llvm_ir in c.device_llvm.items():
-        c.ptx[name] = emit_ptx(llvm_ir, c.options.arch, **opt)
+        c.ptx[name] = emit_ptx(llvm_ir, c.options.arch, opt_level=c.options.opt_level)
 
 
 _ptxas_pool: ThreadPoolExecutor | None = None
@@ -188,11 +192,11 @@ _ptxas_pool_pid = 0
 _ptxas_pool_lock = threading.Lock()
 
 
-def _timed_assemble(ptx: str, arch: str) -> tuple[bytes | None, float]:
+def _timed_assemble(ptx: str, arch: str, opt_level: int) -> tuple[bytes | None, float]:
     from nova.backends.nvptx.ptx import assemble_cubin
 
     start = time.perf_counter()
-    return assemble_cubin(ptx, arch), time.perf_counter() - start
+    return assemble_cubin(ptx, arch, opt_level), time.perf_counter() - start
 
 
 def _cubin(c: Compilation) -> None:
@@ -204,7 +208,8 @@ def _cubin(c: Compilation) -> None:
             _ptxas_pool_pid = os.getpid()
         pool = _ptxas_pool
     for name, ptx in c.ptx.items():
-        c.pending_cubin[name] = pool.submit(_timed_assemble, ptx, c.options.arch)
+        c.pending_cubin[name] = pool.submit(_timed_assemble, ptx, c.options.arch,
+                                            c.options.opt_level)
 
 
 def finish_cubins(c: Compilation) -> dict[str, bytes | None]:
@@ -237,9 +242,8 @@ def _cpu_llvm(c: Compilation) -> None:
 def _cpu_obj(c: Compilation) -> None:
     from nova.backends.x86 import emit_object
 
-    opt = opt_kwargs(emit_object, c.options)
     for name, llvm_ir in c.cpu_llvm.items():
-        c.cpu_objects[name] = emit_object(llvm_ir, **opt)
+        c.cpu_objects[name] = emit_object(llvm_ir, opt_level=c.options.opt_level)
 
 
 def _host_llvm(c: Compilation) -> None:
@@ -266,7 +270,7 @@ def _embed(c: Compilation) -> None:
 def _obj(c: Compilation) -> None:
     from nova.backends.x86 import emit_object
 
-    c.host_object = emit_object(str(c.host.llvm_module), **opt_kwargs(emit_object, c.options))
+    c.host_object = emit_object(str(c.host.llvm_module), opt_level=c.options.opt_level)
 
 
 def _nova(c: Compilation) -> None:

@@ -1,13 +1,13 @@
 """Compile one kernel signature: Python -> gpu.module (xDSL) -> PTX/cubin or x86-64 object.
 
 `build_module(src, sig, symbol)` runs the translator; `compile_images(module_op, device, arch)`
-lowers the gpu.module with the device pipeline (`nova.backends.device.lower_device_module`, then
-`nova.backends.nvptx.ptx` or `nova.backends.x86`). Results are cached on disk under
-`config.cache_dir/kernels`: the key is the SHA-256 of the printed MLIR (which captures the
-kernel's source, its device functions, the constants it read and the signature), the target,
+lowers the gpu.module through the compile driver's stage table (device-llvm, ptx and cubin for cuda;
+cpu-llvm and cpu-obj for the cpu device), like any MLIR program's device modules. Results are cached
+on disk under `config.cache_dir/kernels`: the key is the SHA-256 of the printed MLIR (which captures
+the kernel's source, its device functions, the constants it read and the signature), the target,
 arch and bounds-check option, and the compiler fingerprint of `nova.compiler.cache`
-(Nova/xDSL/llvmlite versions and compiler sources). Entries carry a digest; a torn or corrupt
-entry reads as a miss.
+(Nova/xDSL/llvmlite versions and compiler sources). Entries carry a digest; a torn or corrupt entry
+reads as a miss.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from nova import config
 from nova.bundle.format import Kernel, KernelParam, TypeSpec
@@ -121,22 +122,38 @@ def _cache_put(key: str, images: CompiledImages) -> None:
 def lower(module: ModuleOp, target: str, arch: str, check_bounds: bool = False
           ) -> CompiledImages:
     """Lower the (single) gpu.module of `module` for 'cpu' or 'cuda' without caching
-    (`check_bounds`: every array access checked, docs/debugging.md)."""
-    from nova.backends.device import DeviceTarget, lower_device_module
+    (`check_bounds`: every array access checked, docs/debugging.md). The module goes through
+    the compile driver's stage table (nova.compiler.driver.compile_module, entering after
+    'outline'), so NOVA_DUMP_DIR, NOVA_OVERRIDE_DIR and the stage timings apply to Python
+    kernels as to MLIR programs."""
+    from nova.compiler.driver import compile_module
+    from nova.compiler.stages import CompileOptions
 
-    gm = gpu_module_of(module)
-    if target == "cpu":
-        from nova.backends.x86 import emit_object
-
-        low = lower_device_module(gm, DeviceTarget.CPU, check_bounds=check_bounds)
-        return CompiledImages(low.kernels[0], cpu_object=emit_object(str(low.llvm_module)))
-    from nova.backends.nvptx.ptx import assemble_cubin, emit_ptx
-
-    low = lower_device_module(gm, DeviceTarget.NVPTX, arch, check_bounds)
-    ptx = emit_ptx(str(low.llvm_module), arch)
-    cubin = assemble_cubin(ptx, arch)
-    return CompiledImages(low.kernels[0], ptx=ptx, cubin=cubin,
+    gpu = target != "cpu"
+    options = CompileOptions(arch=arch, emit="cubin" if gpu else "cpu-obj", ptx=gpu, cubin=gpu,
+                             cpu_image=not gpu, check_bounds=check_bounds)
+    result = compile_module(module, f"<kernel {_kernel_name(module)}>", options, after="outline")
+    c = result.compilation
+    assert c is not None
+    (name,) = c.device_modules
+    (kernel,) = c.kernels[name]
+    if not gpu:
+        return CompiledImages(kernel, cpu_object=c.cpu_objects[name])
+    cubin = c.cubin.get(name)
+    return CompiledImages(kernel, ptx=c.ptx[name], cubin=cubin,
                           cubin_arch=arch if cubin is not None else None)
+
+
+def _kernel_name(module: ModuleOp) -> str:
+    for op in gpu_module_of(module).walk():
+        if op.name == "gpu.func":
+            return _symbol(op)
+    return "?"
+
+
+def _symbol(op: Operation) -> str:
+    attr = op.properties.get("sym_name") or op.attributes.get("sym_name")
+    return str(getattr(attr, "data", attr))
 
 
 def compile_images(module: ModuleOp, mlir_text: str, target: str, arch: str,

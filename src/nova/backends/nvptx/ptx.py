@@ -50,20 +50,21 @@ def ptx_version(arch: str) -> int:
 
 
 @functools.cache
-def target_machine(arch: str) -> llvm.TargetMachine:
-    """The NVPTX target machine for `arch` at O3."""
+def target_machine(arch: str, opt_level: int = 3) -> llvm.TargetMachine:
+    """The NVPTX target machine for `arch` at O`opt_level`."""
     _init()
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=_check_arch(arch),
-                                        features=f"+ptx{ptx_version(arch)}", opt=3)
+                                        features=f"+ptx{ptx_version(arch)}", opt=opt_level)
 
 
-def emit_ptx(llvm_ir: str, arch: str = "sm_90") -> str:
-    """Optimize device LLVM IR (O3) and print it as PTX for `arch`."""
-    tm = target_machine(arch)
+def emit_ptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
+    """Optimize device LLVM IR (LLVM's O`opt_level` pipeline, 0-3) and print it as PTX for
+    `arch`."""
+    tm = target_machine(arch, opt_level)
     module = parse_verified(llvm_ir, TRIPLE, DATA_LAYOUT, "device LLVM IR")
     try:
-        optimize(module, tm)
+        optimize(module, tm, opt_level)
         return tm.emit_assembly(module)
     except RuntimeError as exc:
         raise BackendError(f"NVPTX code generation failed: {exc}") from exc
@@ -74,8 +75,9 @@ def ptxas_path() -> str | None:
     return shutil.which("ptxas")
 
 
-def assemble_cubin(ptx: str, arch: str = "sm_90") -> bytes | None:
-    """Assemble PTX to a cubin with ptxas; None when ptxas is not installed."""
+def assemble_cubin(ptx: str, arch: str = "sm_90", opt_level: int = 3) -> bytes | None:
+    """Assemble PTX to a cubin with ptxas (`-O<opt_level>`); None when ptxas is not
+    installed."""
     exe = ptxas_path()
     if exe is None:
         return None
@@ -86,7 +88,7 @@ def assemble_cubin(ptx: str, arch: str = "sm_90") -> bytes | None:
         with open(src, "w", encoding="utf-8") as fh:
             fh.write(ptx)
         try:
-            proc = subprocess.run([exe, f"-arch={arch}", "-O3", src, "-o", out],
+            proc = subprocess.run([exe, f"-arch={arch}", f"-O{opt_level}", src, "-o", out],
                                   capture_output=True, text=True, timeout=300, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BackendError(f"could not run ptxas: {exc}") from exc
