@@ -7,3 +7,4 @@ scripts/install.sh test
 . .venv/bin/activate
 ruff check src tests bench scripts
 python -m pytest -q -n auto "$@"
+scripts/check-wheel.sh python  # the built wheel installs and runs the README example
