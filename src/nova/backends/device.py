@@ -21,9 +21,17 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from nova.backends.cpu.target import lower_cpu_module
 from nova.backends.kernel_abi import check_kernel_signature, kernel_params, type_spec
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import ModuleEmitter, attr, location_of, symbol_name
+from nova.backends.nvptx.target import (
+    WARP_SIZE,
+    NvptxTarget,
+    define_libdevice,
+    is_kernel,
+    known_block_size,
+)
 from nova.bundle.format import Kernel
 from nova.errors import UnsupportedError
 
@@ -81,7 +89,6 @@ def kernel_metadata(kernel: Operation, funcs: dict[str, Operation],
         shared += _bytes(arg.type)
     used_globals: set[str] = set()
     uses_barriers = False
-    from nova.backends.nvptx.target import WARP_SIZE, known_block_size
 
     for fn in reached:
         known = known_block_size(fn)
@@ -127,11 +134,9 @@ def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
     every memref access against its memref's sizes (a failure is reported like cf.assert)."""
     target = DeviceTarget(target)
     if target is DeviceTarget.CPU:
-        from nova.backends.cpu.target import lower_cpu_module
 
         cpu = lower_cpu_module(gpu_module, check_bounds=check_bounds)
         return DeviceLowering(cpu.llvm_module, tuple(cpu.kernels))
-    from nova.backends.nvptx.target import NvptxTarget, define_libdevice, is_kernel
 
     nv = NvptxTarget(arch, check_bounds)
     me = ModuleEmitter(nv, symbol_name(gpu_module))

@@ -23,17 +23,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from nova.compiler.driver import compile_to_bundle, make_options
 from nova.errors import ArgumentError
+from nova.ir.gpu import GPUModuleOp
+from nova.ir.parser import print_mlir
 from nova.lang import types as T
+from nova.lang.api import KernelFunction
+from nova.lang.compiler import build_module, gpu_module_of
 
 MODULE_NAME = "nova_kernels"
 
 
 def bundle_source(kernels_with_signatures: Iterable[tuple[Any, Sequence[Any]]]) -> str:
     """The MLIR text of the bundle `save_bundle` writes (a gpu.module and host entries)."""
-    from nova.ir.parser import print_mlir
-    from nova.lang.api import KernelFunction
-    from nova.lang.compiler import build_module, gpu_module_of
 
     items = list(kernels_with_signatures)
     if not items:
@@ -61,7 +63,6 @@ def bundle_source(kernels_with_signatures: Iterable[tuple[Any, Sequence[Any]]]) 
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Block, Region
 
-    from nova.ir.gpu import GPUModuleOp
 
     gm = GPUModuleOp(MODULE_NAME, Region(Block(funcs)))
     device_text = print_mlir(ModuleOp([gm]))
@@ -84,7 +85,6 @@ def save_bundle(path: str | Path, kernels_with_signatures: Iterable[tuple[Any, S
     """Compile the kernels (each with its signature: types like `nova.float32[:]` or example
     arguments) and their launching host entries into one .nova file at `path`. `options` are
     CompileOptions fields (arch, ptx, cubin, cpu_image, opt_level)."""
-    from nova.compiler.driver import compile_to_bundle, make_options
 
     text = bundle_source(kernels_with_signatures)
     out = Path(path)

@@ -24,9 +24,14 @@ from xdsl.ir import Operation
 
 from nova import config
 from nova.bundle.format import Kernel, KernelParam, TypeSpec
-from nova.compiler.cache import read_digested, write_digested
+from nova.compiler.cache import environment_fingerprint, read_digested, write_digested
+from nova.compiler.driver import compile_module
+from nova.compiler.stages import CompileOptions
+from nova.ir.parser import print_mlir
+from nova.ir.verify import verify_located
 from nova.lang import types as T
 from nova.lang.source import FunctionSource
+from nova.lang.translate import Translator
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,6 @@ def build_module(src: FunctionSource, sig: tuple[T.NovaType, ...], symbol: str,
                  module_name: str = "nova_kernels") -> ModuleOp:
     """The builtin.module holding one gpu.module with the kernel `symbol` for `sig`, verified
     (a failure is a translator bug; the error points at the Python line that produced the op)."""
-    from nova.ir.verify import verify_located
-    from nova.lang.translate import Translator
 
     module = Translator(src, sig, symbol, module_name).build()
     verify_located(module)
@@ -57,13 +60,11 @@ def gpu_module_of(module: ModuleOp):
 
 
 def print_module(module: ModuleOp) -> str:
-    from nova.ir.parser import print_mlir
 
     return print_mlir(module)
 
 
 def _cache_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False) -> str:
-    from nova.compiler.cache import environment_fingerprint
 
     payload = json.dumps({"kind": "python-kernel", "mlir": mlir_text, "target": target,
                           "arch": arch, "check_bounds": check_bounds,
@@ -126,8 +127,6 @@ def lower(module: ModuleOp, target: str, arch: str, check_bounds: bool = False
     the compile driver's stage table (nova.compiler.driver.compile_module, entering after
     'outline'), so NOVA_DUMP_DIR, NOVA_OVERRIDE_DIR and the stage timings apply to Python
     kernels as to MLIR programs."""
-    from nova.compiler.driver import compile_module
-    from nova.compiler.stages import CompileOptions
 
     gpu = target != "cpu"
     options = CompileOptions(arch=arch, emit="cubin" if gpu else "cpu-obj", ptx=gpu, cubin=gpu,

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, Modul
 from xdsl.ir import Block, Region, SSAValue
 
 from nova.ir.gpu import CONTAINER_MODULE_ATTR, FuncOp, GPUModuleOp, ReturnOp
+from nova.lang import calls, expressions, statements
 from nova.lang import types as T
 from nova.lang.source import (
     FunctionSource,
@@ -126,7 +127,6 @@ class Translator:
                               "(x: nova.float32 = 0)", self.src.location(self.src.tree))
 
     def _build_once(self) -> ModuleOp:
-        from nova.lang import calls
 
         self.calls = calls
         self.inline_count = 0
@@ -362,7 +362,6 @@ class Translator:
 
     # --- statements -----------------------------------------------------------------------------
     def stmts(self, body: list[ast.stmt]) -> None:
-        from nova.lang import statements
 
         for stmt in body:
             if self.em.block is None:
@@ -371,7 +370,6 @@ class Translator:
             statements.statement(self, stmt)
 
     def expr(self, node: ast.expr) -> Value | Tup:
-        from nova.lang import expressions
 
         saved = self.em.location
         self.at(node)

@@ -36,6 +36,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from nova.errors import ArgumentError
+
 try:  # bfloat16 NumPy arrays need ml_dtypes; without it bfloat16 still works in kernels
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - depends on the environment
@@ -86,7 +88,6 @@ class ScalarType:
         """The NumPy dtype (bfloat16 needs ml_dtypes; raises KernelTypeUnavailable without)."""
         if self.name == "bfloat16":
             if _ml_dtypes is None:
-                from nova.errors import ArgumentError
 
                 raise ArgumentError("bfloat16 NumPy arrays need the ml_dtypes package "
                                     "(pip install ml_dtypes)")

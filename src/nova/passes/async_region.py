@@ -24,6 +24,7 @@ from xdsl.traits import IsTerminator, is_side_effect_free
 
 from nova.errors import PassError
 from nova.ir.gpu import AsyncTokenType, LaunchOp, WaitOp
+from nova.ir.locations import location_of
 from nova.passes.launch_utils import copy_location
 
 # Ops implementing MLIR's gpu::AsyncOpInterface (gpu.wait is handled on its own).
@@ -78,7 +79,6 @@ class _TokenThreader:
 
     def _visit(self, block: Block, op: Operation) -> None:
         if isinstance(op, LaunchOp):
-            from nova.ir.locations import location_of
 
             raise PassError("async-region: 'gpu.launch' op replace with gpu.launch_func first "
                             "(run outline-kernels)", location_of(op))

@@ -38,12 +38,12 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from nova.errors import PassError
 from nova.ir.dialects.async_ import ASYNC_TYPES, AddToGroupOp, AwaitOp, ExecuteOp, YieldOp
+from nova.ir.locations import location_of
 
 _KERNEL_OPS = frozenset({"gpu.launch", "gpu.func", "gpu.module"})
 
 
 def _error(op: Operation, message: str) -> PassError:
-    from nova.ir.locations import location_of
 
     return PassError(f"async-to-sync: '{op.name}' op {message}", location_of(op))
 

@@ -11,6 +11,8 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.traits import ConstantLike
 
+from nova.ir.locations import location_of, set_location
+
 
 def defining_op(value: SSAValue) -> Operation | None:
     """The op that defines `value` (None for block arguments)."""
@@ -69,7 +71,6 @@ def constant_int(value: SSAValue) -> tuple[int, int] | None:
 
 def copy_location(source: Operation, target: Operation) -> None:
     """Give `target` the source location of `source` (for diagnostics on rewritten IR)."""
-    from nova.ir.locations import location_of, set_location
 
     location = location_of(source)
     if location is not None:

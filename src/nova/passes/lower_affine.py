@@ -44,12 +44,15 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from nova.errors import PassError
+from nova.ir.dialects.affine import ForOp, IfOp, LoadOp, StoreOp, set_constraints
+from nova.ir.dialects.affine import ParallelOp as AffineParallel
+from nova.ir.dialects.scf_arith_func import ParallelOp
+from nova.ir.locations import location_of, set_location
 
 _NSW = arith.IntegerOverflowAttr([arith.IntegerOverflowFlag.NSW])
 
 
 def _error(op: Operation, message: str) -> PassError:
-    from nova.ir.locations import location_of
 
     return PassError(f"lower-affine: '{op.name}' op {message}", location_of(op))
 
@@ -72,7 +75,6 @@ class _Builder:
 
     def flush(self) -> None:
         """Insert the collected ops before the affine op, carrying its source location."""
-        from nova.ir.locations import location_of, set_location
 
         loc = location_of(self.op)
         for new in self.ops:
@@ -181,7 +183,6 @@ def _replace(op: Operation, b: _Builder, new: Operation | None,
             old.replace_all_uses_with(value)
         Rewriter.erase_op(op)
         return
-    from nova.ir.locations import location_of, set_location
 
     set_location(new, location_of(op))
     Rewriter.replace_op(op, new)
@@ -200,7 +201,6 @@ def _lower_min_max(op: Operation, b: _Builder) -> None:
 
 
 def _lower_load(op: Operation, b: _Builder) -> None:
-    from nova.ir.dialects.affine import LoadOp
 
     assert isinstance(op, LoadOp)
     indices = b.map(op.map.data, list(op.indices))
@@ -208,7 +208,6 @@ def _lower_load(op: Operation, b: _Builder) -> None:
 
 
 def _lower_store(op: Operation, b: _Builder) -> None:
-    from nova.ir.dialects.affine import StoreOp
 
     assert isinstance(op, StoreOp)
     indices = b.map(op.map.data, list(op.indices))
@@ -241,7 +240,6 @@ def _yield_to(block: Block, make: Callable[[Sequence[SSAValue]], Operation]) -> 
     """Replace the affine.yield terminating `block` with `make(its operands)`."""
     last = block.last_op
     assert last is not None and last.name == "affine.yield"
-    from nova.ir.locations import location_of, set_location
 
     new = make(list(last.operands))
     set_location(new, location_of(last))
@@ -249,7 +247,6 @@ def _yield_to(block: Block, make: Callable[[Sequence[SSAValue]], Operation]) -> 
 
 
 def _lower_for(op: Operation, b: _Builder) -> None:
-    from nova.ir.dialects.affine import ForOp
 
     assert isinstance(op, ForOp)
     lower = b.map_min_max(op.lowerBoundMap.data, list(op.lowerBoundOperands), use_max=True)
@@ -261,7 +258,6 @@ def _lower_for(op: Operation, b: _Builder) -> None:
 
 
 def _lower_if(op: Operation, b: _Builder) -> None:
-    from nova.ir.dialects.affine import IfOp, set_constraints
 
     assert isinstance(op, IfOp)
     s = op.condition.data
@@ -284,8 +280,6 @@ def _lower_if(op: Operation, b: _Builder) -> None:
 
 
 def _lower_parallel(op: Operation, b: _Builder) -> None:
-    from nova.ir.dialects.affine import ParallelOp as AffineParallel
-    from nova.ir.dialects.scf_arith_func import ParallelOp
 
     assert isinstance(op, AffineParallel)
     lowers: list[SSAValue] = []

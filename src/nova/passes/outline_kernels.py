@@ -40,6 +40,7 @@ from nova.ir.gpu.kernel_ops import (
 )
 from nova.ir.gpu.launch_ops import LaunchFuncOp, LaunchOp
 from nova.ir.gpu.module_ops import FuncOp, GPUModuleOp
+from nova.ir.locations import location_of
 from nova.passes.launch_utils import captured_values, constant_int, copy_location
 from nova.passes.symbols import SymbolTable, symbol_name, symbol_uses
 
@@ -50,7 +51,6 @@ _UINT32_MAX = 0xFFFFFFFF
 
 
 def _error(message: str, op: Operation) -> PassError:
-    from nova.ir.locations import location_of
 
     return PassError(f"outline-kernels: {message}", location_of(op))
 

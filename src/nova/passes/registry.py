@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from nova.errors import PassError
+from nova.errors import PassError, VerifyError
+from nova.ir.context import make_context
+from nova.ir.verify import verify_located
 
 if TYPE_CHECKING:
     from xdsl.context import Context
@@ -87,7 +89,6 @@ def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None,
     """
     passes = parse_pipeline(pipeline)
     if ctx is None:
-        from nova.ir.context import make_context
 
         ctx = make_context()
     for module_pass in passes:
@@ -97,8 +98,6 @@ def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None,
 
 
 def _verify_after(module: ModuleOp, pass_name: str) -> None:
-    from nova.errors import VerifyError
-    from nova.ir.verify import verify_located
 
     try:
         verify_located(module)

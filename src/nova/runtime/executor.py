@@ -1,15 +1,17 @@
-"""NovaExecutor: load a .nova file, link its host code, bind the runtime ABI to a device, call
-entries.
+"""The executor: load a .nova file, link its host code, bind the runtime ABI to a device, call
+entries (`NovaModule`).
 
-`load(path_or_bytes, device)` validates the bundle (`nova.bundle.reader`), checks its arch against
-a cuda device, binds every `nova_rt_*` symbol to the device's implementation (`cuda_abi`: native
-code calling libcuda; `cpu_abi`: ctypes callbacks) and links the host object with MCJIT
-(`linker`). Each manifest entry becomes a callable (`mod.main()`, `mod["main"]()`): arguments are
-checked against the entry's TypeSpecs and written into storage allocated once per entry (the call
-plan), the entry runs under the native unwind frame, and a recorded failure is raised as its
-NovaError. NumPy arrays passed for memrefs are copied to the device and back (cpu: used in place);
-device buffers are used in place. Program output is flushed (libc `fflush`) after every call of a
-program that can print (`runner_utils.program_may_print`), and by `synchronize()` and `close()`.
+`load(path_or_bytes, device)` validates the bundle (`nova.bundle.reader`), lets the device refuse
+what it cannot run (`Device.check_bundle`: a cuda device checks the arch and that GPU images exist),
+binds every `nova_rt_*` symbol to the device's implementation (`Device.make_abi`:
+`runtime/cuda/abi.py`, native code calling libcuda; `runtime/cpu/abi.py`, ctypes callbacks) and
+links the host object with MCJIT (`linker`). Each manifest entry becomes a callable (`mod.main()`,
+`mod["main"]()`): arguments are checked against the entry's TypeSpecs and written into storage
+allocated once per entry (the call plan), the entry runs under the native unwind frame, and a
+recorded failure is raised as its NovaError. NumPy arrays passed for memrefs are copied to the
+device and back (cpu: used in place); device buffers are used in place. Program output is flushed
+(libc `fflush`) after every call of a program that can print (`runner_utils.program_may_print`), and
+by `synchronize()` and `close()`.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from llvmlite import ir
 from xdsl.dialects.builtin import FunctionType, MemRefType, SymbolRefAttr
 from xdsl.ir import Attribute, Operation
 
+from nova import config
 from nova.backends.cpu import fibers as cf
 from nova.backends.cpu.fibers import (
     BLOCK_CTX,
@@ -62,6 +63,7 @@ from nova.backends.cpu.mma import MMA_FIBER_OPS
 from nova.backends.cpu.nvvm import CPU_FIBER_OPS as NVVM_FIBER_OPS
 from nova.backends.cpu.nvvm import CPU_HANDLERS as NVVM_HANDLERS
 from nova.backends.cpu.softfloat import add_libcall_helpers
+from nova.backends.kernel_abi import check_kernel_signature, kernel_params, type_spec
 from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as TY
 from nova.backends.llvm.emitter import (
@@ -70,8 +72,10 @@ from nova.backends.llvm.emitter import (
     attr,
     core_handlers,
     int_attr,
+    location_of,
     symbol_name,
 )
+from nova.backends.llvm.ops_memref import CHECKED_OPS, emit_global
 from nova.backends.llvm.target import TargetBase
 from nova.bundle.format import Kernel
 from nova.errors import UnsupportedError
@@ -105,7 +109,6 @@ def _static_bytes(ty: MemRefType, what: str, op: Operation) -> int:
 
 
 def _loc(op: Operation):  # type: ignore[no-untyped-def]
-    from nova.backends.llvm.emitter import location_of
 
     return location_of(op)
 
@@ -339,7 +342,6 @@ def needs_fibers(kernel: Operation, funcs: dict[str, Operation],
     """True when the kernel or anything it calls uses a barrier, warp op, assert or trap, or,
     with `check_bounds`, a bounds-checked memref access (its failure stops the thread as a
     failed assert does)."""
-    from nova.backends.llvm.ops_memref import CHECKED_OPS
 
     names = (FIBER_OPS | MMA_FIBER_OPS | NVVM_FIBER_OPS
              | (CHECKED_OPS if check_bounds else frozenset()))
@@ -397,13 +399,11 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
     fiber stack per GPU thread (default: `nova.config` cpu_stack_kib, NOVA_CPU_STACK_KIB);
     `check_bounds` bounds-checks memref accesses (their kernels then run as fibers)."""
     if stack_bytes is None:
-        from nova import config
 
         stack_bytes = config.get().cpu_stack_kib * 1024
     target = CpuTarget(stack_bytes, check_bounds)
     name = symbol_name(gpu_module)
     me = ModuleEmitter(target, name)
-    from nova.backends.llvm.ops_memref import emit_global
 
     ops = _module_ops(gpu_module)
     funcs = {symbol_name(op): op for op in ops if op.name in ("func.func", "gpu.func")}
@@ -420,7 +420,6 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
             raise UnsupportedError(f"op '{op.name}' in a gpu.module is not supported by the CPU "
                                    "device (supported: gpu.func, func.func, memref.global)",
                                    _loc(op))
-    from nova.backends.kernel_abi import check_kernel_signature
 
     for fname, op in funcs.items():
         if is_kernel(op):
@@ -603,7 +602,6 @@ def kernel_info(op: Operation, workgroup_bytes: int, uses_fibers: bool) -> Kerne
     """The manifest's description of a kernel (args and expanded params as for every target;
     `static_shared_bytes` is the CPU per-block workgroup buffer, `uses_barriers` whether the
     kernel runs its threads as fibers)."""
-    from nova.backends.kernel_abi import kernel_params, type_spec
 
     ftype = _ftype(op)
     return Kernel(symbol_name(op), tuple(type_spec(t) for t in ftype.inputs.data),

@@ -49,7 +49,10 @@ from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text, intrinsic_suffix
 from nova.backends.llvm.ops_arith import FLOAT_MINMAX, INT_BINARY
+from nova.backends.llvm.ops_math import lanewise
 from nova.backends.llvm.target import Handler
+from nova.ir.dialects.vector import PrintOp, Punctuation
+from nova.ir.locations import location_of, set_location
 
 POISON_POSITION = -1
 """MLIR's static position meaning "poison" in vector.extract/insert/shuffle."""
@@ -195,7 +198,6 @@ def lower_shape_cast(fe: FunctionEmitter, op: Operation) -> None:
 
 def lower_fma(fe: FunctionEmitter, op: Operation) -> None:
     """a * b + c, rounded once, lane by lane through the target's `math.fma`."""
-    from nova.backends.llvm.ops_math import lanewise
 
     vty = vector_llvm(fe, op.results[0])
     elem = op.results[0].type.element_type  # type: ignore[attr-defined]
@@ -431,8 +433,6 @@ def expand_print(fe: FunctionEmitter, op: Operation) -> None:
     """Emit open, each lane (no punctuation), commas between lanes, close and the op's
     punctuation as separate scalar `vector.print` ops, through `fe.emit_op` (so the target's
     own vector.print handler prints each piece)."""
-    from nova.ir.dialects.vector import PrintOp, Punctuation
-    from nova.ir.locations import location_of, set_location
 
     value = op.operands[0]
     vector = fe.lookup(value)
