@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nova.ir.dialects.affine import format_expr
+from nova.ir.dialects.affine_syntax import format_expr
 from nova.ir.parser import parse_mlir, print_mlir
 from nova.passes.registry import run_pipeline
 

@@ -44,8 +44,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from nova.errors import PassError
-from nova.ir.dialects.affine import ForOp, IfOp, LoadOp, StoreOp, set_constraints
+from nova.ir.dialects.affine import ForOp, IfOp, LoadOp, StoreOp
 from nova.ir.dialects.affine import ParallelOp as AffineParallel
+from nova.ir.dialects.affine_syntax import set_constraints
 from nova.ir.dialects.scf_arith_func import ParallelOp
 from nova.ir.locations import location_of, set_location
 

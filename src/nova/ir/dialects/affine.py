@@ -20,7 +20,7 @@ What xDSL 0.74 gets wrong, and this module replaces:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Self
 
 from xdsl.dialects import affine as xaffine
@@ -42,15 +42,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
     AffineConstantExpr,
-    AffineConstraintExpr,
-    AffineConstraintKind,
-    AffineDimExpr,
     AffineExpr,
     AffineMap,
-    AffineSet,
     AffineSymExpr,
 )
 from xdsl.irdl import (
@@ -67,284 +61,23 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.lexer import Span
-from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from nova.ir.dialects.affine_syntax import (
+    SEMI_AFFINE,
+    SsaIds,
+    format_set,
+    mlir_order_map,
+    mlir_order_set,
+    parse_affine_attr,
+    parse_dims_and_syms,
+    parse_map_and_operands,
+    parse_map_of_ssa_ids,
+    print_expr_of_ssa_ids,
+    print_map_and_operands,
+    print_map_of_ssa_ids,
+    print_operands_of,
+)
 from nova.ir.gpu.base import print_arrow_types, print_attr_dict
-
-# ---- MLIR's affine expression printing --------------------------------------------------------
-
-Emit = Callable[[str], None]
-Leaf = Callable[[AffineExpr], None]
-
-_SPELLING = {AffineBinaryOpKind.Mul: " * ", AffineBinaryOpKind.FloorDiv: " floordiv ",
-             AffineBinaryOpKind.CeilDiv: " ceildiv ", AffineBinaryOpKind.Mod: " mod "}
-
-
-def print_expr(emit: Emit, leaf: Leaf, expr: AffineExpr, strong: bool = False) -> None:
-    """Print `expr` as MLIR's `printAffineExprInternal` does: `leaf` prints dims and symbols,
-    `strong` is the enclosing binding strength (a strong context parenthesises binary ops)."""
-    if isinstance(expr, AffineConstantExpr):
-        emit(str(expr.value))
-        return
-    if not isinstance(expr, AffineBinaryOpExpr):
-        leaf(expr)
-        return
-    if strong:
-        emit("(")
-    if expr.kind != AffineBinaryOpKind.Add:
-        _print_tight(emit, leaf, expr)
-    else:
-        _print_add(emit, leaf, expr)
-    if strong:
-        emit(")")
-
-
-def _print_tight(emit: Emit, leaf: Leaf, expr: AffineBinaryOpExpr) -> None:
-    rhs = expr.rhs
-    if (expr.kind == AffineBinaryOpKind.Mul and isinstance(rhs, AffineConstantExpr)
-            and rhs.value == -1):
-        emit("-")
-        print_expr(emit, leaf, expr.lhs, True)
-        return
-    print_expr(emit, leaf, expr.lhs, True)
-    emit(_SPELLING[expr.kind])
-    print_expr(emit, leaf, rhs, True)
-
-
-def _print_add(emit: Emit, leaf: Leaf, expr: AffineBinaryOpExpr) -> None:
-    lhs, rhs = expr.lhs, expr.rhs
-    if (isinstance(rhs, AffineBinaryOpExpr) and rhs.kind == AffineBinaryOpKind.Mul
-            and isinstance(rhs.rhs, AffineConstantExpr) and rhs.rhs.value <= -1):
-        print_expr(emit, leaf, lhs)
-        emit(" - ")
-        if rhs.rhs.value == -1:
-            inner_add = isinstance(rhs.lhs, AffineBinaryOpExpr) and \
-                rhs.lhs.kind == AffineBinaryOpKind.Add
-            print_expr(emit, leaf, rhs.lhs, inner_add)
-        else:
-            print_expr(emit, leaf, rhs.lhs, True)
-            emit(f" * {-rhs.rhs.value}")
-        return
-    if isinstance(rhs, AffineConstantExpr) and rhs.value < 0:
-        print_expr(emit, leaf, lhs)
-        emit(f" - {-rhs.value}")
-        return
-    print_expr(emit, leaf, lhs)
-    emit(" + ")
-    print_expr(emit, leaf, rhs)
-
-
-def format_expr(expr: AffineExpr) -> str:
-    """`expr` in MLIR's text form over `d<i>`/`s<i>` (`d0 * 2 - 5`)."""
-    parts: list[str] = []
-
-    def leaf(e: AffineExpr) -> None:
-        parts.append(f"d{e.position}" if isinstance(e, AffineDimExpr)
-                     else f"s{e.position}")  # type: ignore[attr-defined]
-
-    print_expr(parts.append, leaf, expr)
-    return "".join(parts)
-
-
-def _space(num_dims: int, num_symbols: int) -> str:
-    dims = ", ".join(f"d{i}" for i in range(num_dims))
-    syms = ", ".join(f"s{i}" for i in range(num_symbols))
-    return f"({dims})" + (f"[{syms}]" if num_symbols else "")
-
-
-def format_map(m: AffineMap) -> str:
-    """`affine_map<(d0)[s0] -> (d0 + s0)>`, as MLIR prints it."""
-    results = ", ".join(format_expr(e) for e in m.results)
-    return f"affine_map<{_space(m.num_dims, m.num_symbols)} -> ({results})>"
-
-
-def canonical_constraint(kind: AffineConstraintKind, lhs: AffineExpr, rhs: AffineExpr
-                         ) -> tuple[AffineExpr, bool]:
-    """(e, is_equality) with the constraint meaning `e >= 0` or `e == 0`, as MLIR stores it."""
-    if kind == AffineConstraintKind.le:
-        return rhs - lhs, False
-    return lhs - rhs, kind == AffineConstraintKind.eq
-
-
-def set_constraints(s: AffineSet) -> list[tuple[AffineExpr, bool]]:
-    """The constraints of `s` in MLIR's canonical `e >= 0` / `e == 0` form."""
-    return [canonical_constraint(c.kind, c.lhs, c.rhs) for c in s.constraints]
-
-
-def format_set(s: AffineSet) -> str:
-    """`affine_set<(d0)[s0] : (d0 - 1 >= 0, s0 == 0)>`, as MLIR prints it."""
-    parts = [f"{format_expr(e)} {'==' if eq else '>='} 0" for e, eq in set_constraints(s)]
-    return f"affine_set<{_space(s.num_dims, s.num_symbols)} : ({', '.join(parts)})>"
-
-
-# ---- MLIR's operand order ----------------------------------------------------------------------
-
-def _symbolic(expr: AffineExpr) -> bool:
-    return not any(isinstance(e, AffineDimExpr) for e in expr.dfs())
-
-
-def mlir_order(expr: AffineExpr) -> AffineExpr:
-    """`expr` with MLIR's operand order for `+` and `*`: a constant, or a dim-free operand beside
-    one with dims, goes to the right (`s0 - d0` parses to `-d0 + s0`, as in mlir-opt).
-
-    xDSL's expression builder folds as MLIR's does but orders operands as written; only the
-    order differs, and both operations commute, so the value is unchanged."""
-    if not isinstance(expr, AffineBinaryOpExpr):
-        return expr
-    lhs, rhs = mlir_order(expr.lhs), mlir_order(expr.rhs)
-    if expr.kind in (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul) and (
-            isinstance(lhs, AffineConstantExpr) or (_symbolic(lhs) and not _symbolic(rhs))):
-        lhs, rhs = rhs, lhs
-    return AffineBinaryOpExpr(expr.kind, lhs, rhs)
-
-
-def mlir_order_map(m: AffineMap) -> AffineMap:
-    """`m` with every result in MLIR's operand order (`mlir_order`)."""
-    return AffineMap(m.num_dims, m.num_symbols, tuple(mlir_order(e) for e in m.results))
-
-
-def mlir_order_set(s: AffineSet) -> AffineSet:
-    """`s` as MLIR stores it: `e >= 0` / `e == 0` constraints in MLIR's operand order."""
-    constraints = tuple(
-        AffineConstraintExpr(AffineConstraintKind.eq if eq else AffineConstraintKind.ge,
-                             mlir_order(e), AffineExpr.constant(0), canonicalize=False)
-        for e, eq in set_constraints(s))
-    return AffineSet(s.num_dims, s.num_symbols, constraints)
-
-
-_SEMI_AFFINE = ("semi-affine expressions (mul, mod, floordiv or ceildiv by a dim or symbol) "
-                "are not supported")
-
-
-def parse_affine_attr(parser: Parser) -> Attribute:
-    """`parser.parse_attribute()`, with xDSL's NotImplementedError for semi-affine expressions
-    (`d0 mod s0`) turned into a located parse error."""
-    pos = parser.pos
-    try:
-        return parser.parse_attribute()
-    except NotImplementedError:
-        parser.raise_error(_SEMI_AFFINE, pos)
-
-
-# ---- SSA-id affine maps: `[%i + 1, symbol(%n)]` ------------------------------------------------
-
-class _SsaIds:
-    """Collects the dims (`%x`) and symbols (`symbol(%x)`) of an affine map of SSA ids."""
-
-    def __init__(self, parser: Parser) -> None:
-        from xdsl.parser.affine_parser import AffineParser
-
-        self.parser = parser
-        self.affine = AffineParser(parser._parser_state)  # pyright: ignore[reportPrivateUsage]
-        self.dims: dict[str, tuple[int, Span]] = {}
-        self.syms: dict[str, tuple[int, Span]] = {}
-
-    def _leaf(self) -> AffineExpr | None:
-        ap = self.affine
-        tok = ap._current_token  # pyright: ignore[reportPrivateUsage]
-        if tok.kind == MLIRTokenKind.BARE_IDENT and tok.text == "symbol":
-            ap._consume_token()  # pyright: ignore[reportPrivateUsage]
-            ap._parse_token(MLIRTokenKind.L_PAREN, "expected '('")  # pyright: ignore
-            name = ap._parse_token(MLIRTokenKind.PERCENT_IDENT,  # pyright: ignore
-                                   "expected SSA operand")
-            ap._parse_token(MLIRTokenKind.R_PAREN, "expected ')'")  # pyright: ignore
-            pos, _ = self.syms.setdefault(name.span.text, (len(self.syms), name.span))
-            return AffineExpr.symbol(pos)
-        name = ap._parse_optional_token(MLIRTokenKind.PERCENT_IDENT)  # pyright: ignore
-        if name is None:
-            return None
-        pos, _ = self.dims.setdefault(name.span.text, (len(self.dims), name.span))
-        return AffineExpr.dimension(pos)
-
-    def expr(self) -> AffineExpr:
-        """Parse one affine expression of SSA ids."""
-        pos = self.parser.pos
-        try:
-            return self.affine._parse_affine_expr(self._leaf)  # pyright: ignore
-        except NotImplementedError:
-            self.parser.raise_error(_SEMI_AFFINE, pos)
-
-    def finish(self, exprs: Sequence[AffineExpr]) -> tuple[AffineMap, list[SSAValue]]:
-        """The map over (dims, symbols) and its operands, dims first, each in first-use order."""
-        index = IndexType()
-        spans = [span for _, span in self.dims.values()] + [s for _, s in self.syms.values()]
-        operands = [self.parser.resolve_operand(UnresolvedOperand(span, 0), index)
-                    for span in spans]
-        m = AffineMap(len(self.dims), len(self.syms), tuple(exprs))
-        return mlir_order_map(m), operands
-
-
-def parse_map_of_ssa_ids(parser: Parser) -> tuple[AffineMap, list[SSAValue]]:
-    """Parse `[e0, e1, ...]` over `%x` dims and `symbol(%x)` symbols."""
-    ids = _SsaIds(parser)
-    exprs = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, ids.expr)
-    return ids.finish(exprs)
-
-
-def print_expr_of_ssa_ids(printer: Printer, m: AffineMap, operands: Sequence[SSAValue],
-                          expr: AffineExpr) -> None:
-    """Print `expr` of map `m` with operand names for dims and `symbol(%x)` for symbols."""
-    def leaf(e: AffineExpr) -> None:
-        if isinstance(e, AffineDimExpr):
-            printer.print_ssa_value(operands[e.position])
-        else:
-            assert isinstance(e, AffineSymExpr)
-            printer.print_string("symbol(")
-            printer.print_ssa_value(operands[m.num_dims + e.position])
-            printer.print_string(")")
-
-    print_expr(printer.print_string, leaf, expr)
-
-
-def _print_map_of_ssa_ids(printer: Printer, m: AffineMap, operands: Sequence[SSAValue]) -> None:
-    printer.print_string("[")
-    printer.print_list(m.results, lambda e: print_expr_of_ssa_ids(printer, m, operands, e))
-    printer.print_string("]")
-
-
-# ---- map-with-operands syntax: `#map(%a)[%b]` -------------------------------------------------
-
-def parse_map_and_operands(parser: Parser) -> tuple[AffineMapAttr, list[SSAValue]]:
-    """Parse `affine_map<...>(%dims)[%syms]` (the map may be an alias), checking the counts."""
-    pos = parser.pos
-    attr = parse_affine_attr(parser)
-    if not isinstance(attr, AffineMapAttr):
-        parser.raise_error("expected an affine map", pos)
-    operands = _parse_dims_and_syms(parser, attr.data.num_dims, attr.data.num_symbols, pos)
-    return AffineMapAttr(mlir_order_map(attr.data)), operands
-
-
-def _parse_dims_and_syms(parser: Parser, num_dims: int, num_syms: int, pos: int
-                         ) -> list[SSAValue]:
-    index = IndexType()
-    dims = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
-                                             lambda: parser.parse_operand(index))
-    syms = parser.parse_optional_comma_separated_list(
-        Parser.Delimiter.SQUARE, lambda: parser.parse_operand(index)) or []
-    if len(dims) != num_dims:
-        parser.raise_error("dim operand count and affine map dim count must match", pos)
-    if len(syms) != num_syms:
-        parser.raise_error("symbol operand count and affine map symbol count must match", pos)
-    return [*dims, *syms]
-
-
-def print_operands_of(printer: Printer, num_dims: int, operands: Sequence[SSAValue]) -> None:
-    """`(%dims)[%syms]`, the `[...]` only when there are symbols."""
-    printer.print_string("(")
-    printer.print_list(operands[:num_dims], printer.print_ssa_value)
-    printer.print_string(")")
-    if len(operands) > num_dims:
-        printer.print_string("[")
-        printer.print_list(operands[num_dims:], printer.print_ssa_value)
-        printer.print_string("]")
-
-
-def print_map_and_operands(printer: Printer, m: AffineMap, operands: Sequence[SSAValue]) -> None:
-    """`affine_map<...>(%dims)[%syms]` with MLIR's map syntax."""
-    printer.print_string(format_map(m))
-    print_operands_of(printer, m.num_dims, operands)
-
 
 # ---- ops --------------------------------------------------------------------------------------
 
@@ -424,7 +157,7 @@ class ForOp(xaffine.ForOp):
         try:
             op = super().parse(parser)
         except NotImplementedError:
-            parser.raise_error(_SEMI_AFFINE, pos)
+            parser.raise_error(SEMI_AFFINE, pos)
         op.__class__ = cls  # xDSL builds its own class; Nova's adds no state, only printing
         for key in ("lowerBoundMap", "upperBoundMap"):
             bound = op.properties[key]
@@ -521,7 +254,7 @@ class IfOp(IRDLOperation):
         attr = parse_affine_attr(parser)
         if not isinstance(attr, AffineSetAttr):
             parser.raise_error("expected an integer set", pos)
-        operands = _parse_dims_and_syms(parser, attr.data.num_dims, attr.data.num_symbols, pos)
+        operands = parse_dims_and_syms(parser, attr.data.num_dims, attr.data.num_symbols, pos)
         attr = AffineSetAttr(mlir_order_set(attr.data))
         types = _parse_result_types(parser)
         then_region = parser.parse_region()
@@ -742,7 +475,7 @@ def _parse_reduction(parser: Parser) -> int:
 def _parse_bound_list(parser: Parser, keyword: str
                       ) -> tuple[AffineMap, list[int], list[SSAValue]]:
     """`(e, max(e, e), ...)`: one map over all bounds, each group's result count, operands."""
-    ids = _SsaIds(parser)
+    ids = SsaIds(parser)
     exprs: list[AffineExpr] = []
     groups: list[int] = []
 
@@ -805,7 +538,7 @@ def _print_access(printer: Printer, op: Operation, value: SSAValue | None,
         printer.print_string(", ")
     memref = op.operands[1 if value is not None else 0]
     printer.print_ssa_value(memref)
-    _print_map_of_ssa_ids(printer, op.properties["map"].data,  # type: ignore[attr-defined]
+    print_map_of_ssa_ids(printer, op.properties["map"].data,  # type: ignore[attr-defined]
                           list(op.operands[2 if value is not None else 1:]))
     print_attr_dict(printer, op.attributes)
     printer.print_string(" : ")
