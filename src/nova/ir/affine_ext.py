@@ -251,10 +251,10 @@ class _SsaIds:
             ap._parse_token(MLIRTokenKind.R_PAREN, "expected ')'")  # pyright: ignore
             pos, _ = self.syms.setdefault(name.span.text, (len(self.syms), name.span))
             return AffineExpr.symbol(pos)
-        name = ap._parse_optional_token(MLIRTokenKind.PERCENT_IDENT)  # pyright: ignore
-        if name is None:
+        dim = ap._parse_optional_token(MLIRTokenKind.PERCENT_IDENT)  # pyright: ignore
+        if dim is None:
             return None
-        pos, _ = self.dims.setdefault(name.span.text, (len(self.dims), name.span))
+        pos, _ = self.dims.setdefault(dim.span.text, (len(self.dims), dim.span))
         return AffineExpr.dimension(pos)
 
     def expr(self) -> AffineExpr:
@@ -269,8 +269,8 @@ class _SsaIds:
         """The map over (dims, symbols) and its operands, dims first, each in first-use order."""
         index = IndexType()
         spans = [span for _, span in self.dims.values()] + [s for _, s in self.syms.values()]
-        operands = [self.parser.resolve_operand(UnresolvedOperand(span, 0), index)
-                    for span in spans]
+        operands: list[SSAValue] = [
+            self.parser.resolve_operand(UnresolvedOperand(span, 0), index) for span in spans]
         m = AffineMap(len(self.dims), len(self.syms), tuple(exprs))
         return mlir_order_map(m), operands
 
@@ -492,7 +492,7 @@ def _parse_result_types(parser: Parser) -> list[Attribute]:
     if parser.parse_optional_punctuation("->") is None:
         return []
     types = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
-    return types if types is not None else [parser.parse_type()]
+    return list(types) if types is not None else [parser.parse_type()]
 
 
 def _ensure_yield(region: Region) -> None:

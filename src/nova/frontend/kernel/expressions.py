@@ -144,7 +144,7 @@ def _shift(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.AS
         ty = sb.type if not sb.type.is_bool else T.int64  # type: ignore[union-attr]
     if not isinstance(ty, T.ScalarType) or not (ty.is_int or ty.is_bool):
         raise tr.type_error(node, f"operator {op} needs integer operands, got "
-                            f"{tr.describe(a)}")  # type: ignore[arg-type]
+                            f"{tr.describe(a)}")
     if ty.is_bool:
         ty = T.int64
     x = tr.as_type(a, ty, node)
@@ -382,7 +382,7 @@ def range_bounds(tr: Translator, node: ast.expr) -> tuple[Val, Val, Value, T.Sca
 
 def _namedexpr(tr: Translator, node: ast.NamedExpr) -> Value:
     value = tr.expr(node.value)
-    tr.assign_name(node.target.id, value, node)  # type: ignore[arg-type]
+    tr.assign_name(node.target.id, value, node)
     return value  # type: ignore[return-value]
 
 

@@ -165,7 +165,7 @@ class ArrayType:
                                                 self.align, self.noalias)))
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined,no-any-return]
+        return self._hash  # type: ignore[attr-defined]  # set by __post_init__ (frozen class)
 
     def arg_attrs(self) -> dict[str, Attribute]:
         """The MLIR argument attributes (`llvm.noalias`, `llvm.align`) stating these facts."""
