@@ -39,7 +39,7 @@ from xdsl.ir import Attribute
 try:  # bfloat16 NumPy arrays need ml_dtypes; without it bfloat16 still works in kernels
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
+    _ml_dtypes = None  # type: ignore[assignment]  # the optional-import idiom
 
 SHARED_MEMORY_SPACE = 3
 """The memref memory space of workgroup (shared) memory (NVVM's address space 3)."""
