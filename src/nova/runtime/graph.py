@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -57,6 +57,8 @@ from nova.runtime.runner_utils import flush_stdout, runner_util_symbols
 from nova.runtime.stream import Stream
 
 if TYPE_CHECKING:
+    from nova.runtime.cuda.device import CudaDevice
+    from nova.runtime.cuda.stream import CudaStream
     from nova.runtime.executor import NovaModule
 
 __all__ = ["ORIGIN", "CapturedEntry", "CpuGraph", "CpuRecorder", "CudaCaptureAbi", "CudaGraph",
@@ -146,8 +148,9 @@ class CapturedEntry:
         self._graph = CpuGraph(recorder)
 
     def _record_cuda(self) -> None:
-        drv = self.device.driver
-        stream = self.device.create_stream()
+        device = cast("CudaDevice", self.device)  # record() checked the kind
+        drv = device.driver
+        stream = cast("CudaStream", device.create_stream())
         abi = CudaCaptureAbi(self.device, self.module.manifest, stream)
         error: BaseException | None = None
         graph = None
