@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 scripts/install.sh test
 . .venv/bin/activate
 ruff check src tests bench scripts
+mypy
 python -m pytest -q -n auto "$@"

@@ -18,6 +18,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -26,6 +27,9 @@ from nova.bundle.format import Kernel, KernelParam, TypeSpec
 from nova.driver_cache import read_digested, write_digested
 from nova.frontend.kernel import types as T
 from nova.frontend.kernel.source import FunctionSource
+
+if TYPE_CHECKING:
+    from nova.ir.gpu import GPUModuleOp
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,9 @@ def build_module(src: FunctionSource, sig: tuple[T.NovaType, ...], symbol: str,
     return module
 
 
-def gpu_module_of(module: ModuleOp):
-    return next(iter(module.body.block.ops))
+def gpu_module_of(module: ModuleOp) -> GPUModuleOp:
+    """The gpu.module of a kernel module (build_module makes exactly one, first)."""
+    return cast("GPUModuleOp", next(iter(module.body.block.ops)))
 
 
 def print_module(module: ModuleOp) -> str:

@@ -20,6 +20,7 @@ Promotion rules (binary arithmetic and comparisons; documented in docs/python-ke
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -36,10 +37,11 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+_ml_dtypes: ModuleType | None
 try:  # bfloat16 NumPy arrays need ml_dtypes; without it bfloat16 still works in kernels
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None  # type: ignore[assignment]  # the optional-import idiom
+    _ml_dtypes = None
 
 SHARED_MEMORY_SPACE = 3
 """The memref memory space of workgroup (shared) memory (NVVM's address space 3)."""
