@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install Nova into ./.venv (created if missing). Usage: scripts/install.sh [test]
 #   no argument: Nova + the CUDA driver bindings (harmless without a GPU)
-#   test:        also the test tools (pytest, xdist, hypothesis, filecheck, lit, ruff) and, where
-#                apt-get works, upstream mlir-opt (LLVM 22) used as an oracle by differential tests.
+#   test:        also the test tools (pytest, xdist, hypothesis, filecheck, lit, ruff, mypy) and,
+#                where apt-get works, upstream mlir-opt (LLVM 22) used as an oracle by differential
+#                tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv >/dev/null 2>&1 || python3 -m venv .venv

@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 scripts/install.sh test
 . .venv/bin/activate
 ruff check src tests bench scripts
+mypy
 python -m pytest -q -n auto "$@"
 scripts/check-wheel.sh python  # the built wheel installs and runs the README example

@@ -29,8 +29,10 @@ Conventions (all C calling convention, x86-64 SysV):
 from __future__ import annotations
 
 import ctypes
+from _ctypes import CFuncPtr
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 ABI_VERSION = 1
 
@@ -60,8 +62,8 @@ class CType(StrEnum):
     F64 = "double"
 
 
-CTYPES: dict[CType, object] = {
-    CType.VOID: None,
+# The ctypes type of each value type (VOID has none: a ctypes result of None).
+CTYPES: dict[CType, type[ctypes._SimpleCData[Any]]] = {
     CType.PTR: ctypes.c_void_p,
     CType.I8: ctypes.c_int8,
     CType.I16: ctypes.c_int16,
@@ -86,9 +88,9 @@ class AbiFunction:
         """True when the function returns a status that host code must check."""
         return self.result is CType.I32 and self.name not in _INFALLIBLE_I32
 
-    def ctypes_prototype(self) -> type:
+    def ctypes_prototype(self) -> type[CFuncPtr]:
         """A ctypes CFUNCTYPE matching this function (for the cpu device's callbacks)."""
-        return ctypes.CFUNCTYPE(CTYPES[self.result], *(CTYPES[t] for _, t in self.params))
+        return ctypes.CFUNCTYPE(CTYPES.get(self.result), *(CTYPES[t] for _, t in self.params))
 
 
 _INFALLIBLE_I32: frozenset[str] = frozenset({"nova_rt_call_entry"})

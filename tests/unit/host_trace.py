@@ -137,7 +137,7 @@ def _captured_memory(name: str, args: tuple) -> tuple[bytes, ...]:
     """What a call's pointers refer to that dies with the caller's stack frame (see TracedCall)."""
     if name.startswith("nova_rt_launch"):
         array, count = args[-2], int(args[-1])
-        pointers = (ctypes.c_void_p * count).from_address(array) if count else ()
+        pointers = (ctypes.c_uint64 * count).from_address(array) if count else ()
         return tuple(ctypes.string_at(p, 8) for p in pointers)
     if name.startswith("nova_rt_print_memref"):
         rank, desc = int(args[0]), args[1]

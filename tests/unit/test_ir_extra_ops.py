@@ -106,3 +106,20 @@ def test_parse_print_lower_and_run_on_cpu() -> None:
     assert math.copysign(1.0, float(r[3])) == -1.0
     np.testing.assert_allclose(e, [math.erfc(float(v)) for v in a], rtol=2e-6, atol=1e-37)
     assert cnt[0] == 10 + 2 * len(a)
+
+
+def test_invalid_memref_global_initial_value_prints() -> None:
+    """An initial value the verifier rejects (not dense, not `uninitialized`) is printed as it is;
+    the printer used to crash on it (AttributeError: StringAttr has no 'type'), so an invalid
+    module built in Python could neither be dumped nor shown in a diagnostic."""
+    from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f32
+    from xdsl.utils.exceptions import VerifyException
+
+    from nova.ir.dialects.memref import GlobalOp
+
+    op = GlobalOp.create(properties={"sym_name": StringAttr("g"), "type": MemRefType(f32, [2]),
+                                     "initial_value": StringAttr("oops")})
+    module = ModuleOp([op])
+    with pytest.raises(VerifyException, match="initial value must be a dense elements attribute"):
+        module.verify()
+    assert 'memref.global @g : memref<2xf32> = "oops"' in print_mlir(module)

@@ -104,7 +104,7 @@ def kernel_metadata(kernel: Operation, funcs: dict[str, Operation],
         gop = globals_.get(name)
         if gop is not None:
             gty = attr(gop, "type")
-            if address_space(gty) == 3:
+            if isinstance(gty, MemRefType) and address_space(gty) == 3:
                 shared += _bytes(gty)
     return Kernel(symbol_name(kernel), tuple(type_spec(t) for t in ftype.inputs.data),
                   kernel_params(ftype, address_space), shared, uses_barriers)

@@ -178,6 +178,21 @@ def parse_elf(data: bytes, machine: int = EM_X86_64, elf_type: int = ET_REL) -> 
                        f"({EHDR_SIZE} bytes)")
     (ident, e_type, e_machine, e_version, _entry, _phoff, shoff, _flags, ehsize, _phentsize,
      _phnum, shentsize, shnum, shstrndx) = _EHDR.unpack_from(data, 0)
+    _check_ident(ident, e_version)
+    _check_kind(e_type, e_machine, elf_type, machine)
+    _check_header_sizes(ehsize, shoff, shentsize)
+    headers, shstrndx = _section_headers(data, shoff, shnum, shstrndx)
+    names = _section_names(data, headers, shstrndx)
+    sections = tuple(
+        ElfSection(i, _string_at(names, h[0], "section name"), h[1], h[2], h[4], h[5], h[6], h[7],
+                   h[8], h[9])
+        for i, h in enumerate(headers)
+    )
+    return ElfFile(data, sections)
+
+
+def _check_ident(ident: bytes, e_version: int) -> None:
+    """Class ELF64, little-endian, version 1 (e_ident and e_version)."""
     if ident[4] != ELFCLASS64:
         found = "ELFCLASS32 (32-bit)" if ident[4] == 1 else f"class {ident[4]}"
         raise ElfError(f"ELF {found}; a .nova bundle is ELFCLASS64")
@@ -186,18 +201,32 @@ def parse_elf(data: bytes, machine: int = EM_X86_64, elf_type: int = ET_REL) -> 
         raise ElfError(f"ELF byte order is {found}; a .nova bundle is little-endian")
     if ident[6] != EV_CURRENT or e_version != EV_CURRENT:
         raise ElfError(f"unknown ELF version {ident[6]}/{e_version}; expected 1")
+
+
+def _check_kind(e_type: int, e_machine: int, elf_type: int, machine: int) -> None:
+    """The expected object type (ET_REL...) and machine."""
     if e_type != elf_type:
         raise ElfError(f"ELF type is {_TYPE_NAMES.get(e_type, str(e_type))}; expected "
                        f"{_TYPE_NAMES.get(elf_type, str(elf_type))}")
     if e_machine != machine:
         raise ElfError(f"ELF machine is {_MACHINE_NAMES.get(e_machine, 'unknown')} ({e_machine}); "
                        f"expected {_MACHINE_NAMES.get(machine, 'unknown')} ({machine})")
+
+
+def _check_header_sizes(ehsize: int, shoff: int, shentsize: int) -> None:
+    """The ELF64 header and section header sizes, and a section header table present."""
     if ehsize != EHDR_SIZE:
         raise ElfError(f"ELF header size is {ehsize}; expected {EHDR_SIZE}")
     if shoff == 0:
         raise ElfError("the file has no section header table")
     if shentsize != SHDR_SIZE:
         raise ElfError(f"section header size is {shentsize}; expected {SHDR_SIZE}")
+
+
+def _section_headers(data: bytes, shoff: int, shnum: int,
+                     shstrndx: int) -> tuple[list[tuple[int, ...]], int]:
+    """The section headers, checked to lie inside the file, and the section-name table index
+    (with extended numbering, the count and that index are read from section 0)."""
     first = _section_header(data, shoff, 0)
     if shnum == 0:  # extended numbering: the count lives in section 0's sh_size
         shnum = first[5]
@@ -211,6 +240,11 @@ def parse_elf(data: bytes, machine: int = EM_X86_64, elf_type: int = ET_REL) -> 
     headers = [_section_header(data, shoff, i) for i in range(shnum)]
     if shstrndx >= shnum:
         raise ElfError(f"section name table index {shstrndx} is out of range ({shnum} sections)")
+    return headers, shstrndx
+
+
+def _section_names(data: bytes, headers: list[tuple[int, ...]], shstrndx: int) -> bytes:
+    """The section-name string table's bytes (a string table inside the file)."""
     str_hdr = headers[shstrndx]
     if str_hdr[1] != SHT_STRTAB:
         raise ElfError(f"section name table [{shstrndx}] is not a string table")
@@ -218,13 +252,7 @@ def parse_elf(data: bytes, machine: int = EM_X86_64, elf_type: int = ET_REL) -> 
     if str_end > len(data):
         raise ElfError(f"section name table lies outside the file (ends at {str_end}, file size "
                        f"{len(data)}): truncated or corrupt")
-    names = data[str_hdr[4]:str_end]
-    sections = tuple(
-        ElfSection(i, _string_at(names, h[0], "section name"), h[1], h[2], h[4], h[5], h[6], h[7],
-                   h[8], h[9])
-        for i, h in enumerate(headers)
-    )
-    return ElfFile(data, sections)
+    return data[str_hdr[4]:str_end]
 
 
 def _section_header(data: bytes, shoff: int, index: int) -> tuple[int, ...]:

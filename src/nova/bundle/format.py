@@ -7,6 +7,7 @@ module is shared by the compiler (writer) and the runtime (reader) and imports n
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -222,7 +223,9 @@ class _Obj:
             raise ValueError(f"{self.path}.{key}: expected a string, found {_json_kind(value)}")
         return value
 
-    def int(self, key: str, default: object = None, minimum: int | None = None) -> int:
+    # Annotations below name `builtins.` types: in the class body `str`/`int`/... are the methods.
+    def int(self, key: builtins.str, default: object = None,
+            minimum: builtins.int | None = None) -> builtins.int:
         value = self._get(key, _MISSING if default is None else default)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{self.path}.{key}: expected an integer, found {_json_kind(value)}")
@@ -230,26 +233,26 @@ class _Obj:
             raise ValueError(f"{self.path}.{key}: {value} is below the minimum {minimum}")
         return value
 
-    def bool(self, key: str, default: bool) -> bool:
+    def bool(self, key: builtins.str, default: builtins.bool) -> builtins.bool:
         value = self._get(key, default)
         if not isinstance(value, bool):
             raise ValueError(f"{self.path}.{key}: expected true/false, found {_json_kind(value)}")
         return value
 
-    def list(self, key: str) -> list[_Obj]:
+    def list(self, key: builtins.str) -> builtins.list[_Obj]:
         value = self._get(key, _MISSING)
         if not isinstance(value, list):
             raise ValueError(f"{self.path}.{key}: expected a list, found {_json_kind(value)}")
         return [_Obj(item, f"{self.path}.{key}[{i}]") for i, item in enumerate(value)]
 
-    def int_list(self, key: str) -> tuple[int, ...]:
+    def int_list(self, key: builtins.str) -> tuple[builtins.int, ...]:
         value = self._get(key, _MISSING)
         if not isinstance(value, list) or any(
                 isinstance(v, bool) or not isinstance(v, int) for v in value):
             raise ValueError(f"{self.path}.{key}: expected a list of integers")
         return tuple(value)
 
-    def str_dict(self, key: str) -> dict[str, str]:
+    def str_dict(self, key: builtins.str) -> dict[builtins.str, builtins.str]:
         value = self._get(key, {})
         if not isinstance(value, dict) or any(not isinstance(v, str) for v in value.values()):
             raise ValueError(f"{self.path}.{key}: expected an object of strings")

@@ -197,8 +197,10 @@ def join_outputs(output: Artifact) -> str | bytes:
     values = list(output.values())
     if len(values) == 1:
         return values[0]
-    if all(isinstance(v, str) for v in values):
-        return "".join(f"// ----- @{name}\n{text}\n" for name, text in output.items())
+    texts = [v for v in values if isinstance(v, str)]
+    if len(texts) == len(values):
+        return "".join(f"// ----- @{name}\n{text}\n" for name, text in zip(output, texts,
+                                                                             strict=True))
     raise CompileOptionsError(f"{len(values)} device modules produce binary outputs "
                               f"({', '.join(output)}); use NOVA_DUMP_DIR to get each one")
 

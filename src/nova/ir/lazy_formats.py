@@ -66,7 +66,8 @@ def _lazy_from_str(input: str, op_def: OpDef) -> LazyFormatProgram:
 
 def install() -> None:
     """Make op classes defined from now on parse their assembly format lazily."""
-    _daf.FormatProgram.from_str = staticmethod(_lazy_from_str)  # type: ignore[method-assign]
+    # LazyFormatProgram stands in for FormatProgram (it forwards every attribute to the real one)
+    _daf.FormatProgram.from_str = staticmethod(_lazy_from_str)  # type: ignore[method-assign,assignment]
 
 
 def installed() -> bool:

@@ -106,8 +106,11 @@ class _LocatingParser(Parser):
         that would exhaust memory instead of trying."""
         count = math.prod(ty.get_shape())
         if count > MAX_DENSE_ELEMENTS:
-            self.raise_error(f"dense literal of type {ty} has {count} elements; Nova accepts "
-                             f"at most {MAX_DENSE_ELEMENTS}", at, None if at is None else at + 1)
+            message = (f"dense literal of type {ty} has {count} elements; Nova accepts at most "
+                       f"{MAX_DENSE_ELEMENTS}")
+            if at is None:
+                self.raise_error(message)
+            self.raise_error(message, at, at + 1)
 
     def resolve_operand(self, operand: UnresolvedOperand, type: AttributeInvT
                         ) -> SSAValue[AttributeInvT]:

@@ -136,8 +136,8 @@ class KernelFunction:
         for k, a in enumerate(args):
             if isinstance(a, T.ArrayType | T.ScalarType):
                 out.append(a)
-            elif isinstance(a, type) and T.resolve_dtype(a) is not None:
-                out.append(T.resolve_dtype(a))  # int, float, bool, np.float32, ...
+            elif isinstance(a, type) and (resolved := T.resolve_dtype(a)) is not None:
+                out.append(resolved)  # int, float, bool, np.float32, ...
             else:
                 ty = arg_type(a)
                 out.append(ty)

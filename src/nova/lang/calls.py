@@ -421,9 +421,10 @@ def _atomic(tr: Translator, name: str, v: dict, node: ast.Call) -> Value:
         kind = ("maximumf" if name == "atomic_max" else "minimumf") if ty.is_float else (
             ("max" if name == "atomic_max" else "min") + ("s" if ty.is_signed else "u"))
     else:
-        kind = _ATOMIC_KIND[name][1 if ty.is_float else 0]
-        if kind is None:
+        listed = _ATOMIC_KIND[name][1 if ty.is_float else 0]
+        if listed is None:
             raise tr.type_error(node, f"nova.{name}() needs an integer array, got {ty}")
+        kind = listed
         if name == "atomic_sub":
             value = tr.em.negate(value)
     from nova.ir.dialects.memref import ATOMIC_RMW_KINDS

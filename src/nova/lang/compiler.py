@@ -18,6 +18,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -32,6 +33,9 @@ from nova.ir.verify import verify_located
 from nova.lang import types as T
 from nova.lang.source import FunctionSource
 from nova.lang.translate import Translator
+
+if TYPE_CHECKING:
+    from nova.ir.gpu import GPUModuleOp
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,9 @@ def build_module(src: FunctionSource, sig: tuple[T.NovaType, ...], symbol: str,
     return module
 
 
-def gpu_module_of(module: ModuleOp):
-    return next(iter(module.body.block.ops))
+def gpu_module_of(module: ModuleOp) -> GPUModuleOp:
+    """The gpu.module of a kernel module (build_module makes exactly one, first)."""
+    return cast("GPUModuleOp", next(iter(module.body.block.ops)))
 
 
 def print_module(module: ModuleOp) -> str:

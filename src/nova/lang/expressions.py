@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import memref
@@ -33,6 +34,9 @@ _PY_BIN = {
 CMP_OPS: dict[type, str] = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
 }
+_PY_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+    ast.Invert: operator.invert}
 _PY_CMP = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
            ">": operator.gt, ">=": operator.ge}
 _SUPPORTED = ("numbers, names, array elements a[i, j], a.shape/a.ndim/a.size, arithmetic, "
@@ -144,7 +148,7 @@ def _shift(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.AS
         ty = sb.type if not sb.type.is_bool else T.int64  # type: ignore[union-attr]
     if not isinstance(ty, T.ScalarType) or not (ty.is_int or ty.is_bool):
         raise tr.type_error(node, f"operator {op} needs integer operands, got "
-                            f"{tr.describe(a)}")  # type: ignore[arg-type]
+                            f"{tr.describe(a)}")
     if ty.is_bool:
         ty = T.int64
     x = tr.as_type(a, ty, node)
@@ -220,9 +224,7 @@ def _unaryop(tr: Translator, node: ast.UnaryOp) -> Value:
     v = tr.expr(node.operand)
     tr.at(node)
     if isinstance(v, Const) and is_number(v.value):
-        py = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-              ast.Invert: operator.invert}[type(node.op)]
-        return Const(py(v.value))
+        return Const(_PY_UNARY[type(node.op)](v.value))
     s = tr.scalar(v, node)
     try:
         if isinstance(node.op, ast.USub):
@@ -353,12 +355,13 @@ def _call(tr: Translator, node: ast.Call) -> Value | Tup:
 
 def range_bounds(tr: Translator, node: ast.expr) -> tuple[Val, Val, Value, T.ScalarType]:
     """(start, stop, step, type) of `range(...)` in a for loop; a constant step stays Const."""
-    ok = isinstance(node, ast.Call) and not node.keywords and 1 <= len(node.args) <= 3
-    fn = tr.expr(node.func) if ok else None  # type: ignore[union-attr]
-    if not ok or not (isinstance(fn, Const) and fn.value is range):
-        raise tr.unsupported(node, "for loops iterate over range(stop), range(start, stop) or "
-                             "range(start, stop, step) only")
-    args = [tr.expr(a) for a in node.args]  # type: ignore[union-attr]
+    only = "for loops iterate over range(stop), range(start, stop) or range(start, stop, step) only"
+    if not (isinstance(node, ast.Call) and not node.keywords and 1 <= len(node.args) <= 3):
+        raise tr.unsupported(node, only)
+    fn = tr.expr(node.func)
+    if not (isinstance(fn, Const) and fn.value is range):
+        raise tr.unsupported(node, only)
+    args = [tr.expr(a) for a in node.args]
     start, stop, step = (Const(0), args[0], Const(1)) if len(args) == 1 else (
         args[0], args[1], args[2] if len(args) == 3 else Const(1))
     types = [tr.scalar(v, node).type if isinstance(v, Val) else None for v in (start, stop, step)]
@@ -382,11 +385,12 @@ def range_bounds(tr: Translator, node: ast.expr) -> tuple[Val, Val, Value, T.Sca
 
 def _namedexpr(tr: Translator, node: ast.NamedExpr) -> Value:
     value = tr.expr(node.value)
-    tr.assign_name(node.target.id, value, node)  # type: ignore[arg-type]
+    tr.assign_name(node.target.id, value, node)
     return value  # type: ignore[return-value]
 
 
-_HANDLERS = {
+# Each handler takes its own ast.expr subclass (the key).
+_HANDLERS: dict[type[ast.expr], Callable[[Translator, Any], Value | Tup]] = {
     ast.Constant: _constant, ast.Name: _name, ast.Attribute: _attribute,
     ast.Subscript: _subscript, ast.BinOp: _binop, ast.UnaryOp: _unaryop,
     ast.Compare: _compare, ast.BoolOp: _boolop, ast.IfExp: _ifexp, ast.Tuple: _tuple,

@@ -146,7 +146,7 @@ def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ..
                 count = math.prod(shape)
             if spans is not None:
                 spans.append((k, ptr, count * ty.dtype.itemsize))
-        elif ty.name == "bfloat16":
+        elif ty is T.bfloat16:
             out.append(int(np.asarray(value, T.bfloat16.np_dtype).view(np.uint16)))
         else:
             out.append(value)

@@ -94,37 +94,52 @@ class FunctionSource:
 
 def assigned_names(body: list[ast.stmt]) -> tuple[dict[str, int], set[str]]:
     """(assignment count per name, names whose only assignment is a top-level statement)."""
-    counts: dict[str, int] = {}
-    top: set[str] = set()
+    counter = _AssignmentCounter()
+    counter.walk(body, True)
+    counts = counter.counts
+    return counts, {n for n in counter.top if counts.get(n) == 1}
 
-    def bump(target: ast.AST, top_level: bool) -> None:
-        for node in ast.walk(target):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                counts[node.id] = counts.get(node.id, 0) + 1
-                if top_level:
-                    top.add(node.id)
 
-    def walk(stmts: list[ast.stmt], top_level: bool) -> None:
+class _AssignmentCounter:
+    """The names statements assign (store context), counted, for `assigned_names`."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.top: set[str] = set()
+
+    def walk(self, stmts: list[ast.stmt], top_level: bool) -> None:
         for stmt in stmts:
-            if isinstance(stmt, ast.Assign):
-                for t in stmt.targets:
-                    bump(t, top_level)
-            elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
-                bump(stmt.target, top_level and isinstance(stmt, ast.AnnAssign))
-                if isinstance(stmt, ast.AugAssign):
-                    bump(stmt.target, False)
-            elif isinstance(stmt, ast.For):
-                bump(stmt.target, False)
-            for field_name in ("test", "value", "iter"):  # `:=` in the statement's own parts
-                part = getattr(stmt, field_name, None)
-                if isinstance(part, ast.AST):
-                    for node in ast.walk(part):
-                        if isinstance(node, ast.NamedExpr):
-                            bump(node.target, False)
+            self.statement_targets(stmt, top_level)
+            self.walrus_targets(stmt)
             for attr in ("body", "orelse"):
                 inner = getattr(stmt, attr, None)
                 if isinstance(inner, list):
-                    walk(inner, False)
+                    self.walk(inner, False)
 
-    walk(body, True)
-    return counts, {n for n in top if counts.get(n) == 1}
+    def statement_targets(self, stmt: ast.stmt, top_level: bool) -> None:
+        """The targets of `=`, `x: T = ...`, `+=` (counted twice: read and written) and `for`."""
+        if isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                self.bump(t, top_level)
+        elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+            self.bump(stmt.target, top_level and isinstance(stmt, ast.AnnAssign))
+            if isinstance(stmt, ast.AugAssign):
+                self.bump(stmt.target, False)
+        elif isinstance(stmt, ast.For):
+            self.bump(stmt.target, False)
+
+    def walrus_targets(self, stmt: ast.stmt) -> None:
+        """`:=` in the statement's own parts (test, value, iter), not in nested statements."""
+        for field_name in ("test", "value", "iter"):
+            part = getattr(stmt, field_name, None)
+            if isinstance(part, ast.AST):
+                for node in ast.walk(part):
+                    if isinstance(node, ast.NamedExpr):
+                        self.bump(node.target, False)
+
+    def bump(self, target: ast.AST, top_level: bool) -> None:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self.counts[node.id] = self.counts.get(node.id, 0) + 1
+                if top_level:
+                    self.top.add(node.id)

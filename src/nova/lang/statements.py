@@ -11,15 +11,16 @@ with a located error.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import memref
 
 from nova.lang import types as T
-from nova.lang.values import Const, Val
+from nova.lang.values import Const, Val, Value
 
 if TYPE_CHECKING:
-    from nova.lang.translate import Translator
+    from nova.lang.translate import Translator, Tup
 
 _SUPPORTED = ("assignments, augmented assignments, if/elif/else, for ... in range(...), while, "
               "break, continue, return, pass, assert and calls")
@@ -50,26 +51,27 @@ def _ann_assign(tr: Translator, stmt: ast.AnnAssign) -> None:
     tr.assign_name(stmt.target.id, tr.expr(stmt.value), stmt, declared=ty)
 
 
-def store(tr: Translator, target: ast.expr, value: object) -> None:
+def store(tr: Translator, target: ast.expr, value: Value | Tup) -> None:
     """Assign `value` to a target: a name, an array element or a tuple of targets."""
     from nova.lang.translate import Tup
 
     if isinstance(target, ast.Name):
-        tr.assign_name(target.id, value, target)  # type: ignore[arg-type]
+        tr.assign_name(target.id, value, target)
     elif isinstance(target, ast.Subscript):
         array, indices = subscript_parts(tr, target)
+        assert isinstance(array.type, T.ArrayType)  # subscript_parts checked it
         tr.at(target)
-        v = tr.as_type(value, array.type.dtype, target)  # type: ignore[arg-type,union-attr]
+        v = tr.as_type(value, array.type.dtype, target)
         tr.em.op(memref.StoreOp.get(v.ssa, array.ssa, indices))
     elif isinstance(target, ast.Tuple | ast.List):
         items = value.items if isinstance(value, Tup) else (
             tuple(Const(v) for v in value.value) if isinstance(value, Const) and
             isinstance(value.value, tuple) else None)
         if items is None or len(items) != len(target.elts):
-            raise tr.type_error(target, f"cannot unpack {tr.describe(value)} into "  # type: ignore[arg-type]
+            raise tr.type_error(target, f"cannot unpack {tr.describe(value)} into "
                                 f"{len(target.elts)} names")
-        for t, v in zip(target.elts, items, strict=True):
-            store(tr, t, v)
+        for t, item in zip(target.elts, items, strict=True):
+            store(tr, t, item)
     else:
         raise tr.unsupported(target, "assignment targets must be names, array elements "
                              "(a[i, j]) or tuples of them")
@@ -85,7 +87,7 @@ def subscript_parts(tr: Translator, node: ast.Subscript) -> tuple[Val, list]:
                             f"{tr.describe(array)}")
     sl = node.slice
     raw = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
-    values = []
+    values: list[Value] = []
     for item in raw:
         if isinstance(item, ast.Slice):
             raise tr.unsupported(item, "slices of arrays are not supported in kernels; index "
@@ -265,7 +267,8 @@ def _assert(tr: Translator, stmt: ast.Assert) -> None:
     tr.em.op(cf.AssertOp(cond.ssa, text))
 
 
-_HANDLERS = {
+# Each handler takes its own ast.stmt subclass (the key).
+_HANDLERS: dict[type[ast.stmt], Callable[[Translator, Any], None]] = {
     ast.Assign: _assign, ast.AnnAssign: _ann_assign, ast.AugAssign: _aug_assign, ast.If: _if,
     ast.While: _while, ast.For: _for, ast.Break: _break, ast.Continue: _continue,
     ast.Return: _return, ast.Expr: _expr, ast.Pass: _pass, ast.Assert: _assert,

@@ -156,8 +156,9 @@ class Translator:
         ftype = FunctionType.from_lists([t.mlir for t in self.arg_types], [])
         func = FuncOp(self.symbol, ftype, Region(self.blocks), kernel=True,
                       num_workgroup_attributions=len(self.workgroup))
-        params = self.entry.args[:len(self.arg_types)]  # then workgroup attributions
-        arg_dicts = [_arg_attrs(t, arg) for t, arg in zip(self.arg_types, params, strict=True)]
+        arg_values = self.entry.args[:len(self.arg_types)]  # then workgroup attributions
+        arg_dicts = [_arg_attrs(t, arg)
+                     for t, arg in zip(self.arg_types, arg_values, strict=True)]
         if any(arg_dicts):  # launch-checked alignment/aliasing facts (see T.ArrayType)
             func.properties["arg_attrs"] = ArrayAttr(DictionaryAttr(d) for d in arg_dicts)
         gpu_module = GPUModuleOp(self.module_name, Region(Block([func])))

@@ -20,6 +20,7 @@ Promotion rules (binary arithmetic and comparisons; documented in docs/python-ke
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from xdsl.ir import Attribute
 
 from nova.errors import ArgumentError
 
+_ml_dtypes: ModuleType | None
 try:  # bfloat16 NumPy arrays need ml_dtypes; without it bfloat16 still works in kernels
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - depends on the environment
@@ -166,7 +168,7 @@ class ArrayType:
                                                 self.align, self.noalias)))
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined,no-any-return]
+        return self._hash  # type: ignore[attr-defined]  # set by __post_init__ (frozen class)
 
     def arg_attrs(self) -> dict[str, Attribute]:
         """The MLIR argument attributes (`llvm.noalias`, `llvm.align`) stating these facts."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Block, Operation, SSAValue
 
 from nova.errors import SourceLocation
@@ -80,7 +80,9 @@ class Emitter:
         if ty is T.bfloat16:
             return self.convert(self.constant(value, T.float32), ty)
         if ty.is_float:
-            return Val(self.res(arith.ConstantOp(FloatAttr(float(value), ty.mlir))), ty)
+            mlir = ty.mlir
+            assert isinstance(mlir, AnyFloat)  # ScalarType.mlir of a float kind
+            return Val(self.res(arith.ConstantOp(FloatAttr(float(value), mlir))), ty)
         if isinstance(value, float) and not float(value).is_integer():
             raise TypeFault(f"the float {value!r} cannot be used as {ty}: cast explicitly")
         v = int(value)
@@ -123,24 +125,27 @@ class Emitter:
             return self.convert(self._bf16_to_f32(value), to)
         if to is T.bfloat16:
             return self._f32_to_bf16(self.convert(value, T.float32))
+        target = to.mlir
         if to.is_float:
+            assert isinstance(target, AnyFloat)  # ScalarType.mlir of a float kind
             if src.is_float:
                 if src.bits == to.bits:  # float16 <-> bfloat16 through float32
                     v = self.res(arith.ExtFOp(v, T.float32.mlir))
-                    return Val(self.res(arith.TruncFOp(v, to.mlir)), to)
-                cls = arith.ExtFOp if to.bits > src.bits else arith.TruncFOp
-                return Val(self.res(cls(v, to.mlir)), to)
-            cls = arith.SIToFPOp if src.is_signed else arith.UIToFPOp
-            return Val(self.res(cls(v, to.mlir)), to)
+                    return Val(self.res(arith.TruncFOp(v, target)), to)
+                resize = arith.ExtFOp if to.bits > src.bits else arith.TruncFOp
+                return Val(self.res(resize(v, target)), to)
+            from_int = arith.SIToFPOp if src.is_signed else arith.UIToFPOp
+            return Val(self.res(from_int(v, target)), to)
+        assert isinstance(target, IntegerType)  # ScalarType.mlir of the other kinds
         if src.is_float:
-            cls = arith.FPToSIOp if to.is_signed else arith.FPToUIOp
-            return Val(self.res(cls(v, to.mlir)), to)
+            to_int = arith.FPToSIOp if to.is_signed else arith.FPToUIOp
+            return Val(self.res(to_int(v, target)), to)
         if to.bits == src.bits:
             return Val(v, to)
         if to.bits < src.bits:
-            return Val(self.res(arith.TruncIOp(v, to.mlir)), to)
-        cls = arith.ExtSIOp if src.is_signed else arith.ExtUIOp
-        return Val(self.res(cls(v, to.mlir)), to)
+            return Val(self.res(arith.TruncIOp(v, target)), to)
+        extend = arith.ExtSIOp if src.is_signed else arith.ExtUIOp
+        return Val(self.res(extend(v, target)), to)
 
     # bfloat16 <-> float32 through bit patterns: LLVM 0.50's llvmlite has no bfloat type, so the
     # emitter stores bf16 as i16 and only bitcasts and integer ops are safe on every target.
@@ -321,6 +326,7 @@ class Emitter:
             wide = self.minmax(which, self.convert(a, T.float32), self.convert(b, T.float32),
                                T.float32)
             return self.convert(wide, t)
+        cls: Callable[[SSAValue, SSAValue], Operation]
         if t.is_float:
             cls = arith.MaximumfOp if which == "max" else arith.MinimumfOp
         elif t.is_signed:

@@ -15,6 +15,7 @@ of its dependencies, so the memory exists before anything ordered after the toke
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
@@ -26,6 +27,8 @@ from nova.errors import PassError
 from nova.ir.gpu import AsyncTokenType, LaunchOp, WaitOp
 from nova.ir.locations import location_of
 from nova.passes.launch_utils import copy_location
+
+_OpT = TypeVar("_OpT", bound=Operation)
 
 # Ops implementing MLIR's gpu::AsyncOpInterface (gpu.wait is handled on its own).
 ASYNC_OPS = frozenset({"gpu.alloc", "gpu.dealloc", "gpu.memcpy", "gpu.memset", "gpu.launch_func"})
@@ -100,7 +103,7 @@ class _TokenThreader:
             self.token = self._wait(block, op, [self.token], False)
 
     @staticmethod
-    def _replace(block: Block, old: Operation, new: Operation) -> Operation:
+    def _replace(block: Block, old: Operation, new: _OpT) -> _OpT:
         block.insert_op_before(new, old)
         block.erase_op(old)
         return new

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     i1,
 )
@@ -336,7 +337,8 @@ def _identity(kind: str, ty: Attribute) -> Operation:
     value = _IDENTITY[kind]
     if isinstance(ty, AnyFloat):
         return arith.ConstantOp(FloatAttr(float(value), ty))
-    return arith.ConstantOp(IntegerAttr(int(value), ty))  # type: ignore[arg-type]
+    assert isinstance(ty, IntegerType)  # affine.parallel's verifier: reduction_matches
+    return arith.ConstantOp(IntegerAttr(int(value), ty))
 
 
 _LOWERINGS: dict[str, Callable[[Operation, _Builder], None]] = {

@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -46,9 +46,9 @@ from nova.runtime.selection import get_device
 
 
 class DeviceAbi(Protocol):
-    """What `cpu_abi.CpuAbi` and `cuda_abi.CudaAbi` provide to the executor."""
+    """What `runtime.cpu.abi.CpuAbi` and `runtime.cuda.abi.CudaAbi` provide to the executor."""
 
-    call_entry: Callable[[int, Any, Any], int]
+    def call_entry(self, entry: int, args: Any, results: Any, /) -> int: ...
 
     def symbols(self) -> dict[str, int]: ...
     def stage_in(self, array: np.ndarray) -> tuple[int, object]: ...
@@ -93,7 +93,8 @@ class _Memo:
     __slots__ = ("is_buffer", "layout", "ref", "shape")
 
     def __init__(self, value: Any, is_buffer: bool) -> None:
-        self.ref = weakref.ref(value)
+        # typed as returning Any: `ref() is value` must not narrow `value` to Optional
+        self.ref: Callable[[], Any] = weakref.ref(value)
         self.layout = _layout(value)
         self.is_buffer = is_buffer
         self.shape = value.shape if is_buffer else None
@@ -117,7 +118,7 @@ class _NoFastPath:
     """A type no argument has: marks scalar slots that always take `marshal.scalar_value`."""
 
 
-_FAST_SCALARS: dict[str, tuple[type, float, float]] = {
+_FAST_SCALARS: dict[str, tuple[type[Any], float, float]] = {
     **{dtype: (int, -(1 << (bits - 1)), 1 << bits)
        for dtype, bits in marshal.INT_BITS.items()},
     "i1": (int, 0, 2),
@@ -129,7 +130,7 @@ stored as it is (what `marshal.scalar_value` would return for it); anything else
 infinities included, goes through `marshal.scalar_value` (which converts or rejects it)."""
 
 
-def _scalar_slot(index: int, spec: TypeSpec) -> tuple[int, TypeSpec, type, float, float]:
+def _scalar_slot(index: int, spec: TypeSpec) -> tuple[int, TypeSpec, type[Any], float, float]:
     kind, low, high = _FAST_SCALARS.get(spec.dtype, (_NoFastPath, 0, 0))
     return index, spec, kind, low, high
 
@@ -221,7 +222,7 @@ class EntryFunction:
         while len(self._plans) < self._plan_count:
             time.sleep(0.0002)
 
-    def _reject(self, args: tuple[Any, ...]) -> None:
+    def _reject(self, args: tuple[Any, ...]) -> NoReturn:
         """Raise for a call on a closed module or with the wrong number of arguments."""
         self.module._require_open()
         raise ArgumentError(f"{self.name}: expected {self._arity} argument(s), got {len(args)}")
@@ -301,8 +302,9 @@ class EntryFunction:
         array = value
         if _needs_identity_layout(spec) and not value.flags.c_contiguous:
             array = np.ascontiguousarray(value)
-            info = marshal.array_info(array)
-            assert info is not None
+            copied = marshal.array_info(array)
+            assert copied is not None
+            info = copied
         address, token = abi.stage_in(array)
         if token is not None or array is not value:
             staged.append(_Staged(array, value, token))

@@ -11,13 +11,13 @@ replay in place, with no copies.
 How it is recorded. The program's host object is linked a second time against capture bindings:
 - cuda: `cuStreamBeginCapture` (relaxed mode) on a private stream, which plays the role of the
   executor's default stream (every null-stream operation of the host code goes there). Launches,
-  copies, memsets and stream-ordered allocations call the native ABI (cuda_native) on that stream,
-  so they become graph nodes. Host synchronizations cannot wait for work that does not run, so they
-  become dependencies: synchronizing a stream or an event makes every live stream (and the capture
-  stream) wait for it, which orders everything the host issues afterwards the way the host wait
-  did. `gpu.wait async` streams fork from the capture stream (an event) when created and join back
-  when synchronized or destroyed (destruction is deferred until the capture ended); every stream
-  still live at the end joins too. Then `cuStreamEndCapture`, `cuGraphInstantiate`
+  copies, memsets and stream-ordered allocations call the native ABI (runtime.cuda.native) on that
+  stream, so they become graph nodes. Host synchronizations cannot wait for work that does not run,
+  so they become dependencies: synchronizing a stream or an event makes every live stream (and the
+  capture stream) wait for it, which orders everything the host issues afterwards the way the host
+  wait did. `gpu.wait async` streams fork from the capture stream (an event) when created and join
+  back when synchronized or destroyed (destruction is deferred until the capture ended); every
+  stream still live at the end joins too. Then `cuStreamEndCapture`, `cuGraphInstantiate`
   (auto-free-on-launch, for allocations the graph does not free), and each replay is one
   `cuGraphLaunch`.
 - cpu: the same protocol over a recording of operations (launches with their parameter bytes,

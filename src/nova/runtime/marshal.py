@@ -204,8 +204,9 @@ def write_descriptor(words: ctypes.Array, info: ArrayInfo, address: int | None =
     words[0] = pointer
     words[1] = pointer
     words[2] = 0
-    words[3:3 + rank] = info.shape
-    words[3 + rank:3 + 2 * rank] = info.strides
+    # ctypes assigns any sequence to a slice; typeshed only admits a list
+    words[3:3 + rank] = info.shape  # type: ignore[call-overload]
+    words[3 + rank:3 + 2 * rank] = info.strides  # type: ignore[call-overload]
 
 
 def read_descriptor(words: ctypes.Array, rank: int) -> tuple[int, int, tuple[int, ...],

@@ -126,7 +126,7 @@ _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_vo
                                     ctypes.c_void_p)
 
 
-def call_entry_function() -> ctypes._CFuncPtr:
+def call_entry_function() -> Callable[..., int]:
     """`nova_rt_call_entry` as a ctypes function (releases the GIL while host code runs)."""
     return _CALL_ENTRY_TYPE(native_unwind().call_entry)
 

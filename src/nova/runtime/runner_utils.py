@@ -16,8 +16,9 @@ from __future__ import annotations
 import ctypes
 import math
 import re
+from _ctypes import CFuncPtr
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -147,7 +148,8 @@ def memref_view(dtype: np.dtype, aligned: int, offset: int, sizes: tuple[int, ..
     high = offset + sum(max(0, (n - 1) * st) for n, st in zip(sizes, strides, strict=True))
     count = high - low + 1
     raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(aligned + low * dtype.itemsize)
-    flat = np.frombuffer(raw, dtype=dtype, count=count)
+    # numpy's stubs (Python < 3.12) do not list ctypes arrays among buffers
+    flat = np.frombuffer(raw, dtype=dtype, count=count)  # type: ignore[call-overload]
     byte_strides = tuple(st * dtype.itemsize for st in strides)
     start = (offset - low) * dtype.itemsize
     return np.lib.stride_tricks.as_strided(
@@ -157,7 +159,7 @@ def memref_view(dtype: np.dtype, aligned: int, offset: int, sizes: tuple[int, ..
 def _format_elements(values: np.ndarray) -> list:
     """Elements as nested lists of strings (floats via %g, integers as decimal numbers)."""
     if values.dtype.kind == "f":
-        formatter: Callable[[object], str] = lambda v: format_float(float(v))  # noqa: E731
+        formatter: Callable[[Any], str] = lambda v: format_float(float(v))  # noqa: E731
     else:
         formatter = lambda v: str(int(v))  # noqa: E731
     flat = [formatter(v) for v in values.ravel().tolist()]
@@ -240,7 +242,7 @@ _IMPLEMENTATIONS: dict[str, Callable[..., None]] = {
     "nova_rt_print_string": _string,
 }
 
-_CALLBACKS: dict[str, object] = {}
+_CALLBACKS: dict[str, CFuncPtr] = {}
 
 
 def runner_util_symbols() -> dict[str, int]:

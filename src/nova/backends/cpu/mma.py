@@ -76,7 +76,7 @@ def _row_pointers(fe: FunctionEmitter, op: Operation, memref_operand: int) -> li
 def _concat(b: ir.IRBuilder, parts: list[ir.Value]) -> ir.Value:
     """Concatenate equal-length vectors (a power-of-two count) by a shufflevector tree."""
     while len(parts) > 1:
-        width = parts[0].type.count  # type: ignore[attr-defined]
+        width = parts[0].type.count
         mask = _mask(list(range(2 * width)))
         parts = [b.shuffle_vector(parts[i], parts[i + 1], mask) for i in range(0, len(parts), 2)]
     return parts[0]
@@ -105,7 +105,7 @@ def lower_store_matrix(fe: FunctionEmitter, op: Operation) -> None:
     tile = fe.lookup(op.operands[0])
     if is_transposed(op):
         tile = b.shuffle_vector(tile, tile, _mask(TRANSPOSE))
-    elem = tile.type.element  # type: ignore[attr-defined]
+    elem = tile.type.element
     _warp_barrier(fe)
     linear = load_field(b, THREAD_CTX, tctx(fe), ThreadField.LINEAR)
     lane = b.and_(linear, I64(31))
@@ -143,7 +143,7 @@ def lower_constant_matrix(fe: FunctionEmitter, op: Operation) -> None:
     llty = fe.lower_type(op.results[0].type)
     one = b.insert_element(ir.Constant(ir.VectorType(value.type, 1), ir.Undefined), value,
                            I32(0))
-    fe.bind(op.results[0], b.shuffle_vector(one, one, _mask([0] * llty.count)))  # type: ignore[attr-defined]
+    fe.bind(op.results[0], b.shuffle_vector(one, one, _mask([0] * llty.count)))
 
 
 def lower_elementwise(fe: FunctionEmitter, op: Operation) -> None:

@@ -78,7 +78,7 @@ from nova.backends.llvm.emitter import (
 from nova.backends.llvm.ops_memref import CHECKED_OPS, emit_global
 from nova.backends.llvm.target import TargetBase
 from nova.bundle.format import Kernel
-from nova.errors import UnsupportedError
+from nova.errors import SourceLocation, UnsupportedError
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 DATA_LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
@@ -91,7 +91,7 @@ BODY_PREFIX = "__nova_cpu_fn."
 FIBER_PREFIX = "__nova_cpu_fiber."
 
 
-def is_workgroup(ty: Attribute) -> bool:
+def is_workgroup(ty: Attribute | None) -> bool:
     """True for a memref in the workgroup (shared) address space (#gpu.address_space or 3)."""
     if not isinstance(ty, MemRefType):
         return False
@@ -108,8 +108,7 @@ def _static_bytes(ty: MemRefType, what: str, op: Operation) -> int:
     return count * TY.element_size(ty.element_type)
 
 
-def _loc(op: Operation):  # type: ignore[no-untyped-def]
-
+def _loc(op: Operation) -> SourceLocation | None:
     return location_of(op)
 
 

@@ -108,7 +108,8 @@ class GpuOpLowering:
                                      "not supported; use async tokens")
         module_name = kernel.root_reference.data
         kernel_name = kernel.nested_references.data[0].data
-        operands = list(op.kernelOperands)
+        # Handlers are keyed by op name, so `op` is typed Operation: it is a gpu.LaunchFuncOp.
+        operands = list(op.kernelOperands)  # type: ignore[attr-defined]
         for value in operands:
             if isinstance(value.type, UnrankedMemRefType):
                 raise fe.unsupported(op, "unranked memref kernel operands cannot be passed to a "
@@ -170,7 +171,7 @@ class GpuOpLowering:
         _require_identity(fe, op, ty)
         if list(getattr(op, "symbolOperands", ())):
             raise fe.unsupported(op, "gpu.alloc with symbol operands (affine layout maps)")
-        dynamic = iter(fe.lookup(v) for v in op.dynamicSizes)
+        dynamic = iter(fe.lookup(v) for v in op.dynamicSizes)  # type: ignore[attr-defined]  # gpu.AllocOp
         sizes = [ir.Constant(T.I64, d) if d is not None else next(dynamic)
                  for d in T.static_sizes(ty)]
         count = _count(fe.builder, sizes)

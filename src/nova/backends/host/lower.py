@@ -178,8 +178,8 @@ class HostTarget(TargetBase):
         self._abi().call(b, RAISE, [])
         b.unreachable()
 
-    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value,
-                    mlir_type: Attribute) -> None:
+    def print_value(self, fe: FunctionEmitter, op: Operation, value: ir.Value | None,
+                    mlir_type: Attribute | None) -> None:
         RunnerCalls(self._abi()).print_scalar(fe, op, value, mlir_type)
 
     def function_linkage(self, op: Operation) -> str:

@@ -114,7 +114,7 @@ class RunnerCalls:
             self.abi.call(fe.builder, printer, [])
 
     def print_scalar(self, fe: FunctionEmitter, op: Operation, value: ir.Value,
-                     ty: Attribute) -> None:
+                     ty: Attribute | None) -> None:
         """Print one scalar (no punctuation) the way upstream's VectorToLLVM does."""
         builder = fe.builder
         if isinstance(ty, IndexType):

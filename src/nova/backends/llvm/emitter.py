@@ -28,6 +28,7 @@ a function with several results returns a struct. Entry-block allocas via `fe.al
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any, TypeAlias
 
 from llvmlite import ir
 from xdsl.dialects.builtin import (
@@ -49,7 +50,7 @@ from nova.errors import LoweringError, SourceLocation, UnsupportedError
 CORE_DIALECTS: tuple[str, ...] = (
     "arith", "math", "memref", "scf", "cf", "func", "index", "vector")
 
-LoweredValue = ir.Value | M.MemRefDescriptor
+LoweredValue: TypeAlias = ir.Value | M.MemRefDescriptor
 
 
 def supported_dialects(target_op_names: Iterable[str]) -> list[str]:
@@ -92,7 +93,7 @@ def int_attr(op: Operation, name: str) -> int | None:
     found = attr(op, name)
     if found is None:
         return None
-    value = getattr(found, "value", found)
+    value: Any = getattr(found, "value", found)  # IntegerAttr -> IntAttr; IntAttr -> itself
     return int(getattr(value, "data", value))
 
 
@@ -485,9 +486,9 @@ class FunctionEmitter:
         if isinstance(phi, M.MemRefDescriptor):
             assert isinstance(value, M.MemRefDescriptor)
             for p, v in zip(phi.flatten(), value.flatten(), strict=True):
-                p.add_incoming(v, block)  # type: ignore[attr-defined]
+                p.add_incoming(v, block)
         else:
-            phi.add_incoming(value, block)  # type: ignore[attr-defined]
+            phi.add_incoming(value, block)
 
     def jump(self, target: Block, operands: Sequence[SSAValue]) -> None:
         """Branch to MLIR block `target`, feeding its argument phis."""

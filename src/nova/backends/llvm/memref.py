@@ -52,7 +52,7 @@ class MemRefDescriptor:
 
     @property
     def address_space(self) -> int:
-        return self.aligned.type.addrspace  # type: ignore[attr-defined]
+        return self.aligned.type.addrspace
 
     def with_type(self, ty: MemRefType) -> MemRefDescriptor:
         """The same fields viewed as type `ty` (its static facts substituted as constants)."""

@@ -9,6 +9,7 @@ dense constants become vector constants). Integer division variants follow MLIR 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeAlias
 
 from llvmlite import ir
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr
@@ -19,8 +20,8 @@ from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text
 from nova.backends.llvm.target import Handler
 
-Builder = ir.IRBuilder
-Binary = Callable[[Builder, ir.Value, ir.Value], ir.Value]
+Builder: TypeAlias = ir.IRBuilder
+Binary: TypeAlias = Callable[[Builder, ir.Value, ir.Value], ir.Value]
 
 CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 CMPF_PREDICATES = ("false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",

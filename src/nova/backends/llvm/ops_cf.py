@@ -3,7 +3,10 @@ failing path is the target's `assert_fail` hook."""
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+from collections.abc import Sequence
+
+from llvmlite import ir
+from xdsl.ir import Block, Operation, SSAValue
 
 from nova.backends.llvm.emitter import FunctionEmitter, attr
 from nova.backends.llvm.target import Handler
@@ -49,7 +52,7 @@ def lower_switch(fe: FunctionEmitter, op: Operation) -> None:
     seg = attr(op, "case_operand_segments")
     seg_sizes = list(seg.get_values()) if seg is not None else [0] * len(values)  # type: ignore[attr-defined]
 
-    def edge_for(target, operands):  # type: ignore[no-untyped-def]
+    def edge_for(target: Block, operands: Sequence[SSAValue]) -> ir.Block:
         if fe.phis.get(target):
             edge = fe.function.append_basic_block("cf.edge")
             with fe.builder.goto_block(edge):

@@ -6,8 +6,11 @@ Views never touch memory: they compute a new `MemRefDescriptor` from the source'
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from llvmlite import ir
 from xdsl.dialects.builtin import (
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     MemRefType,
     NoneAttr,
@@ -287,6 +290,7 @@ def lower_collapse_shape(fe: FunctionEmitter, op: Operation) -> None:
     """collapse_shape: each group's size is the product of its sizes; its stride the innermost."""
     src = fe.lookup_memref(op.operands[0])
     res_ty = op.results[0].type
+    assert isinstance(res_ty, MemRefType)  # the op's verifier requires a memref result
     groups = _reassociation(op)
     b = fe.builder
     sizes, strides = [], []
@@ -305,7 +309,8 @@ def lower_expand_shape(fe: FunctionEmitter, op: Operation) -> None:
     assert isinstance(res_ty, MemRefType)
     dyn = [fe.lookup(v) for v in op.operands[1:]]
     static = attr(op, "static_output_shape")
-    shape = list(static.get_values()) if static is not None else list(res_ty.get_shape())  # type: ignore[union-attr]
+    shape = (list(static.get_values()) if isinstance(static, DenseArrayBase)
+             else list(res_ty.get_shape()))
     sizes = _mixed_values(shape, dyn)
     strides: list[ir.Value] = [M.const_index(0)] * len(sizes)
     b = fe.builder
@@ -325,7 +330,7 @@ def _mixed_values(static: list[int], dynamic: list[ir.Value]) -> list[ir.Value]:
 
 def _reassociation(op: Operation) -> list[list[int]]:
     raw = attr(op, "reassociation")
-    return [[int(getattr(i, "value", i).data) for i in group.data]  # type: ignore[union-attr]
+    return [[int(getattr(i, "value", i).data) for i in group.data]
             for group in raw.data]  # type: ignore[union-attr]
 
 
@@ -347,7 +352,8 @@ def lower_atomic_rmw(fe: FunctionEmitter, op: Operation) -> None:
     fe.bind(op.results[0], cas_loop(fe, ptr, value.type, combine))
 
 
-def cas_loop(fe: FunctionEmitter, ptr: ir.Value, ty: ir.Type, combine) -> ir.Value:  # type: ignore[no-untyped-def]
+def cas_loop(fe: FunctionEmitter, ptr: ir.Value, ty: ir.Type,
+             combine: Callable[[ir.IRBuilder, ir.Value], ir.Value]) -> ir.Value:
     """old = *ptr; repeat new = combine(old) until cmpxchg(ptr, old, new) succeeds. Floats are
     exchanged as same-width integers. Returns the value seen before the update."""
     b = fe.builder
@@ -434,7 +440,7 @@ def lower_get_global(fe: FunctionEmitter, op: Operation) -> None:
     sizes = [M.const_index(d) for d in ty.get_shape()]
     ptr: ir.Value = M.opaque(fe.builder, gv)
     space = fe.module.address_space(ty)
-    if gv.type.addrspace != space:  # type: ignore[attr-defined]
+    if gv.type.addrspace != space:
         ptr = fe.builder.addrspacecast(ptr, ir.PointerType(addrspace=space))
     fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, ptr, sizes))
 

@@ -293,7 +293,7 @@ def masked_load(fe: FunctionEmitter, ptr: ir.Value, mask: ir.Value, passthru: ir
     """`llvm.masked.load` (LLVM 22: alignment as the pointer's `align` attribute)."""
     vty = passthru.type
     pty = ptr.type
-    name = f"llvm.masked.load.{intrinsic_suffix(vty)}.p{pty.addrspace}"  # type: ignore[attr-defined]
+    name = f"llvm.masked.load.{intrinsic_suffix(vty)}.p{pty.addrspace}"
     fn = fe.module.declare(name, ir.FunctionType(vty, [pty, mask.type, vty]))
     call = fe.builder.call(fn, [ptr, mask, passthru], arg_attrs={0: ()})
     call.arg_attributes[0].align = align
@@ -305,7 +305,7 @@ def masked_store(fe: FunctionEmitter, value: ir.Value, ptr: ir.Value, mask: ir.V
     """`llvm.masked.store` (LLVM 22: alignment as the pointer's `align` attribute)."""
     vty = value.type
     pty = ptr.type
-    name = f"llvm.masked.store.{intrinsic_suffix(vty)}.p{pty.addrspace}"  # type: ignore[attr-defined]
+    name = f"llvm.masked.store.{intrinsic_suffix(vty)}.p{pty.addrspace}"
     fn = fe.module.declare(name, ir.FunctionType(T.VOID, [vty, pty, mask.type]))
     call = fe.builder.call(fn, [value, ptr, mask], arg_attrs={1: ()})
     call.arg_attributes[1].align = align
@@ -364,7 +364,7 @@ def transfer_mask(fe: FunctionEmitter, op: Operation, desc: M.MemRefDescriptor,
     """The lanes a transfer may touch: `(dim - index) > lane` unless `in_bounds = [true]`, and-ed
     with the op's own mask; None when every lane is accessed."""
     found = attr(op, "in_bounds")  # ArrayAttr of i1 IntegerAttrs (BoolAttr)
-    flags = [bool(f.value.data) for f in getattr(found, "data", ())]  # type: ignore[attr-defined]
+    flags = [bool(f.value.data) for f in getattr(found, "data", ())]
     in_bounds = bool(flags) and all(flags)
     b = fe.builder
     lanes: ir.Value | None = None

@@ -75,7 +75,7 @@ def shuffle(fe: FunctionEmitter, mode: str, value: ir.Value, b_op: ir.Value, c_o
         hi2, _ = _shfl32(fe, mode, hi, b_op, c_op, mask)
         out = b.or_(b.zext(lo2, T.I64), b.shl(b.zext(hi2, T.I64), ir.Constant(T.I64, 32)))
     else:
-        raise fe.unsupported_type("gpu.shuffle", ty)  # type: ignore[arg-type]
+        raise fe.unsupported_type("gpu.shuffle", ty)
     if not isinstance(ty, ir.IntType):
         out = b.bitcast(out, ty)
     return out, valid

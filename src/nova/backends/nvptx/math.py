@@ -29,6 +29,7 @@ nearly all cases. erf/erfc are f32-accurate only, so f64 erf/erfc raise Unsuppor
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from llvmlite import ir
 from xdsl.ir import Attribute
@@ -363,7 +364,7 @@ class Math64:
         return self.select(self.isnan(x), x, value)
 
 
-_IMPLS = {
+_IMPLS: dict[str, Callable[..., ir.Value]] = {
     "math.exp": Math64.exp, "math.exp2": Math64.exp2, "math.expm1": Math64.expm1,
     "math.log": Math64.log, "math.log2": Math64.log2, "math.log10": Math64.log10,
     "math.log1p": Math64.log1p, "math.sin": Math64.sin, "math.cos": Math64.cos,

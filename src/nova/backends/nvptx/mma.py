@@ -54,7 +54,7 @@ def _address(fe: FunctionEmitter, op: Operation, memref_operand: int) -> ir.Valu
 
 
 def _registers(fe: FunctionEmitter, fragment: ir.Value) -> list[ir.Value]:
-    count = len(fragment.type.elements)  # type: ignore[attr-defined]
+    count = len(fragment.type.elements)
     return [fe.builder.extract_value(fragment, i) for i in range(count)]
 
 
@@ -71,7 +71,7 @@ def lower_load_matrix(fe: FunctionEmitter, op: Operation) -> None:
     ty = res.type
     assert isinstance(ty, MMAMatrixType)
     ptr = _address(fe, op, 0)
-    space = ptr.type.addrspace  # type: ignore[attr-defined]
+    space = ptr.type.addrspace
     name = (f"{PREFIX}.load.{FRAGMENTS[ty.kind]}.{_layout(is_transposed(op))}.stride."
             f"{_elem_name(ty)}.p{space}")
     llty = fe.lower_type(ty)
@@ -85,7 +85,7 @@ def lower_store_matrix(fe: FunctionEmitter, op: Operation) -> None:
     assert isinstance(ty, MMAMatrixType)
     regs = _registers(fe, fe.lookup(op.operands[0]))
     ptr = _address(fe, op, 1)
-    space = ptr.type.addrspace  # type: ignore[attr-defined]
+    space = ptr.type.addrspace
     name = (f"{PREFIX}.store.d.{_layout(is_transposed(op))}.stride.{_elem_name(ty)}"
             f".p{space}")
     fnty = ir.FunctionType(T.VOID, [ptr.type, *(r.type for r in regs), T.I32])
@@ -111,13 +111,13 @@ def lower_constant_matrix(fe: FunctionEmitter, op: Operation) -> None:
     check_supported(fe, op)
     value = fe.lookup(op.operands[0])
     llty = fe.lower_type(op.results[0].type)
-    reg_type = llty.elements[0]  # type: ignore[attr-defined]
+    reg_type = llty.elements[0]
     reg = value
     if isinstance(reg_type, ir.VectorType):
         reg = ir.Constant(reg_type, ir.Undefined)
         for lane in range(reg_type.count):
             reg = fe.builder.insert_element(reg, value, ir.Constant(T.I32, lane))
-    count = len(llty.elements)  # type: ignore[attr-defined]
+    count = len(llty.elements)
     fe.bind(op.results[0], _pack(fe, llty, [reg] * count))
 
 

@@ -22,7 +22,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from llvmlite import ir
 from xdsl.dialects.builtin import (
@@ -327,7 +327,7 @@ class NvptxTarget(TargetBase):
         self.arch = arch
         self.check_bounds = check_bounds
         self._check_buffers: dict[tuple[ir.Function, int], ir.Value] = {}
-        self.handlers: dict[str, Handler] = {
+        self.handlers: Mapping[str, Handler] = {
             "gpu.thread_id": _sreg_op("tid"),
             "gpu.block_id": _sreg_op("ctaid"),
             "gpu.block_dim": _sreg_op("ntid"),

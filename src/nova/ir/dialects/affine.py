@@ -225,7 +225,7 @@ def _parse_result_types(parser: Parser) -> list[Attribute]:
     if parser.parse_optional_punctuation("->") is None:
         return []
     types = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
-    return types if types is not None else [parser.parse_type()]
+    return list(types) if types is not None else [parser.parse_type()]
 
 
 def _ensure_yield(region: Region) -> None:

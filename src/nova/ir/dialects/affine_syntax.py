@@ -212,10 +212,10 @@ class SsaIds:
             ap._parse_token(MLIRTokenKind.R_PAREN, "expected ')'")  # pyright: ignore
             pos, _ = self.syms.setdefault(name.span.text, (len(self.syms), name.span))
             return AffineExpr.symbol(pos)
-        name = ap._parse_optional_token(MLIRTokenKind.PERCENT_IDENT)  # pyright: ignore
-        if name is None:
+        dim = ap._parse_optional_token(MLIRTokenKind.PERCENT_IDENT)  # pyright: ignore
+        if dim is None:
             return None
-        pos, _ = self.dims.setdefault(name.span.text, (len(self.dims), name.span))
+        pos, _ = self.dims.setdefault(dim.span.text, (len(self.dims), dim.span))
         return AffineExpr.dimension(pos)
 
     def expr(self) -> AffineExpr:
@@ -230,8 +230,8 @@ class SsaIds:
         """The map over (dims, symbols) and its operands, dims first, each in first-use order."""
         index = IndexType()
         spans = [span for _, span in self.dims.values()] + [s for _, s in self.syms.values()]
-        operands = [self.parser.resolve_operand(UnresolvedOperand(span, 0), index)
-                    for span in spans]
+        operands: list[SSAValue] = [
+            self.parser.resolve_operand(UnresolvedOperand(span, 0), index) for span in spans]
         m = AffineMap(len(self.dims), len(self.syms), tuple(exprs))
         return mlir_order_map(m), operands
 

@@ -174,7 +174,7 @@ def _print_body_operand(printer: Printer, operand: SSAValue, arg: SSAValue) -> N
 def _parse_type_list(parser: Parser) -> list[Attribute]:
     """`T` or `(T, ...)`: MLIR's arrow type list."""
     types = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
-    return types if types is not None else [parser.parse_type()]
+    return list(types) if types is not None else [parser.parse_type()]
 
 
 @irdl_op_definition

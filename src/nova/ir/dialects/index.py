@@ -180,7 +180,7 @@ class _CastOp(IRDLOperation):
     """`index.casts`/`index.castu %x : i32 to index` (one side must be index)."""
 
     input = operand_def(IntegerType | IndexType)
-    output = result_def(IntegerType | IndexType)
+    output = result_def(IntegerType | IndexType)  # type: ignore[arg-type]  # xDSL accepts unions
     traits = traits_def(Pure())
     SIGNED: ClassVar[bool] = True
 

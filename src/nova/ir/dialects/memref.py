@@ -142,9 +142,12 @@ class GlobalOp(xmemref.GlobalOp):
         init = self.initial_value
         if isinstance(init, UnitAttr):
             printer.print_string(" = uninitialized")
-        elif init is not None:
+        elif isinstance(init, DenseIntOrFPElementsAttr):
             printer.print_string(" = ")
             printer.print_string(_attr_without_type(printer, init))
+        elif init is not None:  # not valid (see verify_), printed as is
+            printer.print_string(" = ")
+            printer.print_attribute(init)
         shown = dict(self.attributes)
         if self.alignment is not None:
             shown["alignment"] = self.alignment

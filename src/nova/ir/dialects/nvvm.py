@@ -18,11 +18,12 @@ Not supported (rejected where written): the `range <...>` annotation of register
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import IntegerType, f32, i1, i32
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Dialect, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Dialect, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -32,7 +33,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -139,7 +140,8 @@ class Barrier0Op(NoOperandOp):
 # ---- warp exchange and votes -----------------------------------------------------------------
 
 
-def _resolve(parser: Parser, names: list, types: list) -> list[SSAValue]:  # type: ignore[type-arg]
+def _resolve(parser: Parser, names: Sequence[UnresolvedOperand],
+             types: Sequence[Attribute]) -> list[SSAValue]:
     return list(parser.resolve_operands(names, types, parser.pos))
 
 

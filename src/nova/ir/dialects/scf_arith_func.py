@@ -63,7 +63,7 @@ class ParallelOp(xscf.ParallelOp):
         if parser.parse_optional_punctuation("->") is not None:
             parsed = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN,
                                                                 parser.parse_type)
-            types = parsed if parsed is not None else [parser.parse_type()]
+            types = list(parsed) if parsed is not None else [parser.parse_type()]
         pos = parser.pos
         inits = parser.resolve_operands(inits_u, types, pos)
         body = parser.parse_region(ivs)
@@ -116,7 +116,7 @@ class ReduceOp(xscf.ReduceOp):
             if len(types) != len(operands):
                 parser.raise_error(f"scf.reduce: {len(operands)} operands but {len(types)} "
                                    "types")
-            args = parser.resolve_operands(operands, types, parser.pos)
+            args = list(parser.resolve_operands(operands, types, parser.pos))
         regions = []
         region = parser.parse_optional_region()
         if region is not None:

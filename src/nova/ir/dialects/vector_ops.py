@@ -272,8 +272,9 @@ class CmpiOp(IRDLOperation):
     result = result_def()
     traits = traits_def(Pure())
 
-    parse = classmethod(xarith.CmpiOp.parse.__func__)  # type: ignore[attr-defined]
-    print = xarith.CmpiOp.print  # type: ignore[assignment]
+    # xDSL's parse body, run with cls = this op (mypy sees no __func__ on the bound method)
+    parse = classmethod(xarith.CmpiOp.parse.__func__)  # type: ignore[attr-defined,var-annotated]
+    print = xarith.CmpiOp.print
 
     def __init__(self, operand1: SSAValue | Operation, operand2: SSAValue | Operation,
                  arg: int | str) -> None:
@@ -303,8 +304,9 @@ class CmpfOp(IRDLOperation):
     result = result_def()
     traits = traits_def(Pure())
 
-    parse = classmethod(xarith.CmpfOp.parse.__func__)  # type: ignore[attr-defined]
-    print = xarith.CmpfOp.print  # type: ignore[assignment]
+    # xDSL's parse body, run with cls = this op (mypy sees no __func__ on the bound method)
+    parse = classmethod(xarith.CmpfOp.parse.__func__)  # type: ignore[attr-defined,var-annotated]
+    print = xarith.CmpfOp.print
 
     def __init__(self, operand1: SSAValue | Operation, operand2: SSAValue | Operation,
                  arg: int | str,

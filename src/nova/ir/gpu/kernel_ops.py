@@ -190,10 +190,9 @@ class ShuffleOp(IRDLOperation):
 
     def verify_(self) -> None:
         t = self.value.type
-        is_vector = isinstance(t, VectorType)
-        elem = t.element_type if is_vector else t
+        elem = t.element_type if isinstance(t, VectorType) else t
         ok = isinstance(elem, AnyFloat | IntegerType) and (
-            not is_vector or len(t.get_shape()) == 1)
+            not isinstance(t, VectorType) or len(t.get_shape()) == 1)
         if not ok:
             raise VerifyException(
                 "'gpu.shuffle' op operand #0 must be Integer or Float or fixed-length vector "

@@ -11,7 +11,7 @@ then cluster ids and cluster sizes when clustered, then workgroup and private at
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from xdsl.dialects.builtin import (
     IndexType,
@@ -60,6 +60,17 @@ Triple = tuple[SSAValue, SSAValue, SSAValue]
 class _LaunchSizes:
     """The grid/block/cluster size operands of gpu.launch and gpu.launch_func, as triples (both
     ops define the operands `gridSizeX` ... `clusterSizeZ`; IRDL forbids declaring them here)."""
+
+    if TYPE_CHECKING:  # what the ops' operand definitions give
+        gridSizeX: SSAValue
+        gridSizeY: SSAValue
+        gridSizeZ: SSAValue
+        blockSizeX: SSAValue
+        blockSizeY: SSAValue
+        blockSizeZ: SSAValue
+        clusterSizeX: SSAValue | None
+        clusterSizeY: SSAValue | None
+        clusterSizeZ: SSAValue | None
 
     def grid_sizes(self) -> Triple:
         return (self.gridSizeX, self.gridSizeY, self.gridSizeZ)
@@ -302,6 +313,7 @@ class LaunchOp(_LaunchSizes, IRDLOperation):
                     "branch")
 
 
+# xDSL accepts a type union as a constraint; its opt_operand_def annotation does not say so
 _LAUNCH_INDEX = IndexType | IntegerType
 
 
@@ -317,9 +329,9 @@ class LaunchFuncOp(_LaunchSizes, IRDLOperation):
     blockSizeX = operand_def(_LAUNCH_INDEX)
     blockSizeY = operand_def(_LAUNCH_INDEX)
     blockSizeZ = operand_def(_LAUNCH_INDEX)
-    clusterSizeX = opt_operand_def(_LAUNCH_INDEX)
-    clusterSizeY = opt_operand_def(_LAUNCH_INDEX)
-    clusterSizeZ = opt_operand_def(_LAUNCH_INDEX)
+    clusterSizeX = opt_operand_def(_LAUNCH_INDEX)  # type: ignore[arg-type]  # see _LAUNCH_INDEX
+    clusterSizeY = opt_operand_def(_LAUNCH_INDEX)  # type: ignore[arg-type]  # see _LAUNCH_INDEX
+    clusterSizeZ = opt_operand_def(_LAUNCH_INDEX)  # type: ignore[arg-type]  # see _LAUNCH_INDEX
     dynamicSharedMemorySize = opt_operand_def(i32)
     kernelOperands = var_operand_def()
     asyncObject = opt_operand_def()

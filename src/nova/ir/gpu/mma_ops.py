@@ -161,7 +161,9 @@ def _unit_stride_last(ty: MemRefType) -> bool:
     if isinstance(ty.layout, NoneAttr):
         return True
     strides = ty.layout.get_strides()
-    return bool(strides) and strides[-1] == 1
+    if not strides:
+        return False
+    return strides[-1] == 1
 
 
 def _split_properties(attrs: dict[str, Attribute], names: Sequence[str]
@@ -250,7 +252,7 @@ class SubgroupMmaLoadMatrixOp(_MatrixMemoryOp):
 
     def verify_(self) -> None:
         self._check_memref(self.srcMemref.type, "0")
-        kind = self.res.type.kind  # type: ignore[attr-defined]
+        kind = self.res.type.kind
         if kind not in MMA_OPERANDS:
             raise VerifyException(f"'{self.name}' op only AOp, BOp and COp can be loaded")
 
@@ -419,7 +421,7 @@ class SubgroupMmaConstantMatrixOp(IRDLOperation):
         printer.print_attribute(self.res.type)
 
     def verify_(self) -> None:
-        elem = self.res.type.element_type  # type: ignore[attr-defined]
+        elem = self.res.type.element_type
         if self.value.type != elem:
             raise VerifyException(f"'{self.name}' op failed to verify that value type matches "
                                   "element type of mma_matrix")

@@ -191,38 +191,9 @@ class FuncOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
-        inputs = self.function_type.inputs.data
-        outputs = self.function_type.outputs.data
         entry = self.body.blocks[0] if self.body.blocks else None
-        arg_dicts = self.arg_attrs.data if self.arg_attrs is not None else None
-        printer.print_string("(")
-        for i, t in enumerate(inputs):
-            if i:
-                printer.print_string(", ")
-            if entry is not None:
-                printer.print_ssa_value(entry.args[i])
-                printer.print_string(": ")
-            printer.print_attribute(t)
-            if arg_dicts is not None and arg_dicts[i].data:
-                printer.print_string(" ")
-                printer.print_attr_dict(arg_dicts[i].data)
-        printer.print_string(")")
-        if outputs:
-            res_dicts = self.res_attrs.data if self.res_attrs is not None else None
-            printer.print_string(" -> ")
-            paren = len(outputs) > 1 or (res_dicts is not None and any(
-                d.data for d in res_dicts))
-            if paren:
-                printer.print_string("(")
-            for i, t in enumerate(outputs):
-                if i:
-                    printer.print_string(", ")
-                printer.print_attribute(t)
-                if res_dicts is not None and res_dicts[i].data:
-                    printer.print_string(" ")
-                    printer.print_attr_dict(res_dicts[i].data)
-            if paren:
-                printer.print_string(")")
+        self._print_arguments(printer, entry)
+        self._print_results(printer)
         if entry is not None:
             _print_attributions(printer, "workgroup", self.workgroup_args())
             _print_attributions(printer, "private", self.private_args())
@@ -237,6 +208,44 @@ class FuncOp(IRDLOperation):
         if self.body.blocks:
             printer.print_string(" ")
             printer.print_region(self.body, False, True)
+
+    def _print_arguments(self, printer: Printer, entry: Block | None) -> None:
+        """`(%a: T {attrs}, ...)`; types only for a declaration (no entry block)."""
+        inputs = self.function_type.inputs.data
+        arg_dicts = self.arg_attrs.data if self.arg_attrs is not None else None
+        printer.print_string("(")
+        for i, t in enumerate(inputs):
+            if i:
+                printer.print_string(", ")
+            if entry is not None:
+                printer.print_ssa_value(entry.args[i])
+                printer.print_string(": ")
+            printer.print_attribute(t)
+            if arg_dicts is not None and arg_dicts[i].data:
+                printer.print_string(" ")
+                printer.print_attr_dict(arg_dicts[i].data)
+        printer.print_string(")")
+
+    def _print_results(self, printer: Printer) -> None:
+        """` -> T`, or ` -> (T {attrs}, U)` with several results or result attributes."""
+        outputs = self.function_type.outputs.data
+        if not outputs:
+            return
+        res_dicts = self.res_attrs.data if self.res_attrs is not None else None
+        printer.print_string(" -> ")
+        paren = len(outputs) > 1 or (res_dicts is not None and any(
+            d.data for d in res_dicts))
+        if paren:
+            printer.print_string("(")
+        for i, t in enumerate(outputs):
+            if i:
+                printer.print_string(", ")
+            printer.print_attribute(t)
+            if res_dicts is not None and res_dicts[i].data:
+                printer.print_string(" ")
+                printer.print_attr_dict(res_dicts[i].data)
+        if paren:
+            printer.print_string(")")
 
     def verify_(self) -> None:
         if not isinstance(self.parent_op(), GPUModuleOp):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
+from _ctypes import CFuncPtr
 from collections.abc import Callable
 
 import numpy as np
@@ -59,7 +60,7 @@ class CpuAbi:
         self._allocations: dict[int, Buffer] = {}
         self._module_handles: dict[int, int] = {}  # descriptor address -> handle
         self._function_handles: dict[tuple[int, str], int] = {}
-        self._callbacks: dict[str, object] = {
+        self._callbacks: dict[str, CFuncPtr] = {
             name: ABI_BY_NAME[name].ctypes_prototype()(
                 guarded_callback(name, getattr(self, "_" + name.removeprefix("nova_rt_"))))
             for name in CPU_ABI_NAMES
@@ -310,7 +311,8 @@ class CpuAbi:
 
         def fill() -> None:
             raw = (ctypes.c_char * nbytes).from_address(dst)
-            np.frombuffer(raw, dtype=dtype)[:] = pattern
+            # numpy's stubs (Python < 3.12) do not list ctypes arrays among buffers
+            np.frombuffer(raw, dtype=dtype)[:] = pattern  # type: ignore[call-overload]
 
         self._submit_task(stream, fill, f"memset of {nbytes} bytes")
 

@@ -51,6 +51,7 @@ import functools
 import platform
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nova.abi import CpuLaunch
@@ -372,7 +373,7 @@ class FaultGuard:
     and returns its status, or FAULT_STATUS with a FaultRecord in `launch.error`."""
 
     engine: object  # the llvmlite ExecutionEngine owning the code (kept alive here)
-    call: ctypes._CFuncPtr
+    call: Callable[..., int]
     address: int
 
 

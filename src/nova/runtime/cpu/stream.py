@@ -111,7 +111,7 @@ class _Queue:
     def __init__(self, label: str) -> None:
         self.label = label
         # (fn, what, always, inline deadline: 0.0 = not inline) or _STOP
-        self.items: deque[tuple[Callable[[], None], str, bool, float] | object] = deque()
+        self.items: deque[tuple[Callable[[], object], str, bool, float] | object] = deque()
         self.cond = threading.Condition()
         self.work = threading.Condition(self.cond._lock)  # type: ignore[attr-defined]
         self.submitted = 0
@@ -123,7 +123,7 @@ class _Queue:
         self.thread = threading.Thread(target=self._run, name=f"nova-{label}", daemon=True)
         self.thread.start()
 
-    def put(self, fn: Callable[[], None], what: str, always: bool = False,
+    def put(self, fn: Callable[[], object], what: str, always: bool = False,
             inline: bool = False) -> None:
         with self.cond:
             if self.closed:
@@ -149,7 +149,7 @@ class _Queue:
             self.work.notify()
             return None
 
-    def _execute(self, item: tuple[Callable[[], None], str, bool, float]) -> None:
+    def _execute(self, item: tuple[Callable[[], object], str, bool, float]) -> None:
         fn, what, always, _ = item
         if always or self.error is None:
             try:
@@ -269,7 +269,7 @@ class CpuStream(Stream):
     def handle(self) -> int:
         return self._id
 
-    def enqueue(self, fn: Callable[[], None], what: str = "host task",
+    def enqueue(self, fn: Callable[[], object], what: str = "host task",
                 always: bool = False, inline: bool = False) -> None:
         """Run `fn()` on this stream's thread after everything enqueued before it. `inline`:
         `fn` is short native work that a thread synchronizing the stream may run itself."""

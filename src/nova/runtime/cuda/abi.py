@@ -16,7 +16,7 @@ import ctypes
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import llvmlite.binding as llvm
 
@@ -42,6 +42,9 @@ from nova.runtime.native_support import (
     take_error,
     unwind_symbols,
 )
+
+if TYPE_CHECKING:
+    from nova.runtime.cuda.module import CudaFunction
 
 STICKY_ERRORS: frozenset[int] = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
 """CUresults after which the context is unusable (illegal address, trap, assert, ...)."""
@@ -79,7 +82,7 @@ class NativeCudaAbi:
     engine: llvm.ExecutionEngine
     addresses: dict[str, int]
     call_entry: int
-    forget_stream: int  # cuda_native.FORGET_STREAM
+    forget_stream: int  # runtime.cuda.native.FORGET_STREAM
     default_stream_at: int
     context_at: int
     on_error: Any  # the ctypes error callback (kept alive here)
@@ -265,17 +268,18 @@ class CudaAbi:
         driver = getattr(self.device, "driver", None)
         if current is None or driver is None:
             return
+        cuda_function = cast("CudaFunction", function)  # what has max_dynamic_shared
         attrs = driver.raw.CUfunction_attribute
         try:
             static = int(driver.call("cuFuncGetAttribute",
-                                     attrs.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function.cu,
-                                     kernel=function.name))
+                                     attrs.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                     cuda_function.cu, kernel=function.name))
             allowed = self.device.properties.max_shared_memory_per_block_optin - static
             if allowed > current:
-                driver.call("cuFuncSetAttribute", function.cu,
+                driver.call("cuFuncSetAttribute", cuda_function.cu,
                             attrs.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, allowed,
                             kernel=function.name)
-                function.max_dynamic_shared = allowed  # type: ignore[attr-defined]
+                cuda_function.max_dynamic_shared = allowed
         except CudaError:
             return
 
@@ -313,7 +317,7 @@ class CudaAbi:
             raise take_error() or RuntimeFailure("freeing a staged argument failed")
 
     def stage_out(self, token: object) -> None:
-        address, array = token  # type: ignore[misc]
+        address, array = cast("tuple[int, Any]", token)  # what stage_in made
         failed = address and array.flags.writeable and self._memcpy(
             array.ctypes.data, address, array.nbytes, None)
         if failed:
@@ -323,7 +327,7 @@ class CudaAbi:
         """Return a staged block (the call has synchronized: nothing uses it any more)."""
         if token is None:
             return
-        address, array = token  # type: ignore[misc]
+        address, array = cast("tuple[int, Any]", token)  # what stage_in made
         if address:
             self._give_staging(address, array.nbytes)
 

@@ -1,9 +1,9 @@
 """Graph capture on cuda: runtime ABI bindings that record into a CUDA graph.
 
 `CudaCaptureAbi` binds the runtime ABI for one capture (see `nova.runtime.graph`) as Python
-callbacks delegating to the native ABI (`cuda_native`) with the null stream mapped to the capture
-stream, host synchronizations turned into stream waits, `gpu.wait async` streams forked from and
-joined into the capture stream through events, and destruction deferred until the capture ended.
+callbacks delegating to the native ABI (`runtime.cuda.native`) with the null stream mapped to the
+capture stream, host synchronizations turned into stream waits, `gpu.wait async` streams forked from
+and joined into the capture stream through events, and destruction deferred until the capture ended.
 `CudaGraph` is the instantiated graph (`cuGraphLaunch` per replay).
 """
 

@@ -52,6 +52,8 @@ class _OwnedDriverHandle:
 class CudaStream(_OwnedDriverHandle, Stream):
     """A CUstream created with CU_STREAM_NON_BLOCKING. `.cu` is the bindings handle."""
 
+    device: CudaDevice
+
     def __init__(self, device: CudaDevice) -> None:
         super().__init__(device)
         drv = device.driver
@@ -91,6 +93,8 @@ class CudaStream(_OwnedDriverHandle, Stream):
 
 class CudaEvent(_OwnedDriverHandle, Event):
     """A CUevent (CU_EVENT_DISABLE_TIMING unless `timing`). `.cu` is the bindings handle."""
+
+    device: CudaDevice
 
     def __init__(self, device: CudaDevice, timing: bool) -> None:
         super().__init__(device, timing)
