@@ -38,6 +38,7 @@ _LAZY: dict[str, str] = {
     "global_id": "nova.frontend.kernel",
     "lane_id": "nova.frontend.kernel",
     "syncthreads": "nova.frontend.kernel",
+    "syncwarp": "nova.frontend.kernel",
     "shared_array": "nova.frontend.kernel",
     "dynamic_shared_array": "nova.frontend.kernel",
     "local_array": "nova.frontend.kernel",

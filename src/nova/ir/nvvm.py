@@ -252,9 +252,41 @@ class VoteSyncOp(IRDLOperation):
             raise VerifyException(f"'nvvm.vote.sync' {self.kind.data.value} must return {want}")
 
 
-NVVM = Dialect("nvvm", [*SREG_OPS, Barrier0Op, ShflSyncOp, VoteSyncOp],
+@irdl_op_definition
+class BarWarpSyncOp(IRDLOperation):
+    """`nvvm.bar.warp.sync %mask : i32`: PTX `bar.warp.sync` (CUDA's `__syncwarp(mask)`): the
+    lanes of `mask` wait for each other, and their shared/global memory accesses before it are
+    visible to each other after it. Needed wherever lanes of one warp exchange data through
+    memory: since Volta a warp's lanes may run apart between warp-collective instructions."""
+
+    name = "nvvm.bar.warp.sync"
+    thread_mask = operand_def(i32)
+
+    def __init__(self, thread_mask: SSAValue) -> None:
+        super().__init__(operands=[thread_mask])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        mask = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        op = cls(parser.resolve_operand(mask, ty))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.thread_mask)
+        print_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.thread_mask.type)
+
+
+NVVM = Dialect("nvvm", [*SREG_OPS, Barrier0Op, BarWarpSyncOp, ShflSyncOp, VoteSyncOp],
                [ShflKindAttr, VoteSyncKindAttr])
 """The `nvvm` ops Nova supports (see the module docstring)."""
 
-__all__ = ["NVVM", "SREG_OPS", "SREG_REGISTERS", "Barrier0Op", "ShflKind", "ShflKindAttr",
-           "ShflSyncOp", "SpecialRegisterOp", "VoteSyncKind", "VoteSyncKindAttr", "VoteSyncOp"]
+__all__ = ["NVVM", "SREG_OPS", "SREG_REGISTERS", "BarWarpSyncOp", "Barrier0Op", "ShflKind",
+           "ShflKindAttr", "ShflSyncOp", "SpecialRegisterOp", "VoteSyncKind", "VoteSyncKindAttr",
+           "VoteSyncOp"]

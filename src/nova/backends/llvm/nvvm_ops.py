@@ -2,12 +2,14 @@
 
 NVPTX (`NVPTX_HANDLERS`): each op is the NVVM intrinsic MLIR's NVVM-to-LLVM translation emits:
 `llvm.nvvm.read.ptx.sreg.<register>`, `llvm.nvvm.barrier.cta.sync.aligned.all(0)` (as
-`gpu.barrier`), `llvm.nvvm.shfl.sync.<kind>` (through the shared shuffle helper of
-nvptx_collectives, operands passed through unchanged) and `llvm.nvvm.vote.<kind>.sync`.
+`gpu.barrier`), `llvm.nvvm.bar.warp.sync(mask)`, `llvm.nvvm.shfl.sync.<kind>` (through the
+shared shuffle helper of nvptx_collectives, operands passed through unchanged) and
+`llvm.nvvm.vote.<kind>.sync`.
 
 CPU device (`CPU_HANDLERS`): the ops map onto what the gpu.* ops do there (cpu_gpu_ops):
-register reads come from the thread/block contexts, `nvvm.barrier0` is the block barrier, and
-`shfl.sync`/`vote.sync` exchange through the per-thread slots with warp barriers, as
+register reads come from the thread/block contexts, `nvvm.barrier0` is the block barrier,
+`nvvm.bar.warp.sync` the warp barrier (every existing lane of the warp; the mask is not
+checked), and `shfl.sync`/`vote.sync` exchange through the per-thread slots with warp barriers, as
 `gpu.shuffle` does, so a kernel using them runs on fibers (`CPU_FIBER_OPS`). `shfl.sync`
 follows PTX's definition exactly: with `c` = segment mask (bits 8-12) | clamp (bits 0-4),
 minLane = lane & segmask, maxLane = minLane | (clamp & ~segmask), the source lane j is
@@ -52,6 +54,12 @@ def _nvptx_barrier0(fe: FunctionEmitter, op: Operation) -> None:
     nvptx_target.barrier(fe)
 
 
+def _nvptx_bar_warp_sync(fe: FunctionEmitter, op: Operation) -> None:
+    (mask,) = fe.operands(op)
+    fn = fe.module.declare("llvm.nvvm.bar.warp.sync", ir.FunctionType(ir.VoidType(), [I32]))
+    fe.builder.call(fn, [mask])
+
+
 def _nvptx_shfl(fe: FunctionEmitter, op: Operation) -> None:
     mask, value, offset, c = fe.operands(op)
     kind = enum_text(attr(op, "kind")) or ""
@@ -71,6 +79,7 @@ def _nvptx_vote(fe: FunctionEmitter, op: Operation) -> None:
 NVPTX_HANDLERS: dict[str, Handler] = {
     **{f"nvvm.read.ptx.sreg.{r}": _nvptx_sreg(r, w) for r, w in SREG_REGISTERS},
     "nvvm.barrier0": _nvptx_barrier0,
+    "nvvm.bar.warp.sync": _nvptx_bar_warp_sync,
     "nvvm.shfl.sync": _nvptx_shfl,
     "nvvm.vote.sync": _nvptx_vote,
 }
@@ -193,10 +202,12 @@ CPU_HANDLERS: dict[str, Handler] = {
        for reg in ("tid", "ntid", "ctaid", "nctaid") for i, dim in enumerate("xyz")},
     **_cpu_scalar_sregs(),
     "nvvm.barrier0": cpu.lower_barrier,
+    "nvvm.bar.warp.sync": cpu.lower_warp_barrier,
     "nvvm.shfl.sync": _cpu_shfl,
     "nvvm.vote.sync": _cpu_vote,
 }
 """nvvm op name -> CPU device handler (no `globaltimer`: no CPU lowering)."""
 
-CPU_FIBER_OPS = frozenset({"nvvm.barrier0", "nvvm.shfl.sync", "nvvm.vote.sync"})
+CPU_FIBER_OPS = frozenset({"nvvm.barrier0", "nvvm.bar.warp.sync", "nvvm.shfl.sync",
+                           "nvvm.vote.sync"})
 """nvvm ops that make a CPU device kernel run its threads as fibers (they wait for others)."""

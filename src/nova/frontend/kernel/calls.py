@@ -288,6 +288,15 @@ def _syncthreads(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     return Const(None)
 
 
+def _syncwarp(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """nvvm.bar.warp.sync with the full mask (every lane of the warp)."""
+    from nova.ir.nvvm import BarWarpSyncOp
+
+    mask = tr.em.constant(-1, T.int32)
+    tr.em.op(BarWarpSyncOp(mask.ssa))
+    return Const(None)
+
+
 def _array_shape_dtype(tr: Translator, name: str, v: dict, node: ast.AST
                        ) -> tuple[tuple[int, ...], T.ScalarType]:
     shape, dtype = v["shape"], v["dtype"]
@@ -565,6 +574,8 @@ def _register() -> dict[str, Any]:
     table["lane_id"] = _index_query
     _INTRINSIC_PARAMS["syncthreads"] = ()
     table["syncthreads"] = _syncthreads
+    _INTRINSIC_PARAMS["syncwarp"] = ()
+    table["syncwarp"] = _syncwarp
     for n, fn in (("shared_array", _shared_array), ("local_array", _local_array)):
         _INTRINSIC_PARAMS[n] = (("shape", req), ("dtype", req))
         table[n] = fn

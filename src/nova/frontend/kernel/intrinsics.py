@@ -43,6 +43,10 @@ lane_id = _intrinsic("lane_id", "lane_id(): this thread's lane in its warp (0..3
 syncthreads = _intrinsic("syncthreads",
                          "syncthreads(): barrier for every thread of the block; also orders "
                          "shared and global memory accesses of the block.")
+syncwarp = _intrinsic("syncwarp",
+                      "syncwarp(): barrier for the lanes of the calling warp (CUDA's "
+                      "__syncwarp()); orders their shared and global memory accesses, so lanes "
+                      "can exchange data through memory. Every lane of the warp must call it.")
 
 # --- memory ------------------------------------------------------------------------------------
 shared_array = _intrinsic(
@@ -99,7 +103,7 @@ ctz = _intrinsic("ctz", "ctz(x): trailing zero bits of an integer (same type as 
 
 INTRINSIC_NAMES: tuple[str, ...] = (
     "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "syncthreads",
-    "shared_array", "dynamic_shared_array", "local_array", "atomic_add", "atomic_sub",
+    "syncwarp", "shared_array", "dynamic_shared_array", "local_array", "atomic_add", "atomic_sub",
     "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange",
     "atomic_cas", "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any",
     "warp_all", "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min", "warp_reduce_max",
