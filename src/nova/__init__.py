@@ -56,6 +56,7 @@ _LAZY: dict[str, str] = {
     "shuffle_down": "nova.frontend.kernel",
     "shuffle_xor": "nova.frontend.kernel",
     "ballot": "nova.frontend.kernel",
+    "match_any": "nova.frontend.kernel",
     "warp_any": "nova.frontend.kernel",
     "warp_all": "nova.frontend.kernel",
     "warp_reduce_add": "nova.frontend.kernel",

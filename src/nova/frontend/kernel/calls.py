@@ -537,6 +537,19 @@ def _vote(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     return tr.em.truth(r)
 
 
+def _match_any(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """nvvm.match.sync any over the full warp; narrow integers compare widened to 32 bits."""
+    from nova.ir.nvvm import MatchSyncOp
+
+    s = tr.scalar(v["value"], node)
+    ty = s.type
+    if not isinstance(ty, T.ScalarType) or not ty.is_int or ty.is_bool:
+        raise tr.type_error(node, f"nova.match_any() needs an integer, got {ty}")
+    x, _ = _warp_operand(tr, s, node)
+    mask = tr.em.constant(-1, T.int32)
+    return Val(tr.em.res(MatchSyncOp(mask.ssa, x.ssa)), T.uint32)
+
+
 def _warp_reduce(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     x, back = _warp_operand(tr, v["value"], node)
     which = name.removeprefix("warp_reduce_")
@@ -594,6 +607,8 @@ def _register() -> dict[str, Any]:
     for n in ("ballot", "warp_any", "warp_all"):
         _INTRINSIC_PARAMS[n] = (("pred", req),)
         table[n] = _vote
+    _INTRINSIC_PARAMS["match_any"] = (("value", req),)
+    table["match_any"] = _match_any
     for n in ("add", "mul", "min", "max", "and", "or", "xor"):
         _INTRINSIC_PARAMS[f"warp_reduce_{n}"] = (("value", req),)
         table[f"warp_reduce_{n}"] = _warp_reduce
