@@ -1,0 +1,360 @@
+"""The GPU kernels, written in Nova's Python kernel language (`@nova.kernel`).
+
+Both kernels give each page to one warp; a block runs `warps_per_block(page_size)` warps.
+
+**Compression** (`compress_pages_kernel`). The warp stages its page into shared memory (16 bytes
+per lane per step, coalesced) and zeroes a 4096-entry hash table of 16-bit positions (8 KiB), so
+a 4 KiB page costs 12 KiB of shared memory. Then greedy LZ4 matching, 32 positions at a time:
+each lane hashes the 4 bytes at `pos + lane` (Knuth's multiplicative hash, 12 bits), reads the
+table's candidate and verifies it (a candidate must be earlier and hold the same 4 bytes), and a
+ballot picks the first lane with a match, as a sequential LZ4 compressor would. The match is
+extended 128 bytes per step (each lane compares one 4-byte word; a ballot and a count of
+trailing zero bits of the XOR find the first differing byte) and backwards over the pending
+literals (32 bytes per step). The sequence (token, length bytes, literals, offset) is written
+by all lanes at once: length bytes and literals are spread over the lanes. LZ4's end-of-block
+rules hold: no match starts within the last 12 bytes, every match ends at least 5 bytes before
+the end, the block ends with literals. A page whose output would not be smaller than the page
+stops as soon as that is certain and is stored raw (`RAW_FLAG` in its size entry).
+
+**Decompression** (`decompress_pages_kernel`). Every lane parses the same sequence headers
+(the reads hit one address, a broadcast), then the lanes copy the literals and the match 32
+bytes per step into the page in shared memory (a match with offset d < length repeats with
+period d, so lane k copies `out[op - d + k % d]`: every source byte was written before the copy
+started, no lane waits for another), and the page is written out 16 bytes per lane. Every read
+of the block is checked against the block's length and every write against the page, with
+liblz4's own parsing limits, so any block liblz4's safe decoder rejects is rejected here too,
+and a malicious block can never read or write out of bounds: it only sets its page's status.
+
+Warp-level communication through shared memory is ordered by `nova.syncwarp()`.
+"""
+
+from __future__ import annotations
+
+import nova
+
+HASH_LOG = 12
+HASH_SIZE = 1 << HASH_LOG
+HASH_SHIFT = 32 - HASH_LOG
+HASH_MUL = 2654435761  # Knuth's multiplicative constant, as LZ4's 4-byte hash
+TABLE_BYTES = HASH_SIZE * 2
+RAW = 0x80000000
+LEN_MASK = 0x7FFFFFFF
+MIN_MATCH = 4
+MF_LIMIT = 12  # a match starts at least this many bytes before the end of the block
+LAST_LITERALS = 5  # the last bytes of a block are always literals
+
+STATUS_OK = 0
+STATUS_CORRUPT = 1  # the block is not a valid LZ4 block for a page of this size
+STATUS_BAD_ENTRY = 2  # the size table or offsets point outside the payload
+
+
+@nova.func
+def load_word(buf32, p, nwords):
+    """The 4 bytes at byte position p (little-endian), from a uint32 view: two aligned loads
+    and a funnel shift. The high word's index is clamped into the view (its bytes are not
+    used when p is aligned)."""
+    i = p >> 2
+    s = nova.uint32((p & 3) * 8)
+    lo = buf32[i]
+    hi = buf32[min(i + 1, nwords - 1)]
+    return (lo >> s) | (hi << (nova.uint32(32) - s))
+
+
+@nova.func
+def length_bytes(n):
+    """Extra length bytes LZ4 needs for a literal/match length field value n."""
+    return 0 if n < 15 else (n - 15) // 255 + 1
+
+
+@nova.func
+def write_length(dst, at, n, nbytes, lane):
+    """Write the nbytes extension bytes of length n (255, ..., 255, rest) from `at`."""
+    k = lane
+    while k < nbytes:
+        dst[at + k] = nova.uint8(255 if k < nbytes - 1 else (n - 15) % 255)
+        k += 32
+
+
+@nova.kernel
+def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
+    """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
+    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW)."""
+    lane = nova.lane_id()
+    warp = nova.thread_id(0) // 32
+    nwarps = nova.block_dim(0) // 32
+    page = nova.block_id(0) * nwarps + warp
+    if page >= n_pages:
+        return
+    assert page != fault_page, "nova.lz4: injected fault (test hook)"
+    nwords = page_size // 4
+    buf32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
+    buf = nova.dynamic_shared_array(nova.uint8, page_size, warp * page_size)
+    toff = nwarps * page_size + warp * TABLE_BYTES
+    table = nova.dynamic_shared_array(nova.uint16, HASH_SIZE, toff)
+    table32 = nova.dynamic_shared_array(nova.uint32, HASH_SIZE // 2, toff)
+
+    wbase = page * nwords
+    i = lane * 4
+    while i < nwords:
+        w0 = src[wbase + i]
+        w1 = src[wbase + i + 1]
+        w2 = src[wbase + i + 2]
+        w3 = src[wbase + i + 3]
+        buf32[i] = w0
+        buf32[i + 1] = w1
+        buf32[i + 2] = w2
+        buf32[i + 3] = w3
+        i += 128
+    j = lane
+    while j < HASH_SIZE // 2:
+        table32[j] = nova.uint32(0)
+        j += 32
+    nova.syncwarp()
+
+    obase = page * page_size
+    limit = page_size - MF_LIMIT  # the last position a match may start at
+    mlimit = page_size - LAST_LITERALS  # matches end at or before this
+    pos = 0
+    anchor = 0
+    op = 0
+    raw = False
+    while pos <= limit:
+        p = pos + lane
+        ok = False
+        c = 0
+        h = nova.uint32(0)
+        w = nova.uint32(0)
+        if p <= limit:
+            w = load_word(buf32, p, nwords)
+            h = (w * nova.uint32(HASH_MUL)) >> HASH_SHIFT
+            c = int(table[h])
+            ok = c < p and load_word(buf32, c, nwords) == w
+        # a nearer match inside this batch: the closest earlier valid lane with the same word
+        nvalid = min(limit - pos + 1, 32)
+        valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
+        below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
+        same = nova.match_any(w) & valid & below
+        if same != 0 and p <= limit:
+            c = pos + 31 - int(nova.clz(same))
+            ok = True
+        found = nova.ballot(ok)
+        # every lane has read the table: insert the positions up to the first match (the
+        # next batch starts after the match, so later positions would be found as their own
+        # candidates there)
+        if p <= limit and (found == 0 or lane <= int(nova.ctz(found))):
+            table[h] = nova.uint16(p)
+        nova.syncwarp()  # ... and the next batch sees every insertion
+        if found == 0:
+            pos += 32
+            pending = pos - anchor
+            if op + 1 + pending + pending // 255 >= page_size:
+                raw = True  # the literals alone already fill the page
+                break
+            continue
+        first = nova.ctz(found)
+        s = pos + int(first)
+        cand = nova.shuffle_idx(c, int(first))
+        # extend backwards over pending literals
+        back = 0
+        while True:
+            k = back + lane + 1
+            same = k <= s - anchor and k <= cand and buf[s - k] == buf[cand - k]
+            run = nova.ballot(not same)
+            if run != 0:
+                back += int(nova.ctz(run))
+                break
+            back += 32
+        s -= back
+        cand -= back
+        # extend forwards, 128 bytes per step
+        maxlen = mlimit - s
+        mlen = MIN_MATCH + back
+        while mlen < maxlen:
+            q = mlen + lane * 4
+            x = nova.uint32(0)
+            if q < maxlen:
+                x = load_word(buf32, s + q, nwords) ^ load_word(buf32, cand + q, nwords)
+            diff = nova.ballot(x != 0)
+            if diff != 0:
+                first_lane = nova.ctz(diff)
+                xl = nova.shuffle_idx(x, int(first_lane))
+                mlen += int(first_lane) * 4 + int(nova.ctz(xl)) // 8
+                break
+            mlen += 128
+        mlen = min(mlen, maxlen)
+        lit = s - anchor
+        ml = mlen - MIN_MATCH
+        lb = length_bytes(lit)
+        mb = length_bytes(ml)
+        seq = 1 + lb + lit + 2 + mb
+        if op + seq + 1 + LAST_LITERALS >= page_size:
+            raw = True
+            break
+        at = obase + op
+        if lane == 0:
+            dst[at] = nova.uint8((min(lit, 15) << 4) | min(ml, 15))
+        write_length(dst, at + 1, lit, lb, lane)
+        k = lane
+        while k < lit:
+            dst[at + 1 + lb + k] = buf[anchor + k]
+            k += 32
+        off = s - cand
+        if lane == 0:
+            dst[at + 1 + lb + lit] = nova.uint8(off & 255)
+            dst[at + 2 + lb + lit] = nova.uint8(off >> 8)
+        write_length(dst, at + 3 + lb + lit, ml, mb, lane)
+        op += seq
+        pos = s + mlen
+        anchor = pos
+    if not raw:
+        lit = page_size - anchor
+        lb = length_bytes(lit)
+        if op + 1 + lb + lit >= page_size:
+            raw = True
+        else:
+            at = obase + op
+            if lane == 0:
+                dst[at] = nova.uint8(min(lit, 15) << 4)
+            write_length(dst, at + 1, lit, lb, lane)
+            k = lane
+            while k < lit:
+                dst[at + 1 + lb + k] = buf[anchor + k]
+                k += 32
+            op += 1 + lb + lit
+    if raw:
+        k = lane
+        while k < page_size:
+            dst[obase + k] = buf[k]
+            k += 32
+        op = page_size
+    if lane == 0:
+        sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
+
+
+@nova.kernel
+def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size):
+    """src: uint8 payload; offsets: uint64[n + 1]; sizes: uint32[n] (stored size | RAW);
+    dst: uint32[n * page_size / 4]; status: int32[n] (STATUS_*). A page with a nonzero
+    status is left unwritten."""
+    lane = nova.lane_id()
+    warp = nova.thread_id(0) // 32
+    nwarps = nova.block_dim(0) // 32
+    page = nova.block_id(0) * nwarps + warp
+    if page >= n_pages:
+        return
+    nwords = page_size // 4
+    out = nova.dynamic_shared_array(nova.uint8, page_size, warp * page_size)
+    out32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
+    total = len(src)
+    start = int(offsets[page])
+    stop = int(offsets[page + 1])
+    entry = sizes[page]
+    clen = int(entry & nova.uint32(LEN_MASK))
+    err = STATUS_OK
+    if stop < start or stop - start != clen or stop > total:
+        err = STATUS_BAD_ENTRY
+    elif (entry & nova.uint32(RAW)) != 0:
+        if clen != page_size:
+            err = STATUS_CORRUPT
+        else:
+            k = lane
+            while k < page_size:
+                out[k] = src[start + k]
+                k += 32
+    else:
+        ip = 0
+        op = 0
+        while True:
+            if ip >= clen:
+                err = STATUS_CORRUPT
+                break
+            token = int(src[start + ip])
+            ip += 1
+            lit = token >> 4
+            if lit == 15:
+                if ip >= clen - 15:
+                    err = STATUS_CORRUPT
+                    break
+                while True:
+                    b = int(src[start + ip])
+                    ip += 1
+                    lit += b
+                    if ip > clen - 15:
+                        err = STATUS_CORRUPT
+                        break
+                    if b != 255:
+                        break
+                if err != STATUS_OK:
+                    break
+            last = op + lit > page_size - MF_LIMIT or ip + lit > clen - 8
+            if last and (ip + lit != clen or op + lit != page_size):
+                err = STATUS_CORRUPT
+                break
+            k = lane
+            while k < lit:
+                out[op + k] = src[start + ip + k]
+                k += 32
+            ip += lit
+            op += lit
+            if last:
+                break
+            d = int(src[start + ip]) | (int(src[start + ip + 1]) << 8)
+            ip += 2
+            ml = token & 15
+            if ml == 15:
+                while True:
+                    b = int(src[start + ip])
+                    ip += 1
+                    ml += b
+                    if ip > clen - 4:
+                        err = STATUS_CORRUPT
+                        break
+                    if b != 255:
+                        break
+                if err != STATUS_OK:
+                    break
+            ml += MIN_MATCH
+            if d == 0 or d > op or op + ml > page_size - LAST_LITERALS:
+                err = STATUS_CORRUPT
+                break
+            nova.syncwarp()  # the bytes this match copies are in place
+            k = lane
+            base = op - d
+            dd = nova.uint32(d)
+            while k < ml:
+                kk = nova.uint32(k)
+                out[op + k] = out[base + int(kk % dd if kk >= dd else kk)]
+                k += 32
+            op += ml
+    nova.syncwarp()
+    if err == STATUS_OK:
+        wbase = page * nwords
+        i = lane * 4
+        while i < nwords:
+            w0 = out32[i]
+            w1 = out32[i + 1]
+            w2 = out32[i + 2]
+            w3 = out32[i + 3]
+            dst[wbase + i] = w0
+            dst[wbase + i + 1] = w1
+            dst[wbase + i + 2] = w2
+            dst[wbase + i + 3] = w3
+            i += 128
+    if lane == 0:
+        status[page] = nova.int32(err)
+    nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
+
+
+def warps_per_block(page_size: int) -> int:
+    """Warps (pages) per block: 4 for pages up to 4 KiB (12 KiB of shared memory per warp for
+    compression, as 48 KiB per block), fewer for larger pages so a block stays <= 48 KiB."""
+    per_warp = page_size + TABLE_BYTES
+    return max(1, min(4, (48 * 1024) // per_warp))
+
+
+def compress_shared_bytes(page_size: int, warps: int) -> int:
+    return warps * (page_size + TABLE_BYTES)
+
+
+def decompress_shared_bytes(page_size: int, warps: int) -> int:
+    return warps * page_size
