@@ -358,3 +358,49 @@ def compress_shared_bytes(page_size: int, warps: int) -> int:
 
 def decompress_shared_bytes(page_size: int, warps: int) -> int:
     return warps * page_size
+
+
+@nova.kernel
+def scan_sizes_kernel(sizes, offsets, n):
+    """offsets[i] = stored bytes of pages 0..i-1, offsets[n] = the total (one block; each
+    thread sums a contiguous run, thread 0 scans the run totals)."""
+    t = nova.thread_id(0)
+    nt = nova.block_dim(0)
+    part = nova.shared_array(1024, nova.uint64)
+    per = (n + nt - 1) // nt
+    lo = min(t * per, n)
+    hi = min(lo + per, n)
+    acc = nova.uint64(0)
+    for i in range(lo, hi):
+        acc += nova.uint64(sizes[i] & nova.uint32(LEN_MASK))
+    part[t] = acc
+    nova.syncthreads()
+    if t == 0:
+        run = nova.uint64(0)
+        for j in range(nt):
+            v = part[j]
+            part[j] = run
+            run += v
+        offsets[n] = run
+    nova.syncthreads()
+    run2 = part[t]
+    for i in range(lo, hi):
+        offsets[i] = run2
+        run2 += nova.uint64(sizes[i] & nova.uint32(LEN_MASK))
+
+
+@nova.kernel
+def compact_kernel(staged, sizes, offsets, payload, n_pages, page_size):
+    """Copy each page's stored bytes from its page-sized slot in `staged` to `offsets[i]` in
+    `payload` (one warp per page, 32 bytes per step)."""
+    lane = nova.lane_id()
+    page = (nova.block_id(0) * nova.block_dim(0) + nova.thread_id(0)) // 32
+    if page >= n_pages:
+        return
+    size = int(sizes[page] & nova.uint32(LEN_MASK))
+    src = page * page_size
+    dst = int(offsets[page])
+    k = lane
+    while k < size:
+        payload[dst + k] = staged[src + k]
+        k += 32

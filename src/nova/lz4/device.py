@@ -1,0 +1,86 @@
+"""Running the LZ4 kernels on device buffers: launch geometry, scratch, and the device-side
+steps of one slot (compress -> scan the sizes -> compact the payload; decompress).
+
+Why compaction on the device: the compressor writes each page's block at a fixed page-sized
+stride (pages are compressed in parallel, so no page knows where the previous one ends); a scan
+of the size table and a copy kernel make the payload contiguous, so only the compressed bytes
+cross PCIe on the way back, and the host never touches the payload page by page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import nova
+from nova.lz4 import kernels as K
+
+SCAN_THREADS = 1024
+COMPACT_WARPS = 8
+
+
+@dataclass
+class SlotScratch:
+    """Device scratch of one slot, grown (never shrunk) as chunks need."""
+
+    staged: nova.Buffer | None = None  # uint8[k * page_size]: blocks at page stride
+    offsets: nova.Buffer | None = None  # uint64[k + 1]
+    host_total: nova.HostBuffer | None = None  # pinned uint64[1]: offsets[k] read back
+    meta: nova.HostBuffer | None = None  # pinned: sizes/offsets of a decompression chunk
+    meta_dev: nova.Buffer | None = None
+
+    def grow(self, device: nova.Device, name: str, nbytes: int, pinned: bool = False) -> object:
+        buf = getattr(self, name)
+        if buf is None or buf.nbytes < nbytes:
+            if buf is not None:
+                buf.free()
+            buf = device.allocate_pinned(max(nbytes, 8)) if pinned else \
+                device.allocate(max(nbytes, 8))
+            setattr(self, name, buf)
+        return buf
+
+    def free(self) -> None:
+        for name in ("staged", "offsets", "host_total", "meta", "meta_dev"):
+            buf = getattr(self, name)
+            if buf is not None:
+                buf.free()
+                setattr(self, name, None)
+
+
+def view(buf: nova.Buffer, dtype: object, count: int, byte_offset: int = 0) -> nova.Buffer:
+    """`count` elements of `dtype` at `byte_offset` into `buf` (no copy)."""
+    itemsize = np.dtype(dtype).itemsize
+    return nova.Buffer.wrap(buf.device, buf.ptr + byte_offset, max(count * itemsize, itemsize),
+                            dtype, (count,), owner=buf)
+
+
+def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer, n: int,
+                    page_size: int, stream: nova.Stream, fault_page: int = -1) -> None:
+    """compress_pages_kernel over n pages: src32 uint32[n * page_size / 4] -> staged uint8
+    (blocks at page stride) and sizes uint32[n]."""
+    warps = K.warps_per_block(page_size)
+    K.compress_pages_kernel.launch(
+        src32, staged, sizes, n, page_size, fault_page, grid=-(-n // warps), block=32 * warps,
+        stream=stream, shared_bytes=K.compress_shared_bytes(page_size, warps))
+
+
+def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
+                        payload: nova.Buffer, n: int, page_size: int,
+                        stream: nova.Stream) -> None:
+    """offsets = exclusive scan of the stored sizes (offsets[n] = total); payload = the blocks
+    back to back."""
+    K.scan_sizes_kernel.launch(sizes, offsets, n, grid=1, block=SCAN_THREADS, stream=stream)
+    K.compact_kernel.launch(staged, sizes, offsets, payload, n, page_size,
+                            grid=-(-n // COMPACT_WARPS), block=32 * COMPACT_WARPS, stream=stream)
+
+
+def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Buffer,
+                      dst32: nova.Buffer, status: nova.Buffer, n: int, page_size: int,
+                      stream: nova.Stream) -> None:
+    """decompress_pages_kernel over n pages: dst32 uint32[n * page_size / 4], status int32[n]."""
+    warps = K.warps_per_block(page_size)
+    K.decompress_pages_kernel.launch(
+        payload, offsets, sizes, dst32, status, n, page_size, grid=-(-n // warps),
+        block=32 * warps, stream=stream,
+        shared_bytes=K.decompress_shared_bytes(page_size, warps))
