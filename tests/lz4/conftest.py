@@ -1,0 +1,46 @@
+"""Fixtures of the nova.lz4 tests: the real-data page corpus (small: CI runs the kernels on the
+CPU device on 2 cores), the `device` parametrisation (cpu always, cuda marked `gpu` and skipped
+without a usable GPU), and a per-session kernel cache so a stale user cache never hides a
+change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nova import config
+from nova.lz4.corpus import build_corpus
+from nova.runtime.device import cuda_status
+
+_CUDA = cuda_status()
+CUDA_USABLE = _CUDA.usable
+CUDA_REASON = f"no usable CUDA device: {_CUDA.reason}"
+
+DEVICE_PARAMS = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=[pytest.mark.gpu,
+                                           pytest.mark.skipif(not CUDA_USABLE,
+                                                              reason=CUDA_REASON)]),
+]
+
+
+@pytest.fixture(scope="session")
+def _kernel_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    return tmp_path_factory.mktemp("nova-cache")
+
+
+@pytest.fixture(autouse=True)
+def _kernel_cache(_kernel_cache_dir):
+    with config.scoped(cache_dir=_kernel_cache_dir):
+        yield
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
+def device(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def corpus() -> dict[str, np.ndarray]:
+    """8 pages per class (48 in `mixed`), 4 KiB pages."""
+    return build_corpus(4096, 8)
