@@ -1,0 +1,205 @@
+"""`.lz4` files: the LZ4 frame format, written from and read into page batches.
+
+A file Nova writes is two frames, both standard (the `lz4` CLI and python-lz4's
+`lz4.frame.decompress` read it):
+
+1. an LZ4 frame: version 01, independent blocks, content checksum (xxHash32 of the content),
+   block maximum size the smallest of 64 KiB/256 KiB/1 MiB/4 MiB that holds a page; then one
+   block per page, exactly as the batch stores it: the block size field *is* the batch's size
+   entry (bit 31 = stored raw, the frame format's convention too), followed by the block; the
+   last page of a file may be shorter than a page; end mark 0; the content checksum;
+2. a *skippable* frame (magic 0x184D2A5E, which LZ4 readers skip) of 24 bytes, the Nova
+   trailer: the tag `NOVALZ4\\x01`, the page size (u32), the content size (u64). It comes last
+   so that readers which stop after the first frame still get the content; Nova reads it first
+   (the file is seekable) to learn the page size.
+
+Why one block per page: the file is the batch, so compression writes payloads without
+re-encoding and decompression reads pages back into batches for the GPU. A frame without the
+trailer (any other LZ4 writer) is still read, by liblz4.
+
+Errors are specific: BadMagicError, TruncatedError, ChecksumError, CorruptDataError.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import xxhash
+
+from nova.lz4.batch import RAW_FLAG, SIZE_MASK, CompressedBatch, check_page_size
+from nova.lz4.errors import BadMagicError, ChecksumError, CorruptDataError, TruncatedError
+
+FRAME_MAGIC = 0x184D2204
+SKIPPABLE_MAGIC = 0x184D2A5E
+NOVA_TAG = b"NOVALZ4\x01"
+_NOVA_HEADER = struct.Struct("<8sIQ")
+TRAILER_BYTES = 8 + _NOVA_HEADER.size
+_BLOCK_MAX = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+
+
+def block_max_code(page_size: int) -> int:
+    """The frame descriptor's block-maximum-size code for pages of `page_size`."""
+    return next(code for code, size in _BLOCK_MAX.items() if size >= page_size)
+
+
+def frame_header(page_size: int) -> bytes:
+    flg = (1 << 6) | (1 << 5) | (1 << 2)  # version 01, independent blocks, content checksum
+    bd = block_max_code(page_size) << 4
+    descriptor = bytes([flg, bd])
+    hc = (xxhash.xxh32_intdigest(descriptor) >> 8) & 0xFF
+    return struct.pack("<I", FRAME_MAGIC) + descriptor + bytes([hc])
+
+
+class FrameWriter:
+    """Writes the frame header, batches of pages, the frame end and the Nova trailer."""
+
+    def __init__(self, out: BinaryIO, page_size: int, content_size: int) -> None:
+        self.out = out
+        self.page_size = check_page_size(page_size)
+        self.content_size = content_size
+        self._hash = xxhash.xxh32()
+        self.written = 0
+        self.content = 0
+        self._write(frame_header(self.page_size))
+
+    def _write(self, data: bytes | np.ndarray | memoryview) -> None:
+        self.out.write(data)
+        self.written += len(data) if not isinstance(data, np.ndarray) else data.nbytes
+
+    def write_batch(self, batch: CompressedBatch, pages: np.ndarray) -> None:
+        """One block per page; `pages` are the uncompressed pages (for the content checksum)."""
+        n = batch.n_pages
+        if n == 0:
+            return
+        out = np.empty(len(batch.payload) + 4 * n, np.uint8)
+        starts = batch.offsets[:-1].astype(np.int64) + 4 * np.arange(n, dtype=np.int64)
+        heads = (starts[:, None] + np.arange(4)).reshape(-1)
+        out[heads] = batch.sizes.view(np.uint8)
+        body = np.ones(len(out), bool)
+        body[heads] = False
+        out[body] = batch.payload
+        self._write(out)
+        self._hash.update(np.ascontiguousarray(pages).reshape(-1).view(np.uint8))
+        self.content += pages.nbytes
+
+    def write_block(self, block: bytes, raw: bool, content: bytes) -> None:
+        """One block (e.g. a file's short last page)."""
+        size = len(block) | (RAW_FLAG if raw else 0)
+        self._write(struct.pack("<I", size) + block)
+        self._hash.update(content)
+        self.content += len(content)
+
+    def close(self) -> None:
+        nova = _NOVA_HEADER.pack(NOVA_TAG, self.page_size, self.content_size)
+        self._write(struct.pack("<II", 0, self._hash.intdigest()) +
+                    struct.pack("<II", SKIPPABLE_MAGIC, len(nova)) + nova)
+
+
+@dataclass(frozen=True)
+class FrameInfo:
+    """What a file's headers say: the Nova page size and content size (None for frames other
+    writers made), whether blocks carry checksums, the content checksum flag."""
+
+    page_size: int | None
+    content_size: int | None
+    block_checksum: bool
+    content_checksum: bool
+    block_max: int
+
+
+def _read_exact(src: BinaryIO, n: int, what: str) -> bytes:
+    data = src.read(n)
+    if len(data) != n:
+        raise TruncatedError(f"truncated input: the file ends inside the {what} "
+                             f"({len(data)} of {n} bytes)")
+    return data
+
+
+def read_trailer(src: BinaryIO) -> tuple[int, int] | None:
+    """(page size, content size) from a Nova trailer at the end of a seekable file, or None
+    when the file has none (another writer's frame). Leaves the file at its start."""
+    end = src.seek(0, 2)
+    found = None
+    if end >= TRAILER_BYTES:
+        src.seek(end - TRAILER_BYTES)
+        tail = src.read(TRAILER_BYTES)
+        magic, length = struct.unpack("<II", tail[:8])
+        if magic == SKIPPABLE_MAGIC and length == _NOVA_HEADER.size and tail[8:16] == NOVA_TAG:
+            _, page_size, content_size = _NOVA_HEADER.unpack(tail[8:])
+            try:
+                check_page_size(page_size)
+            except ValueError as exc:
+                raise CorruptDataError(f"bad Nova trailer: {exc}") from None
+            found = (page_size, content_size)
+    src.seek(0)
+    return found
+
+
+def read_headers(src: BinaryIO) -> FrameInfo:
+    """Read the Nova trailer (if any) and the LZ4 frame header (validated); the file is then
+    at the first block."""
+    trailer = read_trailer(src)
+    page_size, content_size = trailer if trailer is not None else (None, None)
+    head = src.read(4)
+    if len(head) < 4:
+        raise BadMagicError("not an LZ4 file: it is shorter than a frame magic number" if head
+                            else "not an LZ4 file: it is empty")
+    (magic,) = struct.unpack("<I", head)
+    if magic != FRAME_MAGIC:
+        raise BadMagicError(f"not an LZ4 file: bad magic number {magic:#010x} (expected "
+                            f"{FRAME_MAGIC:#010x})")
+    flg, bd = _read_exact(src, 2, "frame header")
+    if flg >> 6 != 1:
+        raise CorruptDataError(f"unsupported LZ4 frame version {flg >> 6}")
+    if flg & 0x02 or bd & 0x8F:
+        raise CorruptDataError("bad LZ4 frame header: reserved bits are set")
+    if (bd >> 4) & 7 not in _BLOCK_MAX:
+        raise CorruptDataError(f"bad LZ4 frame header: block size code {(bd >> 4) & 7}")
+    descriptor = bytes([flg, bd])
+    if flg & 0x08:
+        descriptor += _read_exact(src, 8, "frame header")
+    if flg & 0x01:
+        descriptor += _read_exact(src, 4, "frame header")
+    (hc,) = _read_exact(src, 1, "frame header")
+    if hc != (xxhash.xxh32_intdigest(descriptor) >> 8) & 0xFF:
+        raise ChecksumError("checksum mismatch in the LZ4 frame header")
+    if not flg & 0x20 and page_size is not None:
+        raise CorruptDataError("a Nova file must have independent blocks")
+    return FrameInfo(page_size, content_size, bool(flg & 0x10), bool(flg & 0x04),
+                     _BLOCK_MAX[(bd >> 4) & 7])
+
+
+def iter_blocks(src: BinaryIO, info: FrameInfo) -> Iterator[tuple[int, bytes]]:
+    """(size field, block bytes) of every block up to the end mark; checks block checksums
+    and sizes against the frame's block maximum."""
+    index = 0
+    while True:
+        (field,) = struct.unpack("<I", _read_exact(src, 4, f"size of block {index}"))
+        if field == 0:
+            return
+        size = field & SIZE_MASK
+        if size > info.block_max:
+            raise CorruptDataError(f"block {index} claims {size} bytes, more than the frame's "
+                                   f"block maximum {info.block_max}")
+        data = _read_exact(src, size, f"block {index}")
+        if info.block_checksum:
+            (want,) = struct.unpack("<I", _read_exact(src, 4, f"checksum of block {index}"))
+            if xxhash.xxh32_intdigest(data) != want:
+                raise ChecksumError(f"checksum mismatch in block {index}")
+        yield field, data
+        index += 1
+
+
+def read_content_checksum(src: BinaryIO, info: FrameInfo) -> int | None:
+    """The content checksum after the end mark (None if the frame has none); for a Nova file,
+    also checks that only the trailer follows."""
+    value = None
+    if info.content_checksum:
+        (value,) = struct.unpack("<I", _read_exact(src, 4, "content checksum"))
+    if info.page_size is not None and len(src.read(TRAILER_BYTES + 1)) != TRAILER_BYTES:
+        raise CorruptDataError("unexpected data between the LZ4 frame and the Nova trailer")
+    return value
