@@ -62,38 +62,41 @@ def load_word(buf32, p, nwords):
 
 @nova.func
 def length_bytes(n):
-    """Extra length bytes LZ4 needs for a literal/match length field value n."""
-    return 0 if n < 15 else (n - 15) // 255 + 1
+    """Extra length bytes LZ4 needs for a literal/match length field value n (int32)."""
+    return 0 if n < 15 else nova.int32(nova.uint32(n - 15) // nova.uint32(255)) + 1
 
 
 @nova.func
 def write_length(dst, at, n, nbytes, lane):
     """Write the nbytes extension bytes of length n (255, ..., 255, rest) from `at`."""
+    rest = nova.uint8(nova.uint32(n - 15) % nova.uint32(255))
     k = lane
     while k < nbytes:
-        dst[at + k] = nova.uint8(255 if k < nbytes - 1 else (n - 15) % 255)
+        dst[at + k] = nova.uint8(255) if k < nbytes - 1 else rest
         k += 32
 
 
 @nova.kernel
 def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
     """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
-    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW)."""
-    lane = nova.lane_id()
+    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW). Positions and lengths
+    within a page are int32 (64-bit integer arithmetic costs two instructions on the GPU)."""
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
     if page >= n_pages:
         return
     assert page != fault_page, "nova.lz4: injected fault (test hook)"
-    nwords = page_size // 4
+    lane = nova.int32(nova.lane_id())
+    size = nova.int32(page_size)
+    nwords = size >> 2
     buf32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
-    buf = nova.dynamic_shared_array(nova.uint8, page_size, warp * page_size)
+    buf = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
     toff = nwarps * page_size + warp * TABLE_BYTES
     table = nova.dynamic_shared_array(nova.uint16, HASH_SIZE, toff)
     table32 = nova.dynamic_shared_array(nova.uint32, HASH_SIZE // 2, toff)
 
-    wbase = page * nwords
+    wbase = page * (page_size // 4)
     i = lane * 4
     while i < nwords:
         w0 = src[wbase + i]
@@ -112,56 +115,56 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
     nova.syncwarp()
 
     obase = page * page_size
-    limit = page_size - MF_LIMIT  # the last position a match may start at
-    mlimit = page_size - LAST_LITERALS  # matches end at or before this
-    pos = 0
-    anchor = 0
-    op = 0
+    limit = size - MF_LIMIT  # the last position a match may start at
+    mlimit = size - LAST_LITERALS  # matches end at or before this
+    below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
+    pos: nova.int32 = 0
+    anchor: nova.int32 = 0
+    op: nova.int32 = 0
     raw = False
     while pos <= limit:
         p = pos + lane
         ok = False
-        c = 0
+        c: nova.int32 = 0
         h = nova.uint32(0)
         w = nova.uint32(0)
         if p <= limit:
             w = load_word(buf32, p, nwords)
             h = (w * nova.uint32(HASH_MUL)) >> HASH_SHIFT
-            c = int(table[h])
+            c = nova.int32(table[h])
             ok = c < p and load_word(buf32, c, nwords) == w
         # a nearer match inside this batch: the closest earlier valid lane with the same word
         nvalid = min(limit - pos + 1, 32)
         valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
-        below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
         same = nova.match_any(w) & valid & below
         if same != 0 and p <= limit:
-            c = pos + 31 - int(nova.clz(same))
+            c = pos + 31 - nova.int32(nova.clz(same))
             ok = True
         found = nova.ballot(ok)
         # every lane has read the table: insert the positions up to the first match (the
         # next batch starts after the match, so later positions would be found as their own
         # candidates there)
-        if p <= limit and (found == 0 or lane <= int(nova.ctz(found))):
+        first = nova.int32(nova.ctz(found))  # 32 when there is no match
+        if p <= limit and lane <= first:
             table[h] = nova.uint16(p)
         nova.syncwarp()  # ... and the next batch sees every insertion
         if found == 0:
             pos += 32
             pending = pos - anchor
-            if op + 1 + pending + pending // 255 >= page_size:
+            if op + 1 + pending + pending // 255 >= size:
                 raw = True  # the literals alone already fill the page
                 break
             continue
-        first = nova.ctz(found)
-        s = pos + int(first)
-        cand = nova.shuffle_idx(c, int(first))
+        s = pos + first
+        cand = nova.shuffle_idx(c, first)
         # extend backwards over pending literals
-        back = 0
+        back: nova.int32 = 0
         while True:
             k = back + lane + 1
-            same = k <= s - anchor and k <= cand and buf[s - k] == buf[cand - k]
-            run = nova.ballot(not same)
+            same_byte = k <= s - anchor and k <= cand and buf[s - k] == buf[cand - k]
+            run = nova.ballot(not same_byte)
             if run != 0:
-                back += int(nova.ctz(run))
+                back += nova.int32(nova.ctz(run))
                 break
             back += 32
         s -= back
@@ -176,9 +179,9 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
                 x = load_word(buf32, s + q, nwords) ^ load_word(buf32, cand + q, nwords)
             diff = nova.ballot(x != 0)
             if diff != 0:
-                first_lane = nova.ctz(diff)
-                xl = nova.shuffle_idx(x, int(first_lane))
-                mlen += int(first_lane) * 4 + int(nova.ctz(xl)) // 8
+                first_lane = nova.int32(nova.ctz(diff))
+                xl = nova.shuffle_idx(x, first_lane)
+                mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
                 break
             mlen += 128
         mlen = min(mlen, maxlen)
@@ -187,7 +190,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
         lb = length_bytes(lit)
         mb = length_bytes(ml)
         seq = 1 + lb + lit + 2 + mb
-        if op + seq + 1 + LAST_LITERALS >= page_size:
+        if op + seq + 1 + LAST_LITERALS >= size:
             raw = True
             break
         at = obase + op
@@ -207,9 +210,9 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
         pos = s + mlen
         anchor = pos
     if not raw:
-        lit = page_size - anchor
+        lit = size - anchor
         lb = length_bytes(lit)
-        if op + 1 + lb + lit >= page_size:
+        if op + 1 + lb + lit >= size:
             raw = True
         else:
             at = obase + op
@@ -223,10 +226,10 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
             op += 1 + lb + lit
     if raw:
         k = lane
-        while k < page_size:
+        while k < size:
             dst[obase + k] = buf[k]
             k += 32
-        op = page_size
+        op = size
     if lane == 0:
         sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
 
@@ -235,40 +238,42 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
 def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size):
     """src: uint8 payload; offsets: uint64[n + 1]; sizes: uint32[n] (stored size | RAW);
     dst: uint32[n * page_size / 4]; status: int32[n] (STATUS_*). A page with a nonzero
-    status is left unwritten."""
-    lane = nova.lane_id()
+    status is left unwritten. Positions within a block and a page are int32."""
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
     if page >= n_pages:
         return
-    nwords = page_size // 4
-    out = nova.dynamic_shared_array(nova.uint8, page_size, warp * page_size)
+    lane = nova.int32(nova.lane_id())
+    size = nova.int32(page_size)
+    nwords = size >> 2
+    out = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
     out32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
     total = len(src)
-    start = int(offsets[page])
-    stop = int(offsets[page + 1])
+    start = nova.int64(offsets[page])
+    stop = nova.int64(offsets[page + 1])
     entry = sizes[page]
-    clen = int(entry & nova.uint32(LEN_MASK))
-    err = STATUS_OK
-    if stop < start or stop - start != clen or stop > total:
+    clen64 = nova.int64(entry & nova.uint32(LEN_MASK))
+    err: nova.int32 = STATUS_OK
+    if stop < start or stop - start != clen64 or stop > total:
         err = STATUS_BAD_ENTRY
     elif (entry & nova.uint32(RAW)) != 0:
-        if clen != page_size:
+        if clen64 != page_size:
             err = STATUS_CORRUPT
         else:
             k = lane
-            while k < page_size:
+            while k < size:
                 out[k] = src[start + k]
                 k += 32
     else:
-        ip = 0
-        op = 0
+        clen = nova.int32(clen64)
+        ip: nova.int32 = 0
+        op: nova.int32 = 0
         while True:
             if ip >= clen:
                 err = STATUS_CORRUPT
                 break
-            token = int(src[start + ip])
+            token = nova.int32(src[start + ip])
             ip += 1
             lit = token >> 4
             if lit == 15:
@@ -276,18 +281,18 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
                     err = STATUS_CORRUPT
                     break
                 while True:
-                    b = int(src[start + ip])
+                    b = nova.int32(src[start + ip])
                     ip += 1
                     lit += b
-                    if ip > clen - 15:
+                    if ip > clen - 15 or lit > size:
                         err = STATUS_CORRUPT
                         break
                     if b != 255:
                         break
                 if err != STATUS_OK:
                     break
-            last = op + lit > page_size - MF_LIMIT or ip + lit > clen - 8
-            if last and (ip + lit != clen or op + lit != page_size):
+            last = op + lit > size - MF_LIMIT or ip + lit > clen - 8
+            if last and (ip + lit != clen or op + lit != size):
                 err = STATUS_CORRUPT
                 break
             k = lane
@@ -298,15 +303,15 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
             op += lit
             if last:
                 break
-            d = int(src[start + ip]) | (int(src[start + ip + 1]) << 8)
+            d = nova.int32(src[start + ip]) | (nova.int32(src[start + ip + 1]) << 8)
             ip += 2
             ml = token & 15
             if ml == 15:
                 while True:
-                    b = int(src[start + ip])
+                    b = nova.int32(src[start + ip])
                     ip += 1
                     ml += b
-                    if ip > clen - 4:
+                    if ip > clen - 4 or ml > size:
                         err = STATUS_CORRUPT
                         break
                     if b != 255:
@@ -314,7 +319,7 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
                 if err != STATUS_OK:
                     break
             ml += MIN_MATCH
-            if d == 0 or d > op or op + ml > page_size - LAST_LITERALS:
+            if d == 0 or d > op or op + ml > size - LAST_LITERALS:
                 err = STATUS_CORRUPT
                 break
             nova.syncwarp()  # the bytes this match copies are in place
@@ -323,12 +328,12 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
             dd = nova.uint32(d)
             while k < ml:
                 kk = nova.uint32(k)
-                out[op + k] = out[base + int(kk % dd if kk >= dd else kk)]
+                out[op + k] = out[base + nova.int32(kk % dd if kk >= dd else kk)]
                 k += 32
             op += ml
     nova.syncwarp()
     if err == STATUS_OK:
-        wbase = page * nwords
+        wbase = page * (page_size // 4)
         i = lane * 4
         while i < nwords:
             w0 = out32[i]
@@ -341,7 +346,7 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
             dst[wbase + i + 3] = w3
             i += 128
     if lane == 0:
-        status[page] = nova.int32(err)
+        status[page] = err
     nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
 
 
