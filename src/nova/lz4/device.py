@@ -71,8 +71,12 @@ def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.B
     """offsets = exclusive scan of the stored sizes (offsets[n] = total); payload = the blocks
     back to back."""
     K.scan_sizes_kernel.launch(sizes, offsets, n, grid=1, block=SCAN_THREADS, stream=stream)
-    K.compact_kernel.launch(staged, sizes, offsets, payload, n, page_size,
-                            grid=-(-n // COMPACT_WARPS), block=32 * COMPACT_WARPS, stream=stream)
+    if payload.ptr % 4 or staged.ptr % 4:
+        raise ValueError("compaction needs 4-byte aligned staging and payload buffers")
+    K.compact_kernel.launch(view(staged, np.uint32, n * page_size // 4), sizes, offsets,
+                            payload, view(payload, np.uint32, payload.nbytes // 4), n,
+                            page_size, grid=-(-n // COMPACT_WARPS), block=32 * COMPACT_WARPS,
+                            stream=stream)
 
 
 def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Buffer,

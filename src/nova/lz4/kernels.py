@@ -395,17 +395,39 @@ def scan_sizes_kernel(sizes, offsets, n):
 
 
 @nova.kernel
-def compact_kernel(staged, sizes, offsets, payload, n_pages, page_size):
-    """Copy each page's stored bytes from its page-sized slot in `staged` to `offsets[i]` in
-    `payload` (one warp per page, 32 bytes per step)."""
-    lane = nova.lane_id()
+def compact_kernel(staged, sizes, offsets, payload, payload32, n_pages, page_size):
+    """Copy each page's stored bytes from its page-sized slot in `staged` (uint32 view; page
+    starts are 4-byte aligned) to byte `offsets[i]` of the payload (one warp per page).
+    `payload` and `payload32` are byte and word views of one 4-byte aligned buffer: the bytes
+    before the first and after the last 4-byte boundary inside the page's range are stored one
+    by one (a neighbouring page's warp owns the rest of those words), the words in between
+    whole, each assembled from two aligned source words and a funnel shift: 128 bytes per warp
+    step instead of 32."""
+    lane = nova.int32(nova.lane_id())
     page = (nova.block_id(0) * nova.block_dim(0) + nova.thread_id(0)) // 32
     if page >= n_pages:
         return
-    size = int(sizes[page] & nova.uint32(LEN_MASK))
-    src = page * page_size
-    dst = int(offsets[page])
-    k = lane
-    while k < size:
-        payload[dst + k] = staged[src + k]
-        k += 32
+    size = nova.int32(sizes[page] & nova.uint32(LEN_MASK))
+    src = page * (page_size // 4)  # word index of the page's slot
+    dst = nova.int64(offsets[page])
+    head = min(size, nova.int32((4 - (dst & 3)) & 3))
+    words = (size - head) >> 2
+    tail = size - head - 4 * words
+    if lane < head:
+        w = staged[src + (lane >> 2)]
+        payload[dst + lane] = nova.uint8(w >> nova.uint32(8 * (lane & 3)))
+    if lane < tail:
+        b = head + 4 * words + lane
+        w = staged[src + (b >> 2)]
+        payload[dst + b] = nova.uint8(w >> nova.uint32(8 * (b & 3)))
+    shift = nova.uint32(8 * (head & 3))
+    first_word = (dst + head) >> 2
+    nsrc = nova.int32(page_size // 4)
+    j = lane
+    while j < words:
+        b = head + 4 * j  # source byte of this word, within the page
+        i = b >> 2
+        lo = staged[src + i]
+        hi = staged[src + min(i + 1, nsrc - 1)]
+        payload32[first_word + j] = (lo >> shift) | (hi << (nova.uint32(32) - shift))
+        j += 32
