@@ -57,7 +57,9 @@ def load_word(buf32, p, nwords):
     s = nova.uint32((p & 3) * 8)
     lo = buf32[i]
     hi = buf32[min(i + 1, nwords - 1)]
-    return (lo >> s) | (hi << (nova.uint32(32) - s))
+    # (hi << 1) << (31 - s) rather than hi << (32 - s): both amounts provably < 32, so no
+    # out-of-range guard is emitted and LLVM forms one funnel shift (shf.r on the GPU)
+    return (lo >> s) | ((hi << nova.uint32(1)) << (nova.uint32(31) - s))
 
 
 @nova.func
@@ -429,5 +431,6 @@ def compact_kernel(staged, sizes, offsets, payload, payload32, n_pages, page_siz
         i = b >> 2
         lo = staged[src + i]
         hi = staged[src + min(i + 1, nsrc - 1)]
-        payload32[first_word + j] = (lo >> shift) | (hi << (nova.uint32(32) - shift))
+        payload32[first_word + j] = (lo >> shift) | ((hi << nova.uint32(1)) <<
+                                                     (nova.uint32(31) - shift))
         j += 32
