@@ -127,7 +127,9 @@ class PageCompressor:
         self._pipes: dict[str, nova.Pipeline] = {}
         self._scratch: dict[tuple[str, int], D.SlotScratch] = {}
         self._fault_item = -1
-        self._meta: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._meta: dict[int, tuple[np.ndarray, np.ndarray, int, int]] = {}
+        self._dec_pages = np.zeros((0, self.page_size), np.uint8)  # this call's results
+        self._dec_status = np.zeros(0, np.int32)
         self._submitted: dict[str, int] = {}  # items submitted to each live pipeline
         self._meta_next = -1
         self._lock = threading.Lock()
@@ -263,6 +265,9 @@ class PageCompressor:
             pipe = self._pipeline(kind)
         except nova.NovaError as exc:
             pipe, failed = None, (0, exc)
+        if kind == "decompress":  # stages write the pages and statuses here, in place
+            self._dec_pages = np.empty((n, self.page_size), np.uint8)
+            self._dec_status = np.zeros(n, np.int32)
         if pipe is not None:
             base = self._submitted[kind]
             self._fault_item = -1 if self.inject_fault is None else base + self.inject_fault
@@ -293,8 +298,9 @@ class PageCompressor:
             self._fallback(kind, data, bounds, results, *failed)
         if kind == "compress":
             return CompressedBatch.concat(results, self.page_size)
-        return DecompressResult(np.concatenate([r.pages for r in results]),
-                                np.concatenate([r.status for r in results]))
+        pages, status = self._dec_pages, self._dec_status
+        self._dec_pages, self._dec_status = pages[:0], status[:0]
+        return DecompressResult(pages, status)
 
     def _fallback(self, kind: str, data: Any, bounds: list[tuple[int, int]],
                   results: list[Any], first: int, exc: BaseException) -> None:
@@ -312,8 +318,8 @@ class PageCompressor:
             if kind == "compress":
                 results[ci] = cpu.compress_pages(data[a:b], self.page_size)
             else:
-                results[ci] = DecompressResult(*cpu.decompress_pages_status(
-                    _sub_batch(data, a, b)))
+                self._dec_pages[a:b], self._dec_status[a:b] = cpu.decompress_pages_status(
+                    _sub_batch(data, a, b))
 
     def _submit(self, pipe: nova.Pipeline, kind: str, data: Any, lo: int, hi: int) -> Future:
         """Submit one chunk; the pipeline numbers items in submission order, as we count."""
@@ -323,23 +329,23 @@ class PageCompressor:
             return pipe.submit(data[lo:hi])
         batch: CompressedBatch = data
         start, stop = int(batch.offsets[lo]), int(batch.offsets[hi])
-        self._meta[index] = (batch.sizes[lo:hi], batch.offsets[lo:hi + 1] - np.uint64(start))
+        self._meta[index] = (batch.sizes[lo:hi], batch.offsets[lo:hi + 1] - np.uint64(start),
+                             lo, hi)
         self._meta_next = index
-        try:
-            return pipe.submit(batch.payload[start:stop])
+        try:  # D2H lands in the result (through the slot's pinned staging): no extra copy
+            return pipe.submit(batch.payload[start:stop], self._dec_pages[lo:hi].reshape(-1))
         except BaseException:
             self._meta.pop(index, None)
             raise
 
     def _finish(self, kind: str, result: np.ndarray, lo: int, hi: int) -> Any:
+        """A compress chunk's batch; decompressed chunks are already in place (True)."""
         k = hi - lo
         if kind == "compress":
             hdr = _header_bytes(k)
             sizes = result[:4 * k].view(np.uint32)
             return CompressedBatch.from_sizes(self.page_size, sizes, result[hdr:])
-        nbytes = k * self.page_size
-        return DecompressResult(result[:nbytes].reshape(k, self.page_size),
-                                result[nbytes:nbytes + 4 * k].view(np.int32))
+        return True
 
     # --- the pipeline stages (run on the pipeline's compute thread) -------------------------
     def _compress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
@@ -369,10 +375,10 @@ class PageCompressor:
     def _decompress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
         # the output spec is computed inside pipe.submit, right after _submit stored the meta
         k = len(self._meta[self._meta_next][0])
-        return (k * self.page_size + 4 * k,), np.uint8
+        return (k * self.page_size,), np.uint8
 
     def _decompress_stage(self, ctx: Any) -> None:
-        sizes, offsets = self._meta.pop(ctx.index)
+        sizes, offsets, lo, hi = self._meta.pop(ctx.index)
         k, page = len(sizes), self.page_size
         dev, stream = ctx.device, ctx.stream
         scratch = self._scratch_of("decompress", ctx.slot)
@@ -383,12 +389,17 @@ class PageCompressor:
         hview[:4 * k].view(np.uint32)[:] = sizes
         hview[_header_bytes(k):].view(np.uint64)[:] = offsets
         dev.copy_htod(meta, hview, meta_bytes, stream=stream)
-        nbytes = k * page
+        status = scratch.grow(dev, "status_dev", 4 * k)
+        status_host = scratch.grow(dev, "status_host", 4 * k, pinned=True)
         D.launch_decompress(D.view(ctx.input, np.uint8, max(ctx.item.size, 1)),
                             D.view(meta, np.uint64, k + 1, _header_bytes(k)),
-                            D.view(meta, np.uint32, k), D.view(ctx.output, np.uint32, nbytes // 4),
-                            D.view(ctx.output, np.int32, k, nbytes), k, page, stream)
-        stream.synchronize()  # the pinned meta is reused by the slot's next item
+                            D.view(meta, np.uint32, k),
+                            D.view(ctx.output, np.uint32, k * page // 4),
+                            D.view(status, np.int32, k), k, page, stream)
+        host_status = status_host.numpy(np.int32)[:k]
+        dev.copy_dtoh(host_status, D.view(status, np.int32, k), 4 * k, stream=stream)
+        stream.synchronize()  # the pinned meta and status are reused by the slot's next item
+        self._dec_status[lo:hi] = host_status
 
     # --- device arrays in -------------------------------------------------------------------
     def _compress_device_array(self, pages: Any) -> CompressedBatch:

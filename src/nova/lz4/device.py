@@ -29,6 +29,8 @@ class SlotScratch:
     host_total: nova.HostBuffer | None = None  # pinned uint64[1]: offsets[k] read back
     meta: nova.HostBuffer | None = None  # pinned: sizes/offsets of a decompression chunk
     meta_dev: nova.Buffer | None = None
+    status_dev: nova.Buffer | None = None  # int32[k]: per-page decode status
+    status_host: nova.HostBuffer | None = None  # pinned copy of it
 
     def grow(self, device: nova.Device, name: str, nbytes: int, pinned: bool = False) -> object:
         buf = getattr(self, name)
@@ -41,7 +43,8 @@ class SlotScratch:
         return buf
 
     def free(self) -> None:
-        for name in ("staged", "offsets", "host_total", "meta", "meta_dev"):
+        for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev",
+                     "status_host"):
             buf = getattr(self, name)
             if buf is not None:
                 buf.free()
