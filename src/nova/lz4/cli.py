@@ -45,7 +45,7 @@ from nova.lz4.frame import (
     read_headers,
 )
 
-CHUNK_BYTES = 64 << 20
+CHUNK_BYTES = 128 << 20
 """Bytes read per chunk (one PageCompressor call each; its slots overlap inside a chunk)."""
 
 

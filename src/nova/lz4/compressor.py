@@ -101,7 +101,7 @@ class PageCompressor:
 
     `device`: "cuda", "cpu" (Nova's CPU device running the same kernels), "liblz4" or None
     (cuda if usable, else liblz4 with a FallbackWarning). `slots`: pipeline depth;
-    `pages_per_slot`: pages per chunk (default: 32 MiB of pages on cuda, 256 pages elsewhere).
+    `pages_per_slot`: pages per chunk (default: 16 MiB of pages on cuda, 256 pages elsewhere).
     """
 
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE, device: str | None = None, *,
@@ -115,7 +115,7 @@ class PageCompressor:
             warnings.warn(f"nova.lz4: {why}; using liblz4 on the CPU", FallbackWarning,
                           stacklevel=2)
         if pages_per_slot is None:
-            pages_per_slot = (32 << 20) // self.page_size if self.backend == "cuda" else 256
+            pages_per_slot = (16 << 20) // self.page_size if self.backend == "cuda" else 256
         if isinstance(pages_per_slot, bool) or not isinstance(pages_per_slot, int) or \
                 pages_per_slot < 1:
             raise Lz4ArgumentError(f"pages_per_slot must be a positive int, got "
