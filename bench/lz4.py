@@ -368,6 +368,17 @@ def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
     return out
 
 
+def probe_nvcomp(page: int) -> int:
+    """Child-process check of the C binding on a few pages (exit code 0 = usable)."""
+    dev = nova.get_device("cuda")
+    stream = dev.create_stream()
+    pages = build_corpus(page, 16)["mixed"]
+    d_pages = nova.to_device(pages, dev)
+    result = bench_nvcomp_c(NvcompC(), dev, stream, Timer(dev, stream), d_pages, pages, 1)
+    print(f"nvCOMP C API ok: {result}")
+    return 1 if FAILURES else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
@@ -380,7 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--probe-nvcomp", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.probe_nvcomp:
+        return probe_nvcomp(args.page_size)
 
     dev = nova.get_device(args.device)
     gpu = dev.kind == "cuda"
@@ -399,11 +413,18 @@ def main(argv: list[str] | None = None) -> int:
     nv: NvcompC | None = None
     nv_note = "skipped (--no-nvcomp)" if args.no_nvcomp else "skipped (not on cuda)"
     if gpu and not args.no_nvcomp:
-        try:
+        # a wrong C signature would crash this process: try the binding in a child first
+        import subprocess
+
+        probe = subprocess.run([sys.executable, __file__, "--probe-nvcomp", "--page-size",
+                                str(page)], capture_output=True, text=True, timeout=600)
+        if probe.returncode == 0:
             nv = NvcompC()
             nv_note = f"C API {nv.version} ({nv.path})"
-        except Exception as exc:
-            nv_note = f"C API unavailable ({type(exc).__name__}: {exc}); trying the Python API"
+        else:
+            why = (probe.stdout + probe.stderr).strip().splitlines()[-1:] or [
+                f"exit code {probe.returncode}"]
+            nv_note = f"C API unusable ({why[0]}); using the Python API"
     print(f"nvCOMP: {nv_note}", flush=True)
 
     results: dict[str, Any] = {}
