@@ -343,6 +343,8 @@ def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
 
     warps = K.warps_per_block(page)
     out: dict[str, Any] = {}
+    cudev = call(cu.cuDeviceGet(dev.index))
+    call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
     cases = [
         ("compress", K.compress_pages_kernel,
          (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int),
@@ -352,7 +354,7 @@ def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
          K.decompress_shared_bytes(page, warps)),
     ]
     sms = call(cu.cuDeviceGetAttribute(
-        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0))
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))
     for name, kern, sig, smem in cases:
         images = kern.compile(*sig, device=dev)
         entry = re.search(r"\.entry\s+(\w+)", images.ptx or "").group(1)
