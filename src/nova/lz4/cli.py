@@ -32,7 +32,7 @@ import numpy as np
 import xxhash
 from tqdm import tqdm
 
-from nova.errors import NovaError
+import nova
 from nova.lz4 import cpu
 from nova.lz4.batch import RAW_FLAG, CompressedBatch, check_page_size
 from nova.lz4.compressor import FallbackWarning, PageCompressor
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             decompress_file(args.input, args.output, device, args.quiet)
         else:
             bench(args)
-    except (NovaError, OSError, ValueError) as exc:
+    except (nova.NovaError, OSError, ValueError) as exc:
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, OSError) and exc.filename:
             text = f"{exc.strerror}: {exc.filename}"

@@ -7,10 +7,10 @@ out-of-bounds block) rather than some incidental exception.
 
 from __future__ import annotations
 
-from nova.errors import NovaError
+import nova
 
 
-class Lz4Error(NovaError):
+class Lz4Error(nova.NovaError):
     """Base class of every error `nova.lz4` raises on purpose."""
 
 
