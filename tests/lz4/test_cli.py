@@ -41,6 +41,7 @@ def test_roundtrip(tmp_path, capsys, device, corpus, n_pages, tail):
     assert back.read_bytes() == src.read_bytes()
     assert lz4.frame.decompress(packed.read_bytes()) == src.read_bytes()  # python-lz4 reads it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.bin", "in.lz4", "out.bin"]
+    assert packed.stat().st_mode & 0o777 == src.stat().st_mode & 0o777  # umask, not 0600
 
 
 def test_page_size_option_and_progress(tmp_path, capsys, corpus):

@@ -38,9 +38,9 @@ from nova.lz4.batch import RAW_FLAG, CompressedBatch, check_page_size
 from nova.lz4.compressor import FallbackWarning, PageCompressor
 from nova.lz4.errors import ChecksumError, CorruptDataError, Lz4ArgumentError
 from nova.lz4.frame import (
+    BlockReader,
     FrameInfo,
     FrameWriter,
-    iter_blocks,
     read_content_checksum,
     read_headers,
 )
@@ -58,6 +58,9 @@ def atomic_output(path: str) -> Iterator[BinaryIO]:
     try:
         with os.fdopen(fd, "wb") as out:
             yield out
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 -> what open() would have created
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -119,34 +122,26 @@ def compress_file(src: str, dst: str, page_size: int, comp: PageCompressor,
         return size, writer.written
 
 
-def _nova_batches(f: BinaryIO, info: FrameInfo, group: int
+def _nova_batches(reader: BlockReader, info: FrameInfo, group: int
                   ) -> Iterator[tuple[int, CompressedBatch | bytes]]:
-    """(index of the first block, a batch of full pages) and, last, (index, tail page bytes)
-    for the short last page; checks the block count against the content size."""
+    """(index of the first block, a batch of up to `group` full pages) and, last, (index, tail
+    page bytes) for the short last page; checks the block count against the content size."""
     assert info.page_size is not None and info.content_size is not None
     page = info.page_size
     n_full, tail = divmod(info.content_size, page)
-    sizes: list[int] = []
-    parts: list[bytes] = []
-    first = 0
-    index = -1
-    for index, (field, data) in enumerate(iter_blocks(f, info)):
-        if index < n_full:
-            sizes.append(field)
-            parts.append(data)
-            if len(sizes) == group:
-                yield first, CompressedBatch.from_sizes(
-                    page, np.array(sizes, np.uint32), np.frombuffer(b"".join(parts), np.uint8))
-                first, sizes, parts = index + 1, [], []
-            continue
-        if index == n_full and tail:
-            if sizes:
-                yield first, CompressedBatch.from_sizes(
-                    page, np.array(sizes, np.uint32), np.frombuffer(b"".join(parts), np.uint8))
-                sizes, parts = [], []
+    expected = n_full + (1 if tail else 0)
+    while reader.index < n_full and not reader.ended:
+        first = reader.index
+        fields, payload = reader.run(min(group, n_full - first))
+        if len(fields):
+            yield first, CompressedBatch.from_sizes(page, fields, payload)
+    if tail and not reader.ended:
+        index = reader.index
+        fields, payload = reader.run(1)
+        if len(fields):
+            data = payload.tobytes()
             try:
-                out = (data if field & RAW_FLAG
-                       else cpu.decompress_block(data, tail))
+                out = data if fields[0] & RAW_FLAG else cpu.decompress_block(data, tail)
             except (lz4.block.LZ4BlockError, ValueError):
                 raise CorruptDataError(f"block {index} is invalid: it would decode out of "
                                        f"bounds or to the wrong size") from None
@@ -154,15 +149,11 @@ def _nova_batches(f: BinaryIO, info: FrameInfo, group: int
                 raise CorruptDataError(f"block {index} holds {len(out)} bytes, the last page "
                                        f"has {tail}")
             yield index, out
-            continue
+    if not reader.ended and len(reader.run(1)[0]):
         raise CorruptDataError(f"the frame has more blocks than its content size "
                                f"({info.content_size} bytes) allows")
-    if sizes:
-        yield first, CompressedBatch.from_sizes(
-            page, np.array(sizes, np.uint32), np.frombuffer(b"".join(parts), np.uint8))
-    expected = n_full + (1 if tail else 0)
-    if index + 1 != expected:
-        raise CorruptDataError(f"the frame ends after {index + 1} of {expected} blocks")
+    if reader.index != expected:
+        raise CorruptDataError(f"the frame ends after {reader.index} of {expected} blocks")
 
 
 def decompress_file(src: str, dst: str, args_device: str | None,
@@ -180,7 +171,8 @@ def decompress_file(src: str, dst: str, args_device: str | None,
         with atomic_output(dst) as out, _progress(info.content_size or 0, "decompress",
                                                   quiet) as bar:
             group = max(1, CHUNK_BYTES // info.page_size)
-            for first, item in _nova_batches(f, info, group):
+            reader = BlockReader(f, info)
+            for first, item in _nova_batches(reader, info, group):
                 if isinstance(item, bytes):
                     pages_bytes = item
                 else:
@@ -194,7 +186,7 @@ def decompress_file(src: str, dst: str, args_device: str | None,
                 digest.update(pages_bytes)
                 written += len(pages_bytes)
                 bar.update(len(pages_bytes))
-            want = read_content_checksum(f, info)
+            want = read_content_checksum(reader, info)
             if want is not None and digest.intdigest() != want:
                 raise ChecksumError("content checksum mismatch: the decompressed data is not "
                                     "what was compressed")
