@@ -130,6 +130,10 @@ class PageCompressor:
         self._meta: dict[int, tuple[np.ndarray, np.ndarray, int, int]] = {}
         self._dec_pages = np.zeros((0, self.page_size), np.uint8)  # this call's results
         self._dec_status = np.zeros(0, np.int32)
+        self._out_payload = np.zeros(0, np.uint8)
+        self._out_sizes = np.zeros(0, np.uint32)
+        self._out_run = 0
+        self._out_ends = {}
         self._submitted: dict[str, int] = {}  # items submitted to each live pipeline
         self._meta_next = -1
         self._lock = threading.Lock()
@@ -265,9 +269,7 @@ class PageCompressor:
             pipe = self._pipeline(kind)
         except nova.NovaError as exc:
             pipe, failed = None, (0, exc)
-        if kind == "decompress":  # stages write the pages and statuses here, in place
-            self._dec_pages = np.empty((n, self.page_size), np.uint8)
-            self._dec_status = np.zeros(n, np.int32)
+        self._results_for(kind, n, pipe is not None)
         if pipe is not None:
             base = self._submitted[kind]
             self._fault_item = -1 if self.inject_fault is None else base + self.inject_fault
@@ -297,10 +299,37 @@ class PageCompressor:
         if failed is not None:
             self._fallback(kind, data, bounds, results, *failed)
         if kind == "compress":
-            return CompressedBatch.concat(results, self.page_size)
+            payload = self._out_payload[:self._out_run]
+            sizes = self._out_sizes.copy()
+            self._out_payload, self._out_sizes = self._out_payload[:0], self._out_sizes[:0]
+            return CompressedBatch.from_sizes(self.page_size, sizes, payload)
         pages, status = self._dec_pages, self._dec_status
         self._dec_pages, self._dec_status = pages[:0], status[:0]
         return DecompressResult(pages, status)
+
+    def _results_for(self, kind: str, n: int, device: bool) -> None:
+        """Where this call's results land. With a device, in pinned memory from the pool (the
+        D2H copies go straight there: no host copy; the result arrays keep it alive, and it
+        returns to the pool when they are dropped): compression gets the worst case (every page
+        raw) and fills it front to back, slot after slot."""
+        page = self.page_size
+        if kind == "compress":
+            if device:
+                self._out_payload = self._device().allocate_pinned(max(n * page, 1)).numpy()
+                self._out_sizes = self._device().allocate_pinned(max(4 * n, 4)).numpy(
+                    np.uint32)[:n]
+            else:
+                self._out_payload = np.empty(n * page, np.uint8)
+                self._out_sizes = np.empty(n, np.uint32)
+            self._out_run = 0
+            self._out_ends: dict[int, int] = {}  # chunk start page -> payload end
+            return
+        if device:
+            self._dec_pages = self._device().allocate_pinned(max(n * page, 1)).numpy(
+                np.uint8)[:n * page].reshape(n, page)
+        else:
+            self._dec_pages = np.empty((n, page), np.uint8)
+        self._dec_status = np.zeros(n, np.int32)
 
     def _fallback(self, kind: str, data: Any, bounds: list[tuple[int, int]],
                   results: list[Any], first: int, exc: BaseException) -> None:
@@ -313,10 +342,16 @@ class PageCompressor:
         self.fallbacks.append(msg)
         warnings.warn(msg, FallbackWarning, stacklevel=4)
         self._drop_pipelines()
+        # slots after the failed one may have run and appended: refill from the failed slot on
+        self._out_run = self._out_ends.get(bounds[first - 1][0], 0) if first else 0
         for ci in range(first, len(bounds)):
             a, b = bounds[ci]
             if kind == "compress":
-                results[ci] = cpu.compress_pages(data[a:b], self.page_size)
+                part = cpu.compress_pages(data[a:b], self.page_size)
+                self._out_sizes[a:b] = part.sizes
+                end = self._out_run + len(part.payload)
+                self._out_payload[self._out_run:end] = part.payload
+                self._out_run = end
             else:
                 self._dec_pages[a:b], self._dec_status[a:b] = cpu.decompress_pages_status(
                     _sub_batch(data, a, b))
@@ -326,6 +361,7 @@ class PageCompressor:
         index = self._submitted[kind]
         self._submitted[kind] = index + 1
         if kind == "compress":
+            self._meta[index] = (np.empty(0, np.uint32), np.empty(0, np.uint64), lo, hi)
             return pipe.submit(data[lo:hi])
         batch: CompressedBatch = data
         start, stop = int(batch.offsets[lo]), int(batch.offsets[hi])
@@ -339,12 +375,7 @@ class PageCompressor:
             raise
 
     def _finish(self, kind: str, result: np.ndarray, lo: int, hi: int) -> Any:
-        """A compress chunk's batch; decompressed chunks are already in place (True)."""
-        k = hi - lo
-        if kind == "compress":
-            hdr = _header_bytes(k)
-            sizes = result[:4 * k].view(np.uint32)
-            return CompressedBatch.from_sizes(self.page_size, sizes, result[hdr:])
+        """The stages put every chunk's results in place; the Future only reports success."""
         return True
 
     # --- the pipeline stages (run on the pipeline's compute thread) -------------------------
@@ -353,6 +384,12 @@ class PageCompressor:
         return (_header_bytes(k) + k * self.page_size,), np.uint8
 
     def _compress_stage(self, ctx: Any) -> int:
+        """Kernels, then the payload size, then D2H of sizes and payload straight to their
+        place in the call's (pinned) result, on the pipeline's copy-out stream. Stages run in
+        submission order, so each slot's payload follows the previous one. Returns 0: the
+        pipeline itself copies nothing back (its event after the copy-out stream's work still
+        covers these copies)."""
+        _, _, lo, hi = self._meta.pop(ctx.index)
         k, page = ctx.item.shape[0], self.page_size
         dev, stream = ctx.device, ctx.stream
         scratch = self._scratch_of("compress", ctx.slot)
@@ -370,7 +407,16 @@ class PageCompressor:
         host_total = total.numpy(np.uint64)[:1]
         dev.copy_dtoh(host_total, D.view(offsets, np.uint64, 1, 8 * k), 8, stream=stream)
         stream.synchronize()  # the payload's size decides how much to copy back
-        return hdr + int(host_total[0])
+        nbytes = int(host_total[0])
+        start = self._out_run
+        copy_out = self._pipes["compress"].copy_out_stream
+        dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
+        if nbytes:
+            dev.copy_dtoh(self._out_payload[start:start + nbytes],
+                          D.view(ctx.output, np.uint8, nbytes, hdr), nbytes, stream=copy_out)
+        self._out_run = start + nbytes
+        self._out_ends[lo] = start + nbytes
+        return 0
 
     def _decompress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
         # the output spec is computed inside pipe.submit, right after _submit stored the meta
@@ -438,7 +484,8 @@ class PageCompressor:
                 host = np.empty(_header_bytes(m) + int(total[0]), np.uint8)
                 dev.copy_dtoh(host, out, host.nbytes, stream=stream)
                 stream.synchronize()
-                parts.append(self._finish("compress", host, lo, lo + m))
+                parts.append(CompressedBatch.from_sizes(
+                    page, host[:4 * m].view(np.uint32), host[_header_bytes(m):]))
         finally:
             scratch.free()
             with contextlib.suppress(nova.NovaError):
