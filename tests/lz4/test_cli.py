@@ -54,6 +54,19 @@ def test_page_size_option_and_progress(tmp_path, capsys, corpus):
     assert back.read_bytes() == src.read_bytes()
 
 
+def test_no_checksum_option(tmp_path, capsys, corpus):
+    src, packed, back = tmp_path / "in.bin", tmp_path / "in.lz4", tmp_path / "out.bin"
+    src.write_bytes(_data(corpus, 4, 9))
+    assert _run(capsys, "compress", str(src), str(packed), "--no-checksum", "-q",
+                "--device", "liblz4")[0] == 0
+    with_sum = tmp_path / "sum.lz4"
+    assert _run(capsys, "compress", str(src), str(with_sum), "-q", "--device", "liblz4")[0] == 0
+    assert packed.stat().st_size == with_sum.stat().st_size - 4
+    assert _run(capsys, "decompress", str(packed), str(back), "-q") == (0, "")
+    assert back.read_bytes() == src.read_bytes()
+    assert lz4.frame.decompress(packed.read_bytes()) == src.read_bytes()
+
+
 def test_reads_other_writers_frames(tmp_path, capsys, corpus):
     data = _data(corpus, 5, 17)
     foreign, back = tmp_path / "f.lz4", tmp_path / "f.bin"

@@ -1,6 +1,7 @@
 """`nova-lz4`: compress and decompress files with GPU page compression, and benchmark it.
 
-    nova-lz4 compress IN OUT   [--device cuda|cpu|liblz4] [--page-size 4096] [--quiet]
+    nova-lz4 compress IN OUT   [--device cuda|cpu|liblz4] [--page-size 4096] [--no-checksum]
+                               [--quiet]
     nova-lz4 decompress IN OUT [--device ...] [--quiet]
     nova-lz4 bench [IN] [--device ...] [--page-size ...] [--pages N]
 
@@ -79,14 +80,14 @@ def _compressor(args: argparse.Namespace, page_size: int) -> PageCompressor:
 
 
 def compress_file(src: str, dst: str, page_size: int, comp: PageCompressor,
-                  quiet: bool = True) -> tuple[int, int]:
+                  quiet: bool = True, checksum: bool = True) -> tuple[int, int]:
     """Compress `src` into the `.lz4` file `dst`; (input bytes, output bytes)."""
     size = os.path.getsize(src)
     chunk_pages = max(1, CHUNK_BYTES // page_size)
     pending: deque[np.ndarray] = deque()
     with open(src, "rb") as f, atomic_output(dst) as out, \
             _progress(size, "compress", quiet) as bar:
-        writer = FrameWriter(out, page_size, size)
+        writer = FrameWriter(out, page_size, size, checksum)
         tail = b""
 
         def chunks() -> Iterator[np.ndarray]:
@@ -260,6 +261,10 @@ def _parser() -> argparse.ArgumentParser:
         if name != "decompress":
             p.add_argument("--page-size", type=int, default=4096,
                            help="page size in bytes, a power of two in 256..65536")
+        if name == "compress":
+            p.add_argument("--no-checksum", action="store_true",
+                           help="omit the content checksum (xxHash32 runs on one core and "
+                                "can bound the speed)")
         p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     return parser
 
@@ -275,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
             if os.path.abspath(args.input) == os.path.abspath(args.output):
                 raise Lz4ArgumentError("input and output are the same file")
             n_in, n_out = compress_file(args.input, args.output, page,
-                                        PageCompressor(page, device), args.quiet)
+                                        PageCompressor(page, device), args.quiet,
+                                        not args.no_checksum)
             if not args.quiet:
                 print(f"{args.input}: {n_in} -> {n_out} bytes "
                       f"(ratio {n_in / max(n_out, 1):.3f})", file=sys.stderr)

@@ -45,8 +45,8 @@ def block_max_code(page_size: int) -> int:
     return next(code for code, size in _BLOCK_MAX.items() if size >= page_size)
 
 
-def frame_header(page_size: int) -> bytes:
-    flg = (1 << 6) | (1 << 5) | (1 << 2)  # version 01, independent blocks, content checksum
+def frame_header(page_size: int, checksum: bool = True) -> bytes:
+    flg = (1 << 6) | (1 << 5) | (int(checksum) << 2)  # version 01, independent blocks
     bd = block_max_code(page_size) << 4
     descriptor = bytes([flg, bd])
     hc = (xxhash.xxh32_intdigest(descriptor) >> 8) & 0xFF
@@ -56,14 +56,15 @@ def frame_header(page_size: int) -> bytes:
 class FrameWriter:
     """Writes the frame header, batches of pages, the frame end and the Nova trailer."""
 
-    def __init__(self, out: BinaryIO, page_size: int, content_size: int) -> None:
+    def __init__(self, out: BinaryIO, page_size: int, content_size: int,
+                 checksum: bool = True) -> None:
         self.out = out
         self.page_size = check_page_size(page_size)
         self.content_size = content_size
-        self._hash = xxhash.xxh32()
+        self._hash = xxhash.xxh32() if checksum else None
         self.written = 0
         self.content = 0
-        self._write(frame_header(self.page_size))
+        self._write(frame_header(self.page_size, checksum))
 
     def _write(self, data: bytes | np.ndarray | memoryview) -> None:
         self.out.write(data)
@@ -74,27 +75,32 @@ class FrameWriter:
         n = batch.n_pages
         if n == 0:
             return
-        out = np.empty(len(batch.payload) + 4 * n, np.uint8)
-        starts = batch.offsets[:-1].astype(np.int64) + 4 * np.arange(n, dtype=np.int64)
-        heads = (starts[:, None] + np.arange(4)).reshape(-1)
-        out[heads] = batch.sizes.view(np.uint8)
-        body = np.ones(len(out), bool)
-        body[heads] = False
-        out[body] = batch.payload
-        self._write(out)
-        self._hash.update(np.ascontiguousarray(pages).reshape(-1).view(np.uint8))
+        heads = memoryview(batch.sizes.astype("<u4").tobytes())
+        payload = memoryview(batch.payload)
+        offsets = batch.offsets.tolist()
+        parts: list[memoryview] = []
+        for i in range(n):  # slices only: one join copies everything, at memcpy speed
+            parts.append(heads[4 * i:4 * i + 4])
+            parts.append(payload[offsets[i]:offsets[i + 1]])
+        self._write(b"".join(parts))
+        if self._hash is not None:
+            self._hash.update(np.ascontiguousarray(pages).reshape(-1).view(np.uint8))
         self.content += pages.nbytes
 
     def write_block(self, block: bytes, raw: bool, content: bytes) -> None:
         """One block (e.g. a file's short last page)."""
         size = len(block) | (RAW_FLAG if raw else 0)
         self._write(struct.pack("<I", size) + block)
-        self._hash.update(content)
+        if self._hash is not None:
+            self._hash.update(content)
         self.content += len(content)
 
     def close(self) -> None:
         nova = _NOVA_HEADER.pack(NOVA_TAG, self.page_size, self.content_size)
-        self._write(struct.pack("<II", 0, self._hash.intdigest()) +
+        end = struct.pack("<I", 0)
+        if self._hash is not None:
+            end += struct.pack("<I", self._hash.intdigest())
+        self._write(end +
                     struct.pack("<II", SKIPPABLE_MAGIC, len(nova)) + nova)
 
 
