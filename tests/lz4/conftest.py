@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lz4_helpers import CUDA_REASON, CUDA_USABLE
 
 from nova import config
 from nova.lz4.corpus import build_corpus
-from nova.runtime.device import cuda_status
-
-_CUDA = cuda_status()
-CUDA_USABLE = _CUDA.usable
-CUDA_REASON = f"no usable CUDA device: {_CUDA.reason}"
 
 DEVICE_PARAMS = [
     pytest.param("cpu", id="cpu"),

@@ -1,11 +1,17 @@
-"""Test helpers: a reference parser of LZ4 blocks (sequences and the end-of-block rules) and
-direct kernel runs on NumPy arrays."""
+"""Test helpers: whether CUDA is usable, a reference parser of LZ4 blocks (sequences and the
+end-of-block rules), a Python model of the decoder's rules, and direct kernel runs on NumPy
+arrays. (A module of its own name, not conftest: several test directories have a conftest.)"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from nova.lz4 import kernels as K
+from nova.runtime.device import cuda_status
+
+_CUDA = cuda_status()
+CUDA_USABLE = _CUDA.usable
+CUDA_REASON = f"no usable CUDA device: {_CUDA.reason}"
 
 
 def parse_block(block: bytes) -> list[tuple[int, int, int, int]]:

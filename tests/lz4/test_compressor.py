@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CUDA_REASON, CUDA_USABLE
+from lz4_helpers import CUDA_REASON, CUDA_USABLE
 
 import nova
 from nova.lz4 import (

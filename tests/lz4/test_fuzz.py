@@ -74,7 +74,7 @@ def test_fuzzed_blocks_cpu(batch):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(blocks(), min_size=1, max_size=32))
 def test_fuzzed_blocks_cuda(batch):
-    from conftest import CUDA_REASON, CUDA_USABLE
+    from lz4_helpers import CUDA_REASON, CUDA_USABLE
 
     if not CUDA_USABLE:
         pytest.skip(CUDA_REASON)
