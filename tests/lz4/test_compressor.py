@@ -154,6 +154,16 @@ def test_fault_in_a_slot_of_10000_pages_cpu(corpus):
     comp.close()
 
 
+def test_decompress_launch_failure_falls_back(device, corpus):
+    pages = _stamped(np.concatenate([corpus[c] for c in ("text", "heap", "zeros")]), 100)
+    with PageCompressor(PAGE, device, slots=2, pages_per_slot=16, inject_fault=2) as comp:
+        batch = cpu_codec.compress_pages(pages, PAGE)
+        with pytest.warns(FallbackWarning, match=r"decompress slot 2 \(pages 32\.\.47\) failed"
+                          r".*injected launch failure.*68 pages"):
+            out = comp.decompress_pages(batch)
+        np.testing.assert_array_equal(out, pages)
+
+
 _GPU_FAULT_SCRIPT = textwrap.dedent("""
     import sys, warnings
     import numpy as np

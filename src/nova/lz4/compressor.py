@@ -14,8 +14,9 @@ every later slot of the call are compressed on the CPU: every page exactly once,
 decodable to the same bytes, and a `FallbackWarning` says what failed and how many pages moved.
 The next call tries the device again (a fresh pipeline), so a transient failure costs one call.
 
-`inject_fault=k` makes the k-th slot of every call fault inside the kernel (a device-side
-assert: KernelFault on the CPU device, CUDA_ERROR_ASSERT on cuda), for tests.
+`inject_fault=k` makes the k-th slot of every call fail, for tests: compression faults inside
+the kernel (a device-side assert: KernelFault on the CPU device, CUDA_ERROR_ASSERT on cuda),
+decompression fails its launch (Lz4LaunchError from the stage).
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ codec (python-lz4 on every core)."""
 
 class FallbackWarning(RuntimeWarning):
     """Work meant for the GPU ran on the CPU (no usable GPU, or a slot failed)."""
+
+
+class Lz4LaunchError(nova.NovaError):
+    """A slot's kernels could not be launched (raised by the decompression fault hook)."""
 
 
 @dataclass(frozen=True)
@@ -327,9 +332,12 @@ class PageCompressor:
         if device:
             self._dec_pages = self._device().allocate_pinned(max(n * page, 1)).numpy(
                 np.uint8)[:n * page].reshape(n, page)
+            self._dec_status = self._device().allocate_pinned(max(4 * n, 4)).numpy(
+                np.int32)[:n]
+            self._dec_status[:] = 0
         else:
             self._dec_pages = np.empty((n, page), np.uint8)
-        self._dec_status = np.zeros(n, np.int32)
+            self._dec_status = np.zeros(n, np.int32)
 
     def _fallback(self, kind: str, data: Any, bounds: list[tuple[int, int]],
                   results: list[Any], first: int, exc: BaseException) -> None:
@@ -424,7 +432,13 @@ class PageCompressor:
         return (k * self.page_size,), np.uint8
 
     def _decompress_stage(self, ctx: Any) -> None:
+        """Upload the chunk's size table and offsets, decode, and copy the statuses straight to
+        the call's pinned status array on the copy-out stream (after an event behind the
+        kernel). No host wait: the pipeline's own D2H of the pages follows on the same stream,
+        and a slot's pinned upload buffer is reused only after the slot's item completed."""
         sizes, offsets, lo, hi = self._meta.pop(ctx.index)
+        if ctx.index == self._fault_item:
+            raise Lz4LaunchError("injected launch failure (test hook)")
         k, page = len(sizes), self.page_size
         dev, stream = ctx.device, ctx.stream
         scratch = self._scratch_of("decompress", ctx.slot)
@@ -436,16 +450,18 @@ class PageCompressor:
         hview[_header_bytes(k):].view(np.uint64)[:] = offsets
         dev.copy_htod(meta, hview, meta_bytes, stream=stream)
         status = scratch.grow(dev, "status_dev", 4 * k)
-        status_host = scratch.grow(dev, "status_host", 4 * k, pinned=True)
         D.launch_decompress(D.view(ctx.input, np.uint8, max(ctx.item.size, 1)),
                             D.view(meta, np.uint64, k + 1, _header_bytes(k)),
                             D.view(meta, np.uint32, k),
                             D.view(ctx.output, np.uint32, k * page // 4),
                             D.view(status, np.int32, k), k, page, stream)
-        host_status = status_host.numpy(np.int32)[:k]
-        dev.copy_dtoh(host_status, D.view(status, np.int32, k), 4 * k, stream=stream)
-        stream.synchronize()  # the pinned meta and status are reused by the slot's next item
-        self._dec_status[lo:hi] = host_status
+        if scratch.event is None:
+            scratch.event = dev.create_event()
+        scratch.event.record(stream)
+        copy_out = self._pipes["decompress"].copy_out_stream
+        copy_out.wait(scratch.event)
+        dev.copy_dtoh(self._dec_status[lo:hi], D.view(status, np.int32, k), 4 * k,
+                      stream=copy_out)
 
     # --- device arrays in -------------------------------------------------------------------
     def _compress_device_array(self, pages: Any) -> CompressedBatch:

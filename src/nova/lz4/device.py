@@ -30,7 +30,7 @@ class SlotScratch:
     meta: nova.HostBuffer | None = None  # pinned: sizes/offsets of a decompression chunk
     meta_dev: nova.Buffer | None = None
     status_dev: nova.Buffer | None = None  # int32[k]: per-page decode status
-    status_host: nova.HostBuffer | None = None  # pinned copy of it
+    event: nova.Event | None = None  # behind the slot's kernel (orders the status copy)
 
     def grow(self, device: nova.Device, name: str, nbytes: int, pinned: bool = False) -> object:
         buf = getattr(self, name)
@@ -43,12 +43,14 @@ class SlotScratch:
         return buf
 
     def free(self) -> None:
-        for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev",
-                     "status_host"):
+        for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev"):
             buf = getattr(self, name)
             if buf is not None:
                 buf.free()
                 setattr(self, name, None)
+        if self.event is not None:
+            self.event.close()
+            self.event = None
 
 
 def view(buf: nova.Buffer, dtype: object, count: int, byte_offset: int = 0) -> nova.Buffer:
