@@ -35,9 +35,10 @@ def _stamped(pages: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def test_roundtrip_through_slots(device, corpus):
+@pytest.mark.parametrize("direct", [True, False], ids=["direct-writes", "d2h"])
+def test_roundtrip_through_slots(device, corpus, direct):
     pages = corpus["mixed"]
-    with PageCompressor(PAGE, device, slots=2, pages_per_slot=7) as comp:
+    with PageCompressor(PAGE, device, slots=2, pages_per_slot=7, direct_writes=direct) as comp:
         batch = comp.compress_pages(pages)
         assert batch.n_pages == len(pages)
         ref = cpu_codec.compress_pages(pages, PAGE)
@@ -140,6 +141,7 @@ def test_fault_in_a_slot_of_10000_pages_cpu(corpus):
     pages = _stamped(np.concatenate([corpus[c] for c in ("text", "binary", "heap", "zeros")]),
                      10_000)
     batch, messages, comp = _fault_run("cpu", 10_000, 2, 64, pages)
+    assert comp.direct_writes  # the compaction of the faulted slot must not write anywhere
     assert len(messages) == 1 and "slot 2 (pages 128..191) failed on cpu" in messages[0]
     assert "injected fault" in messages[0] and "9872 pages" in messages[0]
     assert batch.n_pages == 10_000

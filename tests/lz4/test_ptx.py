@@ -21,10 +21,11 @@ KERNELS = {
     "decompress": (K.decompress_pages_kernel,
                    (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:],
                     int, int)),
-    "scan": (K.scan_sizes_kernel, (nova.uint32[:], nova.uint64[:], int)),
+    "scan": (K.scan_sizes_kernel,
+             (nova.uint32[:], nova.uint64[:], int, nova.uint64[:], nova.uint32[:])),
     "compact": (K.compact_kernel,
                 (nova.uint32[:], nova.uint32[:], nova.uint64[:], nova.uint8[:], nova.uint32[:],
-                 int, int)),
+                 int, int, nova.uint32[:])),
 }
 
 

@@ -111,7 +111,7 @@ class PageCompressor:
 
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE, device: str | None = None, *,
                  slots: int = 3, pages_per_slot: int | None = None,
-                 inject_fault: int | None = None) -> None:
+                 inject_fault: int | None = None, direct_writes: bool = True) -> None:
         self.page_size = check_page_size(page_size)
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise Lz4ArgumentError(f"slots must be a positive int, got {slots!r}")
@@ -128,6 +128,7 @@ class PageCompressor:
         self.slots = slots
         self.pages_per_slot = pages_per_slot
         self.inject_fault = inject_fault
+        self.direct_writes = direct_writes
         self.fallbacks: list[str] = []  # the warning text of every fallback so far
         self._pipes: dict[str, nova.Pipeline] = {}
         self._scratch: dict[tuple[str, int], D.SlotScratch] = {}
@@ -138,7 +139,8 @@ class PageCompressor:
         self._out_payload = np.zeros(0, np.uint8)
         self._out_sizes = np.zeros(0, np.uint32)
         self._out_run = 0
-        self._out_ends = {}
+        self._payload_dev: nova.Buffer | None = None  # the pinned payload, as the device sees it
+        self._run_dev: nova.Buffer | None = None  # uint64[1]: payload position, slot to slot
         self._submitted: dict[str, int] = {}  # items submitted to each live pipeline
         self._meta_next = -1
         self._lock = threading.Lock()
@@ -275,6 +277,10 @@ class PageCompressor:
         except nova.NovaError as exc:
             pipe, failed = None, (0, exc)
         self._results_for(kind, n, pipe is not None)
+        if pipe is not None and kind == "compress" and self.direct_writes:
+            if self._run_dev is None:
+                self._run_dev = pipe.device.allocate(8)
+            pipe.device.memset(self._run_dev, 0, 8, stream=pipe.compute_stream)
         if pipe is not None:
             base = self._submitted[kind]
             self._fault_item = -1 if self.inject_fault is None else base + self.inject_fault
@@ -304,8 +310,9 @@ class PageCompressor:
         if failed is not None:
             self._fallback(kind, data, bounds, results, *failed)
         if kind == "compress":
-            payload = self._out_payload[:self._out_run]
             sizes = self._out_sizes.copy()
+            total = int((sizes & np.uint32(0x7FFFFFFF)).astype(np.int64).sum())
+            payload = self._out_payload[:total]
             self._out_payload, self._out_sizes = self._out_payload[:0], self._out_sizes[:0]
             return CompressedBatch.from_sizes(self.page_size, sizes, payload)
         pages, status = self._dec_pages, self._dec_status
@@ -320,14 +327,15 @@ class PageCompressor:
         page = self.page_size
         if kind == "compress":
             if device:
-                self._out_payload = self._device().allocate_pinned(max(n * page, 1)).numpy()
-                self._out_sizes = self._device().allocate_pinned(max(4 * n, 4)).numpy(
-                    np.uint32)[:n]
+                dev = self._device()
+                host = dev.allocate_pinned(max(n * page, 1))
+                self._out_payload = host.numpy()
+                self._payload_dev = nova.Buffer.wrap(dev, host.ptr, host.nbytes, owner=host)
+                self._out_sizes = dev.allocate_pinned(max(4 * n, 4)).numpy(np.uint32)[:n]
             else:
                 self._out_payload = np.empty(n * page, np.uint8)
                 self._out_sizes = np.empty(n, np.uint32)
             self._out_run = 0
-            self._out_ends: dict[int, int] = {}  # chunk start page -> payload end
             return
         if device:
             self._dec_pages = self._device().allocate_pinned(max(n * page, 1)).numpy(
@@ -351,7 +359,9 @@ class PageCompressor:
         warnings.warn(msg, FallbackWarning, stacklevel=4)
         self._drop_pipelines()
         # slots after the failed one may have run and appended: refill from the failed slot on
-        self._out_run = self._out_ends.get(bounds[first - 1][0], 0) if first else 0
+        lo_first = bounds[first][0]
+        self._out_run = int((self._out_sizes[:lo_first] & np.uint32(0x7FFFFFFF))
+                            .astype(np.int64).sum()) if kind == "compress" else 0
         for ci in range(first, len(bounds)):
             a, b = bounds[ci]
             if kind == "compress":
@@ -388,42 +398,57 @@ class PageCompressor:
 
     # --- the pipeline stages (run on the pipeline's compute thread) -------------------------
     def _compress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
-        k = item.shape[0]
-        return (_header_bytes(k) + k * self.page_size,), np.uint8
+        k = item.shape[0]  # the payload of the D2H path (direct writes need none)
+        return ((4,) if self.direct_writes else (k * self.page_size,)), np.uint8
 
     def _compress_stage(self, ctx: Any) -> int:
-        """Kernels, then the payload size, then D2H of sizes and payload straight to their
-        place in the call's (pinned) result, on the pipeline's copy-out stream. Stages run in
-        submission order, so each slot's payload follows the previous one. Returns 0: the
-        pipeline itself copies nothing back (its event after the copy-out stream's work still
-        covers these copies)."""
+        """Compress kernel, then a scan that places the slot's blocks after the previous slot's
+        (a device-side running position), then, on the copy-out stream behind an event, the
+        compaction kernel writes the payload straight into the call's pinned result (which the
+        device addresses directly: unified addressing) and the size table is copied next to it.
+        No host wait, no D2H of the payload: the compute stream goes on with the next slot.
+        Returns 0: the pipeline itself copies nothing back (its event after the copy-out
+        stream's work covers these). With direct_writes=False: wait for the payload size, then
+        D2H (the portable fallback)."""
         _, _, lo, hi = self._meta.pop(ctx.index)
         k, page = ctx.item.shape[0], self.page_size
         dev, stream = ctx.device, ctx.stream
         scratch = self._scratch_of("compress", ctx.slot)
-        staged = scratch.grow(dev, "staged", k * page)
-        offsets = scratch.grow(dev, "offsets", 8 * (k + 1))
-        total = scratch.grow(dev, "host_total", 8, pinned=True)
-        hdr = _header_bytes(k)
-        sizes = D.view(ctx.output, np.uint32, k)
+        staged = D.view(scratch.grow(dev, "staged", k * page), np.uint8, k * page)
+        offsets = D.view(scratch.grow(dev, "offsets", 8 * (k + 1)), np.uint64, k + 1)
+        sizes = D.view(scratch.grow(dev, "sizes_dev", 4 * k), np.uint32, k)
         fault = 0 if ctx.index == self._fault_item else -1
-        D.launch_compress(D.view(ctx.input, np.uint32, k * page // 4),
-                          D.view(staged, np.uint8, k * page), sizes, k, page, stream, fault)
-        D.launch_scan_compact(D.view(staged, np.uint8, k * page), sizes,
-                              D.view(offsets, np.uint64, k + 1),
-                              D.view(ctx.output, np.uint8, k * page, hdr), k, page, stream)
+        D.launch_compress(D.view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
+                          stream, fault)
+        copy_out = self._pipes["compress"].copy_out_stream
+        if self.direct_writes:
+            assert self._run_dev is not None and self._payload_dev is not None
+            if scratch.ready_dev is None:
+                scratch.ready_dev = dev.allocate(4)
+                dev.memset(scratch.ready_dev, 0, 4, stream=stream)
+            ready = D.view(scratch.ready_dev, np.uint32, 1)
+            D.launch_scan(sizes, offsets, k, D.view(self._run_dev, np.uint64, 1), ready, stream)
+            if scratch.event is None:
+                scratch.event = dev.create_event()
+            scratch.event.record(stream)
+            copy_out.wait(scratch.event)
+            D.launch_compact(staged, sizes, offsets, self._payload_dev, k, page, ready, copy_out)
+            dev.memset(ready, 0, 4, stream=copy_out)  # the next use needs its own scan
+            dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
+            return 0
+        payload = D.view(ctx.output, np.uint8, k * page)
+        D.launch_scan_compact(staged, sizes, offsets, payload, k, page, stream)
+        total = scratch.grow(dev, "host_total", 8, pinned=True)
         host_total = total.numpy(np.uint64)[:1]
         dev.copy_dtoh(host_total, D.view(offsets, np.uint64, 1, 8 * k), 8, stream=stream)
         stream.synchronize()  # the payload's size decides how much to copy back
         nbytes = int(host_total[0])
         start = self._out_run
-        copy_out = self._pipes["compress"].copy_out_stream
         dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
         if nbytes:
-            dev.copy_dtoh(self._out_payload[start:start + nbytes],
-                          D.view(ctx.output, np.uint8, nbytes, hdr), nbytes, stream=copy_out)
+            dev.copy_dtoh(self._out_payload[start:start + nbytes], payload, nbytes,
+                          stream=copy_out)
         self._out_run = start + nbytes
-        self._out_ends[lo] = start + nbytes
         return 0
 
     def _decompress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:

@@ -30,6 +30,8 @@ class SlotScratch:
     meta: nova.HostBuffer | None = None  # pinned: sizes/offsets of a decompression chunk
     meta_dev: nova.Buffer | None = None
     status_dev: nova.Buffer | None = None  # int32[k]: per-page decode status
+    sizes_dev: nova.Buffer | None = None  # uint32[k]: the compress kernel's size table
+    ready_dev: nova.Buffer | None = None  # uint32[1]: the slot's scan ran (compact_kernel)
     event: nova.Event | None = None  # behind the slot's kernel (orders the status copy)
 
     def grow(self, device: nova.Device, name: str, nbytes: int, pinned: bool = False) -> object:
@@ -43,7 +45,8 @@ class SlotScratch:
         return buf
 
     def free(self) -> None:
-        for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev"):
+        for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev",
+                     "sizes_dev", "ready_dev"):
             buf = getattr(self, name)
             if buf is not None:
                 buf.free()
@@ -70,18 +73,39 @@ def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer,
         stream=stream, shared_bytes=K.compress_shared_bytes(page_size, warps))
 
 
-def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
-                        payload: nova.Buffer, n: int, page_size: int,
-                        stream: nova.Stream) -> None:
-    """offsets = exclusive scan of the stored sizes (offsets[n] = total); payload = the blocks
-    back to back."""
-    K.scan_sizes_kernel.launch(sizes, offsets, n, grid=1, block=SCAN_THREADS, stream=stream)
+def launch_scan(sizes: nova.Buffer, offsets: nova.Buffer, n: int, run: nova.Buffer,
+                ready: nova.Buffer, stream: nova.Stream) -> None:
+    """offsets = run + exclusive scan of the stored sizes (offsets[n] = the end); run advances
+    to the end (a uint64[1] device scalar); ready (uint32[1]) becomes 1."""
+    K.scan_sizes_kernel.launch(sizes, offsets, n, run, ready, grid=1, block=SCAN_THREADS,
+                               stream=stream)
+
+
+def launch_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
+                   payload: nova.Buffer, n: int, page_size: int, ready: nova.Buffer,
+                   stream: nova.Stream) -> None:
+    """The blocks (at page stride in `staged`) to `payload` at `offsets`: device memory, or
+    pinned host memory addressed from the device (unified addressing); only if `ready` was
+    set by the scan."""
     if payload.ptr % 4 or staged.ptr % 4:
         raise ValueError("compaction needs 4-byte aligned staging and payload buffers")
     K.compact_kernel.launch(view(staged, np.uint32, n * page_size // 4), sizes, offsets,
                             payload, view(payload, np.uint32, payload.nbytes // 4), n,
-                            page_size, grid=-(-n // COMPACT_WARPS), block=32 * COMPACT_WARPS,
-                            stream=stream)
+                            page_size, ready, grid=-(-n // COMPACT_WARPS),
+                            block=32 * COMPACT_WARPS, stream=stream)
+
+
+def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
+                        payload: nova.Buffer, n: int, page_size: int,
+                        stream: nova.Stream) -> None:
+    """offsets = exclusive scan of the stored sizes (offsets[n] = total); payload = the blocks
+    back to back from its start."""
+    scalars = nova.to_device(np.zeros(2, np.uint64), staged.device, stream=stream)
+    launch_scan(sizes, offsets, n, view(scalars, np.uint64, 1), view(scalars, np.uint32, 1, 8),
+                stream)
+    launch_compact(staged, sizes, offsets, payload, n, page_size,
+                   view(scalars, np.uint32, 1, 8), stream)
+    scalars.record_stream(stream)  # freed only after the kernels that use it
 
 
 def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Buffer,

@@ -383,9 +383,12 @@ def decompress_shared_bytes(page_size: int, warps: int) -> int:
 
 
 @nova.kernel
-def scan_sizes_kernel(sizes, offsets, n):
-    """offsets[i] = stored bytes of pages 0..i-1, offsets[n] = the total (one block; each
-    thread sums a contiguous run, thread 0 scans the run totals)."""
+def scan_sizes_kernel(sizes, offsets, n, run, ready):
+    """offsets[i] = run[0] + stored bytes of pages 0..i-1, offsets[n] = run[0] + the total, and
+    run[0] advances to offsets[n] (one block; each thread sums a contiguous run of pages,
+    thread 0 scans the run totals). `run` carries the payload position from slot to slot, so
+    successive slots' scans, in stream order, place their payloads back to back. Sets
+    ready[0] = 1 when the offsets are valid (compact_kernel checks it: see there)."""
     t = nova.thread_id(0)
     nt = nova.block_dim(0)
     part = nova.shared_array(1024, nova.uint64)
@@ -398,31 +401,37 @@ def scan_sizes_kernel(sizes, offsets, n):
     part[t] = acc
     nova.syncthreads()
     if t == 0:
-        run = nova.uint64(0)
+        total = run[0]
         for j in range(nt):
             v = part[j]
-            part[j] = run
-            run += v
-        offsets[n] = run
+            part[j] = total
+            total += v
+        offsets[n] = total
+        run[0] = total
     nova.syncthreads()
-    run2 = part[t]
+    at = part[t]
     for i in range(lo, hi):
-        offsets[i] = run2
-        run2 += nova.uint64(sizes[i] & nova.uint32(LEN_MASK))
+        offsets[i] = at
+        at += nova.uint64(sizes[i] & nova.uint32(LEN_MASK))
+    nova.syncthreads()
+    if t == 0:
+        ready[0] = nova.uint32(1)
 
 
 @nova.kernel
-def compact_kernel(staged, sizes, offsets, payload, payload32, n_pages, page_size):
+def compact_kernel(staged, sizes, offsets, payload, payload32, n_pages, page_size, ready):
     """Copy each page's stored bytes from its page-sized slot in `staged` (uint32 view; page
     starts are 4-byte aligned) to byte `offsets[i]` of the payload (one warp per page).
     `payload` and `payload32` are byte and word views of one 4-byte aligned buffer: the bytes
     before the first and after the last 4-byte boundary inside the page's range are stored one
     by one (a neighbouring page's warp owns the rest of those words), the words in between
     whole, each assembled from two aligned source words and a funnel shift: 128 bytes per warp
-    step instead of 32."""
+    step instead of 32. Does nothing unless ready[0] is set: the compaction may run on another
+    stream than the scan (behind an event), and if the slot failed before its scan ran, its
+    offsets are stale and must not be used to write anywhere."""
     lane = nova.int32(nova.lane_id())
     page = (nova.block_id(0) * nova.block_dim(0) + nova.thread_id(0)) // 32
-    if page >= n_pages:
+    if page >= n_pages or ready[0] == nova.uint32(0):
         return
     size = nova.int32(sizes[page] & nova.uint32(LEN_MASK))
     src = page * (page_size // 4)  # word index of the page's slot
