@@ -34,6 +34,7 @@ from __future__ import annotations
 import nova
 
 HASH_MUL = 2654435761  # Knuth's multiplicative constant, as LZ4's 4-byte hash
+SKIP_SHIFT = 2  # after 2**SKIP_SHIFT batches without a match the stride grows (liblz4 skips too)
 RAW = 0x80000000
 LEN_MASK = 0x7FFFFFFF
 MIN_MATCH = 4
@@ -138,6 +139,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
     anchor: nova.int32 = 0
     op: nova.int32 = 0
     raw = False
+    misses: nova.int32 = 0  # batches without a match since the last match
     while pos <= limit:
         p = pos + lane
         ok = False
@@ -165,7 +167,8 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
             table[h] = nova.uint16(p)
         nova.syncwarp()  # ... and the next batch sees every insertion
         if found == 0:
-            pos += 32
+            misses += 1
+            pos += 32 + 32 * (misses >> SKIP_SHIFT)
             pending = pos - anchor
             if op + 1 + pending + pending // 255 >= size:
                 raw = True  # the literals alone already fill the page
@@ -225,6 +228,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
         op += seq
         pos = s + mlen
         anchor = pos
+        misses = 0
     if not raw:
         lit = size - anchor
         lb = length_bytes(lit)
