@@ -186,3 +186,13 @@ def test_console_script_entry_point(tmp_path):
                            str(tmp_path / "o"), "-q"], capture_output=True, text=True)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("nova-lz4: error: not an LZ4 file")
+
+
+def test_bench_subcommand(tmp_path, capsys, corpus):
+    code = main(["bench", "--device", "cpu", "--pages", "12", "-q"])
+    out = capsys.readouterr().out
+    assert code == 0 and "pages of 4096 B on cpu" in out and "liblz4" in out
+    src = tmp_path / "in.bin"
+    src.write_bytes(_data(corpus, 5, 0))
+    assert main(["bench", str(src), "--device", "liblz4", "-q"]) == 0
+    assert "5 pages of 4096 B on liblz4" in capsys.readouterr().out

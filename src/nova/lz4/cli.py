@@ -238,8 +238,8 @@ def bench(args: argparse.Namespace) -> None:
         raise CorruptDataError("the round trip did not reproduce the input")
     ref = cpu.compress_pages(pages, page)
     gb = pages.nbytes / 1e9
-    print(f"{len(pages)} pages of {page} B on {comp.backend}: compress {gb / (t1 - t0):.2f} GB/s, "
-          f"decompress {gb / (t2 - t1):.2f} GB/s (end to end, host to host), ratio "
+    print(f"{len(pages)} pages of {page} B on {comp.backend}: compress {gb / (t1 - t0):.3g} GB/s, "
+          f"decompress {gb / (t2 - t1):.3g} GB/s (end to end, host to host), ratio "
           f"{batch.ratio:.3f} (liblz4 {ref.ratio:.3f}, {batch.ratio / ref.ratio:.3f}x)")
     comp.close()
 
