@@ -33,7 +33,8 @@ from nova.lz4.errors import (
 
 def __getattr__(name: str) -> object:
     # the compressor pulls in the kernel compiler; import it on first use
-    if name in ("PageCompressor", "DecompressResult", "compress_pages", "decompress_pages"):
+    if name in ("PageCompressor", "DecompressResult", "FallbackWarning", "compress_pages",
+                "decompress_pages"):
         from nova.lz4 import compressor
 
         return getattr(compressor, name)
@@ -42,6 +43,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "DEFAULT_PAGE_SIZE", "RAW_FLAG", "BadMagicError", "ChecksumError", "CompressedBatch",
-    "CorruptDataError", "DecompressResult", "Lz4ArgumentError", "Lz4Error", "PageCompressor",
+    "CorruptDataError", "DecompressResult", "FallbackWarning", "Lz4ArgumentError", "Lz4Error",
+    "PageCompressor",
     "TruncatedError", "as_pages", "check_page_size", "compress_pages", "decompress_pages",
 ]
