@@ -167,7 +167,7 @@ def test_decompress_launch_failure_falls_back(device, corpus):
 
 
 _GPU_FAULT_SCRIPT = textwrap.dedent("""
-    import sys, warnings
+    import re, sys, warnings
     import numpy as np
     sys.path.insert(0, {tests!r})
     from nova.lz4 import PageCompressor
@@ -178,8 +178,11 @@ _GPU_FAULT_SCRIPT = textwrap.dedent("""
     pages = _stamped(np.concatenate([c[k] for k in ("text", "binary", "heap", "zeros")]),
                      10_000)
     batch, messages, comp = _fault_run("cuda", 10_000, 3, 1024, pages)
-    assert len(messages) == 1 and "slot 3 (pages 3072..4095) failed on cuda" in messages[0], \\
-        messages
+    # the assert loses the context, so slots still in flight (their copy-out work) fail with
+    # it and are redone too: the first failed slot is 1, 2 or 3 (slot 0 completed before slot
+    # 3 could take its place in the 3-slot ring)
+    assert len(messages) == 1 and re.search(r"compress slot [123] \\(pages \\d+\\.\\.\\d+\\) "
+                                            r"failed on cuda", messages[0]), messages
     out, status = cpu_codec.decompress_pages_status(batch)
     assert batch.n_pages == 10_000 and not status.any()
     np.testing.assert_array_equal(out, pages)
