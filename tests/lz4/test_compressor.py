@@ -200,3 +200,20 @@ def test_fault_in_a_slot_of_10000_pages_cuda():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0 and "FAULT-OK" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_device_unusable_at_call_time_falls_back(monkeypatch, corpus):
+    """A device that fails before any slot runs (e.g. a lost context): the whole call on the
+    CPU, one warning naming slot 0."""
+    pages = corpus["text"]
+    comp = PageCompressor(PAGE, "cpu", pages_per_slot=3)
+
+    def broken(kind: str):
+        raise nova.NovaError("cuda:0: the context was lost earlier (CUDA_ERROR_ASSERT)")
+
+    monkeypatch.setattr(comp, "_pipeline", broken)
+    with pytest.warns(FallbackWarning, match=r"compress slot 0 \(pages 0\.\.2\).*context was lost"):
+        batch = comp.compress_pages(pages)
+    with pytest.warns(FallbackWarning, match="decompress slot 0"):
+        np.testing.assert_array_equal(comp.decompress_pages(batch), pages)
+    assert len(comp.fallbacks) == 2

@@ -273,14 +273,15 @@ class PageCompressor:
         results: list[Any] = [None] * len(bounds)
         failed: tuple[int, BaseException] | None = None
         try:
-            pipe = self._pipeline(kind)
-        except nova.NovaError as exc:
+            pipe: nova.Pipeline | None = self._pipeline(kind)
+            self._results_for(kind, n, True)
+            if kind == "compress" and self.direct_writes:
+                if self._run_dev is None:
+                    self._run_dev = pipe.device.allocate(8)
+                pipe.device.memset(self._run_dev, 0, 8, stream=pipe.compute_stream)
+        except nova.NovaError as exc:  # no usable device any more: all of it on the CPU
             pipe, failed = None, (0, exc)
-        self._results_for(kind, n, pipe is not None)
-        if pipe is not None and kind == "compress" and self.direct_writes:
-            if self._run_dev is None:
-                self._run_dev = pipe.device.allocate(8)
-            pipe.device.memset(self._run_dev, 0, 8, stream=pipe.compute_stream)
+            self._results_for(kind, n, False)
         if pipe is not None:
             base = self._submitted[kind]
             self._fault_item = -1 if self.inject_fault is None else base + self.inject_fault
