@@ -5,8 +5,12 @@ Compression of one call: the pages are cut into chunks of `pages_per_slot`; each
 item of a `nova.Pipeline` with `slots` slots (pinned staging, H2D on a copy-in stream, the
 kernels on a compute stream, D2H on a copy-out stream, events in between, back-pressure when
 every slot is busy, results in order). A slot's kernels are: compress (one warp per page, blocks
-at page stride in scratch), scan of the size table, compaction of the blocks into one payload;
-the slot's output is `[sizes][payload]`, and only its valid bytes are copied back.
+at page stride in scratch) and a scan of the size table on the compute stream, then, on the
+copy-out stream behind an event, the compaction of the blocks straight into the call's pinned
+result payload (after the previous slot's) and a D2H of the size table; no host wait, no host
+copy (`direct_writes=False`: wait for the payload size, then D2H). Decompression: the chunk's
+payload goes up, its size table and offsets from pinned memory, the pages come back into the
+call's pinned result and the per-page statuses into a pinned status array.
 
 Fallback: with no usable GPU the work runs on liblz4 (python-lz4, every core) with a warning.
 When a slot fails (launch failure, kernel fault, lost context), the pages of that slot and of
