@@ -10,7 +10,7 @@ python3 -m venv .venv >/dev/null 2>&1 || python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 if [ "${1:-}" = "test" ]; then
-  python -m pip install -q -e '.[cuda,test]'
+  python -m pip install -q -e '.[cuda,lz4,test]'
   if ! command -v /usr/lib/llvm-22/bin/mlir-opt >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     # Optional oracle: differential tests skip cleanly without it.
     # bounded: a machine without the network must not stall the test run
@@ -20,5 +20,5 @@ if [ "${1:-}" = "test" ]; then
       || echo "note: mlir-22-tools not installed; mlir-opt differential tests will be skipped"
   fi
 else
-  python -m pip install -q -e '.[cuda]'
+  python -m pip install -q -e '.[cuda,lz4]'
 fi

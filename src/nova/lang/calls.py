@@ -288,6 +288,15 @@ def _syncthreads(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     return Const(None)
 
 
+def _syncwarp(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """nvvm.bar.warp.sync with the full mask (every lane of the warp)."""
+    from nova.ir.dialects.nvvm import BarWarpSyncOp
+
+    mask = tr.em.constant(-1, T.int32)
+    tr.em.op(BarWarpSyncOp(mask.ssa))
+    return Const(None)
+
+
 def _array_shape_dtype(tr: Translator, name: str, v: dict, node: ast.AST
                        ) -> tuple[tuple[int, ...], T.ScalarType]:
     shape, dtype = v["shape"], v["dtype"]
@@ -529,6 +538,19 @@ def _vote(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     return tr.em.truth(r)
 
 
+def _match_any(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """nvvm.match.sync any over the full warp; narrow integers compare widened to 32 bits."""
+    from nova.ir.dialects.nvvm import MatchSyncOp
+
+    s = tr.scalar(v["value"], node)
+    ty = s.type
+    if not isinstance(ty, T.ScalarType) or not ty.is_int or ty.is_bool:
+        raise tr.type_error(node, f"nova.match_any() needs an integer, got {ty}")
+    x, _ = _warp_operand(tr, s, node)
+    mask = tr.em.constant(-1, T.int32)
+    return Val(tr.em.res(MatchSyncOp(mask.ssa, x.ssa)), T.uint32)
+
+
 def _warp_reduce(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     x, back = _warp_operand(tr, v["value"], node)
     which = name.removeprefix("warp_reduce_")
@@ -566,6 +588,8 @@ def _register() -> dict[str, Any]:
     table["lane_id"] = _index_query
     _INTRINSIC_PARAMS["syncthreads"] = ()
     table["syncthreads"] = _syncthreads
+    _INTRINSIC_PARAMS["syncwarp"] = ()
+    table["syncwarp"] = _syncwarp
     for n, fn in (("shared_array", _shared_array), ("local_array", _local_array)):
         _INTRINSIC_PARAMS[n] = (("shape", req), ("dtype", req))
         table[n] = fn
@@ -584,6 +608,8 @@ def _register() -> dict[str, Any]:
     for n in ("ballot", "warp_any", "warp_all"):
         _INTRINSIC_PARAMS[n] = (("pred", req),)
         table[n] = _vote
+    _INTRINSIC_PARAMS["match_any"] = (("value", req),)
+    table["match_any"] = _match_any
     for n in ("add", "mul", "min", "max", "and", "or", "xor"):
         _INTRINSIC_PARAMS[f"warp_reduce_{n}"] = (("value", req),)
         table[f"warp_reduce_{n}"] = _warp_reduce

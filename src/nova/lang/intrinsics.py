@@ -43,6 +43,10 @@ lane_id = _intrinsic("lane_id", "lane_id(): this thread's lane in its warp (0..3
 syncthreads = _intrinsic("syncthreads",
                          "syncthreads(): barrier for every thread of the block; also orders "
                          "shared and global memory accesses of the block.")
+syncwarp = _intrinsic("syncwarp",
+                      "syncwarp(): barrier for the lanes of the calling warp (CUDA's "
+                      "__syncwarp()); orders their shared and global memory accesses, so lanes "
+                      "can exchange data through memory. Every lane of the warp must call it.")
 
 # --- memory ------------------------------------------------------------------------------------
 shared_array = _intrinsic(
@@ -81,6 +85,8 @@ shuffle_down = _intrinsic("shuffle_down", "shuffle_down(v, delta, width=32): v o
 shuffle_xor = _intrinsic("shuffle_xor", "shuffle_xor(v, mask, width=32): v of lane ^ mask.")
 ballot = _intrinsic("ballot", "ballot(pred): uint32 with bit i set when lane i's pred is true "
                     "(all 32 lanes of the warp must take part).")
+match_any = _intrinsic("match_any", "match_any(v): uint32 with bit i set when lane i's v equals "
+                       "this lane's (CUDA's __match_any_sync; integers, all 32 lanes take part).")
 warp_any = _intrinsic("warp_any", "warp_any(pred): True when pred is true on some lane.")
 warp_all = _intrinsic("warp_all", "warp_all(pred): True when pred is true on every lane.")
 warp_reduce_add = _intrinsic("warp_reduce_add", "warp_reduce_add(v): sum of v over the warp.")
@@ -99,10 +105,11 @@ ctz = _intrinsic("ctz", "ctz(x): trailing zero bits of an integer (same type as 
 
 INTRINSIC_NAMES: tuple[str, ...] = (
     "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "syncthreads",
-    "shared_array", "dynamic_shared_array", "local_array", "atomic_add", "atomic_sub",
+    "syncwarp", "shared_array", "dynamic_shared_array", "local_array", "atomic_add", "atomic_sub",
     "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange",
-    "atomic_cas", "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "warp_any",
-    "warp_all", "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min", "warp_reduce_max",
+    "atomic_cas", "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot",
+    "match_any", "warp_any", "warp_all", "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min",
+    "warp_reduce_max",
     "warp_reduce_and", "warp_reduce_or", "warp_reduce_xor", "popc", "clz", "ctz",
 )
 

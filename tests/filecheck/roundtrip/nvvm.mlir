@@ -29,6 +29,12 @@ gpu.module @kernels {
     // CHECK: nvvm.barrier0
     // GENERIC: "nvvm.barrier0"() : () -> ()
     nvvm.barrier0
+    // CHECK: nvvm.bar.warp.sync %{{.*}} : i32
+    // GENERIC: "nvvm.bar.warp.sync"(%{{.*}}) : (i32) -> ()
+    nvvm.bar.warp.sync %m : i32
+    // CHECK: nvvm.match.sync  any %{{.*}}, %{{.*}} : i32 -> i32
+    // GENERIC: "nvvm.match.sync"(%{{.*}}, %{{.*}}) <{kind = #nvvm<match_sync_kind any>}> : (i32, i32) -> i32
+    %mt = nvvm.match.sync any %m, %v : i32 -> i32
     // CHECK: nvvm.shfl.sync  bfly %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : i32 -> i32
     // GENERIC: "nvvm.shfl.sync"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{kind = #nvvm<shfl_kind bfly>}> : (i32, i32, i32, i32) -> i32
     %11 = nvvm.shfl.sync bfly %m, %v, %c, %c : i32 -> i32

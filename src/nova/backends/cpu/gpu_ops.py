@@ -153,6 +153,11 @@ def lower_barrier(fe: FunctionEmitter, op: Operation) -> None:
     _wait(fe, State.WAIT_BLOCK)
 
 
+def lower_warp_barrier(fe: FunctionEmitter, op: Operation) -> None:
+    """A warp barrier (`__syncwarp`): every existing lane of the calling warp arrives."""
+    _wait(fe, State.WAIT_WARP)
+
+
 def _check_slot_type(fe: FunctionEmitter, op: Operation, llty: ir.Type) -> None:
     size = {"half": 2, "bfloat": 2, "float": 4, "double": 8}.get(str(llty))
     if isinstance(llty, ir.IntType):

@@ -2,8 +2,10 @@
 
 The NVPTX lowering of the same ops is `nova.backends.nvptx.nvvm`.
 
-CPU device (`CPU_HANDLERS`): the ops map onto what the gpu.* ops do there (cpu_gpu_ops):
-register reads come from the thread/block contexts, `nvvm.barrier0` is the block barrier, and
+CPU device (`CPU_HANDLERS`): the ops map onto what the gpu.* ops do there (`gpu_ops`):
+register reads come from the thread/block contexts, `nvvm.barrier0` is the block barrier,
+`nvvm.bar.warp.sync` the warp barrier (every existing lane of the warp; the mask is not
+checked), `match.sync any` one slot exchange after which each lane compares every slot, and
 `shfl.sync`/`vote.sync` exchange through the per-thread slots with warp barriers, as
 `gpu.shuffle` does, so a kernel using them runs on fibers (`CPU_FIBER_OPS`). `shfl.sync`
 follows PTX's definition exactly: with `c` = segment mask (bits 8-12) | clamp (bits 0-4),
@@ -117,6 +119,28 @@ def _cpu_ballot(fe: FunctionEmitter, mask: ir.Value, pred: ir.Value) -> ir.Value
     return votes
 
 
+def _cpu_match_any(fe: FunctionEmitter, op: Operation) -> None:
+    """The lanes (of `mask`, existing) whose value equals the caller's: one exchange through
+    the slots, then each lane compares every slot."""
+    b = fe.builder
+    mask, value = fe.operands(op)
+    linear, _, base, lanes = cpu._lane_info(fe)
+    b.store(value, cpu._slot(fe, linear))
+    cpu._wait(fe, State.WAIT_WARP)
+    acc = fe.alloca(I64)
+    b.store(I64(0), acc)
+
+    def step(b: ir.IRBuilder, i: ir.Value) -> None:
+        other = b.load(cpu._slot(fe, b.add(base, i)), typ=value.type)
+        bit = b.shl(b.zext(b.icmp_unsigned("==", other, value), I64), i)
+        b.store(b.or_(b.load(acc, typ=I64), bit), acc)
+
+    cf.counted_loop(b, lanes, step, "match")
+    same = b.and_(b.load(acc, typ=I64), b.zext(mask, I64))
+    cpu._wait(fe, State.WAIT_WARP)
+    fe.bind(op.results[0], b.trunc(same, I32))
+
+
 def _existing_lanes(fe: FunctionEmitter) -> ir.Value:
     """Bit i set for each lane i that exists in the calling warp (i64)."""
     b = fe.builder
@@ -145,10 +169,13 @@ CPU_HANDLERS: dict[str, Handler] = {
        for reg in ("tid", "ntid", "ctaid", "nctaid") for i, dim in enumerate("xyz")},
     **_cpu_scalar_sregs(),
     "nvvm.barrier0": cpu.lower_barrier,
+    "nvvm.bar.warp.sync": cpu.lower_warp_barrier,
+    "nvvm.match.sync": _cpu_match_any,
     "nvvm.shfl.sync": _cpu_shfl,
     "nvvm.vote.sync": _cpu_vote,
 }
 """nvvm op name -> CPU device handler (no `globaltimer`: no CPU lowering)."""
 
-CPU_FIBER_OPS = frozenset({"nvvm.barrier0", "nvvm.shfl.sync", "nvvm.vote.sync"})
+CPU_FIBER_OPS = frozenset({"nvvm.barrier0", "nvvm.bar.warp.sync", "nvvm.match.sync",
+                           "nvvm.shfl.sync", "nvvm.vote.sync"})
 """nvvm ops that make a CPU device kernel run its threads as fibers (they wait for others)."""

@@ -2,7 +2,8 @@
 
 Each op is the NVVM intrinsic MLIR's NVVM-to-LLVM translation emits:
 `llvm.nvvm.read.ptx.sreg.<register>`, `llvm.nvvm.barrier.cta.sync.aligned.all(0)` (as
-`gpu.barrier`), `llvm.nvvm.shfl.sync.<kind>` (through the shared shuffle helper of
+`gpu.barrier`), `llvm.nvvm.bar.warp.sync(mask)`, `llvm.nvvm.match.any.sync.i32/i64`,
+`llvm.nvvm.shfl.sync.<kind>` (through the shared shuffle helper of
 `nova.backends.nvptx.collectives`, operands passed through unchanged) and
 `llvm.nvvm.vote.<kind>.sync`. The CPU device's lowering of the same ops is
 `nova.backends.cpu.nvvm`.
@@ -36,6 +37,20 @@ def _nvptx_barrier0(fe: FunctionEmitter, op: Operation) -> None:
     barrier(fe)
 
 
+def _nvptx_bar_warp_sync(fe: FunctionEmitter, op: Operation) -> None:
+    (mask,) = fe.operands(op)
+    fn = fe.module.declare("llvm.nvvm.bar.warp.sync", ir.FunctionType(ir.VoidType(), [I32]))
+    fe.builder.call(fn, [mask])
+
+
+def _nvptx_match_any(fe: FunctionEmitter, op: Operation) -> None:
+    mask, value = fe.operands(op)
+    width = value.type.width
+    fn = fe.module.declare(f"llvm.nvvm.match.any.sync.i{width}",
+                           ir.FunctionType(I32, [I32, value.type]))
+    fe.bind(op.results[0], fe.builder.call(fn, [mask, value]))
+
+
 def _nvptx_shfl(fe: FunctionEmitter, op: Operation) -> None:
     mask, value, offset, c = fe.operands(op)
     kind = enum_text(attr(op, "kind")) or ""
@@ -55,6 +70,8 @@ def _nvptx_vote(fe: FunctionEmitter, op: Operation) -> None:
 NVPTX_HANDLERS: dict[str, Handler] = {
     **{f"nvvm.read.ptx.sreg.{r}": _nvptx_sreg(r, w) for r, w in SREG_REGISTERS},
     "nvvm.barrier0": _nvptx_barrier0,
+    "nvvm.bar.warp.sync": _nvptx_bar_warp_sync,
+    "nvvm.match.sync": _nvptx_match_any,
     "nvvm.shfl.sync": _nvptx_shfl,
     "nvvm.vote.sync": _nvptx_vote,
 }

@@ -10,10 +10,13 @@ lowers them inside kernels on both device targets (`nova.backends.cpu.nvvm`):
 - `nvvm.barrier0`;
 - `nvvm.shfl.sync  bfly %mask, %value, %offset, %c : f32 -> f32` (kinds bfly/up/down/idx, with
   PTX's packed clamp/segment operand `c`);
-- `nvvm.vote.sync  ballot %mask, %pred -> i32` (and `any`/`all`/`uni` -> i1).
+- `nvvm.vote.sync  ballot %mask, %pred -> i32` (and `any`/`all`/`uni` -> i1);
+- `nvvm.bar.warp.sync %mask : i32` (`__syncwarp`);
+- `nvvm.match.sync  any %mask, %val : i32 -> i32` (or i64 values; `__match_any_sync`).
 
 Not supported (rejected where written): the `range <...>` annotation of register reads and
-`return_value_and_is_valid` shuffles (their `!llvm.struct` result needs the llvm dialect).
+`return_value_and_is_valid` shuffles and `match.sync all` (their `!llvm.struct` results need
+the llvm dialect).
 """
 
 from __future__ import annotations
@@ -58,6 +61,20 @@ class VoteSyncKind(StrEnum):
     ALL = "all"
     BALLOT = "ballot"
     UNI = "uni"
+
+
+class MatchSyncKind(StrEnum):
+    """MLIR's `NVVM::MatchSyncKind`: the PTX `match.sync` modes (Nova lowers `any`)."""
+
+    ANY = "any"
+    ALL = "all"
+
+
+@irdl_attr_definition
+class MatchSyncKindAttr(EnumAttribute[MatchSyncKind], SpacedOpaqueSyntaxAttribute):
+    """`#nvvm<match_sync_kind any>`."""
+
+    name = "nvvm.match_sync_kind"
 
 
 @irdl_attr_definition
@@ -254,9 +271,97 @@ class VoteSyncOp(IRDLOperation):
             raise VerifyException(f"'nvvm.vote.sync' {self.kind.data.value} must return {want}")
 
 
-NVVM = Dialect("nvvm", [*SREG_OPS, Barrier0Op, ShflSyncOp, VoteSyncOp],
-               [ShflKindAttr, VoteSyncKindAttr])
+@irdl_op_definition
+class BarWarpSyncOp(IRDLOperation):
+    """`nvvm.bar.warp.sync %mask : i32`: PTX `bar.warp.sync` (CUDA's `__syncwarp(mask)`): the
+    lanes of `mask` wait for each other, and their shared/global memory accesses before it are
+    visible to each other after it. Needed wherever lanes of one warp exchange data through
+    memory: since Volta a warp's lanes may run apart between warp-collective instructions."""
+
+    name = "nvvm.bar.warp.sync"
+    thread_mask = operand_def(i32)
+
+    def __init__(self, thread_mask: SSAValue) -> None:
+        super().__init__(operands=[thread_mask])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        mask = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        op = cls(parser.resolve_operand(mask, ty))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.thread_mask)
+        print_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.thread_mask.type)
+
+
+@irdl_op_definition
+class MatchSyncOp(IRDLOperation):
+    """`nvvm.match.sync  any %mask, %val : i32 -> i32` (or `: i64 -> i32`): PTX
+    `match.any.sync` (CUDA's `__match_any_sync`): the lanes of `mask` whose `val` equals the
+    caller's. Only the `any` kind (`all` returns an `!llvm.struct`, which needs the llvm
+    dialect)."""
+
+    name = "nvvm.match.sync"
+    thread_mask = operand_def(i32)
+    val = operand_def(IntegerType)
+    kind = prop_def(MatchSyncKindAttr)
+    res = result_def(i32)
+    traits = traits_def(Pure())
+
+    def __init__(self, thread_mask: SSAValue, val: SSAValue) -> None:
+        super().__init__(operands=[thread_mask, val], result_types=[i32],
+                         properties={"kind": MatchSyncKindAttr(MatchSyncKind.ANY)})
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        pos = parser.pos
+        kind = parser.parse_str_enum(MatchSyncKind)
+        if kind != MatchSyncKind.ANY:
+            parser.raise_error("'nvvm.match.sync' all is not supported (only any)", pos,
+                               parser.pos)
+        mask = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        val = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        op = cls(parser.resolve_operand(mask, i32), parser.resolve_operand(val, ty))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f"  {self.kind.data.value} ")
+        printer.print_list(self.operands, printer.print_operand)
+        print_attr_dict(printer, self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.val.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.res.type)
+
+    def verify_(self) -> None:
+        ty = self.val.type
+        if not isinstance(ty, IntegerType) or ty.width.data not in (32, 64):
+            raise VerifyException("'nvvm.match.sync' compares i32 or i64 values")
+        if self.kind.data != MatchSyncKind.ANY:
+            raise VerifyException("'nvvm.match.sync' all is not supported (only any)")
+
+
+NVVM = Dialect("nvvm", [*SREG_OPS, Barrier0Op, BarWarpSyncOp, MatchSyncOp, ShflSyncOp,
+                        VoteSyncOp],
+               [MatchSyncKindAttr, ShflKindAttr, VoteSyncKindAttr])
 """The `nvvm` ops Nova supports (see the module docstring)."""
 
-__all__ = ["NVVM", "SREG_OPS", "SREG_REGISTERS", "Barrier0Op", "ShflKind", "ShflKindAttr",
-           "ShflSyncOp", "SpecialRegisterOp", "VoteSyncKind", "VoteSyncKindAttr", "VoteSyncOp"]
+__all__ = ["NVVM", "SREG_OPS", "SREG_REGISTERS", "BarWarpSyncOp", "Barrier0Op", "MatchSyncKind",
+           "MatchSyncKindAttr", "MatchSyncOp", "ShflKind",
+           "ShflKindAttr", "ShflSyncOp", "SpecialRegisterOp", "VoteSyncKind", "VoteSyncKindAttr",
+           "VoteSyncOp"]

@@ -1,0 +1,508 @@
+"""Batch LZ4 page compression: Nova's kernels vs nvCOMP's batched LZ4 vs liblz4 on all cores.
+
+In one process, on the page corpus of nova.lz4.corpus (text, binary, heap, floats, zeros, random,
+mixed), per class:
+
+- liblz4 on every core (python-lz4 on a thread pool): compress / decompress GB/s, ratio;
+- Nova kernels on device-resident pages: compress (compress kernel alone, and with the scan +
+  compaction that make the payload contiguous), decompress; GB/s of uncompressed bytes, timed
+  with device events; ratio and ratio / liblz4's;
+- nvCOMP batched LZ4 (nvidia-nvcomp-cu13) through its C API (ctypes; the 4.x or 5.x entry points,
+  whichever the library exports), on the same device pages, one chunk per page; falls back to
+  its Python API (nvidia.nvcomp) if the C API cannot be bound;
+- end to end, pinned host -> host: nova.lz4.PageCompressor on a pinned HostBuffer of pages
+  (H2D, kernels, D2H on three streams, slots), and the pinned H2D bandwidth it is measured
+  against.
+
+Every timed output is verified (reported as MISMATCH, and the exit code is 1): Nova's blocks are
+decoded by liblz4 and by Nova's decompressor, nvCOMP's blocks by liblz4 and by nvCOMP, and every
+decompressor's pages are compared with the input. The kernels' occupancy (registers, shared
+memory, resident warps per SM) comes from the CUDA occupancy API.
+
+    python bench/lz4.py [--device cuda|cpu] [--pages N] [--page-size 4096] [--repeats 5]
+                        [--classes mixed,text,...] [--no-nvcomp] [--json PATH]
+
+--device cpu runs Nova's kernels on the CPU device with small defaults (a smoke test; no nvCOMP).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# run as a script, this file's directory comes first on sys.path and `import lz4` (python-lz4,
+# inside nova.lz4) would import this file: drop the directory before importing anything else
+# (hence the imports below the assignment)
+# ruff: noqa: E402
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+
+import argparse
+import ctypes
+import glob
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+import nova
+from nova.lz4 import PageCompressor, cpu
+from nova.lz4 import device as D
+from nova.lz4 import kernels as K
+from nova.lz4.batch import CompressedBatch
+from nova.lz4.corpus import CLASSES, build_corpus
+
+FAILURES: list[str] = []
+
+
+def check(ok: bool, what: str) -> bool:
+    if not ok:
+        FAILURES.append(what)
+        print(f"  MISMATCH: {what}", flush=True)
+    return ok
+
+
+class Timer:
+    """Times device work: events on cuda, wall clock around a synchronize elsewhere."""
+
+    def __init__(self, dev: nova.Device, stream: nova.Stream) -> None:
+        self.dev, self.stream = dev, stream
+
+    def __call__(self, fn: Callable[[], Any], repeats: int) -> float:
+        """Median seconds of fn() (after one warm-up run)."""
+        fn()
+        self.stream.synchronize()
+        times = []
+        for _ in range(repeats):
+            if self.dev.kind == "cuda":
+                a, b = self.dev.create_event(timing=True), self.dev.create_event(timing=True)
+                a.record(self.stream)
+                fn()
+                b.record(self.stream)
+                b.synchronize()
+                times.append(a.elapsed_ms(b) / 1e3)
+                a.close()
+                b.close()
+            else:
+                t0 = time.perf_counter()
+                fn()
+                self.stream.synchronize()
+                times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+
+def wall(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median wall seconds of fn() after a warm-up, and the last result."""
+    result = fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), result
+
+
+# --- nvCOMP ------------------------------------------------------------------------------------
+class NvcompC:
+    """nvCOMP's batched LZ4 through its C API (ctypes). Binds the 5.x entry points
+    (`...GetTempSizeAsync`, options structs with reserved bytes, device statuses) or the 4.x
+    ones, whichever the library exports."""
+
+    def __init__(self) -> None:
+        spec = importlib.util.find_spec("nvidia.nvcomp")
+        roots = list(spec.submodule_search_locations or []) if spec else []
+        libs = [p for r in roots for p in glob.glob(os.path.join(r, "**", "libnvcomp.so*"),
+                                                    recursive=True)]
+        if not libs:
+            raise RuntimeError("libnvcomp.so not found in the nvidia.nvcomp package "
+                               "(pip install nvidia-nvcomp-cu13)")
+        self.path = sorted(libs, key=len)[0]
+        self.lib = ctypes.CDLL(self.path)
+        self.v5 = hasattr(self.lib, "nvcompBatchedLZ4CompressGetTempSizeAsync")
+
+        class Opts4(ctypes.Structure):
+            _fields_ = [("data_type", ctypes.c_int)]
+
+        class Opts5(ctypes.Structure):
+            _fields_ = [("data_type", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
+
+        class DOpts5(ctypes.Structure):
+            _fields_ = [("backend", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
+
+        self.copts = Opts5() if self.v5 else Opts4()
+        self.dopts = DOpts5()
+        self.version = "5.x" if self.v5 else "4.x"
+
+    def _check(self, status: int, what: str) -> None:
+        if status != 0:
+            raise RuntimeError(f"nvCOMP {what} returned status {status}")
+
+    def prepare(self, dev: nova.Device, n: int, page: int) -> dict[str, Any]:
+        sz = ctypes.c_size_t
+        temp_c, temp_d, max_out = sz(), sz(), sz()
+        lib = self.lib
+        if self.v5:
+            self._check(lib.nvcompBatchedLZ4CompressGetTempSizeAsync(
+                sz(n), sz(page), self.copts, ctypes.byref(temp_c), sz(n * page)), "temp size")
+            self._check(lib.nvcompBatchedLZ4DecompressGetTempSizeAsync(
+                sz(n), sz(page), self.dopts, ctypes.byref(temp_d), sz(n * page)), "temp size")
+        else:
+            self._check(lib.nvcompBatchedLZ4CompressGetTempSize(
+                sz(n), sz(page), self.copts, ctypes.byref(temp_c)), "temp size")
+            self._check(lib.nvcompBatchedLZ4DecompressGetTempSize(
+                sz(n), sz(page), ctypes.byref(temp_d)), "temp size")
+        self._check(lib.nvcompBatchedLZ4CompressGetMaxOutputChunkSize(
+            sz(page), self.copts, ctypes.byref(max_out)), "max output size")
+        return {"temp_c": dev.allocate(max(temp_c.value, 1)),
+                "temp_d": dev.allocate(max(temp_d.value, 1)),
+                "max_out": max_out.value, "temp_c_bytes": temp_c.value,
+                "temp_d_bytes": temp_d.value}
+
+    def compress(self, in_ptrs: nova.Buffer, in_sizes: nova.Buffer, page: int, n: int,
+                 temp: nova.Buffer, out_ptrs: nova.Buffer, out_sizes: nova.Buffer,
+                 statuses: nova.Buffer, stream: nova.Stream) -> None:
+        sz, vp = ctypes.c_size_t, ctypes.c_void_p
+        args = [vp(in_ptrs.ptr), vp(in_sizes.ptr), sz(page), sz(n), vp(temp.ptr),
+                sz(temp.nbytes), vp(out_ptrs.ptr), vp(out_sizes.ptr), self.copts]
+        if self.v5:
+            args.append(vp(statuses.ptr))
+        args.append(vp(stream.handle))
+        self._check(self.lib.nvcompBatchedLZ4CompressAsync(*args), "compress")
+
+    def decompress(self, in_ptrs: nova.Buffer, in_sizes: nova.Buffer, out_caps: nova.Buffer,
+                   out_actual: nova.Buffer, n: int, temp: nova.Buffer, out_ptrs: nova.Buffer,
+                   statuses: nova.Buffer, stream: nova.Stream) -> None:
+        sz, vp = ctypes.c_size_t, ctypes.c_void_p
+        args = [vp(in_ptrs.ptr), vp(in_sizes.ptr), vp(out_caps.ptr), vp(out_actual.ptr), sz(n),
+                vp(temp.ptr), sz(temp.nbytes), vp(out_ptrs.ptr)]
+        if self.v5:
+            args.append(self.dopts)
+        args += [vp(statuses.ptr), vp(stream.handle)]
+        self._check(self.lib.nvcompBatchedLZ4DecompressAsync(*args), "decompress")
+
+
+def bench_nvcomp_c(nv: NvcompC, dev: nova.Device, stream: nova.Stream, timer: Timer,
+                   d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
+    n, page = pages.shape
+    prep = nv.prepare(dev, n, page)
+    max_out = prep["max_out"]
+    d_out = dev.allocate(n * max_out)
+    d_back = dev.allocate(n * page)
+    ptrs = lambda base, stride: nova.to_device(  # noqa: E731
+        (np.uint64(base) + np.arange(n, dtype=np.uint64) * np.uint64(stride)), dev)
+    in_ptrs, out_ptrs, back_ptrs = ptrs(d_pages.ptr, page), ptrs(d_out.ptr, max_out), \
+        ptrs(d_back.ptr, page)
+    in_sizes = nova.to_device(np.full(n, page, np.uint64), dev)
+    out_sizes = nova.to_device(np.zeros(n, np.uint64), dev)
+    caps = nova.to_device(np.full(n, page, np.uint64), dev)
+    actual = nova.to_device(np.zeros(n, np.uint64), dev)
+    statuses = nova.to_device(np.zeros(n, np.int32), dev)
+    t_c = timer(lambda: nv.compress(in_ptrs, in_sizes, page, n, prep["temp_c"], out_ptrs,
+                                    out_sizes, statuses, stream), repeats)
+    stream.synchronize()
+    sizes = out_sizes.numpy().astype(np.int64)
+    t_d = timer(lambda: nv.decompress(out_ptrs, out_sizes, caps, actual, n, prep["temp_d"],
+                                      back_ptrs, statuses, stream), repeats)
+    stream.synchronize()
+    back = d_back.numpy().reshape(n, page)
+    check(np.array_equal(back, pages), "nvCOMP decompress(nvCOMP compress(pages)) != pages")
+    blob = d_out.numpy()
+    sample = np.linspace(0, n - 1, min(n, 256)).astype(np.int64)
+    ok = all(cpu.decompress_block(blob[i * max_out:i * max_out + sizes[i]].tobytes(), page) ==
+             pages[i].tobytes() for i in sample)
+    check(ok, "liblz4 does not decode nvCOMP's blocks to the pages")
+    stored = np.minimum(sizes, page) + 4  # as Nova counts: a page that grows is kept raw
+    for buf in (d_out, d_back, prep["temp_c"], prep["temp_d"]):
+        buf.free()
+    return {"compress_gbps": pages.nbytes / t_c / 1e9, "decompress_gbps": pages.nbytes / t_d / 1e9,
+            "ratio": pages.nbytes / stored.sum(), "api": f"C {nv.version}",
+            "temp_bytes_per_chunk": prep["temp_c_bytes"] / n, "max_out_chunk": max_out}
+
+
+def bench_nvcomp_py(d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
+    from nvidia import nvcomp  # type: ignore[import-not-found]
+
+    n, page = pages.shape
+    codec = nvcomp.Codec(algorithm="LZ4", chunk_size=page)
+    arr = nvcomp.as_array(d_pages)
+    t_c, enc = wall(lambda: codec.encode(arr), repeats)
+    t_d, dec = wall(lambda: codec.decode(enc), repeats)
+    back = np.asarray(dec.cpu()).reshape(-1).view(np.uint8)[:pages.nbytes]
+    check(np.array_equal(back.reshape(n, page), pages), "nvCOMP (Python API) round trip")
+    return {"compress_gbps": pages.nbytes / t_c / 1e9, "decompress_gbps": pages.nbytes / t_d / 1e9,
+            "ratio": pages.nbytes / enc.buffer_size, "api": "Python (wall clock, incl. overhead)"}
+
+
+# --- Nova --------------------------------------------------------------------------------------
+def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
+                       d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
+    n, page = pages.shape
+    staged = dev.allocate(n * page)
+    sizes = dev.allocate(4 * n).view(np.uint32, (n,))
+    offsets = dev.allocate(8 * (n + 1)).view(np.uint64, (n + 1,))
+    payload = dev.allocate(n * page)
+    src32 = D.view(d_pages, np.uint32, n * page // 4)
+    staged8 = D.view(staged, np.uint8, n * page)
+
+    def comp() -> None:
+        D.launch_compress(src32, staged8, sizes, n, page, stream)
+
+    def comp_all() -> None:
+        comp()
+        D.launch_scan_compact(staged8, sizes, offsets, D.view(payload, np.uint8, n * page), n,
+                              page, stream)
+
+    t_kernel = timer(comp, repeats)
+    t_all = timer(comp_all, repeats)
+    stream.synchronize()
+    h_sizes = sizes.numpy()
+    total = int(offsets.numpy()[-1])
+    batch = CompressedBatch.from_sizes(page, h_sizes, payload.numpy()[:total])
+    lib_pages, lib_status = cpu.decompress_pages_status(batch)
+    check(not lib_status.any() and np.array_equal(lib_pages, pages),
+          "liblz4 does not decode Nova's blocks to the pages")
+    d_back = dev.allocate(n * page)
+    status = dev.allocate(4 * n).view(np.int32, (n,))
+    d_payload = D.view(payload, np.uint8, max(total, 1))
+    t_dec = timer(lambda: D.launch_decompress(d_payload, offsets, sizes,
+                                              D.view(d_back, np.uint32, n * page // 4), status,
+                                              n, page, stream), repeats)
+    stream.synchronize()
+    check(not status.numpy().any() and np.array_equal(d_back.numpy().reshape(n, page), pages),
+          "Nova decompress(Nova compress(pages)) != pages")
+    # Nova decodes liblz4's blocks too (decoder correctness on another encoder's output)
+    ref = cpu.compress_pages(pages, page)
+    r_payload = nova.to_device(ref.payload if len(ref.payload) else np.zeros(1, np.uint8), dev)
+    r_off, r_sizes = nova.to_device(ref.offsets, dev), nova.to_device(ref.sizes, dev)
+    D.launch_decompress(r_payload, r_off, r_sizes, D.view(d_back, np.uint32, n * page // 4),
+                        status, n, page, stream)
+    stream.synchronize()
+    check(not status.numpy().any() and np.array_equal(d_back.numpy().reshape(n, page), pages),
+          "Nova does not decode liblz4's blocks to the pages")
+    for buf in (staged, payload, d_back):
+        buf.free()
+    return {"compress_kernel_gbps": pages.nbytes / t_kernel / 1e9,
+            "compress_gbps": pages.nbytes / t_all / 1e9,
+            "decompress_gbps": pages.nbytes / t_dec / 1e9, "ratio": batch.ratio,
+            "liblz4_ratio": ref.ratio}
+
+
+def bench_liblz4(pages: np.ndarray, repeats: int) -> dict[str, Any]:
+    page = pages.shape[1]
+    t_c, batch = wall(lambda: cpu.compress_pages(pages, page), repeats)
+    t_d, (out, status) = wall(lambda: cpu.decompress_pages_status(batch), repeats)
+    check(not status.any() and np.array_equal(out, pages), "liblz4 round trip")
+    return {"compress_gbps": pages.nbytes / t_c / 1e9, "decompress_gbps": pages.nbytes / t_d / 1e9,
+            "ratio": batch.ratio, "threads": os.cpu_count()}
+
+
+def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: int,
+                     per_slot: int | None) -> dict[str, Any]:
+    n, page = pages.shape
+    host = dev.allocate_pinned(pages.nbytes)
+    pinned = host.numpy(np.uint8, (n, page))
+    pinned[:] = pages
+    d = dev.allocate(pages.nbytes)
+    stream = dev.create_stream()
+
+    def h2d() -> None:
+        dev.copy_htod(d, pinned, stream=stream)
+        stream.synchronize()
+
+    t_h2d, _ = wall(h2d, repeats)
+    out: dict[str, Any] = {"h2d_gbps": pages.nbytes / t_h2d / 1e9, "slots": slots}
+    for direct in (True, False):
+        with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
+                            direct_writes=direct) as comp:
+            t_c, batch = wall(lambda comp=comp: comp.compress_pages(pinned), repeats)
+            t_d, back = wall(lambda comp=comp, batch=batch: comp.decompress_pages(batch),
+                             repeats)
+            check(np.array_equal(back, pages), f"PageCompressor round trip (direct={direct})")
+            check(not comp.fallbacks, f"PageCompressor fell back: {comp.fallbacks}")
+            key = "" if direct else "d2h_"
+            out[f"{key}compress_gbps"] = pages.nbytes / t_c / 1e9
+            out[f"{key}decompress_gbps"] = pages.nbytes / t_d / 1e9
+            out["pages_per_slot"] = comp.pages_per_slot
+    out["compress_vs_h2d"] = out["compress_gbps"] / out["h2d_gbps"]
+    host.free()
+    d.free()
+    return out
+
+
+def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
+    """Registers, shared memory and resident warps per SM of both kernels (CUDA occupancy API
+    on the kernels' cubins)."""
+    import re
+
+    from cuda.bindings import driver as cu
+
+    def call(result: Any) -> Any:
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if int(err) != 0:
+            raise RuntimeError(f"CUDA error {err}")
+        return rest[0] if len(rest) == 1 else rest
+
+    warps = K.warps_per_block(page)
+    out: dict[str, Any] = {}
+    cudev = call(cu.cuDeviceGet(dev.index))
+    call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
+    cases = [
+        ("compress", K.compress_pages_kernel,
+         (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int),
+         K.compress_shared_bytes(page, warps)),
+        ("decompress", K.decompress_pages_kernel,
+         (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
+         K.decompress_shared_bytes(page, warps)),
+    ]
+    sms = call(cu.cuDeviceGetAttribute(
+        cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))
+    for name, kern, sig, smem in cases:
+        images = kern.compile(*sig, device=dev)
+        entry = re.search(r"\.entry\s+(\w+)", images.ptx or "").group(1)
+        module = call(cu.cuModuleLoadData(images.cubin or images.ptx.encode() + b"\0"))
+        fn = call(cu.cuModuleGetFunction(module, entry.encode()))
+        regs = call(cu.cuFuncGetAttribute(cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NUM_REGS,
+                                          fn))
+        call(cu.cuFuncSetAttribute(
+            fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem))
+        blocks = call(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, 32 * warps, smem))
+        out[name] = {"registers": regs, "shared_bytes_per_block": smem, "warps_per_block": warps,
+                     "blocks_per_sm": blocks, "warps_per_sm": blocks * warps, "sms": sms}
+    return out
+
+
+def probe_nvcomp(page: int) -> int:
+    """Child-process check of the C binding on a few pages (exit code 0 = usable)."""
+    dev = nova.get_device("cuda")
+    stream = dev.create_stream()
+    pages = build_corpus(page, 16)["mixed"]
+    d_pages = nova.to_device(pages, dev)
+    result = bench_nvcomp_c(NvcompC(), dev, stream, Timer(dev, stream), d_pages, pages, 1)
+    print(f"nvCOMP C API ok: {result}")
+    return 1 if FAILURES else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--pages", type=int, default=None,
+                        help="pages per class (default 32768 on cuda: 128 MiB; 64 on cpu)")
+    parser.add_argument("--page-size", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--classes", default=",".join(CLASSES))
+    parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument("--pages-per-slot", type=int, default=None)
+    parser.add_argument("--no-nvcomp", action="store_true")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--probe-nvcomp", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.probe_nvcomp:
+        return probe_nvcomp(args.page_size)
+
+    dev = nova.get_device(args.device)
+    gpu = dev.kind == "cuda"
+    per_class = args.pages or (32768 if gpu else 64)
+    repeats = args.repeats or (5 if gpu else 1)
+    page = args.page_size
+    classes = [c for c in args.classes.split(",") if c]
+    stream = dev.create_stream()
+    timer = Timer(dev, stream)
+    print(f"nova.lz4 bench: {dev.name} ({dev.kind}), {page}-byte pages, {per_class} pages per "
+          f"class ({per_class * 6} mixed), {repeats} repeats", flush=True)
+    t0 = time.perf_counter()
+    corpus = build_corpus(page, per_class)
+    print(f"corpus built in {time.perf_counter() - t0:.1f}s", flush=True)
+
+    nv: NvcompC | None = None
+    nv_note = "skipped (--no-nvcomp)" if args.no_nvcomp else "skipped (not on cuda)"
+    if gpu and not args.no_nvcomp:
+        # a wrong C signature would crash this process: try the binding in a child first
+        import subprocess
+
+        probe = subprocess.run([sys.executable, __file__, "--probe-nvcomp", "--page-size",
+                                str(page)], capture_output=True, text=True, timeout=600)
+        if probe.returncode == 0:
+            nv = NvcompC()
+            nv_note = f"C API {nv.version} ({nv.path})"
+        else:
+            why = (probe.stdout + probe.stderr).strip().splitlines()[-1:] or [
+                f"exit code {probe.returncode}"]
+            nv_note = f"C API unusable ({why[0]}); using the Python API"
+    print(f"nvCOMP: {nv_note}", flush=True)
+
+    results: dict[str, Any] = {}
+    if gpu:
+        try:
+            results["occupancy"] = occupancy(dev, page)
+        except Exception as exc:
+            results["occupancy"] = {"error": f"{type(exc).__name__}: {exc}"}
+        print(f"occupancy: {results['occupancy']}", flush=True)
+    rows = []
+    for cls in classes:
+        pages = corpus[cls]
+        print(f"[{cls}] {len(pages)} pages", flush=True)
+        row: dict[str, Any] = {"class": cls, "pages": len(pages)}
+        d_pages = nova.to_device(pages, dev)
+        row["liblz4"] = bench_liblz4(pages, repeats)
+        row["nova"] = bench_nova_kernels(dev, stream, timer, d_pages, pages, repeats)
+        if gpu and not args.no_nvcomp:
+            try:
+                row["nvcomp"] = (bench_nvcomp_c(nv, dev, stream, timer, d_pages, pages, repeats)
+                                 if nv is not None else bench_nvcomp_py(d_pages, pages, repeats))
+            except Exception as exc:
+                row["nvcomp"] = {"error": f"{type(exc).__name__}: {exc}"}
+                print(f"  nvCOMP failed: {row['nvcomp']['error']}", flush=True)
+        if cls == "mixed" or len(classes) == 1:
+            row["end_to_end"] = bench_end_to_end(dev, pages, repeats, args.slots,
+                                                 args.pages_per_slot)
+        d_pages.free()
+        rows.append(row)
+        print(f"  {json.dumps(row)}", flush=True)
+
+    print()
+    head = (f"{'class':8s} {'ratio':>6s} {'/lib':>6s} {'nv/lib':>6s} | {'Nova c':>8s} "
+            f"{'(kern)':>8s} {'nvCOMP c':>9s} {'c x':>5s} | {'Nova d':>8s} {'nvCOMP d':>9s} "
+            f"{'d x':>5s} | {'lib c':>7s} {'lib d':>7s}   (GB/s of uncompressed bytes)")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        nv_r = r.get("nvcomp", {})
+        nvc, nvd = nv_r.get("compress_gbps"), nv_r.get("decompress_gbps")
+        nova_r, lib = r["nova"], r["liblz4"]
+        fmt = lambda v, w=8: f"{v:{w}.2f}" if isinstance(v, float) else f"{'-':>{w}s}"  # noqa
+        print(f"{r['class']:8s} {nova_r['ratio']:6.3f} {nova_r['ratio'] / lib['ratio']:6.3f} "
+              f"{fmt(nv_r['ratio'] / lib['ratio'] if 'ratio' in nv_r else None, 6)} | "
+              f"{fmt(nova_r['compress_gbps'])} {fmt(nova_r['compress_kernel_gbps'])} "
+              f"{fmt(nvc, 9)} {fmt(nova_r['compress_gbps'] / nvc if nvc else None, 5)} | "
+              f"{fmt(nova_r['decompress_gbps'])} {fmt(nvd, 9)} "
+              f"{fmt(nova_r['decompress_gbps'] / nvd if nvd else None, 5)} | "
+              f"{fmt(lib['compress_gbps'], 7)} {fmt(lib['decompress_gbps'], 7)}")
+    for r in rows:
+        if "end_to_end" in r:
+            e = r["end_to_end"]
+            print(f"\nend to end ({r['class']}, pinned host -> host, {e['slots']} slots of "
+                  f"{e['pages_per_slot']} pages): compress {e['compress_gbps']:.2f} GB/s "
+                  f"(with wait + D2H instead of direct writes: {e['d2h_compress_gbps']:.2f}), "
+                  f"decompress {e['decompress_gbps']:.2f} GB/s; pinned H2D {e['h2d_gbps']:.2f} "
+                  f"GB/s; compress = {100 * e['compress_vs_h2d']:.0f}% of H2D")
+    print(f"\nverification: {FAILURES if FAILURES else 'all outputs verified'}")
+    report = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "device": dev.name,
+              "kind": dev.kind, "host": platform.node(), "command": " ".join(sys.argv),
+              "page_size": page, "pages_per_class": per_class, "repeats": repeats,
+              "nvcomp": nv_note, "results": rows, "occupancy": results.get("occupancy"),
+              "failures": FAILURES}
+    path = args.json or Path(__file__).parent / "results" / f"lz4-{dev.kind}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1, default=float))
+    print(f"wrote {path}")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,565 @@
+"""`PageCompressor`: any number of pages through a ring of pinned slots on the GPU, with a CPU
+fallback.
+
+Compression of one call: the pages are cut into chunks of `pages_per_slot`; each chunk is an
+item of a `nova.Pipeline` with `slots` slots (pinned staging, H2D on a copy-in stream, the
+kernels on a compute stream, D2H on a copy-out stream, events in between, back-pressure when
+every slot is busy, results in order). A slot's kernels are: compress (one warp per page, blocks
+at page stride in scratch) and a scan of the size table on the compute stream, then, on the
+copy-out stream behind an event, the compaction of the blocks straight into the call's pinned
+result payload (after the previous slot's) and a D2H of the size table; no host wait, no host
+copy (`direct_writes=False`: wait for the payload size, then D2H). Decompression: the chunk's
+payload goes up, its size table and offsets from pinned memory, the pages come back into the
+call's pinned result and the per-page statuses into a pinned status array.
+
+Fallback: with no usable GPU the work runs on liblz4 (python-lz4, every core) with a warning.
+When a slot fails (launch failure, kernel fault, lost context), the pages of that slot and of
+every later slot of the call are compressed on the CPU: every page exactly once, in order,
+decodable to the same bytes, and a `FallbackWarning` says what failed and how many pages moved.
+The next call tries the device again (a fresh pipeline), so a transient failure costs one call.
+
+`inject_fault=k` makes the k-th slot of every call fail, for tests: compression faults inside
+the kernel (a device-side assert: KernelFault on the CPU device, CUDA_ERROR_ASSERT on cuda),
+decompression fails its launch (Lz4LaunchError from the stage).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import nova
+from nova.lz4 import cpu
+from nova.lz4 import device as D
+from nova.lz4.batch import (
+    DEFAULT_PAGE_SIZE,
+    CompressedBatch,
+    as_pages,
+    check_page_size,
+)
+from nova.lz4.errors import CorruptDataError, Lz4ArgumentError
+
+BACKENDS = ("cuda", "cpu", "liblz4")
+"""cuda: the kernels on the GPU; cpu: the same kernels on Nova's CPU device; liblz4: the CPU
+codec (python-lz4 on every core)."""
+
+
+class FallbackWarning(RuntimeWarning):
+    """Work meant for the GPU ran on the CPU (no usable GPU, or a slot failed)."""
+
+
+class Lz4LaunchError(nova.NovaError):
+    """A slot's kernels could not be launched (raised by the decompression fault hook)."""
+
+
+@dataclass(frozen=True)
+class DecompressResult:
+    """Decoded pages and a per-page status (0 ok; nonzero: the page's block is invalid and its
+    row is zeros)."""
+
+    pages: np.ndarray  # uint8[n, page_size]
+    status: np.ndarray  # int32[n]
+
+    @property
+    def bad_pages(self) -> np.ndarray:
+        return np.flatnonzero(self.status)
+
+
+def _header_bytes(k: int) -> int:
+    return (4 * k + 7) // 8 * 8
+
+
+def _resolve_backend(device: str | None) -> tuple[str, str | None]:
+    """(backend, why the GPU is not used or None)."""
+    if device is not None and device not in BACKENDS:
+        raise Lz4ArgumentError(f"device must be one of {', '.join(BACKENDS)} (or None: cuda if "
+                               f"usable, else liblz4), got {device!r}")
+    if device in ("cpu", "liblz4"):
+        return device, None
+    try:
+        nova.get_device("cuda")
+    except nova.NovaError as exc:
+        if device == "cuda":
+            raise
+        return "liblz4", f"no usable GPU ({exc})"
+    return "cuda", None
+
+
+def _is_device_array(obj: object) -> bool:
+    if isinstance(obj, nova.Buffer):
+        return True
+    dev = getattr(obj, "__dlpack_device__", None)
+    if dev is None or isinstance(obj, np.ndarray):
+        return False
+    try:
+        return int(dev()[0]) not in (1, 3)  # kDLCPU, kDLCUDAHost: host memory
+    except (TypeError, ValueError, IndexError):
+        return False
+
+
+class PageCompressor:
+    """Compresses and decompresses batches of pages (module docstring).
+
+    `device`: "cuda", "cpu" (Nova's CPU device running the same kernels), "liblz4" or None
+    (cuda if usable, else liblz4 with a FallbackWarning). `slots`: pipeline depth;
+    `pages_per_slot`: pages per chunk (default: 16 MiB of pages on cuda, 256 pages elsewhere).
+    """
+
+    def __init__(self, page_size: int = DEFAULT_PAGE_SIZE, device: str | None = None, *,
+                 slots: int = 3, pages_per_slot: int | None = None,
+                 inject_fault: int | None = None, direct_writes: bool = True) -> None:
+        self.page_size = check_page_size(page_size)
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise Lz4ArgumentError(f"slots must be a positive int, got {slots!r}")
+        self.backend, why = _resolve_backend(device)
+        if why is not None:
+            warnings.warn(f"nova.lz4: {why}; using liblz4 on the CPU", FallbackWarning,
+                          stacklevel=2)
+        if pages_per_slot is None:
+            pages_per_slot = (16 << 20) // self.page_size if self.backend == "cuda" else 256
+        if isinstance(pages_per_slot, bool) or not isinstance(pages_per_slot, int) or \
+                pages_per_slot < 1:
+            raise Lz4ArgumentError(f"pages_per_slot must be a positive int, got "
+                                   f"{pages_per_slot!r}")
+        self.slots = slots
+        self.pages_per_slot = pages_per_slot
+        self.inject_fault = inject_fault
+        self.direct_writes = direct_writes
+        self.fallbacks: list[str] = []  # the warning text of every fallback so far
+        self._pipes: dict[str, nova.Pipeline] = {}
+        self._scratch: dict[tuple[str, int], D.SlotScratch] = {}
+        self._fault_item = -1
+        self._meta: dict[int, tuple[np.ndarray, np.ndarray, int, int]] = {}
+        self._dec_pages = np.zeros((0, self.page_size), np.uint8)  # this call's results
+        self._dec_status = np.zeros(0, np.int32)
+        self._out_payload = np.zeros(0, np.uint8)
+        self._out_sizes = np.zeros(0, np.uint32)
+        self._out_run = 0
+        self._payload_dev: nova.Buffer | None = None  # the pinned payload, as the device sees it
+        self._run_dev: nova.Buffer | None = None  # uint64[1]: payload position, slot to slot
+        self._submitted: dict[str, int] = {}  # items submitted to each live pipeline
+        self._meta_next = -1
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    # --- public API -----------------------------------------------------------------------
+    def compress_pages(self, pages: Any) -> CompressedBatch:
+        """Compress pages: a (n, page_size) array, any array/bytes/memoryview of n * page_size
+        bytes, a list of pages, or a device array (nova.Buffer, DLPack)."""
+        with self._lock:
+            if _is_device_array(pages):
+                return self._compress_device_array(pages)
+            arr = as_pages(pages, self.page_size)
+            if self.backend == "liblz4" or len(arr) == 0:
+                return cpu.compress_pages(arr, self.page_size)
+            return self._run_chunks("compress", arr, len(arr))
+
+    def decompress_pages_status(self, batch: CompressedBatch) -> DecompressResult:
+        """Decode every page; an invalid block sets its page's status instead of raising."""
+        self._check_batch(batch)
+        with self._lock:
+            if self.backend == "liblz4" or batch.n_pages == 0:
+                return DecompressResult(*cpu.decompress_pages_status(batch))
+            return self._run_chunks("decompress", batch, batch.n_pages)
+
+    def decompress_pages(self, batch: CompressedBatch) -> np.ndarray:
+        """Decode every page (uint8[n, page_size]); CorruptDataError names invalid pages."""
+        result = self.decompress_pages_status(batch)
+        bad = result.bad_pages
+        if len(bad):
+            shown = ", ".join(map(str, bad[:8])) + (", ..." if len(bad) > 8 else "")
+            raise CorruptDataError(f"{len(bad)} of {batch.n_pages} pages have invalid LZ4 "
+                                   f"blocks (pages {shown})")
+        return result.pages
+
+    def submit_compress(self, pages: Any) -> Future:
+        """compress_pages on the compressor's worker thread; Futures complete in order."""
+        return self._pool().submit(self.compress_pages, pages)
+
+    def submit_decompress(self, batch: CompressedBatch) -> Future:
+        return self._pool().submit(self.decompress_pages, batch)
+
+    def iter_compress(self, chunks: Iterable[Any], ahead: int = 2) -> Iterator[CompressedBatch]:
+        """One CompressedBatch per chunk of pages, in order; compresses up to `ahead` chunks
+        ahead of the consumer (bounded memory for streams longer than memory)."""
+        return self._iter(chunks, self.submit_compress, ahead)
+
+    def iter_decompress(self, batches: Iterable[CompressedBatch],
+                        ahead: int = 2) -> Iterator[np.ndarray]:
+        return self._iter(batches, self.submit_decompress, ahead)
+
+    def close(self) -> None:
+        with self._lock:
+            for pipe in self._pipes.values():
+                with contextlib.suppress(nova.NovaError):
+                    pipe.close()
+            self._pipes.clear()
+            for scratch in self._scratch.values():
+                with contextlib.suppress(nova.NovaError):
+                    scratch.free()
+            self._scratch.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    def __enter__(self) -> PageCompressor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="nova-lz4")
+        return self._executor
+
+    @staticmethod
+    def _iter(items: Iterable[Any], submit: Callable[[Any], Future],
+              ahead: int) -> Iterator[Any]:
+        pending: deque[Future] = deque()
+        for item in items:
+            pending.append(submit(item))
+            if len(pending) > max(ahead, 0):
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def _check_batch(self, batch: CompressedBatch) -> None:
+        if not isinstance(batch, CompressedBatch):
+            raise Lz4ArgumentError(f"expected a CompressedBatch, got {type(batch).__name__}")
+        if batch.page_size != self.page_size:
+            raise Lz4ArgumentError(f"the batch holds {batch.page_size}-byte pages, this "
+                                   f"compressor {self.page_size}-byte pages")
+        batch.validate()
+
+    def _device(self) -> nova.Device:
+        return nova.get_device(self.backend)
+
+    def _scratch_of(self, kind: str, slot: int) -> D.SlotScratch:
+        return self._scratch.setdefault((kind, slot), D.SlotScratch())
+
+    def _pipeline(self, kind: str) -> nova.Pipeline:
+        pipe = self._pipes.get(kind)
+        if pipe is None:
+            dev = self._device()
+            stage: Callable[[Any], object]
+            if kind == "compress":
+                stage, output = self._compress_stage, self._compress_output
+            else:
+                stage, output = self._decompress_stage, self._decompress_output
+            pipe = nova.Pipeline(stage, device=dev, slots=self.slots, output=output,
+                                 compute_stream=dev.create_stream(), name=f"lz4-{kind}")
+            self._pipes[kind] = pipe
+            self._submitted[kind] = 0
+        return pipe
+
+    def _drop_pipelines(self) -> None:
+        for pipe in self._pipes.values():
+            with contextlib.suppress(Exception):
+                pipe.close()
+        self._pipes.clear()
+        self._submitted.clear()
+        self._meta.clear()
+        self._scratch.clear()  # the device memory may be gone with the context
+
+    # --- the chunked pipeline run (both directions) -----------------------------------------
+    def _run_chunks(self, kind: str, data: Any, n: int) -> Any:
+        k = self.pages_per_slot
+        bounds = [(lo, min(lo + k, n)) for lo in range(0, n, k)]
+        results: list[Any] = [None] * len(bounds)
+        failed: tuple[int, BaseException] | None = None
+        try:
+            running = self._pipeline(kind)
+            pipe: nova.Pipeline | None = running
+            self._results_for(kind, n, True)
+            if kind == "compress" and self.direct_writes:
+                if self._run_dev is None:
+                    self._run_dev = running.device.allocate(8)
+                running.device.memset(self._run_dev, 0, 8, stream=running.compute_stream)
+        except nova.NovaError as exc:  # no usable device any more: all of it on the CPU
+            pipe, failed = None, (0, exc)
+            self._results_for(kind, n, False)
+        if pipe is not None:
+            base = self._submitted[kind]
+            self._fault_item = -1 if self.inject_fault is None else base + self.inject_fault
+            pending: deque[tuple[int, Future]] = deque()
+
+            def settle(ci: int, fut: Future) -> None:
+                nonlocal failed
+                try:
+                    results[ci] = self._finish(kind, fut.result(), *bounds[ci])
+                except Exception as exc:
+                    if failed is None or ci < failed[0]:
+                        failed = (ci, exc)
+
+            for ci, (lo, hi) in enumerate(bounds):
+                if failed is not None:
+                    break
+                while len(pending) >= self.slots:
+                    settle(*pending.popleft())
+                if failed is not None:
+                    break
+                try:
+                    pending.append((ci, self._submit(pipe, kind, data, lo, hi)))
+                except Exception as exc:
+                    failed = (ci, exc)
+            while pending:
+                settle(*pending.popleft())
+        if failed is not None:
+            self._fallback(kind, data, bounds, results, *failed)
+        return self._take_results(kind)
+
+    def _take_results(self, kind: str) -> Any:
+        """This call's results (a CompressedBatch, or a DecompressResult), handed over."""
+        if kind == "compress":
+            sizes = self._out_sizes.copy()
+            total = int((sizes & np.uint32(0x7FFFFFFF)).astype(np.int64).sum())
+            payload = self._out_payload[:total]
+            self._out_payload, self._out_sizes = self._out_payload[:0], self._out_sizes[:0]
+            return CompressedBatch.from_sizes(self.page_size, sizes, payload)
+        pages, status = self._dec_pages, self._dec_status
+        self._dec_pages, self._dec_status = pages[:0], status[:0]
+        return DecompressResult(pages, status)
+
+    def _results_for(self, kind: str, n: int, device: bool) -> None:
+        """Where this call's results land. With a device, in pinned memory from the pool (the
+        D2H copies go straight there: no host copy; the result arrays keep it alive, and it
+        returns to the pool when they are dropped): compression gets the worst case (every page
+        raw) and fills it front to back, slot after slot."""
+        page = self.page_size
+        if kind == "compress":
+            if device:
+                dev = self._device()
+                host = dev.allocate_pinned(max(n * page, 1))
+                self._out_payload = host.numpy()
+                self._payload_dev = nova.Buffer.wrap(dev, host.ptr, host.nbytes, owner=host)
+                self._out_sizes = dev.allocate_pinned(max(4 * n, 4)).numpy(np.uint32)[:n]
+            else:
+                self._out_payload = np.empty(n * page, np.uint8)
+                self._out_sizes = np.empty(n, np.uint32)
+            self._out_run = 0
+            return
+        if device:
+            self._dec_pages = self._device().allocate_pinned(max(n * page, 1)).numpy(
+                np.uint8)[:n * page].reshape(n, page)
+            self._dec_status = self._device().allocate_pinned(max(4 * n, 4)).numpy(
+                np.int32)[:n]
+            self._dec_status[:] = 0
+        else:
+            self._dec_pages = np.empty((n, page), np.uint8)
+            self._dec_status = np.zeros(n, np.int32)
+
+    def _fallback(self, kind: str, data: Any, bounds: list[tuple[int, int]],
+                  results: list[Any], first: int, exc: BaseException) -> None:
+        lo = bounds[first][0]
+        moved = bounds[-1][1] - lo
+        cause = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        msg = (f"nova.lz4: {kind} slot {first} (pages {lo}..{bounds[first][1] - 1}) failed on "
+               f"{self.backend} ({cause}); {kind}ing it and the {len(bounds) - first - 1} "
+               f"later slots ({moved} pages) on the CPU with liblz4")
+        self.fallbacks.append(msg)
+        warnings.warn(msg, FallbackWarning, stacklevel=4)
+        self._drop_pipelines()
+        # slots after the failed one may have run and appended: refill from the failed slot on
+        lo_first = bounds[first][0]
+        self._out_run = int((self._out_sizes[:lo_first] & np.uint32(0x7FFFFFFF))
+                            .astype(np.int64).sum()) if kind == "compress" else 0
+        for ci in range(first, len(bounds)):
+            a, b = bounds[ci]
+            if kind == "compress":
+                part = cpu.compress_pages(data[a:b], self.page_size)
+                self._out_sizes[a:b] = part.sizes
+                end = self._out_run + len(part.payload)
+                self._out_payload[self._out_run:end] = part.payload
+                self._out_run = end
+            else:
+                self._dec_pages[a:b], self._dec_status[a:b] = cpu.decompress_pages_status(
+                    _sub_batch(data, a, b))
+
+    def _submit(self, pipe: nova.Pipeline, kind: str, data: Any, lo: int, hi: int) -> Future:
+        """Submit one chunk; the pipeline numbers items in submission order, as we count."""
+        index = self._submitted[kind]
+        self._submitted[kind] = index + 1
+        if kind == "compress":
+            self._meta[index] = (np.empty(0, np.uint32), np.empty(0, np.uint64), lo, hi)
+            return pipe.submit(data[lo:hi])
+        batch: CompressedBatch = data
+        start, stop = int(batch.offsets[lo]), int(batch.offsets[hi])
+        self._meta[index] = (batch.sizes[lo:hi], batch.offsets[lo:hi + 1] - np.uint64(start),
+                             lo, hi)
+        self._meta_next = index
+        try:  # D2H lands in the result (through the slot's pinned staging): no extra copy
+            return pipe.submit(batch.payload[start:stop], self._dec_pages[lo:hi].reshape(-1))
+        except BaseException:
+            self._meta.pop(index, None)
+            raise
+
+    def _finish(self, kind: str, result: np.ndarray, lo: int, hi: int) -> Any:
+        """The stages put every chunk's results in place; the Future only reports success."""
+        return True
+
+    # --- the pipeline stages (run on the pipeline's compute thread) -------------------------
+    def _compress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
+        k = item.shape[0]  # the payload of the D2H path (direct writes need none)
+        return ((4,) if self.direct_writes else (k * self.page_size,)), np.uint8
+
+    def _compress_stage(self, ctx: Any) -> int:
+        """Compress kernel, then a scan that places the slot's blocks after the previous slot's
+        (a device-side running position), then, on the copy-out stream behind an event, the
+        compaction kernel writes the payload straight into the call's pinned result (which the
+        device addresses directly: unified addressing) and the size table is copied next to it.
+        No host wait, no D2H of the payload: the compute stream goes on with the next slot.
+        Returns 0: the pipeline itself copies nothing back (its event after the copy-out
+        stream's work covers these). With direct_writes=False: wait for the payload size, then
+        D2H (the portable fallback)."""
+        _, _, lo, hi = self._meta.pop(ctx.index)
+        k, page = ctx.item.shape[0], self.page_size
+        dev, stream = ctx.device, ctx.stream
+        scratch = self._scratch_of("compress", ctx.slot)
+        staged = D.view(scratch.grow(dev, "staged", k * page), np.uint8, k * page)
+        offsets = D.view(scratch.grow(dev, "offsets", 8 * (k + 1)), np.uint64, k + 1)
+        sizes = D.view(scratch.grow(dev, "sizes_dev", 4 * k), np.uint32, k)
+        fault = 0 if ctx.index == self._fault_item else -1
+        D.launch_compress(D.view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
+                          stream, fault)
+        copy_out = self._pipes["compress"].copy_out_stream
+        if self.direct_writes:
+            assert self._run_dev is not None and self._payload_dev is not None
+            if scratch.ready_dev is None:
+                scratch.ready_dev = dev.allocate(4)
+                dev.memset(scratch.ready_dev, 0, 4, stream=stream)
+            ready = D.view(scratch.ready_dev, np.uint32, 1)
+            D.launch_scan(sizes, offsets, k, D.view(self._run_dev, np.uint64, 1), ready, stream)
+            if scratch.event is None:
+                scratch.event = dev.create_event()
+            scratch.event.record(stream)
+            copy_out.wait(scratch.event)
+            D.launch_compact(staged, sizes, offsets, self._payload_dev, k, page, ready, copy_out)
+            dev.memset(ready, 0, 4, stream=copy_out)  # the next use needs its own scan
+            dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
+            return 0
+        payload = D.view(ctx.output, np.uint8, k * page)
+        D.launch_scan_compact(staged, sizes, offsets, payload, k, page, stream)
+        total = scratch.grow_pinned(dev, "host_total", 8)
+        host_total = total.numpy(np.uint64)[:1]
+        dev.copy_dtoh(host_total, D.view(offsets, np.uint64, 1, 8 * k), 8, stream=stream)
+        stream.synchronize()  # the payload's size decides how much to copy back
+        nbytes = int(host_total[0])
+        start = self._out_run
+        dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
+        if nbytes:
+            dev.copy_dtoh(self._out_payload[start:start + nbytes], payload, nbytes,
+                          stream=copy_out)
+        self._out_run = start + nbytes
+        return 0
+
+    def _decompress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
+        # the output spec is computed inside pipe.submit, right after _submit stored the meta
+        k = len(self._meta[self._meta_next][0])
+        return (k * self.page_size,), np.uint8
+
+    def _decompress_stage(self, ctx: Any) -> None:
+        """Upload the chunk's size table and offsets, decode, and copy the statuses straight to
+        the call's pinned status array on the copy-out stream (after an event behind the
+        kernel). No host wait: the pipeline's own D2H of the pages follows on the same stream,
+        and a slot's pinned upload buffer is reused only after the slot's item completed."""
+        sizes, offsets, lo, hi = self._meta.pop(ctx.index)
+        if ctx.index == self._fault_item:
+            raise Lz4LaunchError("injected launch failure (test hook)")
+        k, page = len(sizes), self.page_size
+        dev, stream = ctx.device, ctx.stream
+        scratch = self._scratch_of("decompress", ctx.slot)
+        meta_bytes = _header_bytes(k) + 8 * (k + 1)
+        host = scratch.grow_pinned(dev, "meta", meta_bytes)
+        meta = scratch.grow(dev, "meta_dev", meta_bytes)
+        hview = host.numpy(np.uint8)[:meta_bytes]
+        hview[:4 * k].view(np.uint32)[:] = sizes
+        hview[_header_bytes(k):].view(np.uint64)[:] = offsets
+        dev.copy_htod(meta, hview, meta_bytes, stream=stream)
+        status = scratch.grow(dev, "status_dev", 4 * k)
+        D.launch_decompress(D.view(ctx.input, np.uint8, max(ctx.item.size, 1)),
+                            D.view(meta, np.uint64, k + 1, _header_bytes(k)),
+                            D.view(meta, np.uint32, k),
+                            D.view(ctx.output, np.uint32, k * page // 4),
+                            D.view(status, np.int32, k), k, page, stream)
+        if scratch.event is None:
+            scratch.event = dev.create_event()
+        scratch.event.record(stream)
+        copy_out = self._pipes["decompress"].copy_out_stream
+        copy_out.wait(scratch.event)
+        dev.copy_dtoh(self._dec_status[lo:hi], D.view(status, np.int32, k), 4 * k,
+                      stream=copy_out)
+
+    # --- device arrays in -------------------------------------------------------------------
+    def _compress_device_array(self, pages: Any) -> CompressedBatch:
+        if self.backend == "liblz4":
+            buf = pages if isinstance(pages, nova.Buffer) else nova.from_dlpack(pages)
+            return cpu.compress_pages(buf.numpy().reshape(-1).view(np.uint8), self.page_size)
+        dev = self._device()
+        buf = pages if isinstance(pages, nova.Buffer) else nova.from_dlpack(pages, dev)
+        if buf.device is not dev:
+            raise Lz4ArgumentError(f"the pages live on {buf.device.kind}, this compressor "
+                                   f"runs on {dev.kind}")
+        if buf.nbytes % self.page_size or buf.ptr % 4:
+            raise Lz4ArgumentError(f"device pages must be 4-byte aligned and a multiple of the "
+                                   f"page size {self.page_size} ({buf.nbytes} bytes)")
+        n, page, k = buf.nbytes // self.page_size, self.page_size, self.pages_per_slot
+        stream = dev.create_stream()
+        scratch = D.SlotScratch()
+        parts: list[CompressedBatch] = []
+        try:
+            for lo in range(0, n, k):
+                m = min(k, n - lo)
+                out = scratch.grow(dev, "meta_dev", _header_bytes(m) + m * page)
+                staged = scratch.grow(dev, "staged", m * page)
+                offsets = scratch.grow(dev, "offsets", 8 * (m + 1))
+                sizes = D.view(out, np.uint32, m)
+                src = D.view(buf, np.uint32, m * page // 4, lo * page)
+                D.launch_compress(src, D.view(staged, np.uint8, m * page), sizes, m, page,
+                                  stream)
+                D.launch_scan_compact(D.view(staged, np.uint8, m * page), sizes,
+                                      D.view(offsets, np.uint64, m + 1),
+                                      D.view(out, np.uint8, m * page, _header_bytes(m)), m,
+                                      page, stream)
+                total = np.zeros(1, np.uint64)
+                dev.copy_dtoh(total, D.view(offsets, np.uint64, 1, 8 * m), 8, stream=stream)
+                stream.synchronize()
+                host = np.empty(_header_bytes(m) + int(total[0]), np.uint8)
+                dev.copy_dtoh(host, out, host.nbytes, stream=stream)
+                stream.synchronize()
+                parts.append(CompressedBatch.from_sizes(
+                    page, host[:4 * m].view(np.uint32), host[_header_bytes(m):]))
+        finally:
+            scratch.free()
+            with contextlib.suppress(nova.NovaError):
+                stream.close()
+        return CompressedBatch.concat(parts, self.page_size)
+
+
+def _sub_batch(batch: CompressedBatch, lo: int, hi: int) -> CompressedBatch:
+    start, stop = int(batch.offsets[lo]), int(batch.offsets[hi])
+    return CompressedBatch(batch.page_size, batch.sizes[lo:hi],
+                           batch.offsets[lo:hi + 1] - np.uint64(start),
+                           batch.payload[start:stop])
+
+
+def compress_pages(pages: Any, page_size: int = DEFAULT_PAGE_SIZE,
+                   device: str | None = None) -> CompressedBatch:
+    """One-shot PageCompressor(page_size, device).compress_pages(pages)."""
+    with PageCompressor(page_size, device) as comp:
+        return comp.compress_pages(pages)
+
+
+def decompress_pages(batch: CompressedBatch, device: str | None = None) -> np.ndarray:
+    """One-shot PageCompressor(batch.page_size, device).decompress_pages(batch)."""
+    with PageCompressor(batch.page_size, device) as comp:
+        return comp.decompress_pages(batch)

@@ -1,0 +1,130 @@
+"""Running the LZ4 kernels on device buffers: launch geometry, scratch, and the device-side
+steps of one slot (compress -> scan the sizes -> compact the payload; decompress).
+
+Why compaction on the device: the compressor writes each page's block at a fixed page-sized
+stride (pages are compressed in parallel, so no page knows where the previous one ends); a scan
+of the size table and a copy kernel make the payload contiguous, so only the compressed bytes
+cross PCIe on the way back, and the host never touches the payload page by page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+import nova
+from nova.lz4 import kernels as K
+
+SCAN_THREADS = 1024
+COMPACT_WARPS = 8
+
+
+@dataclass
+class SlotScratch:
+    """Device scratch of one slot, grown (never shrunk) as chunks need."""
+
+    staged: nova.Buffer | None = None  # uint8[k * page_size]: blocks at page stride
+    offsets: nova.Buffer | None = None  # uint64[k + 1]
+    host_total: nova.HostBuffer | None = None  # pinned uint64[1]: offsets[k] read back
+    meta: nova.HostBuffer | None = None  # pinned: sizes/offsets of a decompression chunk
+    meta_dev: nova.Buffer | None = None
+    status_dev: nova.Buffer | None = None  # int32[k]: per-page decode status
+    sizes_dev: nova.Buffer | None = None  # uint32[k]: the compress kernel's size table
+    ready_dev: nova.Buffer | None = None  # uint32[1]: the slot's scan ran (compact_kernel)
+    event: nova.Event | None = None  # behind the slot's kernel (orders the status copy)
+
+    def grow(self, device: nova.Device, name: str, nbytes: int) -> nova.Buffer:
+        """Device buffer `name`, reallocated when smaller than `nbytes`."""
+        buf = getattr(self, name)
+        if buf is None or buf.nbytes < nbytes:
+            if buf is not None:
+                buf.free()
+            buf = device.allocate(max(nbytes, 8))
+            setattr(self, name, buf)
+        return buf
+
+    def grow_pinned(self, device: nova.Device, name: str, nbytes: int) -> nova.HostBuffer:
+        """Pinned host buffer `name`, reallocated when smaller than `nbytes`."""
+        buf = getattr(self, name)
+        if buf is None or buf.nbytes < nbytes:
+            if buf is not None:
+                buf.free()
+            buf = device.allocate_pinned(max(nbytes, 8))
+            setattr(self, name, buf)
+        return buf
+
+    def free(self) -> None:
+        for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev",
+                     "sizes_dev", "ready_dev"):
+            buf = getattr(self, name)
+            if buf is not None:
+                buf.free()
+                setattr(self, name, None)
+        if self.event is not None:
+            self.event.close()
+            self.event = None
+
+
+def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 0) -> nova.Buffer:
+    """`count` elements of `dtype` at `byte_offset` into `buf` (no copy)."""
+    itemsize = np.dtype(dtype).itemsize
+    return nova.Buffer.wrap(buf.device, buf.ptr + byte_offset, max(count * itemsize, itemsize),
+                            dtype, (count,), owner=buf)
+
+
+def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer, n: int,
+                    page_size: int, stream: nova.Stream, fault_page: int = -1) -> None:
+    """compress_pages_kernel over n pages: src32 uint32[n * page_size / 4] -> staged uint8
+    (blocks at page stride) and sizes uint32[n]."""
+    warps = K.warps_per_block(page_size)
+    K.compress_pages_kernel.launch(
+        src32, staged, sizes, n, page_size, fault_page, grid=-(-n // warps), block=32 * warps,
+        stream=stream, shared_bytes=K.compress_shared_bytes(page_size, warps))
+
+
+def launch_scan(sizes: nova.Buffer, offsets: nova.Buffer, n: int, run: nova.Buffer,
+                ready: nova.Buffer, stream: nova.Stream) -> None:
+    """offsets = run + exclusive scan of the stored sizes (offsets[n] = the end); run advances
+    to the end (a uint64[1] device scalar); ready (uint32[1]) becomes 1."""
+    K.scan_sizes_kernel.launch(sizes, offsets, n, run, ready, grid=1, block=SCAN_THREADS,
+                               stream=stream)
+
+
+def launch_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
+                   payload: nova.Buffer, n: int, page_size: int, ready: nova.Buffer,
+                   stream: nova.Stream) -> None:
+    """The blocks (at page stride in `staged`) to `payload` at `offsets`: device memory, or
+    pinned host memory addressed from the device (unified addressing); only if `ready` was
+    set by the scan."""
+    if payload.ptr % 4 or staged.ptr % 4:
+        raise ValueError("compaction needs 4-byte aligned staging and payload buffers")
+    K.compact_kernel.launch(view(staged, np.uint32, n * page_size // 4), sizes, offsets,
+                            payload, view(payload, np.uint32, payload.nbytes // 4), n,
+                            page_size, ready, grid=-(-n // COMPACT_WARPS),
+                            block=32 * COMPACT_WARPS, stream=stream)
+
+
+def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
+                        payload: nova.Buffer, n: int, page_size: int,
+                        stream: nova.Stream) -> None:
+    """offsets = exclusive scan of the stored sizes (offsets[n] = total); payload = the blocks
+    back to back from its start."""
+    scalars = nova.to_device(np.zeros(2, np.uint64), staged.device, stream=stream)
+    launch_scan(sizes, offsets, n, view(scalars, np.uint64, 1), view(scalars, np.uint32, 1, 8),
+                stream)
+    launch_compact(staged, sizes, offsets, payload, n, page_size,
+                   view(scalars, np.uint32, 1, 8), stream)
+    scalars.record_stream(stream)  # freed only after the kernels that use it
+
+
+def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Buffer,
+                      dst32: nova.Buffer, status: nova.Buffer, n: int, page_size: int,
+                      stream: nova.Stream) -> None:
+    """decompress_pages_kernel over n pages: dst32 uint32[n * page_size / 4], status int32[n]."""
+    warps = K.warps_per_block(page_size)
+    K.decompress_pages_kernel.launch(
+        payload, offsets, sizes, dst32, status, n, page_size, grid=-(-n // warps),
+        block=32 * warps, stream=stream,
+        shared_bytes=K.decompress_shared_bytes(page_size, warps))

@@ -1,0 +1,464 @@
+"""The GPU kernels, written in Nova's Python kernel language (`@nova.kernel`).
+
+Both kernels give each page to one warp; a block runs `warps_per_block(page_size)` warps.
+
+**Compression** (`compress_pages_kernel`). The warp stages its page into shared memory (16 bytes
+per lane per step, coalesced) and zeroes a hash table of 16-bit positions (`hash_log`: 2048
+entries for pages up to 4 KiB), so a 4 KiB page costs 8 KiB of shared memory. Then greedy
+LZ4 matching, 32 positions at a time: each lane hashes the 4 bytes at `pos + lane` (Knuth's
+multiplicative hash), reads the table's candidate and verifies it (a candidate must be
+earlier and hold the same 4 bytes), `match_any` finds the nearest earlier lane with the same
+bytes, and a ballot picks the first lane with a match, as a sequential LZ4 compressor would.
+The match is extended 128 bytes per step (each lane compares one 4-byte word; a ballot and a
+count of trailing zero bits of the XOR find the first differing byte) and backwards over the pending
+literals (32 bytes per step). The sequence (token, length bytes, literals, offset) is written
+by all lanes at once: length bytes and literals are spread over the lanes. LZ4's end-of-block
+rules hold: no match starts within the last 12 bytes, every match ends at least 5 bytes before
+the end, the block ends with literals. A page whose output would not be smaller than the page
+stops as soon as that is certain and is stored raw (`RAW_FLAG` in its size entry).
+
+**Decompression** (`decompress_pages_kernel`). Every lane parses the same sequence headers
+(the reads hit one address, a broadcast), then the lanes copy the literals and the match 32
+bytes per step into the page in shared memory (a match with offset d < length repeats with
+period d, so lane k copies `out[op - d + k % d]`: every source byte was written before the copy
+started, no lane waits for another), and the page is written out 16 bytes per lane. Every read
+of the block is checked against the block's length and every write against the page, with
+liblz4's own parsing limits, so any block liblz4's safe decoder rejects is rejected here too,
+and a malicious block can never read or write out of bounds: it only sets its page's status.
+
+Warp-level communication through shared memory is ordered by `nova.syncwarp()`.
+"""
+
+from __future__ import annotations
+
+import nova
+
+HASH_MUL = 2654435761  # Knuth's multiplicative constant, as LZ4's 4-byte hash
+SKIP_SHIFT = 2  # after 2**SKIP_SHIFT batches without a match the stride grows (liblz4 skips too)
+RAW = 0x80000000
+LEN_MASK = 0x7FFFFFFF
+MIN_MATCH = 4
+MF_LIMIT = 12  # a match starts at least this many bytes before the end of the block
+LAST_LITERALS = 5  # the last bytes of a block are always literals
+
+STATUS_OK = 0
+STATUS_CORRUPT = 1  # the block is not a valid LZ4 block for a page of this size
+STATUS_BAD_ENTRY = 2  # the size table or offsets point outside the payload
+
+
+@nova.func
+def hash_log(page_size):
+    """log2 of the hash table's entries (16-bit positions) for a page size: 2048 entries (4 KiB)
+    up to 4 KiB pages, 4096 up to 16 KiB, 8192 above. For 4 KiB pages 2048 entries cost 0.3%
+    of ratio against 4096 on the corpus and cut shared memory per warp from 12 to 8 KiB
+    (24 instead of 16 resident warps per SM on sm_90). Called from kernels and from Python."""
+    return 11 if page_size <= 4096 else (12 if page_size <= 16384 else 13)
+
+
+def table_bytes(page_size: int) -> int:
+    """Shared memory of one warp's hash table."""
+    return 2 << hash_log(page_size)
+
+
+@nova.func
+def load_word(buf32, p, nwords):
+    """The 4 bytes at byte position p (little-endian), from a uint32 view: two aligned loads
+    and a funnel shift. The high word's index is clamped into the view (its bytes are not
+    used when p is aligned)."""
+    i = p >> 2
+    s = nova.uint32((p & 3) * 8)
+    lo = buf32[i]
+    hi = buf32[min(i + 1, nwords - 1)]
+    # (hi << 1) << (31 - s) rather than hi << (32 - s): both amounts provably < 32, so no
+    # out-of-range guard is emitted and LLVM forms one funnel shift (shf.r on the GPU)
+    return (lo >> s) | ((hi << nova.uint32(1)) << (nova.uint32(31) - s))
+
+
+@nova.func
+def length_bytes(n):
+    """Extra length bytes LZ4 needs for a literal/match length field value n (int32)."""
+    return 0 if n < 15 else nova.int32(nova.uint32(n - 15) // nova.uint32(255)) + 1
+
+
+@nova.func
+def write_length(dst, at, n, nbytes, lane):
+    """Write the nbytes extension bytes of length n (255, ..., 255, rest) from `at`."""
+    rest = nova.uint8(nova.uint32(n - 15) % nova.uint32(255))
+    k = lane
+    while k < nbytes:
+        dst[at + k] = nova.uint8(255) if k < nbytes - 1 else rest
+        k += 32
+
+
+@nova.kernel
+def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
+    """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
+    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW). Positions and lengths
+    within a page are int32 (64-bit integer arithmetic costs two instructions on the GPU)."""
+    warp = nova.thread_id(0) // 32
+    nwarps = nova.block_dim(0) // 32
+    page = nova.block_id(0) * nwarps + warp
+    if page >= n_pages:
+        return
+    assert page != fault_page, "nova.lz4: injected fault (test hook)"
+    lane = nova.int32(nova.lane_id())
+    size = nova.int32(page_size)
+    nwords = size >> 2
+    buf32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
+    buf = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
+    hlog = nova.int32(hash_log(page_size))
+    entries = nova.int32(1) << hlog
+    toff = nwarps * page_size + warp * (2 * nova.int64(entries))
+    table = nova.dynamic_shared_array(nova.uint16, entries, toff)
+    table32 = nova.dynamic_shared_array(nova.uint32, entries >> 1, toff)
+    hshift = nova.uint32(32 - hlog)
+
+    wbase = page * (page_size // 4)
+    i = lane * 4
+    while i < nwords:
+        w0 = src[wbase + i]
+        w1 = src[wbase + i + 1]
+        w2 = src[wbase + i + 2]
+        w3 = src[wbase + i + 3]
+        buf32[i] = w0
+        buf32[i + 1] = w1
+        buf32[i + 2] = w2
+        buf32[i + 3] = w3
+        i += 128
+    j = lane
+    while j < entries >> 1:
+        table32[j] = nova.uint32(0)
+        j += 32
+    nova.syncwarp()
+
+    obase = page * page_size
+    limit = size - MF_LIMIT  # the last position a match may start at
+    mlimit = size - LAST_LITERALS  # matches end at or before this
+    below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
+    pos: nova.int32 = 0
+    anchor: nova.int32 = 0
+    op: nova.int32 = 0
+    raw = False
+    misses: nova.int32 = 0  # batches without a match since the last match
+    while pos <= limit:
+        p = pos + lane
+        ok = False
+        c: nova.int32 = 0
+        h = nova.uint32(0)
+        w = nova.uint32(0)
+        if p <= limit:
+            w = load_word(buf32, p, nwords)
+            h = (w * nova.uint32(HASH_MUL)) >> hshift
+            c = nova.int32(table[h])
+            ok = c < p and load_word(buf32, c, nwords) == w
+        # a nearer match inside this batch: the closest earlier valid lane with the same word
+        nvalid = min(limit - pos + 1, 32)
+        valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
+        same = nova.match_any(w) & valid & below
+        if same != 0 and p <= limit:
+            c = pos + 31 - nova.int32(nova.clz(same))
+            ok = True
+        found = nova.ballot(ok)
+        # every lane has read the table: insert the positions up to the first match (the
+        # next batch starts after the match, so later positions would be found as their own
+        # candidates there)
+        first = nova.int32(nova.ctz(found))  # 32 when there is no match
+        if p <= limit and lane <= first:
+            table[h] = nova.uint16(p)
+        nova.syncwarp()  # ... and the next batch sees every insertion
+        if found == 0:
+            misses += 1
+            pos += 32 + 32 * (misses >> SKIP_SHIFT)
+            pending = pos - anchor
+            if op + 1 + pending + pending // 255 >= size:
+                raw = True  # the literals alone already fill the page
+                break
+            continue
+        s = pos + first
+        cand = nova.shuffle_idx(c, first)
+        # extend backwards over pending literals
+        back: nova.int32 = 0
+        while True:
+            k = back + lane + 1
+            same_byte = k <= s - anchor and k <= cand and buf[s - k] == buf[cand - k]
+            run = nova.ballot(not same_byte)
+            if run != 0:
+                back += nova.int32(nova.ctz(run))
+                break
+            back += 32
+        s -= back
+        cand -= back
+        # extend forwards, 128 bytes per step
+        maxlen = mlimit - s
+        mlen = MIN_MATCH + back
+        while mlen < maxlen:
+            q = mlen + lane * 4
+            x = nova.uint32(0)
+            if q < maxlen:
+                x = load_word(buf32, s + q, nwords) ^ load_word(buf32, cand + q, nwords)
+            diff = nova.ballot(x != 0)
+            if diff != 0:
+                first_lane = nova.int32(nova.ctz(diff))
+                xl = nova.shuffle_idx(x, first_lane)
+                mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
+                break
+            mlen += 128
+        mlen = min(mlen, maxlen)
+        lit = s - anchor
+        ml = mlen - MIN_MATCH
+        lb = length_bytes(lit)
+        mb = length_bytes(ml)
+        seq = 1 + lb + lit + 2 + mb
+        if op + seq + 1 + LAST_LITERALS >= size:
+            raw = True
+            break
+        at = obase + op
+        if lane == 0:
+            dst[at] = nova.uint8((min(lit, 15) << 4) | min(ml, 15))
+        write_length(dst, at + 1, lit, lb, lane)
+        k = lane
+        while k < lit:
+            dst[at + 1 + lb + k] = buf[anchor + k]
+            k += 32
+        off = s - cand
+        if lane == 0:
+            dst[at + 1 + lb + lit] = nova.uint8(off & 255)
+            dst[at + 2 + lb + lit] = nova.uint8(off >> 8)
+        write_length(dst, at + 3 + lb + lit, ml, mb, lane)
+        op += seq
+        pos = s + mlen
+        anchor = pos
+        misses = 0
+    if not raw:
+        lit = size - anchor
+        lb = length_bytes(lit)
+        if op + 1 + lb + lit >= size:
+            raw = True
+        else:
+            at = obase + op
+            if lane == 0:
+                dst[at] = nova.uint8(min(lit, 15) << 4)
+            write_length(dst, at + 1, lit, lb, lane)
+            k = lane
+            while k < lit:
+                dst[at + 1 + lb + k] = buf[anchor + k]
+                k += 32
+            op += 1 + lb + lit
+    if raw:
+        k = lane
+        while k < size:
+            dst[obase + k] = buf[k]
+            k += 32
+        op = size
+    if lane == 0:
+        sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
+
+
+@nova.kernel
+def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size):
+    """src: uint8 payload; offsets: uint64[n + 1]; sizes: uint32[n] (stored size | RAW);
+    dst: uint32[n * page_size / 4]; status: int32[n] (STATUS_*). A page with a nonzero
+    status is left unwritten. Positions within a block and a page are int32."""
+    warp = nova.thread_id(0) // 32
+    nwarps = nova.block_dim(0) // 32
+    page = nova.block_id(0) * nwarps + warp
+    if page >= n_pages:
+        return
+    lane = nova.int32(nova.lane_id())
+    size = nova.int32(page_size)
+    nwords = size >> 2
+    out = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
+    out32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
+    total = len(src)
+    start = nova.int64(offsets[page])
+    stop = nova.int64(offsets[page + 1])
+    entry = sizes[page]
+    clen64 = nova.int64(entry & nova.uint32(LEN_MASK))
+    err: nova.int32 = STATUS_OK
+    if stop < start or stop - start != clen64 or stop > total:
+        err = STATUS_BAD_ENTRY
+    elif (entry & nova.uint32(RAW)) != 0:
+        if clen64 != page_size:
+            err = STATUS_CORRUPT
+        else:
+            k = lane
+            while k < size:
+                out[k] = src[start + k]
+                k += 32
+    else:
+        clen = nova.int32(clen64)
+        ip: nova.int32 = 0
+        op: nova.int32 = 0
+        while True:
+            if ip >= clen:
+                err = STATUS_CORRUPT
+                break
+            token = nova.int32(src[start + ip])
+            ip += 1
+            lit = token >> 4
+            if lit == 15:
+                if ip >= clen - 15:
+                    err = STATUS_CORRUPT
+                    break
+                while True:
+                    b = nova.int32(src[start + ip])
+                    ip += 1
+                    lit += b
+                    if ip > clen - 15 or lit > size:
+                        err = STATUS_CORRUPT
+                        break
+                    if b != 255:
+                        break
+                if err != STATUS_OK:
+                    break
+            last = op + lit > size - MF_LIMIT or ip + lit > clen - 8
+            if last and (ip + lit != clen or op + lit != size):
+                err = STATUS_CORRUPT
+                break
+            k = lane
+            while k < lit:
+                out[op + k] = src[start + ip + k]
+                k += 32
+            ip += lit
+            op += lit
+            if last:
+                break
+            d = nova.int32(src[start + ip]) | (nova.int32(src[start + ip + 1]) << 8)
+            ip += 2
+            ml = token & 15
+            if ml == 15:
+                while True:
+                    b = nova.int32(src[start + ip])
+                    ip += 1
+                    ml += b
+                    if ip > clen - 4 or ml > size:
+                        err = STATUS_CORRUPT
+                        break
+                    if b != 255:
+                        break
+                if err != STATUS_OK:
+                    break
+            ml += MIN_MATCH
+            if d == 0 or d > op or op + ml > size - LAST_LITERALS:
+                err = STATUS_CORRUPT
+                break
+            nova.syncwarp()  # the bytes this match copies are in place
+            k = lane
+            base = op - d
+            dd = nova.uint32(d)
+            while k < ml:
+                kk = nova.uint32(k)
+                out[op + k] = out[base + nova.int32(kk % dd if kk >= dd else kk)]
+                k += 32
+            op += ml
+    nova.syncwarp()
+    if err == STATUS_OK:
+        wbase = page * (page_size // 4)
+        i = lane * 4
+        while i < nwords:
+            w0 = out32[i]
+            w1 = out32[i + 1]
+            w2 = out32[i + 2]
+            w3 = out32[i + 3]
+            dst[wbase + i] = w0
+            dst[wbase + i + 1] = w1
+            dst[wbase + i + 2] = w2
+            dst[wbase + i + 3] = w3
+            i += 128
+    if lane == 0:
+        status[page] = err
+    nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
+
+
+def warps_per_block(page_size: int) -> int:
+    """Warps (pages) per block: 4 for pages up to 4 KiB (8 KiB of shared memory per warp for
+    compression: page + hash table; 32 KiB per block), fewer for larger pages so a block stays
+    <= 48 KiB."""
+    per_warp = page_size + table_bytes(page_size)
+    return max(1, min(4, (48 * 1024) // per_warp))
+
+
+def compress_shared_bytes(page_size: int, warps: int) -> int:
+    return warps * (page_size + table_bytes(page_size))
+
+
+def decompress_shared_bytes(page_size: int, warps: int) -> int:
+    return warps * page_size
+
+
+@nova.kernel
+def scan_sizes_kernel(sizes, offsets, n, run, ready):
+    """offsets[i] = run[0] + stored bytes of pages 0..i-1, offsets[n] = run[0] + the total, and
+    run[0] advances to offsets[n] (one block; each thread sums a contiguous run of pages,
+    thread 0 scans the run totals). `run` carries the payload position from slot to slot, so
+    successive slots' scans, in stream order, place their payloads back to back. Sets
+    ready[0] = 1 when the offsets are valid (compact_kernel checks it: see there)."""
+    t = nova.thread_id(0)
+    nt = nova.block_dim(0)
+    part = nova.shared_array(1024, nova.uint64)
+    per = (n + nt - 1) // nt
+    lo = min(t * per, n)
+    hi = min(lo + per, n)
+    acc = nova.uint64(0)
+    for i in range(lo, hi):
+        acc += nova.uint64(sizes[i] & nova.uint32(LEN_MASK))
+    part[t] = acc
+    nova.syncthreads()
+    if t == 0:
+        total = run[0]
+        for j in range(nt):
+            v = part[j]
+            part[j] = total
+            total += v
+        offsets[n] = total
+        run[0] = total
+    nova.syncthreads()
+    at = part[t]
+    for i in range(lo, hi):
+        offsets[i] = at
+        at += nova.uint64(sizes[i] & nova.uint32(LEN_MASK))
+    nova.syncthreads()
+    if t == 0:
+        ready[0] = nova.uint32(1)
+
+
+@nova.kernel
+def compact_kernel(staged, sizes, offsets, payload, payload32, n_pages, page_size, ready):
+    """Copy each page's stored bytes from its page-sized slot in `staged` (uint32 view; page
+    starts are 4-byte aligned) to byte `offsets[i]` of the payload (one warp per page).
+    `payload` and `payload32` are byte and word views of one 4-byte aligned buffer: the bytes
+    before the first and after the last 4-byte boundary inside the page's range are stored one
+    by one (a neighbouring page's warp owns the rest of those words), the words in between
+    whole, each assembled from two aligned source words and a funnel shift: 128 bytes per warp
+    step instead of 32. Does nothing unless ready[0] is set: the compaction may run on another
+    stream than the scan (behind an event), and if the slot failed before its scan ran, its
+    offsets are stale and must not be used to write anywhere."""
+    lane = nova.int32(nova.lane_id())
+    page = (nova.block_id(0) * nova.block_dim(0) + nova.thread_id(0)) // 32
+    if page >= n_pages or ready[0] == nova.uint32(0):
+        return
+    size = nova.int32(sizes[page] & nova.uint32(LEN_MASK))
+    src = page * (page_size // 4)  # word index of the page's slot
+    dst = nova.int64(offsets[page])
+    head = min(size, nova.int32((4 - (dst & 3)) & 3))
+    words = (size - head) >> 2
+    tail = size - head - 4 * words
+    if lane < head:
+        w = staged[src + (lane >> 2)]
+        payload[dst + lane] = nova.uint8(w >> nova.uint32(8 * (lane & 3)))
+    if lane < tail:
+        b = head + 4 * words + lane
+        w = staged[src + (b >> 2)]
+        payload[dst + b] = nova.uint8(w >> nova.uint32(8 * (b & 3)))
+    shift = nova.uint32(8 * (head & 3))
+    first_word = (dst + head) >> 2
+    nsrc = nova.int32(page_size // 4)
+    j = lane
+    while j < words:
+        b = head + 4 * j  # source byte of this word, within the page
+        i = b >> 2
+        lo = staged[src + i]
+        hi = staged[src + min(i + 1, nsrc - 1)]
+        payload32[first_word + j] = (lo >> shift) | ((hi << nova.uint32(1)) <<
+                                                     (nova.uint32(31) - shift))
+        j += 32

@@ -1,0 +1,147 @@
+"""The LZ4 kernels on real-data pages: bit-exact round trips, interop with liblz4 both ways,
+LZ4's end-of-block rules, ratio against liblz4, other page sizes, bad blocks flagged per page.
+cpu always; the same tests on cuda are marked gpu."""
+
+from __future__ import annotations
+
+import lz4.block
+import numpy as np
+import pytest
+from lz4_helpers import check_end_rules, kernel_compress, kernel_decompress, pack
+
+from nova.lz4 import kernels as K
+from nova.lz4.corpus import CLASSES, build_corpus
+
+PAGE = 4096
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_compress_roundtrip_and_liblz4_decodes(device, corpus, cls):
+    pages = corpus[cls]
+    dst, sizes = kernel_compress(pages, device)
+    blocks, raw = [], []
+    for i, page in enumerate(pages):
+        size, is_raw = int(sizes[i] & K.LEN_MASK), bool(sizes[i] & K.RAW)
+        block = dst[i * PAGE:i * PAGE + size].tobytes()
+        if is_raw:
+            assert size == PAGE and block == page.tobytes()
+        else:
+            assert size < PAGE
+            assert lz4.block.decompress(block, uncompressed_size=PAGE) == page.tobytes()
+            check_end_rules(block, PAGE)
+        blocks.append(block)
+        raw.append(is_raw)
+    out, status = kernel_decompress(*pack(blocks, raw)[:2], pack(blocks, raw)[2], PAGE, device)
+    assert not status.any()
+    np.testing.assert_array_equal(out, pages)
+
+
+def test_expected_raw_and_tiny_pages(device, corpus):
+    _, sizes = kernel_compress(corpus["zeros"][:2], device)
+    assert (sizes < 64).all()  # a zero page is one long match
+    _, sizes = kernel_compress(corpus["random"][:2], device)
+    assert (sizes == (PAGE | K.RAW)).all()
+
+
+def test_ratio_within_3_percent_of_liblz4(device, corpus):
+    pages = corpus["mixed"]
+    _, sizes = kernel_compress(pages, device)
+    nova_bytes = int((sizes & K.LEN_MASK).astype(np.int64).sum()) + 4 * len(pages)
+    ref = sum(min(len(lz4.block.compress(p.tobytes(), store_size=False)), PAGE) + 4
+              for p in pages)
+    assert ref / nova_bytes >= 0.97, (ref, nova_bytes)
+
+
+@pytest.mark.parametrize("mode", ["default", "high_compression"])
+def test_decodes_liblz4_blocks(device, corpus, mode):
+    pages = np.concatenate([corpus[c][:3] for c in CLASSES if c != "mixed"])
+    blocks = [lz4.block.compress(p.tobytes(), mode=mode, store_size=False) for p in pages]
+    out, status = kernel_decompress(*pack(blocks), PAGE, device)
+    assert not status.any()
+    np.testing.assert_array_equal(out, pages)
+
+
+@pytest.mark.parametrize("page_size", [256, 1024, 16384, 65536])
+def test_other_page_sizes(device, page_size):
+    corpus = build_corpus(page_size, 2)
+    pages = np.concatenate([corpus["text"], corpus["binary"], corpus["zeros"][:1],
+                            corpus["random"][:1]])
+    dst, sizes = kernel_compress(pages, device)
+    blocks = []
+    for i, page in enumerate(pages):
+        size = int(sizes[i] & K.LEN_MASK)
+        block = dst[i * page_size:i * page_size + size].tobytes()
+        if not sizes[i] & K.RAW:
+            assert lz4.block.decompress(block, uncompressed_size=page_size) == page.tobytes()
+            check_end_rules(block, page_size)
+        blocks.append(block)
+    raw = [bool(s & K.RAW) for s in sizes]
+    out, status = kernel_decompress(*pack(blocks, raw), page_size, device)
+    assert not status.any()
+    np.testing.assert_array_equal(out, pages)
+
+
+def test_bad_blocks_only_fail_their_page(device, corpus):
+    pages = corpus["text"][:4]
+    blocks = [lz4.block.compress(p.tobytes(), store_size=False) for p in pages]
+    bad = [
+        blocks[0][:-1],                      # truncated: last literals run short
+        b"\x00",                             # empty last sequence: decodes to 0 bytes
+        b"\x1f\x41\x00\x00\xff\xff\xff",    # match offset 0 / truncated length
+        b"\x10A\x05\x00" + b"\x50" + b"abcde",  # offset 5 > 1 byte produced so far
+    ]
+    payload, offsets, sizes = pack([*bad, blocks[1], blocks[2]])
+    out, status = kernel_decompress(payload, offsets, sizes, PAGE, device)
+    assert status.tolist() == [K.STATUS_CORRUPT] * 4 + [K.STATUS_OK] * 2
+    np.testing.assert_array_equal(out[4:], pages[1:3])
+
+
+def test_bad_size_table_entries(device, corpus):
+    pages = corpus["text"][:2]
+    blocks = [lz4.block.compress(p.tobytes(), store_size=False) for p in pages]
+    payload, offsets, sizes = pack(blocks)
+    sizes_bad = sizes.copy()
+    sizes_bad[0] += 1  # disagrees with the offsets
+    out, status = kernel_decompress(payload, offsets, sizes_bad, PAGE, device)
+    assert status.tolist() == [K.STATUS_BAD_ENTRY, K.STATUS_OK]
+    np.testing.assert_array_equal(out[1], pages[1])
+    offsets_bad = offsets.copy()
+    offsets_bad[2] += 10**9  # points past the payload
+    sizes_far = sizes.copy()
+    sizes_far[1] += 10**9 - 0  # consistent with the offsets, but outside the payload
+    sizes_far[1] &= K.LEN_MASK
+    _, status = kernel_decompress(payload, offsets_bad, sizes_far, PAGE, device)
+    assert status[1] == K.STATUS_BAD_ENTRY
+    raw_short = sizes.copy()
+    raw_short[0] |= K.RAW  # raw flag on a block that is not page-sized
+    _, status = kernel_decompress(payload, offsets, raw_short, PAGE, device)
+    assert status.tolist() == [K.STATUS_CORRUPT, K.STATUS_OK]
+
+
+def test_scan_and_compaction(device):
+    """The device-side payload assembly: every alignment of every page's start and length
+    (sizes 1..page, raw pages), against NumPy."""
+    import nova
+    from nova.lz4 import device as D
+
+    rng = np.random.default_rng(3)
+    page, n = 256, 300
+    sizes = rng.integers(1, page, n).astype(np.uint32)
+    sizes[:8] = [1, 2, 3, 4, 5, 6, 7, page]
+    sizes[7] |= K.RAW
+    sizes[rng.integers(0, n, 20)] = page | K.RAW
+    staged = rng.integers(0, 256, n * page, dtype=np.uint8)
+    stored = (sizes & K.LEN_MASK).astype(np.int64)
+    want = np.concatenate([staged[i * page:i * page + stored[i]] for i in range(n)])
+    dev = nova.get_device(device)
+    stream = dev.create_stream()
+    d_staged, d_sizes = nova.to_device(staged, dev), nova.to_device(sizes, dev)
+    d_offsets = nova.to_device(np.zeros(n + 1, np.uint64), dev)
+    d_payload = nova.to_device(np.zeros(n * page + 4, np.uint8), dev)
+    D.launch_scan_compact(d_staged, d_sizes, d_offsets, d_payload, n, page, stream)
+    stream.synchronize()
+    offsets = d_offsets.numpy()
+    assert offsets[0] == 0 and np.array_equal(np.diff(offsets.astype(np.int64)), stored)
+    payload = d_payload.numpy()
+    np.testing.assert_array_equal(payload[:len(want)], want)
+    assert not payload[len(want):].any()  # nothing written past the end
