@@ -97,28 +97,7 @@ class _ValuesTerminator(IRDLOperation):
     def __init__(self, values: Sequence[SSAValue] = ()) -> None:
         super().__init__(operands=[list(values)])
 
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        attrs = parser.parse_optional_attr_dict()
-        operands = parser.parse_optional_undelimited_comma_separated_list(
-            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
-        values: list[SSAValue] = []
-        if operands:
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-            pos = parser.pos
-            values = list(parser.resolve_operands(operands, types, pos))
-        op = cls(values)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_attr_dict(printer, self.attributes)
-        if self.values:
-            printer.print_string(" ")
-            printer.print_list(self.values, printer.print_operand)
-            printer.print_string(" : ")
-            printer.print_list([v.type for v in self.values], printer.print_attribute)
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
 
 
 @irdl_op_definition
@@ -380,31 +359,7 @@ class PrintfOp(IRDLOperation):
     def __init__(self, format: str, args: Sequence[SSAValue] = ()) -> None:
         super().__init__(operands=[list(args)], properties={"format": StringAttr(format)})
 
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        fmt = parser.parse_str_literal()
-        attrs = parser.parse_optional_attr_dict()
-        args: list[SSAValue] = []
-        if parser.parse_optional_punctuation(",") is not None:
-            operands = parser.parse_comma_separated_list(Parser.Delimiter.NONE,
-                                                         parser.parse_unresolved_operand)
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
-            pos = parser.pos
-            args = list(parser.resolve_operands(operands, types, pos))
-        op = cls(fmt, args)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.format.data)
-        print_attr_dict(printer, self.attributes)
-        if self.args:
-            printer.print_string(", ")
-            printer.print_list(self.args, printer.print_operand)
-            printer.print_string(" : ")
-            printer.print_list([a.type for a in self.args], printer.print_attribute)
+    assembly_format = "$format attr-dict (`,` $args^ `:` type($args))?"
 
     def verify_(self) -> None:
         for arg in self.args:
