@@ -371,6 +371,7 @@ def bench_matmul(device: nova.Device, size: int, repeat: int) -> dict[str, Any]:
     row["tiled_tflops"] = flops / t / 1e12
     row["tiled_ok"] = bool(np.allclose(c.numpy(), want, rtol=1e-3, atol=1e-3))
     g64 = ((size + BN - 1) // BN, (size + BM - 1) // BM)
+    device.memset(c, 0xFF, c.nbytes)  # NaNs: the tiled kernel's result must not pass for this one's
     t = _timed(device, lambda: blocked_matmul[g64, (16, 16)](c, a, b), repeat)
     row["blocked_tflops"] = flops / t / 1e12
     row["blocked_ok"] = bool(np.allclose(c.numpy(), want, rtol=1e-3, atol=1e-3))
