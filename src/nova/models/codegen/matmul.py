@@ -1,0 +1,270 @@
+"""Tiled GEMM kernels: MatMul (batched, broadcast batch dims, transposes, alpha) and Conv 2-D as an
+implicit GEMM (the im2col matrix is never built: the B-tile loader gathers input pixels).
+
+Each block computes a 64x64 output tile with 256 threads (16x16, 4x4 outputs per thread, strided
+by 16 so a warp's shared-memory reads and global stores are contiguous). K advances in steps of
+16: A and B tiles are staged in shared memory (fp32, whatever the storage type, so fp16/bf16
+accumulate in fp32), one barrier after loading and one after use. The epilogue (bias,
+activation, residual, scale) runs on the accumulators before the only global store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from nova.models.codegen.context import GeneratedKernel, KernelContext
+from nova.models.codegen.pointwise import Evaluator, store_epilogue
+from nova.models.codegen.text import Index, broadcast_index
+from nova.models.graph import Node
+from nova.models.ops.nn import conv_params
+from nova.models.passes.fusion import KernelGroup
+
+BM = BN = 64
+BK = 16
+THREADS = 256
+PER = 4  # outputs per thread along m and n
+
+LoadFn = Callable[[Index, Index, Index], str]  # (batch, row, col) -> f32 value
+StoreFn = Callable[[Index, Index, Index, str], None]  # (batch, m, n, f32 value)
+
+
+def _and(ctx: KernelContext, conds: list[str]) -> str | None:
+    b = ctx.body
+    if not conds:
+        return None
+    acc = conds[0]
+    for c in conds[1:]:
+        acc = b.op(f"arith.andi {acc}, {c} : i1")
+    return acc
+
+
+def _guarded(ctx: KernelContext, cond: str | None, load: Callable[[], str]) -> str:
+    """`load()` when `cond` holds (or always when None), else 0.0."""
+    b = ctx.body
+    if cond is None:
+        return load()
+    result = b.fresh("g")
+    b.line(f"{result} = scf.if {cond} -> (f32) {{")
+    with b.nested():
+        b.line(f"scf.yield {load()} : f32")
+    b.line("} else {")
+    with b.nested():
+        b.line(f"scf.yield {b.const(0.0, 'f32')} : f32")
+    b.line("}")
+    return result
+
+
+def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: LoadFn,
+               load_b: LoadFn, a_k_fast: bool, b_n_fast: bool, store: StoreFn) \
+        -> GeneratedKernel:
+    """C[batch, m, n] = sum_k A(batch, m, k) * B(batch, k, n); see the module doc.
+
+    `a_k_fast`/`b_n_fast`: whether consecutive k (for A) / n (for B) are adjacent in memory, so
+    the tile loaders let consecutive threads read consecutive addresses."""
+    b = ctx.body
+    a_sh = ctx.shared("tile_a", BK * BM)
+    b_sh = ctx.shared("tile_b", BK * BN)
+    tid = b.op("gpu.thread_id x")
+    bx = b.op("gpu.block_id x")
+    by = b.op("gpu.block_id y")
+    bz: Index = b.op("gpu.block_id z") if batches > 1 else 0
+    tx, ty = b.rem(tid, 16), b.div(tid, 16)
+    m0, n0 = b.mul(by, BM), b.mul(bx, BN)
+    zero = b.const(0.0, "f32")
+    f32s = ", ".join(["f32"] * PER * PER)
+    k_pad = -(-k // BK) * BK
+    k0 = b.fresh("k")
+    accs = [b.fresh("acc") for _ in range(PER * PER)]
+    res = b.fresh("res")
+    b.line(f"{res}:{PER * PER} = scf.for {k0} = {b.ix(0)} to {b.ix(k_pad)} step {b.ix(BK)} "
+           f"iter_args({', '.join(f'{a} = {zero}' for a in accs)}) -> ({f32s}) {{")
+    with b.nested():
+        for r in range(BM * BK // THREADS):
+            e = b.add(tid, THREADS * r)
+            # A tile: BM x BK, stored k-major in shared memory
+            am, ak = (b.div(e, BK), b.rem(e, BK)) if a_k_fast else (b.rem(e, BM), b.div(e, BM))
+            gm, gk = b.add(m0, am), b.add(k0, ak)
+            conds = ([b.lt(gm, m)] if m % BM else []) + ([b.lt(gk, k)] if k % BK else [])
+            va = _guarded(ctx, _and(ctx, conds), lambda gm=gm, gk=gk: load_a(bz, gm, gk))
+            b.line(f"memref.store {va}, {a_sh}[{b.ix(b.add(b.mul(ak, BM), am))}] : "
+                   f"memref<{BK * BM}xf32, #gpu.address_space<workgroup>>")
+            # B tile: BK x BN
+            bn_, bk = (b.rem(e, BN), b.div(e, BN)) if b_n_fast else (b.div(e, BK), b.rem(e, BK))
+            gk2, gn = b.add(k0, bk), b.add(n0, bn_)
+            conds = ([b.lt(gk2, k)] if k % BK else []) + ([b.lt(gn, n)] if n % BN else [])
+            vb = _guarded(ctx, _and(ctx, conds), lambda gk2=gk2, gn=gn: load_b(bz, gk2, gn))
+            b.line(f"memref.store {vb}, {b_sh}[{b.ix(b.add(b.mul(bk, BN), bn_))}] : "
+                   f"memref<{BK * BN}xf32, #gpu.address_space<workgroup>>")
+        b.line("gpu.barrier")
+        kk = b.fresh("kk")
+        inner = [b.fresh("acc") for _ in range(PER * PER)]
+        out = b.fresh("part")
+        b.line(f"{out}:{PER * PER} = scf.for {kk} = {b.ix(0)} to {b.ix(BK)} step {b.ix(1)} "
+               f"iter_args({', '.join(f'{i} = {a}' for i, a in zip(inner, accs, strict=True))})"
+               f" -> ({f32s}) {{")
+        with b.nested():
+            row = b.mul(kk, BM)
+            a_vals = [b.op(f"memref.load {a_sh}[{b.ix(b.add(row, b.add(ty, 16 * i)))}] : "
+                           f"memref<{BK * BM}xf32, #gpu.address_space<workgroup>>")
+                      for i in range(PER)]
+            row_b = b.mul(kk, BN)
+            b_vals = [b.op(f"memref.load {b_sh}[{b.ix(b.add(row_b, b.add(tx, 16 * j)))}] : "
+                           f"memref<{BK * BN}xf32, #gpu.address_space<workgroup>>")
+                      for j in range(PER)]
+            new = [b.op(f"math.fma {a_vals[i]}, {b_vals[j]}, {inner[i * PER + j]} : f32")
+                   for i in range(PER) for j in range(PER)]
+            b.line(f"scf.yield {', '.join(new)} : {f32s}")
+        b.line("}")
+        b.line("gpu.barrier")
+        b.line(f"scf.yield {', '.join(f'{out}#{i}' for i in range(PER * PER))} : {f32s}")
+    b.line("}")
+    for i in range(PER):
+        for j in range(PER):
+            gm, gn = b.add(m0, b.add(ty, 16 * i)), b.add(n0, b.add(tx, 16 * j))
+            conds = ([b.lt(gm, m)] if m % BM else []) + ([b.lt(gn, n)] if n % BN else [])
+            cond = _and(ctx, conds)
+            value = f"{res}#{i * PER + j}"
+            if cond is None:
+                store(bz, gm, gn, value)
+            else:
+                b.line(f"scf.if {cond} {{")
+                with b.nested():
+                    store(bz, gm, gn, value)
+                b.line("}")
+    grid = (-(-n // BN), -(-m // BM), batches)
+    return ctx.finish(grid, (THREADS, 1, 1))
+
+
+def _batch_offset(ctx: KernelContext, bz: Index, out_batch: tuple[int, ...],
+                  in_batch: tuple[int, ...], matrix: int) -> Index:
+    """Element offset of batch `bz` (row-major over `out_batch`) in an operand whose batch dims
+    `in_batch` broadcast to it."""
+    b = ctx.body
+    if math.prod(in_batch) == 1:
+        return 0
+    if in_batch == out_batch:
+        return b.mul(bz, matrix)
+    idx = b.delinearize(bz, out_batch)
+    sub = broadcast_index(idx, out_batch, in_batch)
+    return b.mul(b.linear(sub, in_batch), matrix)
+
+
+def matmul_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedKernel:
+    """A MatMul anchor (see nova.models.ops.nn) with its epilogue."""
+    b = ctx.body
+    a_name, b_name = node.inputs
+    a_shape, b_shape = ctx.shape(a_name), ctx.shape(b_name)
+    out = node.outputs[0]
+    out_shape = ctx.shape(out)
+    ta, tb = int(node.attrs.get("trans_a", 0)), int(node.attrs.get("trans_b", 0))
+    alpha = float(node.attrs.get("alpha", 1.0))
+    m, n = out_shape[-2], out_shape[-1]
+    k = a_shape[-2] if ta else a_shape[-1]
+    out_batch = out_shape[:-2]
+    batches = math.prod(out_batch)
+    ev = Evaluator(ctx, group)
+
+    def load_a(bz: Index, gm: Index, gk: Index) -> str:
+        off = _batch_offset(ctx, bz, out_batch, a_shape[:-2], m * k)
+        inner = b.add(b.mul(gk, m), gm) if ta else b.add(b.mul(gm, k), gk)
+        return _as_f32(ctx, a_name, ctx.load(a_name, b.add(off, inner)))
+
+    def load_b(bz: Index, gk: Index, gn: Index) -> str:
+        off = _batch_offset(ctx, bz, out_batch, b_shape[:-2], k * n)
+        inner = b.add(b.mul(gn, k), gk) if tb else b.add(b.mul(gk, n), gn)
+        return _as_f32(ctx, b_name, ctx.load(b_name, b.add(off, inner)))
+
+    def store(bz: Index, gm: Index, gn: Index, value: str) -> None:
+        if alpha != 1.0:
+            value = b.op(f"arith.mulf {value}, {b.const(alpha, 'f32')} : f32")
+        value = _from_f32(ctx, out, value)
+        idx = [*(b.delinearize(bz, out_batch) if out_batch else []), gm, gn]
+        linear = b.add(b.mul(bz, m * n), b.add(b.mul(gm, n), gn))
+        store_epilogue(ctx, ev, group, out, idx, linear, value)
+
+    return tiled_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store)
+
+
+def conv_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedKernel:
+    """A Conv anchor as an implicit GEMM per group: M = out channels of the group, N = batch *
+    out pixels, K = in channels of the group * kernel window."""
+    b = ctx.body
+    x_name, w_name = node.inputs[0], node.inputs[1]
+    bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    nb, c, h, w = ctx.shape(x_name)
+    co, ci, kh, kw = ctx.shape(w_name)
+    out = node.outputs[0]
+    _, _, oh, ow = ctx.shape(out)
+    groups = int(node.attrs.get("group", 1))
+    (sh, sw), (pt, pl, _pb, _pr), (dh, dw) = conv_params(node, (kh, kw))
+    m, n, k = co // groups, nb * oh * ow, ci * kh * kw
+    padded = any(node.attrs.get("pads") or [0])
+    ev = Evaluator(ctx, group)
+
+    def load_a(g: Index, gm: Index, gk: Index) -> str:
+        row = b.add(b.mul(g, m), gm)
+        return _as_f32(ctx, w_name, ctx.load(w_name, b.add(b.mul(row, k), gk)))
+
+    def load_b(g: Index, gk: Index, gn: Index) -> str:
+        cin = b.add(b.mul(g, ci), b.div(gk, kh * kw))
+        rest = b.rem(gk, kh * kw)
+        ki, kj = b.div(rest, kw), b.rem(rest, kw)
+        img, pix = b.div(gn, oh * ow), b.rem(gn, oh * ow)
+        oy, ox = b.div(pix, ow), b.rem(pix, ow)
+        iy = _signed_offset(ctx, b.add(b.mul(oy, sh), b.mul(ki, dh)), pt)
+        ix = _signed_offset(ctx, b.add(b.mul(ox, sw), b.mul(kj, dw)), pl)
+
+        def load() -> str:
+            lin = b.linear([img, cin, iy, ix], (nb, c, h, w))
+            return _as_f32(ctx, x_name, ctx.load(x_name, lin))
+
+        if not padded:
+            return load()
+        conds = []
+        for v, size in ((iy, h), (ix, w)):
+            if isinstance(v, int):
+                continue
+            conds.append(b.op(f"arith.cmpi sge, {v}, {b.ix(0)} : index"))
+            conds.append(b.op(f"arith.cmpi slt, {v}, {b.ix(size)} : index"))
+        return _guarded(ctx, _and(ctx, conds), load)
+
+    def store(g: Index, gm: Index, gn: Index, value: str) -> None:
+        cout = b.add(b.mul(g, m), gm)
+        if bias is not None:
+            bv = _as_f32(ctx, bias, ctx.load(bias, cout))
+            value = b.op(f"arith.addf {value}, {bv} : f32")
+        value = _from_f32(ctx, out, value)
+        img, pix = b.div(gn, oh * ow), b.rem(gn, oh * ow)
+        idx = [img, cout, b.div(pix, ow), b.rem(pix, ow)]
+        linear = b.add(b.mul(b.add(b.mul(img, co), cout), oh * ow), pix)
+        store_epilogue(ctx, ev, group, out, idx, linear, value)
+
+    return tiled_gemm(ctx, m, n, k, groups, load_a, load_b, True, True, store)
+
+
+def _signed_offset(ctx: KernelContext, value: Index, pad: int) -> Index:
+    b = ctx.body
+    if pad == 0:
+        return value
+    if isinstance(value, int):
+        return value - pad
+    return b.op(f"arith.subi {value}, {b.ix(pad)} : index")
+
+
+def _as_f32(ctx: KernelContext, tensor: str, value: str) -> str:
+    ty = ctx.ctype(tensor)
+    if ty == "f32":
+        return value
+    if ty == "f64":
+        return ctx.body.op(f"arith.truncf {value} : f64 to f32")
+    return ctx.body.op(f"arith.sitofp {value} : {ty} to f32")
+
+
+def _from_f32(ctx: KernelContext, tensor: str, value: str) -> str:
+    ty = ctx.ctype(tensor)
+    if ty == "f32":
+        return value
+    if ty == "f64":
+        return ctx.body.op(f"arith.extf {value} : f32 to f64")
+    return ctx.body.op(f"arith.fptosi {value} : f32 to {ty}")

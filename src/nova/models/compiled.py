@@ -1,0 +1,189 @@
+"""CompiledModel: `m = nova.models.compile(graph, device=..., dtype=...)`, then `m(x)` /
+`m.forward(x)`.
+
+The model's graph is validated when the CompiledModel is made (unsupported ops or attributes fail
+then, before anything runs). Each distinct binding of the symbolic input dims (e.g. batch=1,
+batch=4096) is specialised on first use: the graph is optimised for those static shapes, lowered
+to MLIR, compiled by Nova into one `.nova` bundle (Nova's bundle cache makes recompiling the same
+program cheap) and loaded on the device; its weights are uploaded to device memory once and
+passed to `@forward` by reference on every call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nova.models.errors import InputError
+from nova.models.graph import Graph, TensorType, numpy_dtype
+from nova.models.pipeline import Lowered, lower, validate
+
+
+@dataclass
+class Specialisation:
+    """One compiled program for one binding of the symbolic dims."""
+
+    bindings: dict[str, int]
+    lowered: Lowered
+    module: Any
+    """The loaded nova.NovaModule."""
+    weights: list[Any]
+    """Device Buffers of the weights @forward reads, in its argument order."""
+    bundle: bytes
+
+    @property
+    def mlir(self) -> str:
+        return self.lowered.program.mlir
+
+    def output_types(self) -> list[TensorType]:
+        g = self.lowered.graph
+        return [g.type_of(o) for o in g.outputs]
+
+
+class CompiledModel:
+    """A graph compiled for one device and dtype (see the module doc)."""
+
+    def __init__(self, graph: Graph, device: Any = None, dtype: str = "float32",
+                 **compile_options: Any) -> None:
+        import nova
+
+        validate(graph)
+        self.graph = graph
+        self.dtype = dtype
+        self.device = nova.get_device(device)
+        self.compile_options = compile_options
+        self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
+        if not graph.symbols():
+            self.specialise({})
+
+    # ---- signature ----------------------------------------------------------------------------
+
+    def input_type(self, name: str) -> TensorType:
+        """The expected type of input `name` (float inputs take the model dtype)."""
+        t = self.graph.types[name]
+        if t.dtype == "float32":
+            return TensorType(self.dtype, t.shape)
+        return t
+
+    @property
+    def inputs(self) -> list[tuple[str, TensorType]]:
+        return [(n, self.input_type(n)) for n in self.graph.inputs]
+
+    @property
+    def outputs(self) -> list[str]:
+        return list(self.graph.outputs)
+
+    # ---- compiling ----------------------------------------------------------------------------
+
+    def specialise(self, bindings: dict[str, int]) -> Specialisation:
+        """The program for `bindings` of the symbolic dims (compiled on first use, cached)."""
+        key = tuple(sorted(bindings.items()))
+        spec = self._cache.get(key)
+        if spec is not None:
+            return spec
+        import nova
+        from nova.driver import compile_to_bundle, make_options
+
+        lowered = lower(self.graph, dict(bindings), self.dtype)
+        options = {"ptx": self.device.kind == "cuda", "cubin": self.device.kind == "cuda",
+                   **self.compile_options}
+        bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
+                                   make_options(**options))
+        module = nova.load(bundle, device=self.device)
+        weights = [nova.to_device(np.ascontiguousarray(lowered.graph.weights[w]).reshape(-1),
+                                  self.device) for w in lowered.program.weights]
+        spec = Specialisation(dict(bindings), lowered, module, weights, bundle)
+        self._cache[key] = spec
+        return spec
+
+    def save(self, path: str) -> None:
+        """Write the `.nova` bundle of the (only) specialisation compiled so far. Weights are not
+        inside it (see docs/models.md, known gaps): `@forward` takes them as arguments."""
+        if len(self._cache) != 1:
+            raise InputError(f"save: {len(self._cache)} specialisations are compiled; run the "
+                             "model once with the shapes to save first")
+        with open(path, "wb") as f:
+            f.write(next(iter(self._cache.values())).bundle)
+
+    # ---- running ------------------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the model. Inputs by position or name; NumPy in -> NumPy out, device Buffers in
+        -> device Buffers out. One output is returned as is, several as a tuple."""
+        values = self._collect(args, kwargs)
+        bindings: dict[str, int] = {}
+        on_device = [not isinstance(v, np.ndarray) and hasattr(v, "ptr") for v in values]
+        flat = []
+        for name, value, dev in zip(self.graph.inputs, values, on_device, strict=True):
+            flat.append(self._check_input(name, value, dev, bindings))
+        spec = self.specialise(bindings)
+        out_types = spec.output_types()
+        device_mode = any(on_device)
+        outs: list[Any] = []
+        for t in out_types:
+            n = max(1, t.numel())
+            dt = numpy_dtype(t.dtype)
+            if device_mode:
+                outs.append(self.device.allocate(n * dt.itemsize).view(dt, (n,)))
+            else:
+                outs.append(np.empty(n, dtype=dt))
+        spec.module.forward(*flat, *spec.weights, *outs)
+        shaped = [o.view(shape=tuple(int(d) for d in t.shape)) if device_mode
+                  else o.reshape(tuple(int(d) for d in t.shape))
+                  for o, t in zip(outs, out_types, strict=True)]
+        return shaped[0] if len(shaped) == 1 else tuple(shaped)
+
+    def _collect(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        names = self.graph.inputs
+        if len(args) > len(names):
+            raise InputError(f"forward takes {len(names)} inputs ({', '.join(names)}), got "
+                             f"{len(args)}")
+        values: dict[str, Any] = dict(zip(names, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise InputError(f"forward got an unknown input '{key}' (inputs: "
+                                 f"{', '.join(names)})")
+            if key in values:
+                raise InputError(f"forward got input '{key}' twice")
+            values[key] = value
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise InputError(f"forward is missing input(s) {', '.join(missing)}")
+        return [values[n] for n in names]
+
+    def _check_input(self, name: str, value: Any, on_device: bool,
+                     bindings: dict[str, int]) -> Any:
+        expected = self.input_type(name)
+        if not on_device:
+            value = np.asarray(value)
+        shape = tuple(int(d) for d in value.shape)
+        dtype = np.dtype(value.dtype)
+        want = numpy_dtype(expected.dtype)
+        if dtype != want:
+            raise InputError(f"input '{name}': expected dtype {expected.dtype} with shape "
+                             f"{_spell(expected.shape)}, got {dtype}")
+        if len(shape) != expected.rank:
+            raise InputError(f"input '{name}': expected shape {_spell(expected.shape)}, got "
+                             f"{list(shape)}")
+        for axis, (want_d, got) in enumerate(zip(expected.shape, shape, strict=True)):
+            if isinstance(want_d, str):
+                bound = bindings.setdefault(want_d, got)
+                if bound != got:
+                    raise InputError(f"input '{name}': dim {axis} ('{want_d}') is {got}, but "
+                                     f"another input bound '{want_d}' = {bound}")
+            elif want_d != got:
+                raise InputError(f"input '{name}': expected shape {_spell(expected.shape)}, got "
+                                 f"{list(shape)}")
+        if on_device:
+            return value.view(shape=(max(1, math.prod(shape)),))
+        return np.ascontiguousarray(value).reshape(-1) if value.size else np.zeros(1, want)
+
+
+def _spell(shape: tuple[Any, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"

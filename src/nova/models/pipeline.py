@@ -1,0 +1,66 @@
+"""From a graph with bound input shapes to MLIR: the pass pipeline in one place.
+
+    bind symbols -> propagate (shapes + constant folding) -> fold BatchNorm -> canonicalize
+    -> fold transposes into MatMul -> float16/bfloat16 conversion -> propagate -> dead code
+    -> fusion plan -> MLIR (host @forward + gpu.module)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nova.models.codegen.program import Program, generate_program
+from nova.models.errors import ModelError
+from nova.models.graph import Graph
+from nova.models.ops import check_node
+from nova.models.passes.fusion import FusionPlan, plan_fusion
+from nova.models.passes.propagate import bind_symbols, eliminate_dead_code, propagate
+from nova.models.passes.rewrite import canonicalize, convert_floats, fold_batchnorm, \
+    fold_transposes
+
+FLOAT_MODES = ("float32", "float16", "bfloat16")
+
+
+@dataclass
+class Lowered:
+    graph: Graph
+    plan: FusionPlan
+    program: Program
+
+
+def validate(graph: Graph) -> None:
+    """Every node is a supported op with supported attributes, and the graph is well formed:
+    the errors that must come before anything is compiled or run."""
+    graph.validate_structure()
+    for node in graph.nodes:
+        check_node(node)
+    for name in graph.inputs:
+        if name not in graph.types:
+            raise ModelError(f"input '{name}' has no type")
+
+
+def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> Graph:
+    """The specialised, canonical, typed graph codegen consumes."""
+    if dtype not in FLOAT_MODES:
+        raise ModelError(f"dtype '{dtype}' is not supported (use one of {FLOAT_MODES})")
+    g = bind_symbols(graph, bindings)
+    propagate(g)
+    eliminate_dead_code(g)
+    fold_batchnorm(g)
+    canonicalize(g)
+    propagate(g)
+    fold_transposes(g)
+    convert_floats(g, dtype)
+    propagate(g)
+    eliminate_dead_code(g)
+    for name in g.outputs:
+        if name in g.weights:
+            raise ModelError(f"graph output '{name}' is a constant; nova.models computes only "
+                             "outputs that depend on inputs")
+    return g
+
+
+def lower(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> Lowered:
+    g = optimize(graph, bindings, dtype)
+    plan = plan_fusion(g)
+    return Lowered(g, plan, generate_program(g, plan))
