@@ -47,7 +47,7 @@ class Graph(GraphIR):
 
     def weight(self, value: Any, name: str | None = None) -> str:
         """Add a constant tensor (an initializer)."""
-        array = np.ascontiguousarray(np.asarray(value))
+        array = np.array(value, order="C")
         if array.dtype == np.float64:
             array = array.astype(np.float32)
         key = name or self._fresh("w")

@@ -387,6 +387,8 @@ def store_epilogue(ctx: KernelContext, ev: Evaluator, group: KernelGroup, anchor
                    idx: list[Index], linear: Index, value: str) -> None:
     """Store the anchor's compute-typed `value` at `idx` (row-major `linear`) of `anchor_out`
     through the group's epilogue: the stored tensor is `group.root`, of the same shape."""
+    shape = ctx.shape(anchor_out)
+    idx = [0 if d == 1 else i for i, d in zip(idx, shape, strict=True)]  # as broadcasts index
     ev.set_anchor(anchor_out, idx, value)
     ev.set_hint(idx, linear, ctx.shape(anchor_out))
     with ev.scope():

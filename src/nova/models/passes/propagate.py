@@ -55,11 +55,15 @@ def propagate(graph: Graph, fold: bool = True) -> Graph:
         can_fold = op.kind == "const" or (
             fold and constant and not outputs.intersection(node.outputs))
         if can_fold:
+            if op.kind == "const":  # Shape reads only its input's shape: a zero-copy stand-in
+                values = [v if v is not None or t is None else np.broadcast_to(
+                    np.zeros((), np.float32), tuple(int(d) for d in t.shape))
+                    for v, t in zip(values, in_types, strict=True)]
             results = op.evaluate(node, values)
             if op.kind == "const" or all(r.size <= MAX_FOLD_ELEMENTS for r in results):
                 for out, value in zip(node.outputs, results, strict=False):
                     if out:
-                        value = np.ascontiguousarray(value)
+                        value = np.array(value, order="C")
                         graph.weights[out] = value
                         types[out] = TensorType(dtype_name(value.dtype), tuple(value.shape))
                 continue
