@@ -115,3 +115,4 @@ def convert_compute_to_storage(body: Body, value: str, dtype: str) -> str:
     if ct == "f32":
         return body.op(f"arith.truncf {value} : f32 to {st}")
     return body.op(f"arith.trunci {value} : {ct} to {st}")
+

@@ -1,7 +1,8 @@
 """Fusion grouping: which nodes become one kernel, and which tensors get a buffer.
 
-- **Views** (Reshape, Flatten, Squeeze, Unsqueeze) alias their input's buffer (buffers are flat,
-  row-major), so they cost nothing; one that produces a graph output becomes a copy kernel.
+- **Views** (Reshape, Flatten, Squeeze, Unsqueeze) are index maps like the pointwise ops below;
+  a kernel that would only reshape a materialised tensor is dropped and its output aliases that
+  buffer (buffers are flat, row-major), so reshapes cost nothing.
 - **Pointwise** nodes (elementwise math with broadcasting, Cast, Where, and the index maps
   Transpose/Slice/Concat/Gather/Expand) are inlined into their readers when all readers are in
   the same kernel and the tensor is not a graph output: a chain like
@@ -69,23 +70,15 @@ def plan_fusion(graph: Graph) -> FusionPlan:
     consumers = graph.consumers()
     outputs = set(graph.outputs)
     order = {id(n): i for i, n in enumerate(graph.nodes)}
-    aliases: dict[str, str] = {}
-    for node in graph.nodes:
-        if get_op(node).kind == "view" and node.outputs[0] not in outputs:
-            src = node.inputs[0]
-            aliases[node.outputs[0]] = aliases.get(src, src)
-
     group_of: dict[int, KernelGroup] = {}
     groups: list[KernelGroup] = []
     for node in reversed(graph.nodes):
         kind = get_op(node).kind
         out = node.outputs[0]
-        if out in aliases:
-            continue
         readers = consumers.get(out, [])
         target = _common_group(readers, group_of) if out not in outputs else None
         if kind in ("pointwise", "view"):
-            if target is not None and kind == "pointwise":
+            if target is not None:
                 target.nodes.insert(0, node)
                 group_of[id(node)] = target
                 continue
@@ -101,7 +94,18 @@ def plan_fusion(graph: Graph) -> FusionPlan:
         groups.append(group)
     producers = graph.producers()
     groups.sort(key=lambda g: order[id(producers[g.root])])
-    return FusionPlan(groups, aliases)
+    # a group that only reshapes a materialised tensor is no kernel: its root aliases the buffer
+    aliases: dict[str, str] = {}
+    kernels = []
+    for group in groups:
+        if group.anchor is None and group.root not in outputs and all(
+                get_op(n).kind == "view" for n in group.nodes):
+            src = group.nodes[0].inputs[0]
+            for node in group.nodes:
+                aliases[node.outputs[0]] = aliases.get(src, src)
+            continue
+        kernels.append(group)
+    return FusionPlan(kernels, aliases)
 
 
 def _common_group(readers: list[Node], group_of: dict[int, KernelGroup]) -> KernelGroup | None:
@@ -111,7 +115,7 @@ def _common_group(readers: list[Node], group_of: dict[int, KernelGroup]) -> Kern
     group = group_of.get(id(readers[0]))
     if group is None or any(group_of.get(id(r)) is not group for r in readers):
         return None
-    if any(get_op(r).kind != "pointwise" for r in readers):
+    if any(get_op(r).kind not in ("pointwise", "view") for r in readers):
         return None
     return group
 
