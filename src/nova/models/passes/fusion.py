@@ -1,8 +1,9 @@
 """Fusion grouping: which nodes become one kernel, and which tensors get a buffer.
 
-- **Views** (Reshape, Flatten, Squeeze, Unsqueeze) are index maps like the pointwise ops below;
-  a kernel that would only reshape a materialised tensor is dropped and its output aliases that
-  buffer (buffers are flat, row-major), so reshapes cost nothing.
+- **Views** (Reshape, Flatten, Squeeze, Unsqueeze) are index maps like the pointwise ops below
+  when their readers are all in one pointwise kernel; otherwise their output aliases the input's
+  buffer (buffers are flat, row-major), so a reshape never costs a kernel (except as a graph
+  output, which gets a copy).
 - **Pointwise** nodes (elementwise math with broadcasting, Cast, Where, and the index maps
   Transpose/Slice/Concat/Gather/Expand) are inlined into their readers when all readers are in
   the same kernel and the tensor is not a graph output: a chain like
@@ -72,6 +73,7 @@ def plan_fusion(graph: Graph) -> FusionPlan:
     order = {id(n): i for i, n in enumerate(graph.nodes)}
     group_of: dict[int, KernelGroup] = {}
     groups: list[KernelGroup] = []
+    views: list[Node] = []
     for node in reversed(graph.nodes):
         kind = get_op(node).kind
         out = node.outputs[0]
@@ -81,6 +83,9 @@ def plan_fusion(graph: Graph) -> FusionPlan:
             if target is not None:
                 target.nodes.insert(0, node)
                 group_of[id(node)] = target
+                continue
+            if kind == "view" and out not in outputs:
+                views.append(node)  # aliases its input's buffer: no kernel, input materialised
                 continue
             group = KernelGroup(out, None, [node])
         else:
@@ -94,18 +99,11 @@ def plan_fusion(graph: Graph) -> FusionPlan:
         groups.append(group)
     producers = graph.producers()
     groups.sort(key=lambda g: order[id(producers[g.root])])
-    # a group that only reshapes a materialised tensor is no kernel: its root aliases the buffer
     aliases: dict[str, str] = {}
-    kernels = []
-    for group in groups:
-        if group.anchor is None and group.root not in outputs and all(
-                get_op(n).kind == "view" for n in group.nodes):
-            src = group.nodes[0].inputs[0]
-            for node in group.nodes:
-                aliases[node.outputs[0]] = aliases.get(src, src)
-            continue
-        kernels.append(group)
-    return FusionPlan(kernels, aliases)
+    for node in sorted(views, key=lambda n: order[id(n)]):
+        src = node.inputs[0]
+        aliases[node.outputs[0]] = aliases.get(src, src)
+    return FusionPlan(groups, aliases)
 
 
 def _common_group(readers: list[Node], group_of: dict[int, KernelGroup]) -> KernelGroup | None:
