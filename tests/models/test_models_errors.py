@@ -1,0 +1,104 @@
+"""Bad input at compile and run time: errors name the node, op, attribute or input (and the
+expected shape) and come before anything runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nova
+import nova.models as nm
+from nova.models import InputError, ModelError, UnsupportedOpError
+from nova.models import examples
+
+
+@pytest.fixture(scope="module")
+def mlp() -> nm.CompiledModel:
+    return nm.compile(examples.mlp().graph, device="cpu")
+
+
+def test_wrong_input_shape_names_input_and_expected_shape(mlp: nm.CompiledModel) -> None:
+    with pytest.raises(InputError, match=r"input 'x': expected shape \[batch, 64\], got \[3, 7\]"):
+        mlp(np.zeros((3, 7), np.float32))
+    with pytest.raises(InputError, match=r"input 'x': expected shape \[batch, 64\], got \[64\]"):
+        mlp(np.zeros(64, np.float32))
+
+
+def test_wrong_input_dtype_names_input(mlp: nm.CompiledModel) -> None:
+    with pytest.raises(InputError, match=r"input 'x': expected dtype float32 with shape "
+                                         r"\[batch, 64\], got float64"):
+        mlp(np.zeros((2, 64)))
+
+
+def test_half_model_wants_half_inputs() -> None:
+    model = nm.compile(examples.mlp().graph, device="cpu", dtype="float16")
+    with pytest.raises(InputError, match="expected dtype float16"):
+        model(np.zeros((1, 64), np.float32))
+
+
+def test_wrong_input_count_and_names(mlp: nm.CompiledModel) -> None:
+    with pytest.raises(InputError, match="missing input"):
+        mlp()
+    with pytest.raises(InputError, match="takes 1 inputs"):
+        mlp(np.zeros((1, 64), np.float32), np.zeros(1))
+    with pytest.raises(InputError, match="unknown input 'y'"):
+        mlp(y=np.zeros(1))
+    assert mlp(x=np.zeros((2, 64), np.float32)).shape == (2, 32)
+
+
+def test_inconsistent_symbol_bindings() -> None:
+    g = nm.Graph()
+    a = g.input("a", ("n", 3))
+    b = g.input("b", ("n", 3))
+    g.output(g.add(a, b))
+    model = nm.compile(g, device="cpu")
+    with pytest.raises(InputError, match=r"input 'b': dim 0 \('n'\) is 4, but another input "
+                                         "bound 'n' = 2"):
+        model(np.zeros((2, 3), np.float32), np.zeros((4, 3), np.float32))
+
+
+def test_unsupported_op_in_builder_graph_fails_at_compile() -> None:
+    g = nm.Graph()
+    x = g.input("x", (2,))
+    g.output(g.node("NonMaxSuppression", [x], name="nms"))
+    with pytest.raises(UnsupportedOpError, match=r"node 'nms' \(NonMaxSuppression\)"):
+        nm.compile(g, device="cpu")
+
+
+def test_unsupported_attribute_value_fails_at_compile() -> None:
+    g = nm.Graph()
+    x = g.input("x", (1, 1, 4, 4))
+    g.output(g.node("MaxPool", [x], {"kernel_shape": [2, 2], "ceil_mode": 1}, name="pool"))
+    with pytest.raises(UnsupportedOpError, match=r"node 'pool' \(MaxPool\): attribute "
+                                                 "'ceil_mode' = 1 is not supported"):
+        nm.compile(g, device="cpu")
+
+
+def test_shape_errors_name_the_node() -> None:
+    g = nm.Graph()
+    x = g.input("x", ("batch", 5))
+    g.output(g.matmul(x, np.zeros((4, 3), np.float32), ))
+    model = nm.compile(g, device="cpu")  # symbolic: specialised at the first call
+    with pytest.raises(ModelError, match=r"\(MatMul\): inner dimensions differ"):
+        model(np.zeros((2, 5), np.float32))
+
+
+def test_graph_structure_errors() -> None:
+    g = nm.Graph()
+    g.input("x", (2,))
+    g.nodes.append(nm.Node("Relu", ["nowhere"], ["y"], {}, "r"))
+    g.output("y")
+    with pytest.raises(ModelError, match="reads 'nowhere', which is not defined"):
+        nm.compile(g, device="cpu")
+    with pytest.raises(ModelError, match="cannot compile a int"):
+        nm.compile(3, device="cpu")
+
+
+def test_device_buffers_in_and_out() -> None:
+    """Device input -> device output (no host round trip), same numbers as NumPy input."""
+    example = examples.mlp()
+    model = nm.compile(example.graph, device="cpu")
+    x = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32)
+    out = model(nova.to_device(x, "cpu"))
+    assert isinstance(out, nova.Buffer) and tuple(out.shape) == (2, 32)
+    np.testing.assert_allclose(out.numpy(), model(x), rtol=0, atol=0)
