@@ -110,6 +110,11 @@ class CompiledModel:
 
     # ---- running ------------------------------------------------------------------------------
 
+    def synchronize(self) -> None:
+        """Wait for every launched forward (device outputs are then complete)."""
+        for spec in self._cache.values():
+            spec.module.synchronize()
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
 
