@@ -4,6 +4,7 @@ test_models_torch.py. Small sizes keep the CPU device fast."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -14,7 +15,7 @@ class MLP(nn.Module):
     def __init__(self, sizes: tuple[int, ...] = (64, 128, 32)) -> None:
         super().__init__()
         layers: list[nn.Module] = []
-        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        for i, (a, b) in enumerate(itertools.pairwise(sizes)):
             layers.append(nn.Linear(a, b))
             if i < len(sizes) - 2:
                 layers.append(nn.GELU())

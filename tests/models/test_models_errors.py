@@ -8,8 +8,7 @@ import pytest
 
 import nova
 import nova.models as nm
-from nova.models import InputError, ModelError, UnsupportedOpError
-from nova.models import examples
+from nova.models import InputError, ModelError, UnsupportedOpError, examples
 
 
 @pytest.fixture(scope="module")

@@ -154,12 +154,12 @@ def test_corrupt_truncated_and_missing_files(tmp_path: Path) -> None:
     data = good.read_bytes()
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\xff\x00garbage" * 10)
-    with pytest.raises(ModelError, match="bad.onnx: not a valid ONNX file"):
+    with pytest.raises(ModelError, match=r"bad\.onnx: not a valid ONNX file"):
         nm.load_onnx(bad)
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(data[: len(data) // 2])
-    with pytest.raises(ModelError, match="cut.onnx: not a valid ONNX file"):
+    with pytest.raises(ModelError, match=r"cut\.onnx: not a valid ONNX file"):
         nm.load_onnx(cut)
-    with pytest.raises(ModelError, match="missing.onnx: cannot read"):
+    with pytest.raises(ModelError, match=r"missing\.onnx: cannot read"):
         nm.load_onnx(tmp_path / "missing.onnx")
     assert nm.load_onnx(good).nodes[0].op == "Relu"

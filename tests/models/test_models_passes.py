@@ -9,8 +9,7 @@ from conftest import rel_err
 import nova.models as nm
 from nova.models.passes.fusion import plan_fusion
 from nova.models.passes.propagate import bind_symbols, eliminate_dead_code, propagate
-from nova.models.passes.rewrite import canonicalize, convert_floats, fold_batchnorm, \
-    fold_transposes
+from nova.models.passes.rewrite import canonicalize, convert_floats, fold_batchnorm, fold_transposes
 from nova.models.pipeline import optimize
 from nova.models.reference import run_reference
 

@@ -27,7 +27,7 @@ def load_onnx(model: Any) -> GraphIR:
     return _load(model)
 
 
-def compile(model: Any, device: Any = None, dtype: str = "float32",  # noqa: A001
+def compile(model: Any, device: Any = None, dtype: str = "float32",
             **options: Any) -> CompiledModel:
     """Compile a graph, an ONNX path or an onnx.ModelProto for `device` ('cpu', 'cuda', a Device
     or None for the default) computing in `dtype` (float32, float16 or bfloat16; 16-bit floats

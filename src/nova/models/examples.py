@@ -12,6 +12,7 @@ Weights come from a seeded generator, scaled like common initialisers so activat
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,7 @@ def mlp(sizes: tuple[int, ...] = (64, 128, 32), seed: int = 0) -> Example:
     rng = np.random.default_rng(seed)
     g = Graph("mlp")
     h = g.input("x", ("batch", sizes[0]))
-    layers = [_linear_init(rng, o, i) for i, o in zip(sizes[:-1], sizes[1:], strict=True)]
+    layers = [_linear_init(rng, o, i) for i, o in itertools.pairwise(sizes)]
     for n, (w, b) in enumerate(layers):
         h = g.linear(h, w, b)
         if n < len(layers) - 1:
@@ -76,7 +77,7 @@ def _bn_params(rng: np.random.Generator, c: int) -> tuple[np.ndarray, ...]:
 
 
 def _conv_ref(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     co, _, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1

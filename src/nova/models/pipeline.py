@@ -15,8 +15,7 @@ from nova.models.graph import Graph
 from nova.models.ops import check_node
 from nova.models.passes.fusion import FusionPlan, plan_fusion
 from nova.models.passes.propagate import bind_symbols, eliminate_dead_code, propagate
-from nova.models.passes.rewrite import canonicalize, convert_floats, fold_batchnorm, \
-    fold_transposes
+from nova.models.passes.rewrite import canonicalize, convert_floats, fold_batchnorm, fold_transposes
 
 FLOAT_MODES = ("float32", "float16", "bfloat16")
 

@@ -16,6 +16,7 @@ installed). torch is optional: nothing else in Nova imports it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -398,10 +399,8 @@ def register() -> None:
     """Register "nova" with TorchDynamo (idempotent)."""
     from torch._dynamo import register_backend
 
-    try:
+    with contextlib.suppress(AssertionError):  # "duplicate name": registered already
         register_backend(nova_backend, name="nova")
-    except AssertionError:  # "duplicate name": already registered (import or entry point)
-        pass
 
 
 register()

@@ -230,9 +230,6 @@ def _reduce(ctx, ev, group, node, rows, row, row_idx, tid, threads, load) -> Non
     with b.nested():
         out_shape = ctx.shape(out)
         keep = len(out_shape) == len(rows.shape)
-        if keep:
-            idx = rows.full_index(row_idx, [0] * len(rows.axes))
-        else:
-            idx = list(row_idx)
+        idx = rows.full_index(row_idx, [0] * len(rows.axes)) if keep else list(row_idx)
         store_epilogue(ctx, ev, group, out, idx, row, _back(ctx, out, total))
     b.line("}")

@@ -135,7 +135,7 @@ def conv2d_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides
     """NCHW 2-D convolution in float64 (im2col + matmul), the reference for tests and folding."""
     x = x.astype(np.float64)
     w = w.astype(np.float64)
-    n, c, h, wd = x.shape
+    n, _, h, wd = x.shape
     co, ci, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
     oh = (h + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
@@ -203,7 +203,8 @@ def _first_type(node: Node, types: list[TensorType | None], _v: object) -> list[
     return [t]
 
 
-register(OpDef("BatchNormalization", "composite", _first_type, _bn_eval, inputs=(5, 5), outputs=(1, 3), check=_bn_check,
+register(OpDef("BatchNormalization", "composite", _first_type, _bn_eval, inputs=(5, 5),
+               outputs=(1, 3), check=_bn_check,
                attrs={"epsilon": 1e-5, "momentum": 0.9, "training_mode": 0}))
 
 # ---- Pooling ----------------------------------------------------------------------------------

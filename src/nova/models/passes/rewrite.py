@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from nova.models.errors import ModelError
 from nova.models.graph import Graph, Node, TensorType, numpy_dtype
 from nova.models.ops.nn import attention_scale, bn_scale_shift, reduce_axes
 from nova.models.ops.shape import split_sizes, transpose_perm
@@ -134,14 +135,8 @@ def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
         x = graph.type_of(node.inputs[0])
         params = [graph.weights.get(n) for n in node.inputs[1:5]]
         if any(p is None for p in params):
-            params_expr = None
-        else:
-            params_expr = bn_scale_shift(node, *params)  # type: ignore[arg-type]
-        if params_expr is None:
-            from nova.models.errors import ModelError
-
             raise ModelError(f"{node.describe()}: scale, bias, mean and var must be constants")
-        a, b = params_expr
+        a, b = bn_scale_shift(node, *params)  # type: ignore[arg-type]
         shape = (-1,) + (1,) * (x.rank - 2)
         dt = numpy_dtype(x.dtype)
         an, bn = names(node.outputs[0] + "_scale"), names(node.outputs[0] + "_shift")
