@@ -168,13 +168,16 @@ def _trunc_df_bf(module: ir.Module) -> ir.Function:
 
     fn, b, arg = _function(module, "__truncdfbf2", BFloatType(), F64)
     x = b.bitcast(arg, I64)
-    single = b.fptrunc(arg, F32)  # exact for the top 24 bits only when nothing was dropped
+    # round to float *to odd* (truncate toward zero, then set the last bit if inexact): the
+    # later RNE to bf16 then sees the dropped bits as a sticky bit, so ties are not rounded twice
+    single = b.fptrunc(arg, F32)
     back = b.fpext(single, F64)
     inexact = b.fcmp_unordered("!=", back, arg)
+    away = b.select(b.fcmp_ordered("<", arg, ir.Constant(F64, 0.0)),
+                    b.fcmp_ordered("<", back, arg), b.fcmp_ordered(">", back, arg))
     sbits = b.bitcast(single, I32)
-    # round-to-odd on inexact float conversions keeps the later RNE to bf16 correct
-    odd = b.select(b.and_(inexact, b.icmp_unsigned("==", b.and_(sbits, I32(1)), I32(0))),
-                   b.or_(sbits, I32(1)), sbits)
+    toward_zero = b.select(away, b.sub(sbits, I32(1)), sbits)
+    odd = b.select(inexact, b.or_(toward_zero, I32(1)), toward_zero)
     is_nan = b.fcmp_unordered("uno", arg, arg)
     upper = b.lshr(odd, I32(16))
     rounded = b.lshr(b.add(odd, b.add(I32(0x7FFF), b.and_(upper, I32(1)))), I32(16))
