@@ -101,3 +101,17 @@ def test_device_buffers_in_and_out() -> None:
     out = model(nova.to_device(x, "cpu"))
     assert isinstance(out, nova.Buffer) and tuple(out.shape) == (2, 32)
     np.testing.assert_allclose(out.numpy(), model(x), rtol=0, atol=0)
+
+
+def test_capture_and_replay(device: str) -> None:
+    example = examples.mlp()
+    model = nm.compile(example.graph, device=device)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    cap = model.capture(x)  # records, runs nothing
+    x2 = rng.standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_allclose(cap.replay(x2), example.forward(x2), rtol=1e-4, atol=1e-5)
+    cap.inputs[0].copy_from_host(x)
+    cap.launch()
+    model.device.synchronize()
+    np.testing.assert_allclose(cap.outputs[0].numpy(), model(x), rtol=1e-6, atol=1e-6)

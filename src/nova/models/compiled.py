@@ -144,6 +144,24 @@ class CompiledModel:
                   for o, t in zip(outs, out_types, strict=True)]
         return shaped[0] if len(shaped) == 1 else tuple(shaped)
 
+    def capture(self, *args: Any, **kwargs: Any) -> CapturedForward:
+        """Record one whole forward for these inputs' shapes (a CUDA graph on cuda, a recorded
+        op list on cpu): the launch-bound case, e.g. batch-1 inference."""
+        values = self._collect(args, kwargs)
+        bindings: dict[str, int] = {}
+        flat = [self._check_input(n, v, not isinstance(v, np.ndarray) and hasattr(v, "ptr"),
+                                  bindings) for n, v in zip(self.graph.inputs, values,
+                                                            strict=True)]
+        spec = self.specialise(bindings)
+        outs = []
+        for t in spec.output_types():
+            dt = numpy_dtype(t.dtype)
+            n = max(1, t.numel())
+            outs.append(self.device.allocate(n * dt.itemsize).view(dt, (n,)))
+        captured = spec.module.capture("forward", *flat, *spec.weights, *outs)
+        return CapturedForward(captured, len(flat), [tuple(int(d) for d in t.shape)
+                                                     for t in spec.output_types()])
+
     def _collect(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         names = self.graph.inputs
         if len(args) > len(names):
@@ -192,3 +210,29 @@ class CompiledModel:
 
 def _spell(shape: tuple[Any, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+class CapturedForward:
+    """A captured forward: `launch()` reruns it on the capture-time device buffers (`inputs`:
+    write new data there; `outputs`: read results there), `replay(*arrays)` copies new inputs
+    in, runs and returns the outputs as NumPy arrays."""
+
+    def __init__(self, captured: Any, n_inputs: int, out_shapes: list[tuple[int, ...]]) -> None:
+        self.captured = captured
+        self.inputs = captured.buffers[:n_inputs]
+        self.outputs = [b.view(shape=s) for b, s in zip(
+            captured.buffers[len(captured.buffers) - len(out_shapes):], out_shapes,
+            strict=True)]
+        self._n_inputs = n_inputs
+
+    def launch(self, stream: Any = None) -> None:
+        self.captured.launch(stream)
+
+    def replay(self, *inputs: Any) -> Any:
+        if len(inputs) != self._n_inputs:
+            raise InputError(f"replay takes {self._n_inputs} inputs, got {len(inputs)}")
+        args = [np.ascontiguousarray(x).reshape(-1) for x in inputs]
+        rest = self.captured.buffers[self._n_inputs:]
+        self.captured.replay(*args, *rest)
+        outs = [o.numpy() for o in self.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
