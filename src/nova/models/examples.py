@@ -114,7 +114,8 @@ def conv_block(channels: tuple[int, int] = (3, 8), seed: int = 0) -> Example:
         y = y[:, :, :h // 2 * 2, :wd // 2 * 2]
         return y.reshape(n, c, h // 2, 2, wd // 2, 2).max(axis=(3, 5))
 
-    return Example(g, forward, {"w": w, "bias": bias})
+    return Example(g, forward, {"w": w, "bias": bias, "bn_scale": bn[0], "bn_shift": bn[1],
+                                "bn_mean": bn[2], "bn_var": bn[3]})
 
 
 def _layer_norm_ref(x: np.ndarray, s: np.ndarray, b: np.ndarray, eps: float = 1e-5) \
