@@ -115,3 +115,56 @@ def test_capture_and_replay(device: str) -> None:
     cap.launch()
     model.device.synchronize()
     np.testing.assert_allclose(cap.outputs[0].numpy(), model(x), rtol=1e-6, atol=1e-6)
+
+
+def test_save_and_load_with_weights_section(tmp_path, device: str) -> None:  # type: ignore
+    """One .nova file holds program, weights (.nova.weights section) and signature; the loaded
+    model gives the same numbers and rejects other shapes."""
+    from nova.bundle.reader import read_bundle_file
+
+    example = examples.conv_block()
+    model = nm.compile(example.graph, device=device)
+    x = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    want = model(x)
+    path = tmp_path / "conv.nova"
+    model.save(path)
+    bundle = read_bundle_file(str(path))  # still a valid, sealed bundle
+    assert ".nova.weights" in bundle.section_names
+    loaded = nm.load(path, device=device)
+    np.testing.assert_array_equal(loaded(x), want)
+    assert [n for n, _ in loaded.inputs] == ["x"]
+    with pytest.raises(InputError, match="compiled for batch=2, height=8, width=8; got "
+                                         "batch=1, height=8, width=8"):
+        loaded(x[:1])
+    with pytest.raises(ModelError, match=r"no \.nova\.weights section"):
+        raw = tmp_path / "plain.nova"
+        raw.write_bytes(next(iter(model._cache.values())).bundle)
+        nm.load(raw, device=device)
+
+
+def test_weights_section_roundtrip_and_damage(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from nova.errors import BundleFormatError
+    from nova.models.weights_section import decode, encode
+
+    weights = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array(7, np.int64),
+               "c": np.ones((5,), np.float16)}
+    section = decode(encode(weights, {"k": 1}))
+    assert section.model == {"k": 1}
+    for name, value in weights.items():
+        np.testing.assert_array_equal(section.weights[name], value)
+        assert section.weights[name].dtype == value.dtype
+    with pytest.raises(ModelError, match="does not start with"):
+        decode(b"NOTWEIGHTS" * 4)
+    payload = bytearray(encode(weights, {}))
+    payload[20] ^= 0xFF
+    with pytest.raises(ModelError, match="malformed"):
+        decode(bytes(payload))
+    model = nm.compile(examples.mlp().graph, device="cpu")
+    model(np.zeros((1, 64), np.float32))
+    path = tmp_path / "mlp.nova"
+    model.save(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(BundleFormatError):
+        nm.load(path, device="cpu")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.models.builder import Graph
-from nova.models.compiled import CompiledModel
+from nova.models.compiled import CompiledModel, load
 from nova.models.errors import InputError, ModelError, UnsupportedOpError
 from nova.models.graph import Graph as GraphIR
 from nova.models.graph import Node, TensorType
@@ -41,4 +41,4 @@ def compile(model: Any, device: Any = None, dtype: str = "float32",
 
 
 __all__ = ["CompiledModel", "Graph", "GraphIR", "InputError", "ModelError", "Node",
-           "TensorType", "UnsupportedOpError", "compile", "load_onnx"]
+           "TensorType", "UnsupportedOpError", "compile", "load", "load_onnx"]

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nova.models.errors import InputError
+from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
 from nova.models.pipeline import Lowered, lower, validate
+from nova.models.weights_section import append_section, encode, read_section
 
 
 @dataclass
@@ -27,20 +29,23 @@ class Specialisation:
     """One compiled program for one binding of the symbolic dims."""
 
     bindings: dict[str, int]
-    lowered: Lowered
+    lowered: Lowered | None
+    """The compiler's view (None for a model loaded from a .nova file)."""
     module: Any
     """The loaded nova.NovaModule."""
     weights: list[Any]
     """Device Buffers of the weights @forward reads, in its argument order."""
     bundle: bytes
+    outputs: list[TensorType]
 
     @property
     def mlir(self) -> str:
+        if self.lowered is None:
+            raise InputError("a model loaded from a .nova file has no MLIR")
         return self.lowered.program.mlir
 
     def output_types(self) -> list[TensorType]:
-        g = self.lowered.graph
-        return [g.type_of(o) for o in g.outputs]
+        return self.outputs
 
 
 class CompiledModel:
@@ -84,6 +89,11 @@ class CompiledModel:
         spec = self._cache.get(key)
         if spec is not None:
             return spec
+        if getattr(self, "_frozen", False):
+            (have,) = self._cache.values()
+            raise InputError(f"this model was loaded from a .nova file compiled for "
+                             f"{_spell_bindings(have.bindings)}; got {_spell_bindings(bindings)} "
+                             "(compile the graph again for other shapes)")
         import nova
         from nova.driver import compile_to_bundle, make_options
 
@@ -95,18 +105,29 @@ class CompiledModel:
         module = nova.load(bundle, device=self.device)
         weights = [nova.to_device(np.ascontiguousarray(lowered.graph.weights[w]).reshape(-1),
                                   self.device) for w in lowered.program.weights]
-        spec = Specialisation(dict(bindings), lowered, module, weights, bundle)
+        spec = Specialisation(dict(bindings), lowered, module, weights, bundle,
+                              [lowered.graph.type_of(o) for o in lowered.graph.outputs])
         self._cache[key] = spec
         return spec
 
-    def save(self, path: str) -> None:
-        """Write the `.nova` bundle of the (only) specialisation compiled so far. Weights are not
-        inside it (see docs/models.md, known gaps): `@forward` takes them as arguments."""
+    def save(self, path: str | Path) -> None:
+        """Write the compiled program with its weights and signature as one `.nova` file
+        (`.nova.weights` section, see nova.models.weights_section); `nova.models.load` runs it.
+        A file holds one specialisation: exactly one must have been compiled."""
         if len(self._cache) != 1:
-            raise InputError(f"save: {len(self._cache)} specialisations are compiled; run the "
-                             "model once with the shapes to save first")
-        with open(path, "wb") as f:
-            f.write(next(iter(self._cache.values())).bundle)
+            raise InputError(f"save: {len(self._cache)} specialisations are compiled; a .nova "
+                             "file holds one (run the model once with the shapes to save)")
+        spec = next(iter(self._cache.values()))
+        program = spec.lowered.program
+        model = {
+            "name": self.graph.name, "dtype": self.dtype, "bindings": spec.bindings,
+            "inputs": [_type_json(n, self.input_type(n)) for n in self.graph.inputs],
+            "outputs": [_type_json(n, t) for n, t in zip(self.graph.outputs, spec.outputs,
+                                                         strict=True)],
+            "weights": program.weights,
+        }
+        payload = encode({w: spec.lowered.graph.weights[w] for w in program.weights}, model)
+        Path(path).write_bytes(append_section(spec.bundle, payload))
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -206,6 +227,50 @@ class CompiledModel:
         if on_device:
             return value.view(shape=(max(1, math.prod(shape)),))
         return np.ascontiguousarray(value).reshape(-1) if value.size else np.zeros(1, want)
+
+
+def _spell_bindings(bindings: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(bindings.items())) or "static shapes"
+
+
+def _type_json(name: str, t: TensorType) -> dict[str, Any]:
+    return {"name": name, "dtype": t.dtype, "shape": list(t.shape)}
+
+
+def load(path: str | Path, device: Any = None) -> CompiledModel:
+    """Run a `.nova` file written by `CompiledModel.save`: the program is loaded on `device`,
+    its weights uploaded to device memory once, and `forward` checks inputs against the stored
+    signature (the file serves the shapes it was specialised for)."""
+    import nova
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    module = nova.load(data, device=device)  # checks the seal first: damage is reported as such
+    section = read_section(data, str(path))
+    if section is None:
+        raise ModelError(f"{path}: no .nova.weights section: not a nova.models file (plain "
+                         "Nova programs load with nova.load)")
+    info = section.model
+    graph = Graph(name=str(info.get("name", "model")))
+    for entry in info["inputs"]:
+        graph.inputs.append(entry["name"])
+        graph.types[entry["name"]] = TensorType(entry["dtype"], tuple(entry["shape"]))
+    graph.outputs = [o["name"] for o in info["outputs"]]
+    model = CompiledModel.__new__(CompiledModel)
+    model.graph = graph
+    model.dtype = info.get("dtype", "float32")
+    model.device = module.device
+    model.compile_options = {}
+    weights = [nova.to_device(np.asarray(section.weights[w]).reshape(-1), module.device)
+               for w in info["weights"]]
+    bindings = {k: int(v) for k, v in info.get("bindings", {}).items()}
+    outputs = [TensorType(o["dtype"], tuple(o["shape"])) for o in info["outputs"]]
+    spec = Specialisation(bindings, None, module, weights, data, outputs)
+    model._cache = {tuple(sorted(bindings.items())): spec}
+    model._frozen = True
+    return model
 
 
 def _spell(shape: tuple[Any, ...]) -> str:
