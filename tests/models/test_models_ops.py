@@ -122,7 +122,20 @@ def _where(g: nm.Graph) -> list[np.ndarray]:
     return [r(5, 6), r(6)]
 
 
+def _small_m(g: nm.Graph) -> list[np.ndarray]:
+    """The GEMV kernel: 1..8 rows, vector and scalar loads, batch dims on A, alpha, a weight
+    stored [K, N] (re-laid out) and an activation epilogue."""
+    a = g.input("a", (1, 64))
+    b = g.input("b", (2, 3, 40))
+    c = g.input("c", (8, 30))
+    g.output(g.relu(g.linear(a, r(100, 64), r(100))),
+             g.matmul(b, r(24, 40), trans_b=True, alpha=0.25),
+             g.gelu(g.matmul(c, r(30, 17))))
+    return [r(1, 64), r(2, 3, 40), r(8, 30)]
+
+
 CASES: dict[str, Callable[[nm.Graph], list[np.ndarray]]] = {
+    "small_m_gemv": _small_m,
     "conv_bn_relu_pool": _conv, "conv_groups_stride_dilation": _conv_groups,
     "depthwise_silu": _depthwise, "pools": _pools, "softmax": _softmax,
     "layer_norm": _layer_norm, "reductions": _reductions, "shapes": _shapes,
@@ -144,7 +157,8 @@ def test_op_matches_reference(case: str, device: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("case", ["conv_bn_relu_pool", "layer_norm", "attention_mask", "gemm"])
+@pytest.mark.parametrize("case", ["conv_bn_relu_pool", "layer_norm", "attention_mask", "gemm",
+                                  "small_m_gemv"])
 def test_op_half_precision(case: str, dtype: str, device: str) -> None:
     g = nm.Graph(case)
     inputs = CASES[case](g)

@@ -1,8 +1,8 @@
 """From a graph with bound input shapes to MLIR: the pass pipeline in one place.
 
     bind symbols -> propagate (shapes + constant folding) -> fold BatchNorm -> canonicalize
-    -> fold transposes into MatMul -> float16/bfloat16 conversion -> propagate -> dead code
-    -> fusion plan -> MLIR (host @forward + gpu.module)
+    -> fold transposes into MatMul -> GEMV weight layout -> float16/bfloat16 conversion
+    -> propagate -> dead code -> fusion plan -> MLIR (host @forward + gpu.module)
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ from nova.models.graph import Graph
 from nova.models.ops import check_node
 from nova.models.passes.fusion import FusionPlan, plan_fusion
 from nova.models.passes.propagate import bind_symbols, eliminate_dead_code, propagate
-from nova.models.passes.rewrite import canonicalize, convert_floats, fold_batchnorm, fold_transposes
+from nova.models.passes.rewrite import (
+    canonicalize,
+    convert_floats,
+    fold_batchnorm,
+    fold_transposes,
+    small_m_layout,
+)
 
 FLOAT_MODES = ("float32", "float16", "bfloat16")
 
@@ -49,6 +55,7 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
     canonicalize(g)
     propagate(g)
     fold_transposes(g)
+    small_m_layout(g)
     convert_floats(g, dtype)
     propagate(g)
     eliminate_dead_code(g)

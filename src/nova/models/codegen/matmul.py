@@ -268,3 +268,109 @@ def _from_f32(ctx: KernelContext, tensor: str, value: str) -> str:
     if ty == "f64":
         return ctx.body.op(f"arith.extf {value} : f32 to f64")
     return ctx.body.op(f"arith.fptosi {value} : f32 to {ty}")
+
+
+SMALL_M = 8
+"""Rows of A up to which a MatMul with a [N, K] (trans_b) right operand uses the GEMV kernel."""
+WARPS = 8
+
+
+def small_m_rows(ctx: KernelContext, node: Node) -> int | None:
+    """Total rows of A when `node` fits the small-M kernel (B 2-D and stored [N, K], A not
+    transposed, at most SMALL_M rows in all), else None."""
+    if node.attrs.get("trans_a", 0) or not node.attrs.get("trans_b", 0):
+        return None
+    a_shape, b_shape = ctx.shape(node.inputs[0]), ctx.shape(node.inputs[1])
+    if len(b_shape) != 2:
+        return None
+    rows = math.prod(a_shape[:-1])
+    return rows if rows <= SMALL_M else None
+
+
+def small_m_kernel(ctx: KernelContext, group: KernelGroup, node: Node, rows: int) \
+        -> GeneratedKernel:
+    """C[r, n] = alpha * sum_k A[r, k] * B[n, k] for few rows r (batch-1 Linear layers): one warp
+    per output column n, lanes striding over K with 16-byte vector loads of B's row (read once,
+    coalesced: the kernel runs at memory bandwidth), A's rows read alongside (they stay in L1),
+    fp32 accumulation per lane, a warp reduction, then the epilogue and store by lane 0."""
+    b = ctx.body
+    a_name, b_name = node.inputs
+    out = node.outputs[0]
+    out_shape = ctx.shape(out)
+    n_cols, k = out_shape[-1], ctx.shape(a_name)[-1]
+    alpha = float(node.attrs.get("alpha", 1.0))
+    a_dtype, b_dtype = ctx.type_of(a_name).dtype, ctx.type_of(b_name).dtype
+    vec = 16 // max(1, np_itemsize(b_dtype))
+    if k % vec or k % (16 // max(1, np_itemsize(a_dtype))) or a_dtype != b_dtype:
+        vec = 1
+    ev = Evaluator(ctx, group)
+    tid = b.op("gpu.thread_id x")
+    warp, lane = b.div(tid, 32), b.rem(tid, 32)
+    col = b.add(b.mul(b.op("gpu.block_id x"), WARPS), warp)
+    b.line(f"scf.if {b.lt(col, n_cols)} {{")
+    with b.nested():
+        a_ref, a_ty = ctx.buffer(a_name)
+        b_ref, b_ty = ctx.buffer(b_name)
+        st = a_ty.split("x")[-1].rstrip(">")
+        vty = f"vector<{vec}x{st}>" if vec > 1 else st
+        fty = f"vector<{vec}xf32>" if vec > 1 else "f32"
+        zero = b.const(0.0, "f32")
+        init = b.op(f"vector.broadcast {zero} : f32 to {fty}") if vec > 1 else zero
+        kk = b.fresh("k")
+        accs = [b.fresh("acc") for _ in range(rows)]
+        res = b.fresh("dot")
+        types = ", ".join([fty] * rows)
+        start = b.mul(lane, vec)
+        b.line(f"{res}:{rows} = scf.for {kk} = {b.ix(start)} to {b.ix(k)} step "
+               f"{b.ix(32 * vec)} iter_args({', '.join(f'{a} = {init}' for a in accs)}) -> "
+               f"({types}) {{")
+        with b.nested():
+            w = _vload(ctx, b_ref, b_ty, b.add(b.mul(col, k), kk), vty, fty, st)
+            new = []
+            for r in range(rows):
+                x = _vload(ctx, a_ref, a_ty, b.add(r * k, kk), vty, fty, st)
+                new.append(b.op(f"math.fma {x}, {w}, {accs[r]} : {fty}"))
+            b.line(f"scf.yield {', '.join(new)} : {types}")
+        b.line("}")
+        sums = []
+        for r in range(rows):
+            part = f"{res}#{r}"
+            if vec > 1:
+                part = b.op(f"vector.reduction <add>, {part} : {fty} into f32")
+            sums.append(b.op(f"gpu.subgroup_reduce add {part} : (f32) -> f32"))
+        first = b.op(f"arith.cmpi eq, {b.ix(lane)}, {b.ix(0)} : index")
+        b.line(f"scf.if {first} {{")
+        with b.nested():
+            for r, total in enumerate(sums):
+                value = total
+                if alpha != 1.0:
+                    value = b.op(f"arith.mulf {value}, {b.const(alpha, 'f32')} : f32")
+                value = _from_f32(ctx, out, value)
+                idx = [*b.delinearize(r, out_shape[:-1]), col]
+                store_epilogue(ctx, ev, group, out, idx, b.add(r * n_cols, col), value)
+        b.line("}")
+    b.line("}")
+    return ctx.finish((-(-n_cols // WARPS), 1, 1), (32 * WARPS, 1, 1))
+
+
+def np_itemsize(dtype: str) -> int:
+    from nova.models.graph import numpy_dtype
+
+    return numpy_dtype(dtype).itemsize
+
+
+def _vload(ctx: KernelContext, ref: str, mem_ty: str, linear: Index, vty: str, fty: str,
+           st: str) -> str:
+    """A (vector) load converted to f32 lanes."""
+    b = ctx.body
+    if vty == st:
+        raw = b.op(f"memref.load {ref}[{b.ix(linear)}] : {mem_ty}")
+    else:
+        raw = b.op(f"vector.load {ref}[{b.ix(linear)}] : {mem_ty}, {vty}")
+    if st == "f32":
+        return raw
+    if st in ("f16", "bf16"):
+        return b.op(f"arith.extf {raw} : {vty} to {fty}")
+    if st == "f64":
+        return b.op(f"arith.truncf {raw} : {vty} to {fty}")
+    return b.op(f"arith.sitofp {raw} : {vty} to {fty}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nova.models.codegen.context import GeneratedKernel, KernelContext
-from nova.models.codegen.matmul import conv_kernel, matmul_kernel
+from nova.models.codegen.matmul import conv_kernel, matmul_kernel, small_m_kernel, small_m_rows
 from nova.models.codegen.pointwise import pointwise_kernel
 from nova.models.codegen.pool import pool_kernel
 from nova.models.codegen.rows import row_kernel
@@ -44,6 +44,9 @@ def generate_kernel(graph: Graph, plan: FusionPlan, group: KernelGroup, name: st
         return pointwise_kernel(ctx, group)
     kind = group.kind
     if kind == "matmul":
+        rows = small_m_rows(ctx, anchor)
+        if rows is not None:
+            return small_m_kernel(ctx, group, anchor, rows)
         return matmul_kernel(ctx, group, anchor)
     if kind == "conv":
         return conv_kernel(ctx, group, anchor)

@@ -8,6 +8,8 @@
   Reduce*; Attention -> MatMul(q, k, trans_b, alpha=scale) -> Softmax -> MatMul; Split -> Slices.
 - `fold_transposes`: MatMul(A, Transpose(B)) where the transpose swaps the last two axes ->
   MatMul with trans_b (no copy kernel), likewise for A.
+- `small_m_layout`: constant MatMul weights of few-row products stored [N, K] for the GEMV
+  kernel.
 - `convert_floats`: run the model in float16/bfloat16: float weights, inputs and Cast targets
   change type; kernels still accumulate in float32.
 
@@ -201,6 +203,32 @@ def fold_transposes(graph: Graph) -> Graph:
                 continue
             node.inputs[slot] = src.inputs[0]
             node.attrs[key] = 1 - int(node.attrs.get(key, 0))
+    return graph
+
+
+SMALL_M = 8
+"""Matches nova.models.codegen.matmul.SMALL_M: MatMuls with this few rows of A run as GEMVs."""
+
+
+def small_m_layout(graph: Graph) -> Graph:
+    """MatMul(A, W) with a constant 2-D W stored [K, N] and at most SMALL_M rows of A: store W
+    transposed ([N, K], trans_b) so the GEMV kernel reads each output's weights contiguously."""
+    consumers = graph.consumers()
+    for node in graph.nodes:
+        if node.op != "MatMul" or node.attrs.get("trans_b") or node.attrs.get("trans_a"):
+            continue
+        w = graph.weights.get(node.inputs[1])
+        a = graph.type_of(node.inputs[0])
+        if w is None or w.ndim != 2 or int(np.prod([int(d) for d in a.shape[:-1]])) > SMALL_M:
+            continue
+        name = node.inputs[1]
+        if len(consumers.get(name, [])) == 1:
+            graph.weights[name] = np.ascontiguousarray(w.T)
+        else:
+            name = _Names(graph)(name + "_t")
+            graph.weights[name] = np.ascontiguousarray(w.T)
+        node.inputs[1] = name
+        node.attrs["trans_b"] = 1
     return graph
 
 
