@@ -172,6 +172,23 @@ def test_op_half_precision(case: str, dtype: str, device: str) -> None:
         assert rel_err(a, b) <= TOLERANCE[dtype]
 
 
+def test_tensor_core_gemm_on_cpu_device() -> None:
+    """The WMMA kernels (used for fp16 on cuda) checked on the cpu device, which emulates them:
+    a batched MatMul with ragged edges and a Conv with an epilogue."""
+    g = nm.Graph("wmma")
+    a = g.input("a", (2, 70, 40))
+    x = g.input("x", (1, 4, 6, 6))
+    g.output(g.add(g.matmul(a, r(40, 33)), r(33)),
+             g.relu(g.conv2d(x, r(6, 4, 3, 3), r(6), padding=1)))
+    inputs = [r(2, 70, 40), r(1, 4, 6, 6)]
+    model = nm.compile(g, device="cpu", dtype="float16", tensor_cores=True)
+    got = model(*(v.astype(np.float16) for v in inputs))
+    (spec,) = model._cache.values()
+    assert spec.mlir.count("gpu.subgroup_mma_compute") == 16  # 2 kernels x 2 steps x 2x2
+    for a_, b_ in zip(got, run_reference(g, *inputs), strict=True):
+        assert rel_err(a_, b_) <= TOLERANCE["float16"]
+
+
 def test_gather_with_runtime_indices() -> None:
     g = nm.Graph("embed")
     ids = g.input("ids", (2, 3), "int64")

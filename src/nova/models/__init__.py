@@ -31,7 +31,9 @@ def compile(model: Any, device: Any = None, dtype: str = "float32",
             **options: Any) -> CompiledModel:
     """Compile a graph, an ONNX path or an onnx.ModelProto for `device` ('cpu', 'cuda', a Device
     or None for the default) computing in `dtype` (float32, float16 or bfloat16; 16-bit floats
-    accumulate in float32). `options` are nova CompileOptions fields (e.g. arch='sm_90')."""
+    accumulate in float32). `options` are nova CompileOptions fields (e.g. arch='sm_90'; the
+    bundle holds the images `device` needs: pass cpu_image=True / ptx=True for both) and
+    `tensor_cores` (default: on for cuda; fp16 GEMMs and convolutions then use WMMA)."""
     if isinstance(model, str | Path) or type(model).__name__ == "ModelProto":
         model = load_onnx(model)
     if not isinstance(model, GraphIR):

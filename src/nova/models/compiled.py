@@ -97,9 +97,11 @@ class CompiledModel:
         import nova
         from nova.driver import compile_to_bundle, make_options
 
-        lowered = lower(self.graph, dict(bindings), self.dtype)
-        options = {"ptx": self.device.kind == "cuda", "cubin": self.device.kind == "cuda",
+        on_gpu = self.device.kind == "cuda"
+        options = {"ptx": on_gpu, "cubin": on_gpu, "cpu_image": not on_gpu,
                    **self.compile_options}
+        tensor_cores = bool(options.pop("tensor_cores", on_gpu))
+        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores)
         bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
                                    make_options(**options))
         module = nova.load(bundle, device=self.device)

@@ -66,7 +66,8 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
     return g
 
 
-def lower(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> Lowered:
+def lower(graph: Graph, bindings: dict[str, int], dtype: str = "float32",
+          tensor_cores: bool = True) -> Lowered:
     g = optimize(graph, bindings, dtype)
     plan = plan_fusion(g)
-    return Lowered(g, plan, generate_program(g, plan))
+    return Lowered(g, plan, generate_program(g, plan, tensor_cores))

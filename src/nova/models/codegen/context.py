@@ -22,6 +22,10 @@ class GeneratedKernel:
     """Buffer tensors passed as the kernel's arguments, in order."""
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
+    globals: str = ""
+    """Module-level declarations the kernel uses (aligned workgroup tiles), text."""
+    scalars: tuple[int, ...] = ()
+    """Values of the trailing `index` parameters (see KernelContext.opaque)."""
 
 
 class KernelContext:
@@ -34,6 +38,9 @@ class KernelContext:
         self.body = Body()
         self.params: dict[str, str] = {}
         self.workgroup: list[str] = []
+        self.globals: list[str] = []
+        self.tensor_cores = True
+        self.scalars: list[int] = []
 
     def type_of(self, tensor: str) -> TensorType:
         return self.graph.type_of(tensor)
@@ -83,14 +90,36 @@ class KernelContext:
         self.workgroup.append(f"%{name} : memref<{count}x{ty}, #gpu.address_space<workgroup>>")
         return f"%{name}"
 
+    def opaque(self, value: int) -> str:
+        """`value` as an `index` kernel parameter rather than a constant: a loop bounded by it
+        keeps its loop form (LLVM fully unrolls constant-trip loops such as a GEMM's K loop,
+        which bloats the code and the compile time for no gain)."""
+        self.scalars.append(value)
+        return f"%s{len(self.scalars) - 1}"
+
+    def shared_global(self, name: str, shape: tuple[int, ...], ty: str, align: int = 64) \
+            -> tuple[str, str]:
+        """A workgroup buffer declared as an aligned module-level `memref.global` (WMMA tiles
+        need 32-byte alignment, which attributions do not promise); (SSA name, type)."""
+        symbol = f"{self.name}_{name}"
+        dims = "x".join(str(d) for d in shape)
+        mem = f"memref<{dims}x{ty}, #gpu.address_space<workgroup>>"
+        self.globals.append(f'memref.global "private" @{symbol} : {mem} '
+                            f"{{alignment = {align} : i64}}")
+        ref = self.body.op(f"memref.get_global @{symbol} : {mem}")
+        return ref, mem
+
     def finish(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> GeneratedKernel:
         """The gpu.func text (parameters are the buffers used, in first-use order)."""
-        args = ", ".join(f"{name}: {self._param_type(base)}" for base, name in self.params.items())
+        args = ", ".join([f"{name}: {self._param_type(base)}" for base, name in
+                          self.params.items()]
+                         + [f"%s{i}: index" for i in range(len(self.scalars))])
         wg = f" workgroup({', '.join(self.workgroup)})" if self.workgroup else ""
         head = (f"gpu.func @{self.name}({args}){wg} kernel attributes "
                 f"{{known_block_size = array<i32: {block[0]}, {block[1]}, {block[2]}>}} {{")
         text = "\n".join([head, self.body.text(), "  gpu.return", "}"])
-        return GeneratedKernel(self.name, text, list(self.params), grid, block)
+        return GeneratedKernel(self.name, text, list(self.params), grid, block,
+                               "\n".join(self.globals), tuple(self.scalars))
 
     def _param_type(self, base: str) -> str:
         t = self.type_of(base)

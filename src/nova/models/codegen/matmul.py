@@ -56,12 +56,15 @@ def _guarded(ctx: KernelContext, cond: str | None, load: Callable[[], str]) -> s
 
 
 def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: LoadFn,
-               load_b: LoadFn, a_k_fast: bool, b_n_fast: bool, store: StoreFn) \
-        -> GeneratedKernel:
+               load_b: LoadFn, a_k_fast: bool, b_n_fast: bool, store: StoreFn,
+               staged: bool = False) -> GeneratedKernel:
     """C[batch, m, n] = sum_k A(batch, m, k) * B(batch, k, n); see the module doc.
 
     `a_k_fast`/`b_n_fast`: whether consecutive k (for A) / n (for B) are adjacent in memory, so
-    the tile loaders let consecutive threads read consecutive addresses."""
+    the tile loaders let consecutive threads read consecutive addresses. `staged`: write the
+    accumulators to shared memory and run one copy of the epilogue in a loop, instead of 16
+    inlined copies (for epilogues with transcendental functions, whose 16 inlined copies made
+    the cubin ~20x larger and ptxas seconds slower)."""
     b = ctx.body
     a_sh = ctx.shared("tile_a", BK * BM)
     b_sh = ctx.shared("tile_b", BK * BN)
@@ -77,7 +80,7 @@ def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a:
     k0 = b.fresh("k")
     accs = [b.fresh("acc") for _ in range(PER * PER)]
     res = b.fresh("res")
-    b.line(f"{res}:{PER * PER} = scf.for {k0} = {b.ix(0)} to {b.ix(k_pad)} step {b.ix(BK)} "
+    b.line(f"{res}:{PER * PER} = scf.for {k0} = {b.ix(0)} to {ctx.opaque(k_pad)} step {b.ix(BK)} "
            f"iter_args({', '.join(f'{a} = {zero}' for a in accs)}) -> ({f32s}) {{")
     with b.nested():
         for r in range(BM * BK // THREADS):
@@ -119,6 +122,9 @@ def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a:
         b.line("gpu.barrier")
         b.line(f"scf.yield {', '.join(f'{out}#{i}' for i in range(PER * PER))} : {f32s}")
     b.line("}")
+    if staged:
+        _staged_store(ctx, res, tx, ty, tid, m0, n0, m, n, bz, store)
+        return ctx.finish((-(-n // BN), -(-m // BM), batches), (THREADS, 1, 1))
     for i in range(PER):
         for j in range(PER):
             gm, gn = b.add(m0, b.add(ty, 16 * i)), b.add(n0, b.add(tx, 16 * j))
@@ -134,6 +140,43 @@ def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a:
                 b.line("}")
     grid = (-(-n // BN), -(-m // BM), batches)
     return ctx.finish(grid, (THREADS, 1, 1))
+
+
+def _staged_store(ctx: KernelContext, res: str, tx: Index, ty: Index, tid: str, m0: Index,
+                  n0: Index, m: int, n: int, bz: Index, store: StoreFn) -> None:
+    b = ctx.body
+    c_sh = ctx.shared("tile_c", BM * BN)
+    c_ty = f"memref<{BM * BN}xf32, #gpu.address_space<workgroup>>"
+    for i in range(PER):
+        for j in range(PER):
+            at = b.add(b.mul(b.add(ty, 16 * i), BN), b.add(tx, 16 * j))
+            b.line(f"memref.store {res}#{i * PER + j}, {c_sh}[{b.ix(at)}] : {c_ty}")
+    b.line("gpu.barrier")
+    r = b.fresh("r")
+    b.line(f"scf.for {r} = {b.ix(0)} to {ctx.opaque(BM * BN // THREADS)} step {b.ix(1)} {{")
+    with b.nested():
+        e = b.add(b.mul(r, THREADS), tid)
+        lm, ln = b.div(e, BN), b.rem(e, BN)
+        gm, gn = b.add(m0, lm), b.add(n0, ln)
+        value = b.op(f"memref.load {c_sh}[{b.ix(e)}] : {c_ty}")
+        conds = ([b.lt(gm, m)] if m % BM else []) + ([b.lt(gn, n)] if n % BN else [])
+        cond = _and(ctx, conds)
+        if cond is None:
+            store(bz, gm, gn, value)
+        else:
+            b.line(f"scf.if {cond} {{")
+            with b.nested():
+                store(bz, gm, gn, value)
+            b.line("}")
+    b.line("}")
+
+
+HEAVY = frozenset({"Gelu", "Erf", "Tanh", "Exp", "Sigmoid", "Silu", "Log", "Pow", "Sqrt"})
+
+
+def _heavy(group: KernelGroup) -> bool:
+    """Whether the epilogue calls transcendental functions (then it is emitted once)."""
+    return any(node.op in HEAVY for node in group.nodes)
 
 
 def _batch_offset(ctx: KernelContext, bz: Index, out_batch: tuple[int, ...],
@@ -183,7 +226,10 @@ def matmul_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generat
         linear = b.add(b.mul(bz, m * n), b.add(b.mul(gm, n), gn))
         store_epilogue(ctx, ev, group, out, idx, linear, value)
 
-    return tiled_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store)
+    if _use_tensor_cores(ctx, a_name, b_name):
+        return wmma_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store)
+    return tiled_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store,
+                      staged=_heavy(group))
 
 
 def conv_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedKernel:
@@ -240,7 +286,16 @@ def conv_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generated
         linear = b.add(b.mul(b.add(b.mul(img, co), cout), oh * ow), pix)
         store_epilogue(ctx, ev, group, out, idx, linear, value)
 
-    return tiled_gemm(ctx, m, n, k, groups, load_a, load_b, True, True, store)
+    if _use_tensor_cores(ctx, x_name, w_name):
+        return wmma_gemm(ctx, m, n, k, groups, load_a, load_b, True, True, store)
+    return tiled_gemm(ctx, m, n, k, groups, load_a, load_b, True, True, store,
+                      staged=_heavy(group))
+
+
+def _use_tensor_cores(ctx: KernelContext, a: str, b: str) -> bool:
+    """fp16 operands run on tensor cores (WMMA f16 x f16 -> f32); other dtypes on CUDA cores."""
+    return ctx.tensor_cores and ctx.type_of(a).dtype == "float16" and \
+        ctx.type_of(b).dtype == "float16"
 
 
 def _signed_offset(ctx: KernelContext, value: Index, pad: int) -> Index:
@@ -321,7 +376,7 @@ def small_m_kernel(ctx: KernelContext, group: KernelGroup, node: Node, rows: int
         res = b.fresh("dot")
         types = ", ".join([fty] * rows)
         start = b.mul(lane, vec)
-        b.line(f"{res}:{rows} = scf.for {kk} = {b.ix(start)} to {b.ix(k)} step "
+        b.line(f"{res}:{rows} = scf.for {kk} = {b.ix(start)} to {ctx.opaque(k)} step "
                f"{b.ix(32 * vec)} iter_args({', '.join(f'{a} = {init}' for a in accs)}) -> "
                f"({types}) {{")
         with b.nested():
@@ -374,3 +429,99 @@ def _vload(ctx: KernelContext, ref: str, mem_ty: str, linear: Index, vty: str, f
     if st == "f64":
         return b.op(f"arith.truncf {raw} : {vty} to {fty}")
     return b.op(f"arith.sitofp {raw} : {vty} to {fty}")
+
+
+# ---- tensor cores (fp16 inputs): WMMA 16x16x16, fp32 accumulation -----------------------------
+
+W_BM = W_BN = 64
+W_BK = 32
+W_THREADS = 128  # 4 warps in 2x2, each 32x32 = 2x2 fragments
+A_LD, B_LD, C_LD = W_BK + 8, W_BN + 8, W_BN + 4  # padded leading dims (fewer bank conflicts)
+
+
+def wmma_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: LoadFn,
+              load_b: LoadFn, a_k_fast: bool, b_n_fast: bool, store: StoreFn) \
+        -> GeneratedKernel:
+    """The same contract as `tiled_gemm`, on tensor cores: A/B tiles staged in shared memory as
+    f16 (64x32 and 32x64), each warp multiplies 2x2 fragments per 16-deep step with
+    gpu.subgroup_mma_compute into fp32 accumulators, and the 64x64 result goes through shared
+    memory so every thread can apply the epilogue element by element before the global store."""
+    b = ctx.body
+    a_v, a_2d = ctx.shared_global("wa", (W_BM, A_LD), "f16")
+    b_v, b_2d = ctx.shared_global("wb", (W_BK, B_LD), "f16")
+    c_v, c_2d = ctx.shared_global("wc", (W_BM, C_LD), "f32")
+    tid = b.op("gpu.thread_id x")
+    bx, by = b.op("gpu.block_id x"), b.op("gpu.block_id y")
+    bz: Index = b.op("gpu.block_id z") if batches > 1 else 0
+    warp = b.div(tid, 32)
+    wm, wn = b.mul(b.div(warp, 2), 32), b.mul(b.rem(warp, 2), 32)
+    m0, n0 = b.mul(by, W_BM), b.mul(bx, W_BN)
+    cty = '!gpu.mma_matrix<16x16xf32, "COp">'
+    zero = b.const(0.0, "f32")
+    init = b.op(f"gpu.subgroup_mma_constant_matrix {zero} : {cty}")
+    k_pad = -(-k // W_BK) * W_BK
+    k0 = b.fresh("k")
+    accs = [b.fresh("acc") for _ in range(4)]
+    res = b.fresh("res")
+    ctys = ", ".join([cty] * 4)
+    b.line(f"{res}:4 = scf.for {k0} = {b.ix(0)} to {ctx.opaque(k_pad)} step {b.ix(W_BK)} "
+           f"iter_args({', '.join(f'{a} = {init}' for a in accs)}) -> ({ctys}) {{")
+    with b.nested():
+        for r in range(W_BM * W_BK // W_THREADS):
+            e = b.add(tid, W_THREADS * r)
+            am, ak = (b.div(e, W_BK), b.rem(e, W_BK)) if a_k_fast else (b.rem(e, W_BM),
+                                                                         b.div(e, W_BM))
+            gm, gk = b.add(m0, am), b.add(k0, ak)
+            conds = ([b.lt(gm, m)] if m % W_BM else []) + ([b.lt(gk, k)] if k % W_BK else [])
+            va = _guarded(ctx, _and(ctx, conds), lambda gm=gm, gk=gk: load_a(bz, gm, gk))
+            ha = b.op(f"arith.truncf {va} : f32 to f16")
+            b.line(f"memref.store {ha}, {a_v}[{b.ix(am)}, {b.ix(ak)}] : {a_2d}")
+            bn_, bk = (b.rem(e, W_BN), b.div(e, W_BN)) if b_n_fast else (b.div(e, W_BK),
+                                                                          b.rem(e, W_BK))
+            gk2, gn = b.add(k0, bk), b.add(n0, bn_)
+            conds = ([b.lt(gk2, k)] if k % W_BK else []) + ([b.lt(gn, n)] if n % W_BN else [])
+            vb = _guarded(ctx, _and(ctx, conds), lambda gk2=gk2, gn=gn: load_b(bz, gk2, gn))
+            hb = b.op(f"arith.truncf {vb} : f32 to f16")
+            b.line(f"memref.store {hb}, {b_v}[{b.ix(bk)}, {b.ix(bn_)}] : {b_2d}")
+        b.line("gpu.barrier")
+        cur = list(accs)
+        for kk in range(0, W_BK, 16):
+            a_frags = [b.op(f"gpu.subgroup_mma_load_matrix {a_v}[{b.ix(b.add(wm, 16 * i))}, "
+                            f"{b.ix(kk)}] {{leadDimension = {A_LD} : index}} : {a_2d} -> "
+                            '!gpu.mma_matrix<16x16xf16, "AOp">') for i in range(2)]
+            b_frags = [b.op(f"gpu.subgroup_mma_load_matrix {b_v}[{b.ix(kk)}, "
+                            f"{b.ix(b.add(wn, 16 * j))}] {{leadDimension = {B_LD} : index}} : "
+                            f'{b_2d} -> !gpu.mma_matrix<16x16xf16, "BOp">') for j in range(2)]
+            cur = [b.op(f"gpu.subgroup_mma_compute {a_frags[i]}, {b_frags[j]}, "
+                        f"{cur[2 * i + j]} : !gpu.mma_matrix<16x16xf16, \"AOp\">, "
+                        f'!gpu.mma_matrix<16x16xf16, "BOp"> -> {cty}')
+                   for i in range(2) for j in range(2)]
+        b.line("gpu.barrier")
+        b.line(f"scf.yield {', '.join(cur)} : {ctys}")
+    b.line("}")
+    for i in range(2):
+        for j in range(2):
+            b.line(f"gpu.subgroup_mma_store_matrix {res}#{2 * i + j}, {c_v}"
+                   f"[{b.ix(b.add(wm, 16 * i))}, {b.ix(b.add(wn, 16 * j))}] "
+                   f"{{leadDimension = {C_LD} : index}} : {cty}, {c_2d}")
+    b.line("gpu.barrier")
+    r = b.fresh("r")
+    b.line(f"scf.for {r} = {b.ix(0)} to {b.ix(W_BM * W_BN // W_THREADS)} step {b.ix(1)} {{")
+    with b.nested():
+        # elements tid, tid + 128, ...: consecutive threads store consecutive columns
+        e = b.add(b.mul(r, W_THREADS), tid)
+        lm, ln = b.div(e, W_BN), b.rem(e, W_BN)
+        gm, gn = b.add(m0, lm), b.add(n0, ln)
+        value = b.op(f"memref.load {c_v}[{b.ix(lm)}, {b.ix(ln)}] : {c_2d}")
+        conds = ([b.lt(gm, m)] if m % W_BM else []) + ([b.lt(gn, n)] if n % W_BN else [])
+        cond = _and(ctx, conds)
+        if cond is None:
+            store(bz, gm, gn, value)
+        else:
+            b.line(f"scf.if {cond} {{")
+            with b.nested():
+                store(bz, gm, gn, value)
+            b.line("}")
+    b.line("}")
+    grid = (-(-n // W_BN), -(-m // W_BM), batches)
+    return ctx.finish(grid, (W_THREADS, 1, 1))

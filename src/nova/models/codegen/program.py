@@ -36,9 +36,10 @@ class Program:
     kernels: list[GeneratedKernel]
 
 
-def generate_kernel(graph: Graph, plan: FusionPlan, group: KernelGroup, name: str) \
-        -> GeneratedKernel:
+def generate_kernel(graph: Graph, plan: FusionPlan, group: KernelGroup, name: str,
+                    tensor_cores: bool = True) -> GeneratedKernel:
     ctx = KernelContext(graph, plan, name)
+    ctx.tensor_cores = tensor_cores
     anchor = group.anchor
     if anchor is None:
         return pointwise_kernel(ctx, group)
@@ -57,9 +58,11 @@ def generate_kernel(graph: Graph, plan: FusionPlan, group: KernelGroup, name: st
     raise UnsupportedOpError(f"{anchor.describe()}: no kernel generator for kind '{kind}'")
 
 
-def generate_program(graph: Graph, plan: FusionPlan) -> Program:
-    """The MLIR module (host @forward + gpu.module) of a typed, fused graph."""
-    kernels = [generate_kernel(graph, plan, g, f"k{i}_{_slug(g)}")
+def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) -> Program:
+    """The MLIR module (host @forward + gpu.module) of a typed, fused graph. `tensor_cores`:
+    fp16 GEMMs use WMMA (for the GPU; the cpu device emulates WMMA correctly but slowly, and its
+    object takes seconds per kernel to compile, so cpu-only programs use CUDA-core tiles)."""
+    kernels = [generate_kernel(graph, plan, g, f"k{i}_{_slug(g)}", tensor_cores)
                for i, g in enumerate(plan.kernels)]
     outputs = list(graph.outputs)
     inputs = list(graph.inputs)
@@ -92,6 +95,7 @@ def generate_program(graph: Graph, plan: FusionPlan) -> Program:
         for buf in k.buffers:
             t = graph.type_of(buf)
             operands.append(f"{live[buf]} : {memref_type(t.numel(), t.dtype)}")
+        operands += [f"{body.ix(v)} : index" for v in k.scalars]
         gx, gy, gz = (body.ix(v) for v in k.grid)
         bx, by, bz = (body.ix(v) for v in k.block)
         body.line(f"gpu.launch_func @{MODULE}::@{k.name} blocks in ({gx}, {gy}, {gz}) "
@@ -101,7 +105,7 @@ def generate_program(graph: Graph, plan: FusionPlan) -> Program:
                 t = graph.type_of(buf)
                 body.line(f"gpu.dealloc {live[buf]} : {memref_type(t.numel(), t.dtype)}")
     del one
-    kernel_text = "\n".join(_indent(k.text, 2) for k in kernels)
+    kernel_text = "\n".join(_indent(t, 2) for k in kernels for t in (k.globals, k.text) if t)
     mlir = "\n".join([
         "module attributes {gpu.container_module} {",
         f"  gpu.module @{MODULE} {{",
