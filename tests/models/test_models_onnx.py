@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TOLERANCE, rel_err
+from models_testutil import TOLERANCE, rel_err
 
 import nova.models as nm
 from nova.models import ModelError, UnsupportedOpError

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from conftest import TOLERANCE, rel_err
+from models_testutil import TOLERANCE, rel_err
 
 import nova.models as nm
 from nova.models.graph import numpy_dtype

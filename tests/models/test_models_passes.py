@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import rel_err
+from models_testutil import rel_err
 
 import nova.models as nm
 from nova.models.passes.fusion import plan_fusion

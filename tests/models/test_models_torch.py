@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import TOLERANCE, rel_err
+from models_testutil import TOLERANCE, rel_err
 
 torch = pytest.importorskip("torch")
 from models_torch_zoo import ZOO, build  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import TOLERANCE, rel_err
+from models_testutil import TOLERANCE, rel_err
 
 import nova.models as nm
 from nova.models import examples
