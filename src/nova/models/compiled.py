@@ -227,8 +227,16 @@ class CompiledModel:
                 raise InputError(f"input '{name}': expected shape {_spell(expected.shape)}, got "
                                  f"{list(shape)}")
         if on_device:
-            return value.view(shape=(max(1, math.prod(shape)),))
-        return np.ascontiguousarray(value).reshape(-1) if value.size else np.zeros(1, want)
+            flat = value.view(shape=(max(1, math.prod(shape)),))
+            if flat.ptr % 16:  # kernels assume 16-byte aligned buffers (see codegen.context)
+                copy = self.device.allocate(flat.nbytes).view(flat.dtype, flat.shape)
+                self.device.copy_dtod(copy, flat, flat.nbytes)
+                flat = copy
+            return flat
+        if not value.size:
+            return np.zeros(1, want)
+        flat = np.ascontiguousarray(value).reshape(-1)
+        return flat if flat.ctypes.data % 16 == 0 else flat.copy()
 
 
 def _spell_bindings(bindings: dict[str, int]) -> str:

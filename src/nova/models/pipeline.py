@@ -1,7 +1,7 @@
 """From a graph with bound input shapes to MLIR: the pass pipeline in one place.
 
     bind symbols -> propagate (shapes + constant folding) -> fold BatchNorm -> canonicalize
-    -> fold transposes into MatMul -> GEMV weight layout -> float16/bfloat16 conversion
+    -> fold transposes into MatMul -> weight layouts -> float16/bfloat16 conversion
     -> propagate -> dead code -> fusion plan -> MLIR (host @forward + gpu.module)
 """
 
@@ -20,7 +20,7 @@ from nova.models.passes.rewrite import (
     convert_floats,
     fold_batchnorm,
     fold_transposes,
-    small_m_layout,
+    weight_layout,
 )
 
 FLOAT_MODES = ("float32", "float16", "bfloat16")
@@ -55,7 +55,7 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
     canonicalize(g)
     propagate(g)
     fold_transposes(g)
-    small_m_layout(g)
+    weight_layout(g)
     convert_floats(g, dtype)
     propagate(g)
     eliminate_dead_code(g)

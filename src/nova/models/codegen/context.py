@@ -41,6 +41,7 @@ class KernelContext:
         self.globals: list[str] = []
         self.tensor_cores = True
         self.scalars: list[int] = []
+        self.written: set[str] = set()
 
     def type_of(self, tensor: str) -> TensorType:
         return self.graph.type_of(tensor)
@@ -72,6 +73,7 @@ class KernelContext:
     def store(self, tensor: str, linear: Index, value: str) -> None:
         """Store compute-typed `value` at element `linear` of `tensor`."""
         ref, ty = self.buffer(tensor)
+        self.written.add(self.plan.buffer_of(tensor))
         dtype = self.type_of(tensor).dtype
         stored = convert_compute_to_storage(self.body, value, dtype)
         self.body.line(f"memref.store {stored}, {ref}[{self.body.ix(linear)}] : {ty}")
@@ -111,8 +113,8 @@ class KernelContext:
 
     def finish(self, grid: tuple[int, int, int], block: tuple[int, int, int]) -> GeneratedKernel:
         """The gpu.func text (parameters are the buffers used, in first-use order)."""
-        args = ", ".join([f"{name}: {self._param_type(base)}" for base, name in
-                          self.params.items()]
+        args = ", ".join([f"{name}: {self._param_type(base)} {self._facts(base)}"
+                          for base, name in self.params.items()]
                          + [f"%s{i}: index" for i in range(len(self.scalars))])
         wg = f" workgroup({', '.join(self.workgroup)})" if self.workgroup else ""
         head = (f"gpu.func @{self.name}({args}){wg} kernel attributes "
@@ -120,6 +122,15 @@ class KernelContext:
         text = "\n".join([head, self.body.text(), "  gpu.return", "}"])
         return GeneratedKernel(self.name, text, list(self.params), grid, block,
                                "\n".join(self.globals), tuple(self.scalars))
+
+    def _facts(self, base: str) -> str:
+        """Argument attributes the host guarantees: every buffer is 16-byte aligned (device
+        allocations, and CompiledModel copies misaligned inputs), and buffers this kernel only
+        reads alias none it writes (each kernel writes one fresh or output buffer). LLVM then
+        emits 16-byte vector loads and the read-only path (ld.global.nc) on the GPU."""
+        if base in self.written:
+            return "{llvm.align = 16 : i64}"
+        return "{llvm.align = 16 : i64, llvm.noalias, llvm.readonly}"
 
     def _param_type(self, base: str) -> str:
         t = self.type_of(base)

@@ -227,7 +227,21 @@ def matmul_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generat
         store_epilogue(ctx, ev, group, out, idx, linear, value)
 
     if _use_tensor_cores(ctx, a_name, b_name):
-        return wmma_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store)
+        def vec_a(bz: Index, gm: Index, gk: Index) -> str:
+            ref, ty = ctx.buffer(a_name)
+            off = _batch_offset(ctx, bz, out_batch, a_shape[:-2], m * k)
+            at = b.add(off, b.add(b.mul(gm, k), gk))
+            return b.op(f"vector.load {ref}[{b.ix(at)}] : {ty}, vector<{VEC}xf16>")
+
+        def vec_b(bz: Index, gk: Index, gn: Index) -> str:
+            ref, ty = ctx.buffer(b_name)
+            off = _batch_offset(ctx, bz, out_batch, b_shape[:-2], k * n)
+            at = b.add(off, b.add(b.mul(gk, n), gn))
+            return b.op(f"vector.load {ref}[{b.ix(at)}] : {ty}, vector<{VEC}xf16>")
+
+        return wmma_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store,
+                         vec_a if not ta and k % VEC == 0 else None,
+                         vec_b if not tb and n % VEC == 0 else None)
     return tiled_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store,
                       staged=_heavy(group))
 
@@ -290,6 +304,39 @@ def conv_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generated
         return wmma_gemm(ctx, m, n, k, groups, load_a, load_b, True, True, store)
     return tiled_gemm(ctx, m, n, k, groups, load_a, load_b, True, True, store,
                       staged=_heavy(group))
+
+
+VEC = 8  # f16 lanes of a 16-byte load
+
+
+def _vector_tile(ctx: KernelContext, tid: str, rows: int, cols: int, r0: Index, c0: Index,
+                 r_max: int, c_max: int, tile: str, tile_ty: str, load) -> None:  # type: ignore
+    """Fill a rows x cols f16 tile (row-major in shared memory) with 16-byte vector loads;
+    `load(row, col)` gives the vector at global (row, col..col+7). c_max % 8 == 0, so a vector
+    is entirely inside or outside the matrix."""
+    b = ctx.body
+    per_row = cols // VEC
+    vty = f"vector<{VEC}xf16>"
+    for r in range(rows * per_row // W_THREADS):
+        e = b.add(tid, W_THREADS * r)
+        lr, lc = b.div(e, per_row), b.mul(b.rem(e, per_row), VEC)
+        gr, gc = b.add(r0, lr), b.add(c0, lc)
+        conds = ([b.lt(gr, r_max)] if r_max % rows else []) + ([b.lt(gc, c_max)]
+                                                               if c_max % cols else [])
+        cond = _and(ctx, conds)
+        if cond is None:
+            value = load(gr, gc)
+        else:
+            value = b.fresh("vt")
+            b.line(f"{value} = scf.if {cond} -> ({vty}) {{")
+            with b.nested():
+                b.line(f"scf.yield {load(gr, gc)} : {vty}")
+            b.line("} else {")
+            with b.nested():
+                zero = b.op(f"vector.broadcast {b.const(0.0, 'f16')} : f16 to {vty}")
+                b.line(f"scf.yield {zero} : {vty}")
+            b.line("}")
+        b.line(f"vector.store {value}, {tile}[{b.ix(lr)}, {b.ix(lc)}] : {tile_ty}, {vty}")
 
 
 def _use_tensor_cores(ctx: KernelContext, a: str, b: str) -> bool:
@@ -440,12 +487,15 @@ A_LD, B_LD, C_LD = W_BK + 8, W_BN + 8, W_BN + 4  # padded leading dims (fewer ba
 
 
 def wmma_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: LoadFn,
-              load_b: LoadFn, a_k_fast: bool, b_n_fast: bool, store: StoreFn) \
-        -> GeneratedKernel:
+              load_b: LoadFn, a_k_fast: bool, b_n_fast: bool, store: StoreFn,
+              vec_a: LoadFn | None = None, vec_b: LoadFn | None = None) -> GeneratedKernel:
     """The same contract as `tiled_gemm`, on tensor cores: A/B tiles staged in shared memory as
     f16 (64x32 and 32x64), each warp multiplies 2x2 fragments per 16-deep step with
     gpu.subgroup_mma_compute into fp32 accumulators, and the 64x64 result goes through shared
-    memory so every thread can apply the epilogue element by element before the global store."""
+    memory so every thread can apply the epilogue element by element before the global store.
+    `vec_a`/`vec_b`: loaders of 8 consecutive f16 along the tile's inner dimension (k for A, n for
+    B) as one 16-byte `vector<8xf16>`, when the layout allows; tiles then take 2 vector loads per
+    thread instead of 16 scalar loads with conversions."""
     b = ctx.body
     a_v, a_2d = ctx.shared_global("wa", (W_BM, A_LD), "f16")
     b_v, b_2d = ctx.shared_global("wb", (W_BK, B_LD), "f16")
@@ -467,22 +517,35 @@ def wmma_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: 
     b.line(f"{res}:4 = scf.for {k0} = {b.ix(0)} to {ctx.opaque(k_pad)} step {b.ix(W_BK)} "
            f"iter_args({', '.join(f'{a} = {init}' for a in accs)}) -> ({ctys}) {{")
     with b.nested():
-        for r in range(W_BM * W_BK // W_THREADS):
-            e = b.add(tid, W_THREADS * r)
-            am, ak = (b.div(e, W_BK), b.rem(e, W_BK)) if a_k_fast else (b.rem(e, W_BM),
-                                                                         b.div(e, W_BM))
-            gm, gk = b.add(m0, am), b.add(k0, ak)
-            conds = ([b.lt(gm, m)] if m % W_BM else []) + ([b.lt(gk, k)] if k % W_BK else [])
-            va = _guarded(ctx, _and(ctx, conds), lambda gm=gm, gk=gk: load_a(bz, gm, gk))
-            ha = b.op(f"arith.truncf {va} : f32 to f16")
-            b.line(f"memref.store {ha}, {a_v}[{b.ix(am)}, {b.ix(ak)}] : {a_2d}")
-            bn_, bk = (b.rem(e, W_BN), b.div(e, W_BN)) if b_n_fast else (b.div(e, W_BK),
-                                                                          b.rem(e, W_BK))
-            gk2, gn = b.add(k0, bk), b.add(n0, bn_)
-            conds = ([b.lt(gk2, k)] if k % W_BK else []) + ([b.lt(gn, n)] if n % W_BN else [])
-            vb = _guarded(ctx, _and(ctx, conds), lambda gk2=gk2, gn=gn: load_b(bz, gk2, gn))
-            hb = b.op(f"arith.truncf {vb} : f32 to f16")
-            b.line(f"memref.store {hb}, {b_v}[{b.ix(bk)}, {b.ix(bn_)}] : {b_2d}")
+        if vec_a is not None:
+            _vector_tile(ctx, tid, W_BM, W_BK, m0, k0, m, k, a_v, a_2d,
+                         lambda row, col: vec_a(bz, row, col))
+        else:
+            for r in range(W_BM * W_BK // W_THREADS):
+                e = b.add(tid, W_THREADS * r)
+                am, ak = (b.div(e, W_BK), b.rem(e, W_BK)) if a_k_fast else (b.rem(e, W_BM),
+                                                                             b.div(e, W_BM))
+                gm, gk = b.add(m0, am), b.add(k0, ak)
+                conds = ([b.lt(gm, m)] if m % W_BM else []) + ([b.lt(gk, k)] if k % W_BK
+                                                               else [])
+                va = _guarded(ctx, _and(ctx, conds), lambda gm=gm, gk=gk: load_a(bz, gm, gk))
+                ha = b.op(f"arith.truncf {va} : f32 to f16")
+                b.line(f"memref.store {ha}, {a_v}[{b.ix(am)}, {b.ix(ak)}] : {a_2d}")
+        if vec_b is not None:
+            _vector_tile(ctx, tid, W_BK, W_BN, k0, n0, k, n, b_v, b_2d,
+                         lambda row, col: vec_b(bz, row, col))
+        else:
+            for r in range(W_BK * W_BN // W_THREADS):
+                e = b.add(tid, W_THREADS * r)
+                bn_, bk = (b.rem(e, W_BN), b.div(e, W_BN)) if b_n_fast else (b.div(e, W_BK),
+                                                                              b.rem(e, W_BK))
+                gk2, gn = b.add(k0, bk), b.add(n0, bn_)
+                conds = ([b.lt(gk2, k)] if k % W_BK else []) + ([b.lt(gn, n)] if n % W_BN
+                                                                else [])
+                vb = _guarded(ctx, _and(ctx, conds),
+                              lambda gk2=gk2, gn=gn: load_b(bz, gk2, gn))
+                hb = b.op(f"arith.truncf {vb} : f32 to f16")
+                b.line(f"memref.store {hb}, {b_v}[{b.ix(bk)}, {b.ix(bn_)}] : {b_2d}")
         b.line("gpu.barrier")
         cur = list(accs)
         for kk in range(0, W_BK, 16):

@@ -8,8 +8,8 @@
   Reduce*; Attention -> MatMul(q, k, trans_b, alpha=scale) -> Softmax -> MatMul; Split -> Slices.
 - `fold_transposes`: MatMul(A, Transpose(B)) where the transpose swaps the last two axes ->
   MatMul with trans_b (no copy kernel), likewise for A.
-- `small_m_layout`: constant MatMul weights of few-row products stored [N, K] for the GEMV
-  kernel.
+- `weight_layout`: constant MatMul weights stored [N, K] for the GEMV kernel (few rows) or
+  [K, N] for the tiled kernels (vector loads of B tiles).
 - `convert_floats`: run the model in float16/bfloat16: float weights, inputs and Cast targets
   change type; kernels still accumulate in float32.
 
@@ -210,25 +210,28 @@ SMALL_M = 8
 """Matches nova.models.codegen.matmul.SMALL_M: MatMuls with this few rows of A run as GEMVs."""
 
 
-def small_m_layout(graph: Graph) -> Graph:
-    """MatMul(A, W) with a constant 2-D W stored [K, N] and at most SMALL_M rows of A: store W
-    transposed ([N, K], trans_b) so the GEMV kernel reads each output's weights contiguously."""
+def weight_layout(graph: Graph) -> Graph:
+    """Lay out constant 2-D MatMul weights for the kernel that will read them: few-row products
+    (at most SMALL_M rows of A, the GEMV kernel) want W stored [N, K] (trans_b), so each output's
+    weights are contiguous; larger products (tiled/tensor-core GEMM) want [K, N], so a B tile's
+    rows are contiguous and load as 16-byte vectors. Weights read elsewhere are copied."""
     consumers = graph.consumers()
     for node in graph.nodes:
-        if node.op != "MatMul" or node.attrs.get("trans_b") or node.attrs.get("trans_a"):
+        if node.op != "MatMul" or node.attrs.get("trans_a"):
             continue
         w = graph.weights.get(node.inputs[1])
-        a = graph.type_of(node.inputs[0])
-        if w is None or w.ndim != 2 or int(np.prod([int(d) for d in a.shape[:-1]])) > SMALL_M:
+        if w is None or w.ndim != 2:
+            continue
+        rows = int(np.prod([int(d) for d in graph.type_of(node.inputs[0]).shape[:-1]]))
+        want = 1 if rows <= SMALL_M else 0
+        if int(node.attrs.get("trans_b", 0)) == want:
             continue
         name = node.inputs[1]
-        if len(consumers.get(name, [])) == 1:
-            graph.weights[name] = np.ascontiguousarray(w.T)
-        else:
+        if len(consumers.get(name, [])) != 1:
             name = _Names(graph)(name + "_t")
-            graph.weights[name] = np.ascontiguousarray(w.T)
+        graph.weights[name] = np.ascontiguousarray(w.T)
         node.inputs[1] = name
-        node.attrs["trans_b"] = 1
+        node.attrs["trans_b"] = want
     return graph
 
 
