@@ -168,3 +168,22 @@ def test_weights_section_roundtrip_and_damage(tmp_path) -> None:  # type: ignore
     path.write_bytes(bytes(data))
     with pytest.raises(BundleFormatError):
         nm.load(path, device="cpu")
+
+
+def test_nova_run_with_input_files(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from nova.cli.run import main
+
+    example = examples.mlp()
+    model = nm.compile(example.graph, device="cpu")
+    x = np.random.default_rng(2).standard_normal((2, 64)).astype(np.float32)
+    want = model(x)
+    model.save(tmp_path / "mlp.nova")
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "y.npz"
+    assert main([str(tmp_path / "mlp.nova"), "--device", "cpu", "--input",
+                 str(tmp_path / "x.npy"), "--output", str(out)]) == 0
+    assert f"{model.outputs[0]}: float32[2, 32]" in capsys.readouterr().out
+    np.testing.assert_array_equal(np.load(out)[model.outputs[0]], want)
+    assert main([str(tmp_path / "mlp.nova"), "--device", "cpu", "--input",
+                 str(tmp_path / "missing.npy")]) == 1
+    assert "cannot read input" in capsys.readouterr().err
