@@ -130,6 +130,13 @@ def test_save_and_load_with_weights_section(tmp_path, device: str) -> None:  # t
     model.save(path)
     bundle = read_bundle_file(str(path))  # still a valid, sealed bundle
     assert ".nova.weights" in bundle.section_names
+    import json
+
+    signature = json.loads(bundle.manifest.extra["nova.models.signature"])
+    assert signature["inputs"] == [{"name": "x", "dtype": "float32",
+                                    "shape": ["batch", 3, "height", "width"]}]
+    assert signature["bindings"] == {"batch": 2, "height": 8, "width": 8}
+    assert signature["outputs"][0]["shape"] == [2, 8, 4, 4]
     loaded = nm.load(path, device=device)
     np.testing.assert_array_equal(loaded(x), want)
     assert [n for n, _ in loaded.inputs] == ["x"]

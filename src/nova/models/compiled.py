@@ -11,6 +11,7 @@ passed to `@forward` by reference on every call.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,10 @@ from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
 from nova.models.pipeline import Lowered, lower, validate
 from nova.models.weights_section import append_section, encode, read_section
+
+SIGNATURE_KEY = "nova.models.signature"
+"""Manifest `extra` key holding the model signature (JSON: name, dtype, bindings, inputs with
+symbolic dims, outputs, weight order)."""
 
 
 @dataclass
@@ -102,6 +107,8 @@ class CompiledModel:
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))
         lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores)
+        options["manifest_extra"] = ((SIGNATURE_KEY, json.dumps(
+            self._signature(bindings, lowered), sort_keys=True)),)
         bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
                                    make_options(**options))
         module = nova.load(bundle, device=self.device)
@@ -112,6 +119,17 @@ class CompiledModel:
         self._cache[key] = spec
         return spec
 
+    def _signature(self, bindings: dict[str, int], lowered: Lowered) -> dict[str, Any]:
+        """What the manifest records about the model (see docs/models.md)."""
+        g = lowered.graph
+        return {
+            "name": self.graph.name, "dtype": self.dtype, "bindings": dict(bindings),
+            "inputs": [_type_json(n, self.input_type(n)) for n in self.graph.inputs],
+            "outputs": [_type_json(n, g.type_of(o)) for n, o in zip(self.graph.outputs,
+                                                                    g.outputs, strict=True)],
+            "weights": list(lowered.program.weights),
+        }
+
     def save(self, path: str | Path) -> None:
         """Write the compiled program with its weights and signature as one `.nova` file
         (`.nova.weights` section, see nova.models.weights_section); `nova.models.load` runs it.
@@ -120,14 +138,10 @@ class CompiledModel:
             raise InputError(f"save: {len(self._cache)} specialisations are compiled; a .nova "
                              "file holds one (run the model once with the shapes to save)")
         spec = next(iter(self._cache.values()))
+        if spec.lowered is None:
+            raise InputError("save: this model was loaded from a .nova file; copy that file")
         program = spec.lowered.program
-        model = {
-            "name": self.graph.name, "dtype": self.dtype, "bindings": spec.bindings,
-            "inputs": [_type_json(n, self.input_type(n)) for n in self.graph.inputs],
-            "outputs": [_type_json(n, t) for n, t in zip(self.graph.outputs, spec.outputs,
-                                                         strict=True)],
-            "weights": program.weights,
-        }
+        model = self._signature(spec.bindings, spec.lowered)
         payload = encode({w: spec.lowered.graph.weights[w] for w in program.weights}, model)
         Path(path).write_bytes(append_section(spec.bundle, payload))
 
