@@ -15,8 +15,12 @@ from nova.models import UnsupportedOpError  # noqa: E402
 
 
 def _on(device: str) -> str:
-    if device == "cuda" and not torch.cuda.is_available():
-        pytest.skip("torch has no CUDA")
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("torch has no CUDA")
+        # eager references in true fp32 (cuDNN convolutions default to TF32 on Ampere+)
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     return device
 
 
