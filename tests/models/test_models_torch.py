@@ -72,3 +72,16 @@ def test_new_shape_recompiles() -> None:
             x = torch.randn(batch, 64)
             assert rel_err(compiled(x).numpy(), model(x).numpy()) <= 1e-5
     assert np.isfinite(compiled(torch.randn(1, 64)).detach().numpy()).all()
+
+
+@pytest.mark.parametrize("name", ["mlp", "encoder_layer"])
+def test_dynamic_shapes_compile_per_shape(name: str) -> None:
+    """Default torch.compile: after a second batch size dynamo hands over a graph with symbolic
+    sizes; the backend records concrete sizes per input shape and compiles each once."""
+    torch._dynamo.reset()
+    model, shape = build(name)
+    compiled = torch.compile(model, backend="nova")
+    with torch.no_grad():
+        for batch in (2, 5, 3, 5):
+            x = torch.randn((batch, *shape[1:]))
+            assert rel_err(compiled(x).numpy(), model(x).numpy()) <= 1e-5

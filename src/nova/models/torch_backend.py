@@ -7,8 +7,9 @@ installed). torch is optional: nothing else in Nova imports it.
 
 - Module parameters and buffers (FX placeholders named `..._parameters_...`/`..._buffers_...`)
   are frozen into weights at compile time, as inference compilers do; user inputs stay inputs.
-- Shapes are static: use `torch.compile(..., dynamic=False)`; a graph with symbolic sizes is
-  rejected with a clear error (dynamo then recompiles per shape, each compiled by Nova).
+- Shapes: a static graph is compiled when dynamo hands it over; a graph with symbolic sizes
+  (dynamo marks a dimension dynamic after seeing two sizes, or dynamic=True) is run once
+  eagerly per new input shape to record concrete sizes, then compiled for that shape and cached.
 - An FX node nova.models cannot translate raises UnsupportedOpError naming the node and op.
 - Device: the inputs' (cuda tensors run on Nova's cuda device, exchanged through DLPack without
   copies); CPU tensors run on `options={"device": ...}` (default "cpu").
@@ -61,12 +62,15 @@ def _op_name(node: Any) -> str:
 class _Translator:
     """FX GraphModule -> nova.models Graph (see the module doc)."""
 
-    def __init__(self, gm: Any, example_inputs: Sequence[Any]) -> None:
+    def __init__(self, gm: Any, example_inputs: Sequence[Any],
+                 values: dict[Any, Any] | None = None) -> None:
         self.gm = gm
         self.graph = Graph(type(gm).__name__)
         self.names: dict[Any, Any] = {}
         self.inputs: list[int] = []
         self.examples = list(example_inputs)
+        self.values = values
+        """Every node's value from one real run (dynamic graphs), else None: dynamo's meta."""
 
     def fail(self, node: Any, why: str = "") -> UnsupportedOpError:
         return UnsupportedOpError(
@@ -74,6 +78,8 @@ class _Translator:
             f"{_op_name(node)}) is not supported{': ' + why if why else ''}")
 
     def meta(self, node: Any) -> Any:
+        if self.values is not None and node in self.values:
+            return self.values[node]
         value = node.meta.get("example_value", node.meta.get("val"))
         if value is None:
             raise self.fail(node, "no example value recorded by dynamo")
@@ -90,7 +96,10 @@ class _Translator:
         import torch.fx
 
         if isinstance(value, torch.fx.Node):
-            return self.names[value]
+            name = self.names[value]
+            if not isinstance(name, int | float):
+                return name
+            value = name  # a size computed from shapes: a constant of this specialisation
         dtype = "float32"
         if like is not None:
             dtype = _dtype(self.meta(like), like.name)
@@ -104,9 +113,11 @@ class _Translator:
             if node.op == "placeholder":
                 example = self.examples[index]
                 index += 1
+                if self.values is not None and isinstance(example, int | float):
+                    self.names[node] = example  # a symbolic size, concrete in this run
+                    continue
                 if not hasattr(example, "shape"):
-                    raise self.fail(node, "a non-tensor input (symbolic size?): compile with "
-                                          "dynamic=False")
+                    raise self.fail(node, "a non-tensor input")
                 if "_parameters_" in node.name or "_buffers_" in node.name:
                     self.names[node] = self.graph.weight(_to_numpy(example), node.name)
                 else:
@@ -118,6 +129,11 @@ class _Translator:
                 self.names[node] = self.graph.weight(_to_numpy(_get_attr(self.gm, node.target)),
                                                      node.name)
             elif node.op in ("call_function", "call_method"):
+                if self.values is not None and isinstance(self.values.get(node),
+                                                          int | float | tuple | list) and \
+                        not _has_tensor(self.values[node]):
+                    self.names[node] = self.values[node]  # size arithmetic: a constant here
+                    continue
                 handler = HANDLERS.get(_op_name(node))
                 if handler is None:
                     raise self.fail(node)
@@ -132,6 +148,12 @@ class _Translator:
             else:
                 raise self.fail(node)
         return self.graph
+
+
+def _has_tensor(value: Any) -> bool:
+    if isinstance(value, list | tuple):
+        return any(_has_tensor(v) for v in value)
+    return hasattr(value, "shape")
 
 
 def _get_attr(gm: Any, target: str) -> Any:
@@ -359,13 +381,59 @@ HANDLERS: dict[str, Handler] = {
 
 def nova_backend(gm: Any, example_inputs: Sequence[Any], options: dict[str, Any] | None = None
                  ) -> Callable[..., Any]:
-    """The TorchDynamo backend: translate, compile, and return the callable dynamo runs."""
+    """The TorchDynamo backend: translate, compile, and return the callable dynamo runs. A graph
+    with symbolic sizes (dynamo's automatic dynamic shapes, or dynamic=True) is compiled per
+    concrete input shapes on first use, like CompiledModel does for symbolic batch sizes."""
+    options = dict(options or {})
+    if any(not hasattr(x, "shape") or not all(isinstance(d, int) for d in x.shape)
+           for x in example_inputs):
+        return _PerShape(gm, options)
+    return _compile(gm, list(example_inputs), None, options)
+
+
+class _PerShape:
+    """A dynamic-shape graph: one Nova program per tuple of input shapes (and size values)."""
+
+    def __init__(self, gm: Any, options: dict[str, Any]) -> None:
+        self.gm = gm
+        self.options = options
+        self.cache: dict[tuple[Any, ...], Callable[..., list[Any]]] = {}
+
+    def __call__(self, *args: Any) -> list[Any]:
+        key = tuple((tuple(a.shape), str(a.dtype)) if hasattr(a, "shape") else a for a in args)
+        run = self.cache.get(key)
+        if run is None:
+            values = _record(self.gm, args)
+            run = _compile(self.gm, list(args), values, dict(self.options))
+            self.cache[key] = run
+        return run(*args)
+
+
+def _record(gm: Any, args: Sequence[Any]) -> dict[Any, Any]:
+    """Every node's value in one eager run of `gm` on `args` (concrete shapes and sizes)."""
+    import torch
+    import torch.fx
+
+    values: dict[Any, Any] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            result = super().run_node(n)
+            values[n] = result
+            return result
+
+    with torch.no_grad():
+        Recorder(gm).run(*args)
+    return values
+
+
+def _compile(gm: Any, inputs: list[Any], values: dict[Any, Any] | None,
+             options: dict[str, Any]) -> Callable[..., list[Any]]:
     import nova.models
 
-    options = dict(options or {})
-    tr = _Translator(gm, example_inputs)
+    tr = _Translator(gm, inputs, values)
     graph = tr.translate()
-    on_cuda = any(getattr(x, "is_cuda", False) for x in example_inputs)
+    on_cuda = any(getattr(x, "is_cuda", False) for x in inputs)
     device = "cuda" if on_cuda else options.pop("device", "cpu")
     model = nova.models.compile(graph, device=device, **options)
     positions = tr.inputs
