@@ -73,6 +73,18 @@ def test_unsupported_attribute_value_fails_at_compile() -> None:
         nm.compile(g, device="cpu")
 
 
+def test_unsupported_dtypes_name_the_tensor() -> None:
+    g = nm.Graph()
+    g.output(g.relu(g.input("z", (2,), "complex64")))
+    with pytest.raises(UnsupportedOpError, match="input 'z': dtype 'complex64'"):
+        nm.compile(g, device="cpu")
+    g = nm.Graph()
+    x = g.input("x", (2,))
+    g.output(g.add(x, g.weight(np.zeros(2, np.complex64), "c")))
+    with pytest.raises(UnsupportedOpError, match="weight 'c': dtype complex64"):
+        nm.compile(g, device="cpu")
+
+
 def test_shape_errors_name_the_node() -> None:
     g = nm.Graph()
     x = g.input("x", ("batch", 5))

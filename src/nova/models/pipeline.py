@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nova.models.codegen.program import Program, generate_program
-from nova.models.errors import ModelError
-from nova.models.graph import Graph
+from nova.models.codegen.text import STORAGE
+from nova.models.errors import ModelError, UnsupportedOpError
+from nova.models.graph import Graph, dtype_name
 from nova.models.ops import check_node
 from nova.models.passes.fusion import FusionPlan, plan_fusion
 from nova.models.passes.propagate import bind_symbols, eliminate_dead_code, propagate
@@ -42,6 +43,16 @@ def validate(graph: Graph) -> None:
     for name in graph.inputs:
         if name not in graph.types:
             raise ModelError(f"input '{name}' has no type")
+        dtype = graph.types[name].dtype
+        if dtype not in STORAGE:
+            raise UnsupportedOpError(f"input '{name}': dtype '{dtype}' is not supported "
+                                     f"(supported: {', '.join(STORAGE)})")
+    for name, value in graph.weights.items():
+        try:
+            dtype_name(value.dtype)
+        except ModelError:
+            raise UnsupportedOpError(f"weight '{name}': dtype {value.dtype} is not supported")\
+                from None
 
 
 def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> Graph:
