@@ -134,7 +134,17 @@ def _small_m(g: nm.Graph) -> list[np.ndarray]:
     return [r(1, 64), r(2, 3, 40), r(8, 30)]
 
 
+def _big_tiles(g: nm.Graph) -> list[np.ndarray]:
+    """M, N >= 128: the 128x128x8 tile (ragged edges, a cheap epilogue), next to a staged
+    (transcendental) epilogue that keeps the 64x64 tile."""
+    a = g.input("a", (130, 20))
+    w = r(20, 140)
+    g.output(g.relu(g.add(g.matmul(a, w), r(140))), g.tanh(g.matmul(a, w)))
+    return [r(130, 20)]
+
+
 CASES: dict[str, Callable[[nm.Graph], list[np.ndarray]]] = {
+    "big_tiles": _big_tiles,
     "small_m_gemv": _small_m,
     "conv_bn_relu_pool": _conv, "conv_groups_stride_dilation": _conv_groups,
     "depthwise_silu": _depthwise, "pools": _pools, "softmax": _softmax,

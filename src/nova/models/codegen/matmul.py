@@ -20,10 +20,9 @@ from nova.models.graph import Node
 from nova.models.ops.nn import conv_params
 from nova.models.passes.fusion import KernelGroup
 
-BM = BN = 64
-BK = 16
+SMALL_TILE = (64, 64, 16, 4)   # BM, BN, BK, outputs per thread along m and n
+BIG_TILE = (128, 128, 8, 8)
 THREADS = 256
-PER = 4  # outputs per thread along m and n
 
 LoadFn = Callable[[Index, Index, Index], str]  # (batch, row, col) -> f32 value
 StoreFn = Callable[[Index, Index, Index, str], None]  # (batch, m, n, f32 value)
@@ -64,73 +63,78 @@ def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a:
     the tile loaders let consecutive threads read consecutive addresses. `staged`: write the
     accumulators to shared memory and run one copy of the epilogue in a loop, instead of 16
     inlined copies (for epilogues with transcendental functions, whose 16 inlined copies made
-    the cubin ~20x larger and ptxas seconds slower)."""
+    the cubin ~20x larger and ptxas seconds slower).
+
+    Tiles: 128x128x8 with 8x8 outputs per thread when both M and N are at least 128 and the
+    epilogue is not staged (twice the FMAs per shared-memory load of the 64x64x16 tile with
+    4x4 per thread, used otherwise); 256 threads as 16x16 either way."""
     b = ctx.body
-    a_sh = ctx.shared("tile_a", BK * BM)
-    b_sh = ctx.shared("tile_b", BK * BN)
+    tbm, tbn, tbk, per = BIG_TILE if m >= 128 and n >= 128 and not staged else SMALL_TILE
+    a_sh = ctx.shared("tile_a", tbk * tbm)
+    b_sh = ctx.shared("tile_b", tbk * tbn)
     tid = b.op("gpu.thread_id x")
     bx = b.op("gpu.block_id x")
     by = b.op("gpu.block_id y")
     bz: Index = b.op("gpu.block_id z") if batches > 1 else 0
     tx, ty = b.rem(tid, 16), b.div(tid, 16)
-    m0, n0 = b.mul(by, BM), b.mul(bx, BN)
+    m0, n0 = b.mul(by, tbm), b.mul(bx, tbn)
     zero = b.const(0.0, "f32")
-    f32s = ", ".join(["f32"] * PER * PER)
-    k_pad = -(-k // BK) * BK
+    f32s = ", ".join(["f32"] * per * per)
+    k_pad = -(-k // tbk) * tbk
     k0 = b.fresh("k")
-    accs = [b.fresh("acc") for _ in range(PER * PER)]
+    accs = [b.fresh("acc") for _ in range(per * per)]
     res = b.fresh("res")
-    b.line(f"{res}:{PER * PER} = scf.for {k0} = {b.ix(0)} to {ctx.opaque(k_pad)} step {b.ix(BK)} "
+    b.line(f"{res}:{per * per} = scf.for {k0} = {b.ix(0)} to {ctx.opaque(k_pad)} step {b.ix(tbk)} "
            f"iter_args({', '.join(f'{a} = {zero}' for a in accs)}) -> ({f32s}) {{")
     with b.nested():
-        for r in range(BM * BK // THREADS):
+        for r in range(tbm * tbk // THREADS):
             e = b.add(tid, THREADS * r)
-            # A tile: BM x BK, stored k-major in shared memory
-            am, ak = (b.div(e, BK), b.rem(e, BK)) if a_k_fast else (b.rem(e, BM), b.div(e, BM))
+            # A tile: tbm x tbk, stored k-major in shared memory
+            am, ak = (b.div(e, tbk), b.rem(e, tbk)) if a_k_fast else (b.rem(e, tbm), b.div(e, tbm))
             gm, gk = b.add(m0, am), b.add(k0, ak)
-            conds = ([b.lt(gm, m)] if m % BM else []) + ([b.lt(gk, k)] if k % BK else [])
+            conds = ([b.lt(gm, m)] if m % tbm else []) + ([b.lt(gk, k)] if k % tbk else [])
             va = _guarded(ctx, _and(ctx, conds), lambda gm=gm, gk=gk: load_a(bz, gm, gk))
-            b.line(f"memref.store {va}, {a_sh}[{b.ix(b.add(b.mul(ak, BM), am))}] : "
-                   f"memref<{BK * BM}xf32, #gpu.address_space<workgroup>>")
-            # B tile: BK x BN
-            bn_, bk = (b.rem(e, BN), b.div(e, BN)) if b_n_fast else (b.div(e, BK), b.rem(e, BK))
+            b.line(f"memref.store {va}, {a_sh}[{b.ix(b.add(b.mul(ak, tbm), am))}] : "
+                   f"memref<{tbk * tbm}xf32, #gpu.address_space<workgroup>>")
+            # B tile: tbk x tbn
+            bn_, bk = (b.rem(e, tbn), b.div(e, tbn)) if b_n_fast else (b.div(e, tbk), b.rem(e, tbk))
             gk2, gn = b.add(k0, bk), b.add(n0, bn_)
-            conds = ([b.lt(gk2, k)] if k % BK else []) + ([b.lt(gn, n)] if n % BN else [])
+            conds = ([b.lt(gk2, k)] if k % tbk else []) + ([b.lt(gn, n)] if n % tbn else [])
             vb = _guarded(ctx, _and(ctx, conds), lambda gk2=gk2, gn=gn: load_b(bz, gk2, gn))
-            b.line(f"memref.store {vb}, {b_sh}[{b.ix(b.add(b.mul(bk, BN), bn_))}] : "
-                   f"memref<{BK * BN}xf32, #gpu.address_space<workgroup>>")
+            b.line(f"memref.store {vb}, {b_sh}[{b.ix(b.add(b.mul(bk, tbn), bn_))}] : "
+                   f"memref<{tbk * tbn}xf32, #gpu.address_space<workgroup>>")
         b.line("gpu.barrier")
         kk = b.fresh("kk")
-        inner = [b.fresh("acc") for _ in range(PER * PER)]
+        inner = [b.fresh("acc") for _ in range(per * per)]
         out = b.fresh("part")
-        b.line(f"{out}:{PER * PER} = scf.for {kk} = {b.ix(0)} to {b.ix(BK)} step {b.ix(1)} "
+        b.line(f"{out}:{per * per} = scf.for {kk} = {b.ix(0)} to {b.ix(tbk)} step {b.ix(1)} "
                f"iter_args({', '.join(f'{i} = {a}' for i, a in zip(inner, accs, strict=True))})"
                f" -> ({f32s}) {{")
         with b.nested():
-            row = b.mul(kk, BM)
+            row = b.mul(kk, tbm)
             a_vals = [b.op(f"memref.load {a_sh}[{b.ix(b.add(row, b.add(ty, 16 * i)))}] : "
-                           f"memref<{BK * BM}xf32, #gpu.address_space<workgroup>>")
-                      for i in range(PER)]
-            row_b = b.mul(kk, BN)
+                           f"memref<{tbk * tbm}xf32, #gpu.address_space<workgroup>>")
+                      for i in range(per)]
+            row_b = b.mul(kk, tbn)
             b_vals = [b.op(f"memref.load {b_sh}[{b.ix(b.add(row_b, b.add(tx, 16 * j)))}] : "
-                           f"memref<{BK * BN}xf32, #gpu.address_space<workgroup>>")
-                      for j in range(PER)]
-            new = [b.op(f"math.fma {a_vals[i]}, {b_vals[j]}, {inner[i * PER + j]} : f32")
-                   for i in range(PER) for j in range(PER)]
+                           f"memref<{tbk * tbn}xf32, #gpu.address_space<workgroup>>")
+                      for j in range(per)]
+            new = [b.op(f"math.fma {a_vals[i]}, {b_vals[j]}, {inner[i * per + j]} : f32")
+                   for i in range(per) for j in range(per)]
             b.line(f"scf.yield {', '.join(new)} : {f32s}")
         b.line("}")
         b.line("gpu.barrier")
-        b.line(f"scf.yield {', '.join(f'{out}#{i}' for i in range(PER * PER))} : {f32s}")
+        b.line(f"scf.yield {', '.join(f'{out}#{i}' for i in range(per * per))} : {f32s}")
     b.line("}")
     if staged:
-        _staged_store(ctx, res, tx, ty, tid, m0, n0, m, n, bz, store)
-        return ctx.finish((-(-n // BN), -(-m // BM), batches), (THREADS, 1, 1))
-    for i in range(PER):
-        for j in range(PER):
+        _staged_store(ctx, res, tx, ty, tid, m0, n0, m, n, bz, store, (tbm, tbn, per))
+        return ctx.finish((-(-n // tbn), -(-m // tbm), batches), (THREADS, 1, 1))
+    for i in range(per):
+        for j in range(per):
             gm, gn = b.add(m0, b.add(ty, 16 * i)), b.add(n0, b.add(tx, 16 * j))
-            conds = ([b.lt(gm, m)] if m % BM else []) + ([b.lt(gn, n)] if n % BN else [])
+            conds = ([b.lt(gm, m)] if m % tbm else []) + ([b.lt(gn, n)] if n % tbn else [])
             cond = _and(ctx, conds)
-            value = f"{res}#{i * PER + j}"
+            value = f"{res}#{i * per + j}"
             if cond is None:
                 store(bz, gm, gn, value)
             else:
@@ -138,28 +142,30 @@ def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a:
                 with b.nested():
                     store(bz, gm, gn, value)
                 b.line("}")
-    grid = (-(-n // BN), -(-m // BM), batches)
+    grid = (-(-n // tbn), -(-m // tbm), batches)
     return ctx.finish(grid, (THREADS, 1, 1))
 
 
 def _staged_store(ctx: KernelContext, res: str, tx: Index, ty: Index, tid: str, m0: Index,
-                  n0: Index, m: int, n: int, bz: Index, store: StoreFn) -> None:
+                  n0: Index, m: int, n: int, bz: Index, store: StoreFn,
+                  tile: tuple[int, int, int]) -> None:
     b = ctx.body
-    c_sh = ctx.shared("tile_c", BM * BN)
-    c_ty = f"memref<{BM * BN}xf32, #gpu.address_space<workgroup>>"
-    for i in range(PER):
-        for j in range(PER):
-            at = b.add(b.mul(b.add(ty, 16 * i), BN), b.add(tx, 16 * j))
-            b.line(f"memref.store {res}#{i * PER + j}, {c_sh}[{b.ix(at)}] : {c_ty}")
+    tbm, tbn, per = tile
+    c_sh = ctx.shared("tile_c", tbm * tbn)
+    c_ty = f"memref<{tbm * tbn}xf32, #gpu.address_space<workgroup>>"
+    for i in range(per):
+        for j in range(per):
+            at = b.add(b.mul(b.add(ty, 16 * i), tbn), b.add(tx, 16 * j))
+            b.line(f"memref.store {res}#{i * per + j}, {c_sh}[{b.ix(at)}] : {c_ty}")
     b.line("gpu.barrier")
     r = b.fresh("r")
-    b.line(f"scf.for {r} = {b.ix(0)} to {ctx.opaque(BM * BN // THREADS)} step {b.ix(1)} {{")
+    b.line(f"scf.for {r} = {b.ix(0)} to {ctx.opaque(tbm * tbn // THREADS)} step {b.ix(1)} {{")
     with b.nested():
         e = b.add(b.mul(r, THREADS), tid)
-        lm, ln = b.div(e, BN), b.rem(e, BN)
+        lm, ln = b.div(e, tbn), b.rem(e, tbn)
         gm, gn = b.add(m0, lm), b.add(n0, ln)
         value = b.op(f"memref.load {c_sh}[{b.ix(e)}] : {c_ty}")
-        conds = ([b.lt(gm, m)] if m % BM else []) + ([b.lt(gn, n)] if n % BN else [])
+        conds = ([b.lt(gm, m)] if m % tbm else []) + ([b.lt(gn, n)] if n % tbn else [])
         cond = _and(ctx, conds)
         if cond is None:
             store(bz, gm, gn, value)
