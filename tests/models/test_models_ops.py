@@ -188,15 +188,17 @@ def test_tensor_core_gemm_on_cpu_device() -> None:
     g = nm.Graph("wmma")
     a = g.input("a", (2, 70, 40))
     x = g.input("x", (1, 4, 6, 6))
+    h = g.input("h", (2, 16, 3, 24))
     g.output(g.add(g.matmul(a, r(40, 33)), r(33)),                   # vector A tiles only
              g.relu(g.conv2d(x, r(6, 4, 3, 3), r(6), padding=1)),      # scalar gathers
-             g.gelu(g.linear(a, r(48, 40), r(48))))                     # vector A and B tiles
-    inputs = [r(2, 70, 40), r(1, 4, 6, 6)]
+             g.gelu(g.linear(a, r(48, 40), r(48))),                     # vector A and B tiles
+             g.matmul(g.transpose(h, [0, 2, 1, 3]), r(24, 40)))        # A through a prologue
+    inputs = [r(2, 70, 40), r(1, 4, 6, 6), r(2, 16, 3, 24)]
     model = nm.compile(g, device="cpu", dtype="float16", tensor_cores=True)
     got = model(*(v.astype(np.float16) for v in inputs))
     (spec,) = model._cache.values()
-    assert spec.mlir.count("gpu.subgroup_mma_compute") == 24  # 3 kernels x 2 steps x 2x2
-    assert spec.mlir.count("vector.load") == 6  # 2 per vector tile: A, A, B
+    assert spec.mlir.count("gpu.subgroup_mma_compute") == 32  # 4 kernels x 2 steps x 2x2
+    assert spec.mlir.count("vector.load") == 8  # 2 per vector tile: A, A, B, B (last kernel)
     for a_, b_ in zip(got, run_reference(g, *inputs), strict=True):
         assert rel_err(a_, b_) <= TOLERANCE["float16"]
 

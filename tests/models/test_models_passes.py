@@ -160,3 +160,26 @@ def test_compiling_twice_gives_byte_identical_bundles() -> None:
         bundles = [compile_to_bundle(texts[0], "enc.mlir", make_options(ptx=False))
                    for _ in range(2)]
     assert bundles[0] == bundles[1]
+
+
+def test_matmul_prologue_takes_index_maps_only() -> None:
+    """Head split/merge index maps feeding a MatMul become its operand loads (no copy kernel);
+    a heavier producer (Exp) and a tensor read elsewhere too stay materialised."""
+    g = nm.Graph()
+    x = g.input("x", (2, 8, 12))
+    q = g.transpose(g.reshape(g.slice(x, [0], [8], [2]), [2, 8, 2, 4]), [0, 2, 1, 3])
+    k = g.transpose(g.reshape(g.exp(g.slice(x, [4], [12], [2])), [2, 8, 2, 4]), [0, 2, 3, 1])
+    s = g.matmul(q, k)                                         # [2, 2, 8, 8]
+    merged = g.reshape(g.transpose(s, [0, 2, 1, 3]), [16, 16])
+    g.output(g.matmul(merged, r(16, 4)), g.add(merged, 1.0))
+    plan = plan_fusion(optimize(g, {}))
+    assert [k_.describe().split(" ->")[0] for k_ in plan.kernels] == [
+        "pointwise + Slice+Exp",
+        "matmul[MatMul](Slice+Reshape+Transpose+Reshape+Transpose)",
+        "pointwise + Transpose",          # its Reshape (read twice) aliases the buffer
+        "matmul[MatMul]",
+        "pointwise + Add",
+    ]
+    xv = r(2, 8, 12)
+    for got, want in zip(nm.compile(g, device="cpu")(xv), run_reference(g, xv), strict=True):
+        assert rel_err(got, want) <= 1e-5

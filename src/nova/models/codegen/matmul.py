@@ -19,6 +19,7 @@ from nova.models.codegen.text import Index, broadcast_index
 from nova.models.graph import Node
 from nova.models.ops.nn import conv_params
 from nova.models.passes.fusion import KernelGroup
+from nova.models.passes.rewrite import gemv_rows
 
 SMALL_TILE = (64, 64, 16, 4)   # BM, BN, BK, outputs per thread along m and n
 BIG_TILE = (128, 128, 8, 8)
@@ -214,12 +215,24 @@ def matmul_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generat
     batches = math.prod(out_batch)
     ev = Evaluator(ctx, group)
 
+    def through_prologue(name: str, shape: tuple[int, ...], bz: Index, row: Index,
+                         col: Index) -> str:
+        """An operand element computed by the group's prologue (index maps of a buffer)."""
+        batch = b.delinearize(bz, out_batch) if out_batch else []
+        idx = [*broadcast_index(batch, out_batch, shape[:-2]), row, col]
+        with ev.scope():
+            return _as_f32(ctx, name, ev.value(name, idx))
+
     def load_a(bz: Index, gm: Index, gk: Index) -> str:
+        if a_name in ev.members:
+            return through_prologue(a_name, a_shape, bz, *((gk, gm) if ta else (gm, gk)))
         off = _batch_offset(ctx, bz, out_batch, a_shape[:-2], m * k)
         inner = b.add(b.mul(gk, m), gm) if ta else b.add(b.mul(gm, k), gk)
         return _as_f32(ctx, a_name, ctx.load(a_name, b.add(off, inner)))
 
     def load_b(bz: Index, gk: Index, gn: Index) -> str:
+        if b_name in ev.members:
+            return through_prologue(b_name, b_shape, bz, *((gn, gk) if tb else (gk, gn)))
         off = _batch_offset(ctx, bz, out_batch, b_shape[:-2], k * n)
         inner = b.add(b.mul(gn, k), gk) if tb else b.add(b.mul(gk, n), gn)
         return _as_f32(ctx, b_name, ctx.load(b_name, b.add(off, inner)))
@@ -246,8 +259,10 @@ def matmul_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generat
             return b.op(f"vector.load {ref}[{b.ix(at)}] : {ty}, vector<{VEC}xf16>")
 
         return wmma_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store,
-                         vec_a if not ta and k % VEC == 0 else None,
-                         vec_b if not tb and n % VEC == 0 else None)
+                         vec_a if not ta and k % VEC == 0 and a_name not in ev.members
+                         else None,
+                         vec_b if not tb and n % VEC == 0 and b_name not in ev.members
+                         else None)
     return tiled_gemm(ctx, m, n, k, batches, load_a, load_b, not ta, not tb, store,
                       staged=_heavy(group))
 
@@ -378,21 +393,12 @@ def _from_f32(ctx: KernelContext, tensor: str, value: str) -> str:
     return ctx.body.op(f"arith.fptosi {value} : f32 to {ty}")
 
 
-SMALL_M = 8
-"""Rows of A up to which a MatMul with a [N, K] (trans_b) right operand uses the GEMV kernel."""
 WARPS = 8
 
 
 def small_m_rows(ctx: KernelContext, node: Node) -> int | None:
-    """Total rows of A when `node` fits the small-M kernel (B 2-D and stored [N, K], A not
-    transposed, at most SMALL_M rows in all), else None."""
-    if node.attrs.get("trans_a", 0) or not node.attrs.get("trans_b", 0):
-        return None
-    a_shape, b_shape = ctx.shape(node.inputs[0]), ctx.shape(node.inputs[1])
-    if len(b_shape) != 2:
-        return None
-    rows = math.prod(a_shape[:-1])
-    return rows if rows <= SMALL_M else None
+    """Total rows of A when `node` runs as the GEMV kernel (see passes.rewrite.gemv_rows)."""
+    return gemv_rows(ctx.graph, node)
 
 
 def small_m_kernel(ctx: KernelContext, group: KernelGroup, node: Node, rows: int) \

@@ -32,7 +32,8 @@ class Evaluator:
     def __init__(self, ctx: KernelContext, group: KernelGroup) -> None:
         self.ctx = ctx
         self.body = ctx.body
-        self.members = {out: node for node in group.nodes for out in node.outputs}
+        self.members = {out: node for node in [*group.prologue, *group.nodes]
+                        for out in node.outputs}
         self.anchor: tuple[str, tuple[Index, ...], str] | None = None
         self.hint: tuple[tuple[Index, ...], Index, tuple[int, ...]] | None = None
         self._scopes: list[dict[tuple[str, tuple[Index, ...]], str]] = [{}]

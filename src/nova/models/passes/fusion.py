@@ -38,6 +38,9 @@ class KernelGroup:
     root: str
     anchor: Node | None
     nodes: list[Node] = field(default_factory=list)
+    prologue: list[Node] = field(default_factory=list)
+    """Index maps (Transpose, Reshape, Slice, Cast, ...) a MatMul anchor applies while loading
+    its operands, instead of a copy kernel before it."""
 
     @property
     def kind(self) -> str:
@@ -45,6 +48,8 @@ class KernelGroup:
 
     def describe(self) -> str:
         head = f"{self.kind}[{self.anchor.op}]" if self.anchor else "pointwise"
+        if self.prologue:
+            head += f"({'+'.join(n.op for n in self.prologue)})"
         ops = "+".join(n.op for n in self.nodes)
         return f"{head}{(' + ' + ops) if ops else ''} -> {self.root}"
 
@@ -78,6 +83,12 @@ def plan_fusion(graph: Graph) -> FusionPlan:
         kind = get_op(node).kind
         out = node.outputs[0]
         readers = consumers.get(out, [])
+        if out not in outputs and node.op in PROLOGUE_OPS:
+            host = _prologue_group(graph, readers, group_of)
+            if host is not None:
+                host.prologue.insert(0, node)
+                group_of[id(node)] = host
+                continue
         target = _common_group(readers, group_of) if out not in outputs else None
         if kind in ("pointwise", "view"):
             if target is not None:
@@ -115,6 +126,32 @@ def _common_group(readers: list[Node], group_of: dict[int, KernelGroup]) -> Kern
         return None
     if any(get_op(r).kind not in ("pointwise", "view") for r in readers):
         return None
+    if any(r is p for r in readers for p in group.prologue):
+        return None  # readers inside a prologue take only index maps (see _prologue_group)
+    return group
+
+
+PROLOGUE_OPS = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Slice",
+                          "Cast", "Expand", "Identity"})
+"""Cheap index maps a MatMul may apply while loading an operand (recomputing them per load
+costs a few integer ops; anything heavier is materialised once instead)."""
+
+
+def _prologue_group(graph: Graph, readers: list[Node],
+                    group_of: dict[int, KernelGroup]) -> KernelGroup | None:
+    """The MatMul group all `readers` belong to as its anchor or its prologue, if any (GEMV
+    MatMuls read their operands with vector loads and take no prologue)."""
+    from nova.models.passes.rewrite import gemv_rows
+
+    if not readers:
+        return None
+    group = group_of.get(id(readers[0]))
+    if group is None or group.anchor is None or group.anchor.op != "MatMul" or \
+            gemv_rows(graph, group.anchor) is not None:
+        return None
+    for r in readers:
+        if r is not group.anchor and not any(r is p for p in group.prologue):
+            return None
     return group
 
 

@@ -207,7 +207,20 @@ def fold_transposes(graph: Graph) -> Graph:
 
 
 SMALL_M = 8
-"""Matches nova.models.codegen.matmul.SMALL_M: MatMuls with this few rows of A run as GEMVs."""
+"""MatMuls with at most this many rows of A (and a 2-D [N, K] weight) run as the GEMV kernel
+(nova.models.codegen.matmul.small_m_kernel)."""
+
+
+def gemv_rows(graph: Graph, node: Node) -> int | None:
+    """Total rows of A when MatMul `node` runs as the GEMV kernel (B 2-D and stored [N, K], A
+    not transposed, at most SMALL_M rows in all), else None."""
+    if node.op != "MatMul" or node.attrs.get("trans_a", 0) or not node.attrs.get("trans_b", 0):
+        return None
+    a, b = graph.type_of(node.inputs[0]), graph.type_of(node.inputs[1])
+    if b.rank != 2:
+        return None
+    rows = int(np.prod([int(d) for d in a.shape[:-1]]))
+    return rows if rows <= SMALL_M else None
 
 
 def weight_layout(graph: Graph) -> Graph:
