@@ -163,3 +163,23 @@ def test_corrupt_truncated_and_missing_files(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=r"missing\.onnx: cannot read"):
         nm.load_onnx(tmp_path / "missing.onnx")
     assert nm.load_onnx(good).nodes[0].op == "Relu"
+
+
+def test_opset14_export_layer_norm_is_fused(tmp_path: Path) -> None:
+    """Older exporters decompose LayerNorm (ReduceMean, Sub, Pow, ...): it is fused back, and the
+    opset-14 encoder runs as the same 9 kernels as the opset-17 one."""
+    torch = pytest.importorskip("torch")
+    from models_torch_zoo import build
+
+    from nova.models.pipeline import lower
+
+    model, shape = build("encoder_layer")
+    path = tmp_path / "enc14.onnx"
+    torch.onnx.export(model, (torch.zeros(shape),), str(path), dynamo=False, opset_version=14,
+                      input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+    graph = nm.load_onnx(path)
+    assert sum(n.op == "ReduceMean" for n in graph.nodes) == 4
+    assert len(lower(graph, {"batch": shape[0]}).plan.kernels) == 9
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    want = _session(path).run(None, {"x": x})[0]
+    assert rel_err(nm.compile(path, device="cpu")(x), want) <= 1e-5

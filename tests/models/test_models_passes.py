@@ -183,3 +183,36 @@ def test_matmul_prologue_takes_index_maps_only() -> None:
     xv = r(2, 8, 12)
     for got, want in zip(nm.compile(g, device="cpu")(xv), run_reference(g, xv), strict=True):
         assert rel_err(got, want) <= 1e-5
+
+
+def _decomposed_ln(g: nm.Graph, x: str, square: str, affine: bool) -> tuple[str, str]:
+    mean = g.reduce_mean(x, [-1])
+    d = g.sub(x, mean)
+    sq = g.pow(d, 2.0) if square == "pow" else g.mul(d, d)
+    y = g.div(d, g.sqrt(g.add(g.reduce_mean(sq, [-1]), 1e-5)))
+    if affine:
+        y = g.add(g.mul(y, r(6)), r(6))
+    return y, d
+
+
+def test_decomposed_layer_norm_is_fused() -> None:
+    g = nm.Graph()
+    x = g.input("x", (4, 6))
+    y1, _ = _decomposed_ln(g, x, "pow", affine=True)
+    y2, _ = _decomposed_ln(g, g.relu(x), "mul", affine=False)
+    g.output(y1, y2)
+    opt = optimize(g, {})
+    assert _ops(opt) == ["LayerNormalization", "Relu", "LayerNormalization"]
+    assert opt.nodes[0].attrs["axis"] == -1
+    assert abs(opt.nodes[0].attrs["epsilon"] - 1e-5) < 1e-12  # the float32 constant
+    xv = r(4, 6)
+    for got, want in zip(nm.compile(g, device="cpu")(xv), run_reference(g, xv), strict=True):
+        assert rel_err(got, want) <= 1e-5
+
+
+def test_decomposed_layer_norm_with_shared_intermediate_is_kept() -> None:
+    g = nm.Graph()
+    x = g.input("x", (4, 6))
+    y, d = _decomposed_ln(g, x, "pow", affine=False)
+    g.output(y, g.relu(d))                     # D is read outside the pattern
+    assert "LayerNormalization" not in _ops(optimize(g, {}))

@@ -1,8 +1,9 @@
 """From a graph with bound input shapes to MLIR: the pass pipeline in one place.
 
     bind symbols -> propagate (shapes + constant folding) -> fold BatchNorm -> canonicalize
-    -> fold transposes into MatMul -> weight layouts -> float16/bfloat16 conversion
-    -> propagate -> dead code -> fusion plan -> MLIR (host @forward + gpu.module)
+    -> fuse decomposed layer norms -> fold transposes into MatMul -> weight layouts
+    -> float16/bfloat16 conversion -> propagate -> dead code -> fusion plan
+    -> MLIR (host @forward + gpu.module)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from nova.models.passes.rewrite import (
     convert_floats,
     fold_batchnorm,
     fold_transposes,
+    fuse_layer_norm,
     weight_layout,
 )
 
@@ -64,6 +66,7 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
     eliminate_dead_code(g)
     fold_batchnorm(g)
     canonicalize(g)
+    fuse_layer_norm(g)
     propagate(g)
     fold_transposes(g)
     weight_layout(g)

@@ -6,6 +6,7 @@
 - `canonicalize`: composite ops into the ops codegen implements: Gemm -> MatMul (+ Add bias);
   remaining BatchNormalization -> Mul + Add (a fused elementwise kernel); Global*Pool ->
   Reduce*; Attention -> MatMul(q, k, trans_b, alpha=scale) -> Softmax -> MatMul; Split -> Slices.
+- `fuse_layer_norm`: ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div(/Mul/Add) -> LayerNormalization.
 - `fold_transposes`: MatMul(A, Transpose(B)) where the transpose swaps the last two axes ->
   MatMul with trans_b (no copy kernel), likewise for A.
 - `weight_layout`: constant MatMul weights stored [N, K] for the GEMV kernel (few rows) or
@@ -183,6 +184,101 @@ def _int_const(graph: Graph, names: _Names, values: list[int]) -> str:
     name = names("ints")
     graph.weights[name] = np.asarray(values, dtype=np.int64)
     return name
+
+
+def fuse_layer_norm(graph: Graph) -> Graph:
+    """The decomposed layer norm older exporters emit (opset < 17, TF converters) ->
+    LayerNormalization (one row kernel instead of five):
+
+        mean = ReduceMean(X, axes=tail, keepdims=1);  D = Sub(X, mean)
+        var = ReduceMean(Pow(D, 2) | Mul(D, D), axes=tail);  S = Sqrt(Add(var, eps))
+        N = Div(D, S)  [;  N = Mul(N, gamma)]  [;  N = Add(N, beta)]
+
+    matched only when every intermediate has no other reader and eps, gamma, beta are
+    constants."""
+    producers = graph.producers()
+    consumers = graph.consumers()
+    outputs = set(graph.outputs)
+
+    def only(tensor: str, reader: Node) -> bool:
+        return tensor not in outputs and [id(n) for n in consumers.get(tensor, [])] == [
+            id(reader)]
+
+    def const(tensor: str) -> np.ndarray | None:
+        return graph.weights.get(tensor)
+
+    replaced: dict[int, Node] = {}
+    dropped: set[int] = set()
+    for div in graph.nodes:
+        if div.op != "Div":
+            continue
+        d, s = div.inputs
+        sqrt, sub = producers.get(s), producers.get(d)
+        if sqrt is None or sqrt.op != "Sqrt" or sub is None or sub.op != "Sub":
+            continue
+        add_eps = producers.get(sqrt.inputs[0])
+        if add_eps is None or add_eps.op != "Add":
+            continue
+        var_name, eps_name = add_eps.inputs
+        if const(eps_name) is None:
+            var_name, eps_name = eps_name, var_name
+        eps = const(eps_name)
+        var = producers.get(var_name)
+        if eps is None or eps.size != 1 or var is None or var.op != "ReduceMean":
+            continue
+        sq = producers.get(var.inputs[0])
+        x, mean_name = sub.inputs
+        mean = producers.get(mean_name)
+        if sq is None or mean is None or mean.op != "ReduceMean" or mean.inputs[0] != x:
+            continue
+        squares = (sq.op == "Pow" and sq.inputs[0] == d and const(sq.inputs[1]) is not None
+                   and float(np.asarray(const(sq.inputs[1])).reshape(-1)[0]) == 2.0) or (
+            sq.op == "Mul" and sq.inputs == [d, d])
+        rank = graph.type_of(x).rank
+        axes = reduce_axes_of(graph, mean)
+        if not squares or reduce_axes_of(graph, var) != axes or not axes or \
+                axes != tuple(range(rank - len(axes), rank)) or \
+                not mean.attrs.get("keepdims", 1) or not var.attrs.get("keepdims", 1):
+            continue
+        if not (only(mean_name, sub) and only(sq.outputs[0], var) and only(var_name, add_eps)
+                and only(add_eps.outputs[0], sqrt) and only(s, div) and
+                sorted(id(n) for n in consumers.get(d, [])) == sorted([id(sq), id(div)])
+                and d not in outputs):
+            continue
+        chain = [mean, sub, sq, var, add_eps, sqrt]
+        last, gamma, beta = div, None, None
+        norm_shape = tuple(graph.type_of(x).shape[rank - len(axes):])
+        for op in ("Mul", "Add"):
+            users = consumers.get(last.outputs[0], [])
+            if len(users) != 1 or users[0].op != op or last.outputs[0] in outputs:
+                break
+            other = [i for i in users[0].inputs if i != last.outputs[0]]
+            value = const(other[0]) if len(other) == 1 else None
+            if value is None or len(value.shape) > len(norm_shape) or any(
+                    d_ not in (1, n_) for d_, n_ in zip(value.shape[::-1], norm_shape[::-1],
+                                                          strict=False)):
+                break
+            chain.append(last)
+            last = users[0]
+            if op == "Mul":
+                gamma = other[0]
+            else:
+                beta = other[0]
+        names = _Names(graph)
+        if gamma is None:
+            gamma = names("ln_scale")
+            dtype = numpy_dtype(graph.type_of(x).dtype)
+            graph.weights[gamma] = np.ones(norm_shape, dtype)
+        replaced[id(last)] = Node("LayerNormalization", [x, gamma, beta or ""], last.outputs,
+                                  {"axis": -len(axes), "epsilon": float(eps.reshape(-1)[0])},
+                                  last.name or div.name)
+        dropped.update(id(n) for n in chain if n is not last)
+    if replaced:
+        graph.nodes = [replaced.get(id(n), n) for n in graph.nodes if id(n) not in dropped]
+        for node in graph.nodes:
+            while node.inputs and not node.inputs[-1]:
+                node.inputs.pop()
+    return graph
 
 
 def fold_transposes(graph: Graph) -> Graph:
