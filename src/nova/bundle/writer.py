@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
@@ -73,12 +73,14 @@ class DeviceImages:
 
 
 def embed_device_images(llvm_module: ir.Module, images: Sequence[DeviceImages],
-                        entries: Sequence[EntryPoint], arch: str, source_name: str) -> Manifest:
+                        entries: Sequence[EntryPoint], arch: str, source_name: str,
+                        extra: Mapping[str, str] | None = None) -> Manifest:
     """Add every image, descriptor, the manifest and the seal placeholder to `llvm_module`.
 
     A descriptor `@__nova_devmod_<m>` the host lowering already declared is completed in place
     (same global, now a constant with an initializer); otherwise it is created. Returns the
-    manifest written into `.nova.manifest` (payload sizes and SHA-256 digests included).
+    manifest written into `.nova.manifest` (payload sizes and SHA-256 digests included), with
+    `extra` as its free-form notes.
     Raises BackendError for invalid input (bad or duplicate module names, empty images, a PTX
     text containing NUL, a descriptor already defined, or a module that was embedded into twice).
     """
@@ -104,7 +106,7 @@ def embed_device_images(llvm_module: ir.Module, images: Sequence[DeviceImages],
         used.append(_define_descriptor(llvm_module, image.name, name_gv, by_kind))
         modules.append(DeviceModule(image.name, tuple(image.kernels), tuple(payloads)))
     manifest = Manifest(arch=arch, entries=tuple(entries), modules=tuple(modules),
-                        source_name=source_name)
+                        source_name=source_name, extra=dict(extra or {}))
     used.append(_bytes_global(llvm_module, MANIFEST_SYMBOL, manifest.to_json().encode("utf-8"),
                               MANIFEST_SECTION, 1, exact_name=True))
     used.append(_bytes_global(llvm_module, SEAL_SYMBOL, SEAL_MAGIC + bytes(SEAL_SIZE - 8),

@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="accepted for mlir-runner compatibility; results are printed")
     parser.add_argument("--shared-libs", "-shared-libs", default=None,
                         help="accepted for mlir-runner compatibility (ignored)")
+    parser.add_argument("--input", action="append", default=[], metavar="X.npy",
+                        dest="input_arrays",
+                        help="run a model saved by nova.models (CompiledModel.save) on these "
+                        "NumPy files, in input order")
+    parser.add_argument("--output", default=None, metavar="OUT.npz",
+                        help="with --input: also save the model's outputs to this .npz file")
     return parser
 
 
@@ -111,6 +117,10 @@ def _run(args: argparse.Namespace) -> int:
     from nova.runtime.executor import NovaModule
     from nova.runtime.selection import get_device
 
+    if args.input_arrays:
+        from nova.models.cli import run_saved_model
+
+        return run_saved_model(args.input, args.input_arrays, args.device, args.output)
     data, name = _read(args.input)
     device = _device_for_compiling(args.device)
     bundle = _bundle(data, name, args.arch, device, args.check_bounds)

@@ -69,6 +69,8 @@ class CompileOptions:
     cpu_image: bool = True
     opt_level: int = DEFAULT_OPT_LEVEL
     check_bounds: bool = field(default_factory=_default_check_bounds)
+    manifest_extra: tuple[tuple[str, str], ...] = ()
+    """(key, value) notes written into the manifest's `extra` (e.g. a model's signature)."""
 
     def target(self) -> str:
         """The stage name `emit` refers to, validated."""
@@ -263,7 +265,8 @@ def _embed(c: Compilation) -> None:
         for name, kernels in c.kernels.items()
     ]
     c.manifest = embed_device_images(
-        c.host.llvm_module, images, c.host.entries, c.options.arch, Path(c.filename).name
+        c.host.llvm_module, images, c.host.entries, c.options.arch, Path(c.filename).name,
+        dict(c.options.manifest_extra),
     )
 
 

@@ -1,7 +1,9 @@
 """compiler-rt routines that LLVM's x86-64 code calls, defined inside the CPU object.
 
 Why: on x86-64 without F16C, LLVM lowers every f16 operation to calls of compiler-rt/libgcc
-routines (`__extendhfsf2`, `__truncsfhf2`, `__truncdfhf2`), and `llvm.powi` (math.fpowi) to
+routines (`__extendhfsf2`, `__truncsfhf2`, `__truncdfhf2`), every rounding to bf16 (`fptrunc`,
+and bf16 arithmetic LLVM promotes to f32 and rounds back, e.g. after instcombine narrows
+`max(fpext a, fpext b)`) to `__truncsfbf2`/`__truncdfbf2`, and `llvm.powi` (math.fpowi) to
 `__powisf2`/`__powidf2`. The CPU object may only depend on
 libc, and a process that has not loaded libgcc_s would jump to an unresolved symbol. So the CPU
 target defines them itself, with `internal` linkage (the code generator's libcalls bind to these
@@ -23,12 +25,18 @@ I64 = ir.IntType(64)
 F16 = ir.HalfType()
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
-HELPERS = ("__extendhfsf2", "__truncsfhf2", "__truncdfhf2", "__powisf2", "__powidf2")
+HELPERS = ("__extendhfsf2", "__truncsfhf2", "__truncdfhf2", "__truncsfbf2", "__truncdfbf2",
+           "__powisf2", "__powidf2")
 
 
 def uses_half_types(llvm_ir: str) -> bool:
     """True when LLVM IR text mentions f16 values (then the helpers are needed)."""
     return "half" in llvm_ir
+
+
+def uses_bfloat(llvm_ir: str) -> bool:
+    """True when LLVM IR text mentions bf16 values (then the bf16 rounding helpers are needed)."""
+    return "bfloat" in llvm_ir
 
 
 def uses_powi(llvm_ir: str) -> bool:
@@ -43,6 +51,8 @@ def add_libcall_helpers(module: ir.Module) -> None:
     fns: list[ir.Function] = []
     if uses_half_types(text):
         fns += [_extend_hf_sf(module), _trunc_sf_hf(module), _trunc_df_hf(module)]
+    if uses_bfloat(text):
+        fns += [_trunc_sf_bf(module), _trunc_df_bf(module)]
     if uses_powi(text):
         fns += [_powi(module, "__powisf2", F32), _powi(module, "__powidf2", F64)]
     if fns:
@@ -134,6 +144,45 @@ def _trunc_df_hf(module: ir.Module) -> ir.Function:
     bits = _round_to_half(b, absx, sign, I64, F64, value_abs, 42, (1023 - 15) << 52,
                           0x7FF0000000000000, 0x40EFFE0000000000, 0x3F10000000000000)
     b.ret(b.bitcast(bits, F16))
+    return fn
+
+
+def _trunc_sf_bf(module: ir.Module) -> ir.Function:
+    """float -> bfloat (RNE; NaN stays a quiet NaN with its sign)."""
+    from nova.backends.llvm.types import BFloatType
+
+    fn, b, arg = _function(module, "__truncsfbf2", BFloatType(), F32)
+    x = b.bitcast(arg, I32)
+    upper = b.lshr(x, I32(16))
+    rounded = b.lshr(b.add(x, b.add(I32(0x7FFF), b.and_(upper, I32(1)))), I32(16))
+    is_nan = b.icmp_unsigned(">", b.and_(x, I32(0x7FFFFFFF)), I32(0x7F800000))
+    bits = b.select(is_nan, b.or_(upper, I32(0x40)), rounded)
+    b.ret(b.bitcast(b.trunc(bits, I16), BFloatType()))
+    return fn
+
+
+def _trunc_df_bf(module: ir.Module) -> ir.Function:
+    """double -> bfloat (RNE, no double rounding: the bits dropped on the way to float are
+    folded into a sticky bit first)."""
+    from nova.backends.llvm.types import BFloatType
+
+    fn, b, arg = _function(module, "__truncdfbf2", BFloatType(), F64)
+    x = b.bitcast(arg, I64)
+    # round to float *to odd* (truncate toward zero, then set the last bit if inexact): the
+    # later RNE to bf16 then sees the dropped bits as a sticky bit, so ties are not rounded twice
+    single = b.fptrunc(arg, F32)
+    back = b.fpext(single, F64)
+    inexact = b.fcmp_unordered("!=", back, arg)
+    away = b.select(b.fcmp_ordered("<", arg, ir.Constant(F64, 0.0)),
+                    b.fcmp_ordered("<", back, arg), b.fcmp_ordered(">", back, arg))
+    sbits = b.bitcast(single, I32)
+    toward_zero = b.select(away, b.sub(sbits, I32(1)), sbits)
+    odd = b.select(inexact, b.or_(toward_zero, I32(1)), toward_zero)
+    is_nan = b.fcmp_unordered("uno", arg, arg)
+    upper = b.lshr(odd, I32(16))
+    rounded = b.lshr(b.add(odd, b.add(I32(0x7FFF), b.and_(upper, I32(1)))), I32(16))
+    bits = b.select(is_nan, b.or_(b.trunc(b.lshr(x, I64(48)), I32), I32(0x40)), rounded)
+    b.ret(b.bitcast(b.trunc(bits, I16), BFloatType()))
     return fn
 
 

@@ -1,0 +1,235 @@
+"""Row kernels: Softmax, LayerNormalization and ReduceMean/Sum/Max, one block per row.
+
+A "row" is one element of the kept dims; its elements are the reduced dims. Each thread strides
+over the row accumulating in fp32, `gpu.all_reduce` combines the block (a shared-memory tree on
+the GPU), and the results are written through the group's epilogue. Softmax reads the row three
+times (max, sum of exp, write) and LayerNorm three times (mean, variance, write): for the row
+lengths of transformer layers these reads hit L1/L2, and the kernel stays one launch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from nova.models.codegen.context import GeneratedKernel, KernelContext
+from nova.models.codegen.pointwise import Evaluator, store_epilogue
+from nova.models.codegen.text import Index, broadcast_index
+from nova.models.graph import Node
+from nova.models.ops.nn import norm_axis
+from nova.models.passes.fusion import KernelGroup
+from nova.models.passes.rewrite import reduce_axes_of
+
+
+def _threads(length: int) -> int:
+    """Threads per row block: a power of two in [32, 256], no more than the row needs."""
+    t = 32
+    while t < 256 and t < length:
+        t *= 2
+    return t
+
+
+class _Rows:
+    """Index helpers for a tensor viewed as rows (kept axes) x elements (reduced axes)."""
+
+    def __init__(self, ctx: KernelContext, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+        self.ctx = ctx
+        self.shape = shape
+        self.axes = axes
+        self.kept = tuple(i for i in range(len(shape)) if i not in axes)
+        self.rows = math.prod(shape[i] for i in self.kept)
+        self.length = math.prod(shape[i] for i in axes)
+        self.trailing = axes == tuple(range(len(shape) - len(axes), len(shape)))
+
+    def full_index(self, row_idx: list[Index], elem_idx: list[Index]) -> list[Index]:
+        idx: list[Index] = [0] * len(self.shape)
+        for a, v in zip(self.kept, row_idx, strict=True):
+            idx[a] = v
+        for a, v in zip(self.axes, elem_idx, strict=True):
+            idx[a] = v
+        return idx
+
+    def point(self, row: Index, row_idx: list[Index], j: Index) -> tuple[list[Index], Index]:
+        """(multi-index, linear index) of element `j` of row `row`."""
+        b = self.ctx.body
+        elem_idx = b.delinearize(j, tuple(self.shape[a] for a in self.axes))
+        idx = self.full_index(row_idx, elem_idx)
+        if self.trailing:
+            return idx, b.add(b.mul(row, self.length), j)
+        return idx, b.linear(idx, self.shape)
+
+
+def _loop(ctx: KernelContext, tid: str, threads: int, length: int, inits: list[str],
+          body_fn) -> list[str]:  # type: ignore[no-untyped-def]
+    """`for j = tid; j < length; j += threads` carrying f32 values; body_fn(j, accs) -> new."""
+    b = ctx.body
+    j = b.fresh("j")
+    accs = [b.fresh("acc") for _ in inits]
+    res = b.fresh("red")
+    types = ", ".join(["f32"] * len(inits))
+    if inits:
+        b.line(f"{res}:{len(inits)} = scf.for {j} = {tid} to {b.ix(length)} step "
+               f"{b.ix(threads)} iter_args({', '.join(f'{a} = {i}' for a, i in zip(accs, inits, strict=True))}) -> ({types}) {{")  # noqa: E501
+    else:
+        b.line(f"scf.for {j} = {tid} to {b.ix(length)} step {b.ix(threads)} {{")
+    with b.nested():
+        new = body_fn(j, accs)
+        if inits:
+            b.line(f"scf.yield {', '.join(new)} : {types}")
+    b.line("}")
+    return [f"{res}#{i}" for i in range(len(inits))]
+
+
+def _all_reduce(ctx: KernelContext, op: str, value: str) -> str:
+    return ctx.body.op(f"gpu.all_reduce {op} {value} {{}} : (f32) -> f32")
+
+
+def _f32(ctx: KernelContext, tensor: str, value: str) -> str:
+    ty = ctx.ctype(tensor)
+    if ty == "f32":
+        return value
+    if ty == "f64":
+        return ctx.body.op(f"arith.truncf {value} : f64 to f32")
+    return ctx.body.op(f"arith.sitofp {value} : {ty} to f32")
+
+
+def _back(ctx: KernelContext, tensor: str, value: str) -> str:
+    ty = ctx.ctype(tensor)
+    if ty == "f32":
+        return value
+    if ty == "f64":
+        return ctx.body.op(f"arith.extf {value} : f32 to f64")
+    return ctx.body.op(f"arith.fptosi {value} : f32 to {ty}")
+
+
+def row_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedKernel:
+    """Softmax, LayerNormalization or a Reduce* anchor with its epilogue (see module doc)."""
+    x = node.inputs[0]
+    shape = ctx.shape(x)
+    rank = len(shape)
+    if node.op == "Softmax":
+        axes: tuple[int, ...] = (norm_axis(node, int(node.attrs["axis"]), rank),)
+    elif node.op == "LayerNormalization":
+        axes = tuple(range(norm_axis(node, int(node.attrs["axis"]), rank), rank))
+    else:
+        axes = reduce_axes_of(ctx.graph, node)
+    rows = _Rows(ctx, shape, axes)
+    threads = _threads(rows.length)
+    b = ctx.body
+    row = b.op("gpu.block_id x")
+    tid = b.op("gpu.thread_id x")
+    row_idx = b.delinearize(row, tuple(shape[i] for i in rows.kept))
+    ev = Evaluator(ctx, group)
+
+    def load(j: Index) -> tuple[str, list[Index], Index]:
+        idx, linear = rows.point(row, row_idx, j)
+        return _f32(ctx, x, ctx.load(x, linear)), idx, linear
+
+    if node.op == "Softmax":
+        _softmax(ctx, ev, group, node, rows, tid, threads, load)
+    elif node.op == "LayerNormalization":
+        _layer_norm(ctx, ev, group, node, rows, tid, threads, load)
+    else:
+        _reduce(ctx, ev, group, node, rows, row, row_idx, tid, threads, load)
+    return ctx.finish((max(rows.rows, 1), 1, 1), (threads, 1, 1))
+
+
+def _softmax(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type: ignore
+    b = ctx.body
+    out = node.outputs[0]
+    neg_inf = b.const(float("-inf"), "f32")
+
+    def running_max(j, accs):  # type: ignore[no-untyped-def]
+        v, _, _ = load(j)
+        return [b.op(f"arith.maximumf {accs[0]}, {v} : f32")]
+
+    (mx,) = _loop(ctx, tid, threads, rows.length, [neg_inf], running_max)
+    row_max = _all_reduce(ctx, "maximumf", mx)
+
+    def sum_exp(j, accs):  # type: ignore[no-untyped-def]
+        v, _, _ = load(j)
+        d = b.op(f"arith.subf {v}, {row_max} : f32")
+        e = b.op(f"math.exp {d} : f32")
+        return [b.op(f"arith.addf {accs[0]}, {e} : f32")]
+
+    (s,) = _loop(ctx, tid, threads, rows.length, [b.const(0.0, "f32")], sum_exp)
+    total = _all_reduce(ctx, "add", s)
+    inv = b.op(f"arith.divf {b.const(1.0, 'f32')}, {total} : f32")
+
+    def write(j, accs):  # type: ignore[no-untyped-def]
+        v, idx, linear = load(j)
+        d = b.op(f"arith.subf {v}, {row_max} : f32")
+        e = b.op(f"math.exp {d} : f32")
+        p = b.op(f"arith.mulf {e}, {inv} : f32")
+        store_epilogue(ctx, ev, group, out, idx, linear, _back(ctx, out, p))
+        return []
+
+    _loop(ctx, tid, threads, rows.length, [], write)
+
+
+def _layer_norm(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type: ignore
+    b = ctx.body
+    out = node.outputs[0]
+    scale = node.inputs[1]
+    bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    inv_n = b.const(1.0 / rows.length, "f32")
+    norm_shape = tuple(rows.shape[a] for a in rows.axes)
+
+    def add(j, accs):  # type: ignore[no-untyped-def]
+        v, _, _ = load(j)
+        return [b.op(f"arith.addf {accs[0]}, {v} : f32")]
+
+    (s,) = _loop(ctx, tid, threads, rows.length, [b.const(0.0, "f32")], add)
+    mean = b.op(f"arith.mulf {_all_reduce(ctx, 'add', s)}, {inv_n} : f32")
+
+    def add_sq(j, accs):  # type: ignore[no-untyped-def]
+        v, _, _ = load(j)
+        d = b.op(f"arith.subf {v}, {mean} : f32")
+        return [b.op(f"math.fma {d}, {d}, {accs[0]} : f32")]
+
+    (sq,) = _loop(ctx, tid, threads, rows.length, [b.const(0.0, "f32")], add_sq)
+    var = b.op(f"arith.mulf {_all_reduce(ctx, 'add', sq)}, {inv_n} : f32")
+    eps = b.const(float(node.attrs["epsilon"]), "f32")
+    rstd = b.op(f"math.rsqrt {b.op(f'arith.addf {var}, {eps} : f32')} : f32")
+
+    def param(name: str, j: Index) -> str:
+        elem = b.delinearize(j, norm_shape)
+        sub = broadcast_index(elem, norm_shape, ctx.shape(name))
+        return _f32(ctx, name, ev.value(name, sub))
+
+    def write(j, accs):  # type: ignore[no-untyped-def]
+        with ev.scope():
+            v, idx, linear = load(j)
+            d = b.op(f"arith.subf {v}, {mean} : f32")
+            y = b.op(f"arith.mulf {d}, {rstd} : f32")
+            y = b.op(f"arith.mulf {y}, {param(scale, j)} : f32")
+            if bias is not None:
+                y = b.op(f"arith.addf {y}, {param(bias, j)} : f32")
+            store_epilogue(ctx, ev, group, out, idx, linear, _back(ctx, out, y))
+        return []
+
+    _loop(ctx, tid, threads, rows.length, [], write)
+
+
+def _reduce(ctx, ev, group, node, rows, row, row_idx, tid, threads, load) -> None:  # type: ignore
+    b = ctx.body
+    out = node.outputs[0]
+    is_max = node.op == "ReduceMax"
+    init = b.const(float("-inf") if is_max else 0.0, "f32")
+
+    def step(j, accs):  # type: ignore[no-untyped-def]
+        v, _, _ = load(j)
+        op = "arith.maximumf" if is_max else "arith.addf"
+        return [b.op(f"{op} {accs[0]}, {v} : f32")]
+
+    (part,) = _loop(ctx, tid, threads, rows.length, [init], step)
+    total = _all_reduce(ctx, "maximumf" if is_max else "add", part)
+    if node.op == "ReduceMean":
+        total = b.op(f"arith.mulf {total}, {b.const(1.0 / rows.length, 'f32')} : f32")
+    first = b.op(f"arith.cmpi eq, {tid}, {b.ix(0)} : index")
+    b.line(f"scf.if {first} {{")
+    with b.nested():
+        out_shape = ctx.shape(out)
+        keep = len(out_shape) == len(rows.shape)
+        idx = rows.full_index(row_idx, [0] * len(rows.axes)) if keep else list(row_idx)
+        store_epilogue(ctx, ev, group, out, idx, row, _back(ctx, out, total))
+    b.line("}")

@@ -1,0 +1,327 @@
+"""CompiledModel: `m = nova.models.compile(graph, device=..., dtype=...)`, then `m(x)` /
+`m.forward(x)`.
+
+The model's graph is validated when the CompiledModel is made (unsupported ops or attributes fail
+then, before anything runs). Each distinct binding of the symbolic input dims (e.g. batch=1,
+batch=4096) is specialised on first use: the graph is optimised for those static shapes, lowered
+to MLIR, compiled by Nova into one `.nova` bundle (Nova's bundle cache makes recompiling the same
+program cheap) and loaded on the device; its weights are uploaded to device memory once and
+passed to `@forward` by reference on every call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nova.models.errors import InputError, ModelError
+from nova.models.graph import Graph, TensorType, numpy_dtype
+from nova.models.pipeline import Lowered, lower, validate
+from nova.models.weights_section import append_section, encode, read_section
+
+SIGNATURE_KEY = "nova.models.signature"
+"""Manifest `extra` key holding the model signature (JSON: name, dtype, bindings, inputs with
+symbolic dims, outputs, weight order)."""
+
+
+@dataclass
+class Specialisation:
+    """One compiled program for one binding of the symbolic dims."""
+
+    bindings: dict[str, int]
+    lowered: Lowered | None
+    """The compiler's view (None for a model loaded from a .nova file)."""
+    module: Any
+    """The loaded nova.NovaModule."""
+    weights: list[Any]
+    """Device Buffers of the weights @forward reads, in its argument order."""
+    bundle: bytes
+    outputs: list[TensorType]
+
+    @property
+    def mlir(self) -> str:
+        if self.lowered is None:
+            raise InputError("a model loaded from a .nova file has no MLIR")
+        return self.lowered.program.mlir
+
+    def output_types(self) -> list[TensorType]:
+        return self.outputs
+
+
+class CompiledModel:
+    """A graph compiled for one device and dtype (see the module doc)."""
+
+    def __init__(self, graph: Graph, device: Any = None, dtype: str = "float32",
+                 **compile_options: Any) -> None:
+        import nova
+
+        validate(graph)
+        self.graph = graph
+        self.dtype = dtype
+        self.device = nova.get_device(device)
+        self.compile_options = compile_options
+        self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
+        if not graph.symbols():
+            self.specialise({})
+
+    # ---- signature ----------------------------------------------------------------------------
+
+    def input_type(self, name: str) -> TensorType:
+        """The expected type of input `name` (float inputs take the model dtype)."""
+        t = self.graph.types[name]
+        if t.dtype == "float32":
+            return TensorType(self.dtype, t.shape)
+        return t
+
+    @property
+    def inputs(self) -> list[tuple[str, TensorType]]:
+        return [(n, self.input_type(n)) for n in self.graph.inputs]
+
+    @property
+    def outputs(self) -> list[str]:
+        return list(self.graph.outputs)
+
+    # ---- compiling ----------------------------------------------------------------------------
+
+    def specialise(self, bindings: dict[str, int]) -> Specialisation:
+        """The program for `bindings` of the symbolic dims (compiled on first use, cached)."""
+        key = tuple(sorted(bindings.items()))
+        spec = self._cache.get(key)
+        if spec is not None:
+            return spec
+        if getattr(self, "_frozen", False):
+            (have,) = self._cache.values()
+            raise InputError(f"this model was loaded from a .nova file compiled for "
+                             f"{_spell_bindings(have.bindings)}; got {_spell_bindings(bindings)} "
+                             "(compile the graph again for other shapes)")
+        import nova
+        from nova.driver import compile_to_bundle, make_options
+
+        on_gpu = self.device.kind == "cuda"
+        options = {"ptx": on_gpu, "cubin": on_gpu, "cpu_image": not on_gpu,
+                   **self.compile_options}
+        tensor_cores = bool(options.pop("tensor_cores", on_gpu))
+        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores)
+        options["manifest_extra"] = ((SIGNATURE_KEY, json.dumps(
+            self._signature(bindings, lowered), sort_keys=True)),)
+        bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
+                                   make_options(**options))
+        module = nova.load(bundle, device=self.device)
+        weights = [nova.to_device(np.ascontiguousarray(lowered.graph.weights[w]).reshape(-1),
+                                  self.device) for w in lowered.program.weights]
+        spec = Specialisation(dict(bindings), lowered, module, weights, bundle,
+                              [lowered.graph.type_of(o) for o in lowered.graph.outputs])
+        self._cache[key] = spec
+        return spec
+
+    def _signature(self, bindings: dict[str, int], lowered: Lowered) -> dict[str, Any]:
+        """What the manifest records about the model (see docs/models.md)."""
+        g = lowered.graph
+        return {
+            "name": self.graph.name, "dtype": self.dtype, "bindings": dict(bindings),
+            "inputs": [_type_json(n, self.input_type(n)) for n in self.graph.inputs],
+            "outputs": [_type_json(n, g.type_of(o)) for n, o in zip(self.graph.outputs,
+                                                                    g.outputs, strict=True)],
+            "weights": list(lowered.program.weights),
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the compiled program with its weights and signature as one `.nova` file
+        (`.nova.weights` section, see nova.models.weights_section); `nova.models.load` runs it.
+        A file holds one specialisation: exactly one must have been compiled."""
+        if len(self._cache) != 1:
+            raise InputError(f"save: {len(self._cache)} specialisations are compiled; a .nova "
+                             "file holds one (run the model once with the shapes to save)")
+        spec = next(iter(self._cache.values()))
+        if spec.lowered is None:
+            raise InputError("save: this model was loaded from a .nova file; copy that file")
+        program = spec.lowered.program
+        model = self._signature(spec.bindings, spec.lowered)
+        payload = encode({w: spec.lowered.graph.weights[w] for w in program.weights}, model)
+        Path(path).write_bytes(append_section(spec.bundle, payload))
+
+    # ---- running ------------------------------------------------------------------------------
+
+    def synchronize(self) -> None:
+        """Wait for every launched forward (device outputs are then complete)."""
+        for spec in self._cache.values():
+            spec.module.synchronize()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the model. Inputs by position or name; NumPy in -> NumPy out, device Buffers in
+        -> device Buffers out. One output is returned as is, several as a tuple."""
+        values = self._collect(args, kwargs)
+        bindings: dict[str, int] = {}
+        on_device = [not isinstance(v, np.ndarray) and hasattr(v, "ptr") for v in values]
+        flat = []
+        for name, value, dev in zip(self.graph.inputs, values, on_device, strict=True):
+            flat.append(self._check_input(name, value, dev, bindings))
+        spec = self.specialise(bindings)
+        out_types = spec.output_types()
+        device_mode = any(on_device)
+        outs: list[Any] = []
+        for t in out_types:
+            n = max(1, t.numel())
+            dt = numpy_dtype(t.dtype)
+            if device_mode:
+                outs.append(self.device.allocate(n * dt.itemsize).view(dt, (n,)))
+            else:
+                outs.append(np.empty(n, dtype=dt))
+        spec.module.forward(*flat, *spec.weights, *outs)
+        shaped = [o.view(shape=tuple(int(d) for d in t.shape)) if device_mode
+                  else o.reshape(tuple(int(d) for d in t.shape))
+                  for o, t in zip(outs, out_types, strict=True)]
+        return shaped[0] if len(shaped) == 1 else tuple(shaped)
+
+    def capture(self, *args: Any, **kwargs: Any) -> CapturedForward:
+        """Record one whole forward for these inputs' shapes (a CUDA graph on cuda, a recorded
+        op list on cpu): the launch-bound case, e.g. batch-1 inference."""
+        values = self._collect(args, kwargs)
+        bindings: dict[str, int] = {}
+        flat = [self._check_input(n, v, not isinstance(v, np.ndarray) and hasattr(v, "ptr"),
+                                  bindings) for n, v in zip(self.graph.inputs, values,
+                                                            strict=True)]
+        spec = self.specialise(bindings)
+        outs = []
+        for t in spec.output_types():
+            dt = numpy_dtype(t.dtype)
+            n = max(1, t.numel())
+            outs.append(self.device.allocate(n * dt.itemsize).view(dt, (n,)))
+        captured = spec.module.capture("forward", *flat, *spec.weights, *outs)
+        return CapturedForward(captured, len(flat), [tuple(int(d) for d in t.shape)
+                                                     for t in spec.output_types()])
+
+    def _collect(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        names = self.graph.inputs
+        if len(args) > len(names):
+            raise InputError(f"forward takes {len(names)} inputs ({', '.join(names)}), got "
+                             f"{len(args)}")
+        values: dict[str, Any] = dict(zip(names, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise InputError(f"forward got an unknown input '{key}' (inputs: "
+                                 f"{', '.join(names)})")
+            if key in values:
+                raise InputError(f"forward got input '{key}' twice")
+            values[key] = value
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise InputError(f"forward is missing input(s) {', '.join(missing)}")
+        return [values[n] for n in names]
+
+    def _check_input(self, name: str, value: Any, on_device: bool,
+                     bindings: dict[str, int]) -> Any:
+        expected = self.input_type(name)
+        if not on_device:
+            value = np.asarray(value)
+        shape = tuple(int(d) for d in value.shape)
+        dtype = np.dtype(value.dtype)
+        want = numpy_dtype(expected.dtype)
+        if dtype != want:
+            raise InputError(f"input '{name}': expected dtype {expected.dtype} with shape "
+                             f"{_spell(expected.shape)}, got {dtype}")
+        if len(shape) != expected.rank:
+            raise InputError(f"input '{name}': expected shape {_spell(expected.shape)}, got "
+                             f"{list(shape)}")
+        for axis, (want_d, got) in enumerate(zip(expected.shape, shape, strict=True)):
+            if isinstance(want_d, str):
+                bound = bindings.setdefault(want_d, got)
+                if bound != got:
+                    raise InputError(f"input '{name}': dim {axis} ('{want_d}') is {got}, but "
+                                     f"another input bound '{want_d}' = {bound}")
+            elif want_d != got:
+                raise InputError(f"input '{name}': expected shape {_spell(expected.shape)}, got "
+                                 f"{list(shape)}")
+        if on_device:
+            flat = value.view(shape=(max(1, math.prod(shape)),))
+            if flat.ptr % 16:  # kernels assume 16-byte aligned buffers (see codegen.context)
+                copy = self.device.allocate(flat.nbytes).view(flat.dtype, flat.shape)
+                self.device.copy_dtod(copy, flat, flat.nbytes)
+                flat = copy
+            return flat
+        if not value.size:
+            return np.zeros(1, want)
+        flat = np.ascontiguousarray(value).reshape(-1)
+        return flat if flat.ctypes.data % 16 == 0 else flat.copy()
+
+
+def _spell_bindings(bindings: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(bindings.items())) or "static shapes"
+
+
+def _type_json(name: str, t: TensorType) -> dict[str, Any]:
+    return {"name": name, "dtype": t.dtype, "shape": list(t.shape)}
+
+
+def load(path: str | Path, device: Any = None) -> CompiledModel:
+    """Run a `.nova` file written by `CompiledModel.save`: the program is loaded on `device`,
+    its weights uploaded to device memory once, and `forward` checks inputs against the stored
+    signature (the file serves the shapes it was specialised for)."""
+    import nova
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    module = nova.load(data, device=device)  # checks the seal first: damage is reported as such
+    section = read_section(data, str(path))
+    if section is None:
+        raise ModelError(f"{path}: no .nova.weights section: not a nova.models file (plain "
+                         "Nova programs load with nova.load)")
+    info = section.model
+    graph = Graph(name=str(info.get("name", "model")))
+    for entry in info["inputs"]:
+        graph.inputs.append(entry["name"])
+        graph.types[entry["name"]] = TensorType(entry["dtype"], tuple(entry["shape"]))
+    graph.outputs = [o["name"] for o in info["outputs"]]
+    model = CompiledModel.__new__(CompiledModel)
+    model.graph = graph
+    model.dtype = info.get("dtype", "float32")
+    model.device = module.device
+    model.compile_options = {}
+    weights = [nova.to_device(np.asarray(section.weights[w]).reshape(-1), module.device)
+               for w in info["weights"]]
+    bindings = {k: int(v) for k, v in info.get("bindings", {}).items()}
+    outputs = [TensorType(o["dtype"], tuple(o["shape"])) for o in info["outputs"]]
+    spec = Specialisation(bindings, None, module, weights, data, outputs)
+    model._cache = {tuple(sorted(bindings.items())): spec}
+    model._frozen = True
+    return model
+
+
+def _spell(shape: tuple[Any, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+class CapturedForward:
+    """A captured forward: `launch()` reruns it on the capture-time device buffers (`inputs`:
+    write new data there; `outputs`: read results there), `replay(*arrays)` copies new inputs
+    in, runs and returns the outputs as NumPy arrays."""
+
+    def __init__(self, captured: Any, n_inputs: int, out_shapes: list[tuple[int, ...]]) -> None:
+        self.captured = captured
+        self.inputs = captured.buffers[:n_inputs]
+        self.outputs = [b.view(shape=s) for b, s in zip(
+            captured.buffers[len(captured.buffers) - len(out_shapes):], out_shapes,
+            strict=True)]
+        self._n_inputs = n_inputs
+
+    def launch(self, stream: Any = None) -> None:
+        self.captured.launch(stream)
+
+    def replay(self, *inputs: Any) -> Any:
+        if len(inputs) != self._n_inputs:
+            raise InputError(f"replay takes {self._n_inputs} inputs, got {len(inputs)}")
+        args = [np.ascontiguousarray(x).reshape(-1) for x in inputs]
+        rest = self.captured.buffers[self._n_inputs:]
+        self.captured.replay(*args, *rest)
+        outs = [o.numpy() for o in self.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,23 @@
+"""Fixtures for nova.models tests: `device` runs a test on the cpu device (always) and on cuda
+(marked `gpu`, skipped without a usable GPU), like tests/runtime."""
+
+from __future__ import annotations
+
+import pytest
+
+from nova.runtime.device import cuda_status
+
+_CUDA = cuda_status()
+
+DEVICE_PARAMS = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=[
+        pytest.mark.gpu,
+        pytest.mark.skipif(not _CUDA.usable, reason=f"no usable CUDA device: {_CUDA.reason}"),
+    ]),
+]
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
+def device(request: pytest.FixtureRequest) -> str:
+    return request.param

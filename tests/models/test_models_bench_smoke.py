@@ -1,0 +1,32 @@
+"""bench/models.py runs end to end (small shapes, cpu device, a fraction of a second per runner)
+and its Nova outputs pass the script's own check against PyTorch eager."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "models.py"
+
+
+def test_bench_models_quick_cpu(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("bench_models", BENCH)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_models"] = bench  # dataclasses look their module up while defining
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        del sys.modules["bench_models"]
+    rows = bench.rows(quick=True)
+    result = bench.run_row(rows["mlp-b1"], "fp32", "cpu", seconds=0.01)
+    assert result["nova ok"], result
+    assert isinstance(result["nova"], float) and isinstance(result["nova graph"], float)
+    assert isinstance(result["eager"], float)
+    text = bench.table([result])
+    assert "| mlp-b1 | fp32 |" in text

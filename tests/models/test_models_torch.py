@@ -1,0 +1,87 @@
+"""torch.compile(model, backend="nova") on the zoo's PyTorch models, against eager PyTorch, and
+the error for an FX node the backend cannot translate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from models_testutil import TOLERANCE, rel_err
+
+torch = pytest.importorskip("torch")
+from models_torch_zoo import ZOO, build  # noqa: E402
+
+import nova.models.torch_backend  # noqa: E402, F401  (registers backend "nova")
+from nova.models import UnsupportedOpError  # noqa: E402
+
+
+def _on(device: str) -> str:
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("torch has no CUDA")
+        # eager references in true fp32 (cuDNN convolutions default to TF32 on Ampere+)
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    return device
+
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_torch_compile_matches_eager(name: str, device: str) -> None:
+    torch._dynamo.reset()
+    model, shape = build(name)
+    model = model.to(_on(device))
+    x = torch.randn(shape, device=device)
+    compiled = torch.compile(model, backend="nova", dynamic=False)
+    with torch.no_grad():
+        want = model(x)
+        got = compiled(x)
+    assert got.device == want.device
+    assert rel_err(got.cpu().numpy(), want.cpu().numpy()) <= TOLERANCE["float32"]
+
+
+def test_torch_compile_half_precision_model(device: str) -> None:
+    torch._dynamo.reset()
+    model, shape = build("encoder_layer")
+    x = torch.randn(shape)
+    with torch.no_grad():
+        want = model(x).numpy()
+        half = model.to(_on(device)).half()
+        got = torch.compile(half, backend="nova", dynamic=False)(x.to(device).half())
+    assert got.dtype == torch.float16
+    assert rel_err(got.float().cpu().numpy(), want) <= TOLERANCE["float16"]
+
+
+def test_unsupported_fx_node_names_node_and_op() -> None:
+    torch._dynamo.reset()
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return torch.cumsum(x, dim=0) + 1
+
+    with pytest.raises(Exception, match=r"FX node 'cumsum' \(call_function cumsum\) is not "
+                                        "supported") as info:
+        torch.compile(f, backend="nova", dynamic=False)(torch.ones(4))
+    chain = [info.value, info.value.__cause__, getattr(info.value, "inner_exception", None)]
+    assert any(isinstance(e, UnsupportedOpError) for e in chain)
+
+
+def test_new_shape_recompiles() -> None:
+    torch._dynamo.reset()
+    model, _ = build("mlp")
+    compiled = torch.compile(model, backend="nova", dynamic=False)
+    with torch.no_grad():
+        for batch in (2, 5):
+            x = torch.randn(batch, 64)
+            assert rel_err(compiled(x).numpy(), model(x).numpy()) <= 1e-5
+    assert np.isfinite(compiled(torch.randn(1, 64)).detach().numpy()).all()
+
+
+@pytest.mark.parametrize("name", ["mlp", "encoder_layer"])
+def test_dynamic_shapes_compile_per_shape(name: str) -> None:
+    """Default torch.compile: after a second batch size dynamo hands over a graph with symbolic
+    sizes; the backend records concrete sizes per input shape and compiles each once."""
+    torch._dynamo.reset()
+    model, shape = build(name)
+    compiled = torch.compile(model, backend="nova")
+    with torch.no_grad():
+        for batch in (2, 5, 3, 5):
+            x = torch.randn((batch, *shape[1:]))
+            assert rel_err(compiled(x).numpy(), model(x).numpy()) <= 1e-5
