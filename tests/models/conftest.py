@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nova.runtime.device import cuda_status
+from nova.runtime.selection import cuda_status
 
 _CUDA = cuda_status()
 

@@ -149,7 +149,7 @@ def test_epilogue_not_fused_when_anchor_output_is_broadcast() -> None:
 def test_compiling_twice_gives_byte_identical_bundles() -> None:
     """Generated MLIR and the .nova built from it are deterministic (bundle cache off)."""
     from nova import config
-    from nova.driver import compile_to_bundle, make_options
+    from nova.compiler.driver import compile_to_bundle, make_options
     from nova.models import examples
     from nova.models.pipeline import lower
 

@@ -47,6 +47,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
                   "nova.runtime"),
     # applications of the spine: the LZ4 page pipeline and the model compiler
     "nova.lz4": (*BASE, "nova.lang", "nova.runtime", "nova.bundle", "nova.compiler"),
+    "nova.models": (*BASE, "nova.lang", "nova.runtime", "nova.bundle", "nova.compiler"),
     "nova.cli": ("nova",),
     "nova.__main__": ("nova",),
     "nova": ("nova",),  # the package itself: lazy re-exports of the public API

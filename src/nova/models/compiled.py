@@ -100,7 +100,7 @@ class CompiledModel:
                              f"{_spell_bindings(have.bindings)}; got {_spell_bindings(bindings)} "
                              "(compile the graph again for other shapes)")
         import nova
-        from nova.driver import compile_to_bundle, make_options
+        from nova.compiler.driver import compile_to_bundle, make_options
 
         on_gpu = self.device.kind == "cuda"
         options = {"ptx": on_gpu, "cubin": on_gpu, "cpu_image": not on_gpu,
