@@ -307,3 +307,30 @@ def test_ctrl_c_inside_a_runtime_callback_unwinds_then_interrupts(
         mod.main(np.zeros(8, np.float32))
     monkeypatch.undo()
     assert mod.add(2, 2) == 4
+
+
+def test_array_info_keeps_bfloat16_of_a_cuda_array_interface_object() -> None:
+    """Regression (models on an H200): a cuda Buffer of bfloat16 is described by its
+    __cuda_array_interface__, whose typestr for ml_dtypes' bfloat16 is '<V2'; the executor then
+    refused it as 'element type |V2'. The object's own NumPy dtype wins when the sizes agree."""
+    import ml_dtypes
+
+    from nova.runtime import marshal
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+
+    class CudaLike:
+        dtype = bf16
+        __cuda_array_interface__ = {"shape": (4,), "typestr": bf16.str, "data": (4096, False),
+                                    "version": 3, "strides": None}
+
+    info = marshal.array_info(CudaLike())
+    assert info is not None and info.dtype == bf16 and info.on_device
+
+    class TorchLike:  # a dtype that is not a NumPy dtype: the typestr decides
+        dtype = "torch.float32"
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (4096, False),
+                                    "version": 3, "strides": None}
+
+    info = marshal.array_info(TorchLike())
+    assert info is not None and info.dtype == np.dtype(np.float32)

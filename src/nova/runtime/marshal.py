@@ -102,6 +102,9 @@ def array_info(value: Any) -> ArrayInfo | None:
     interface = getattr(value, "__cuda_array_interface__", None)
     if isinstance(interface, dict):
         dtype = np.dtype(interface["typestr"])
+        own = getattr(value, "dtype", None)  # a Nova Buffer's or CuPy array's NumPy dtype
+        if isinstance(own, np.dtype) and own.itemsize == dtype.itemsize:
+            dtype = own  # the interface spells bfloat16 (ml_dtypes) as '<V2': keep the name
         shape = tuple(int(s) for s in interface["shape"])
         strides = interface.get("strides")
         stream = interface.get("stream")
