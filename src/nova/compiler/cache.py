@@ -20,7 +20,7 @@ from pathlib import Path
 
 _DIGEST = 32
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
-_COMPILER_PARTS = ("compiler", "kernel", "ir", "passes", "backends", "bundle", "abi.py",
+_COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi.py",
                    "errors.py")
 
 

@@ -8,6 +8,7 @@ Each pass lives in `nova/passes/<snake_name>.py`, is registered here under its k
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from nova.errors import PassError, VerifyError
@@ -42,16 +43,31 @@ def module_for(name: str) -> str:
     return "nova.passes." + name.replace("-", "_")
 
 
-def _load_passes() -> dict[str, type[ModulePass]]:
-    passes: dict[str, type[ModulePass]] = {}
-    for name, class_name in _PASS_CLASSES.items():
-        cls = getattr(importlib.import_module(module_for(name)), class_name)
-        assert cls.name == name, f"{class_name}.name is {cls.name!r}, registered as {name!r}"
-        passes[name] = cls
-    return passes
+class _Passes(Mapping[str, "type[ModulePass]"]):
+    """Pass name -> class, importing a pass's module on first lookup, so a pipeline loads only
+    the passes (and the dialects they use) it names: the driver's outline stage never imports
+    lower-affine's affine dialect for a module without affine ops."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, type[ModulePass]] = {}
+
+    def __getitem__(self, name: str) -> type[ModulePass]:
+        cls = self._loaded.get(name)
+        if cls is None:
+            class_name = _PASS_CLASSES[name]  # KeyError for an unknown pass, as a dict
+            cls = getattr(importlib.import_module(module_for(name)), class_name)
+            assert cls.name == name, f"{class_name}.name is {cls.name!r}, registered as {name!r}"
+            self._loaded[name] = cls
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_PASS_CLASSES)
+
+    def __len__(self) -> int:
+        return len(_PASS_CLASSES)
 
 
-PASSES: dict[str, type[ModulePass]] = _load_passes()
+PASSES: Mapping[str, type[ModulePass]] = _Passes()
 
 
 def parse_pipeline(pipeline: str) -> list[ModulePass]:

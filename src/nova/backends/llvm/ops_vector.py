@@ -51,7 +51,6 @@ from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text, intrins
 from nova.backends.llvm.ops_arith import FLOAT_MINMAX, INT_BINARY
 from nova.backends.llvm.ops_math import lanewise
 from nova.backends.llvm.target import Handler
-from nova.ir.dialects.vector import PrintOp, Punctuation
 from nova.ir.locations import location_of, set_location
 
 POISON_POSITION = -1
@@ -433,6 +432,7 @@ def expand_print(fe: FunctionEmitter, op: Operation) -> None:
     """Emit open, each lane (no punctuation), commas between lanes, close and the op's
     punctuation as separate scalar `vector.print` ops, through `fe.emit_op` (so the target's
     own vector.print handler prints each piece)."""
+    from nova.ir.dialects.vector import PrintOp, Punctuation  # lazy: only vector programs need it
 
     value = op.operands[0]
     vector = fe.lookup(value)
