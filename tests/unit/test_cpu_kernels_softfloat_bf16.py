@@ -1,5 +1,5 @@
 """The bf16 rounding helpers the CPU object defines for LLVM's libcalls (__truncsfbf2,
-__truncdfbf2 in cpu_softfloat), against ml_dtypes' IEEE round-to-nearest-even."""
+__truncdfbf2 in nova.backends.cpu.softfloat), against ml_dtypes' IEEE round-to-nearest-even."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from cpu_jit import jit_module
 from llvmlite import ir
 
-from nova.backends.llvm import cpu_softfloat as sf
+from nova.backends.cpu import softfloat as sf
 from nova.backends.llvm.types import BFloatType
 
 
