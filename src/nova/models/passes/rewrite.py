@@ -57,11 +57,11 @@ def fold_batchnorm(graph: Graph) -> Graph:
         if bn.op != "BatchNormalization":
             continue
         src = producers.get(bn.inputs[0])
-        params = [graph.weights.get(n) for n in bn.inputs[1:5]]
-        if src is None or any(p is None for p in params) or len(consumers[bn.inputs[0]]) != 1 \
+        params = _bn_params(graph, bn)
+        if src is None or params is None or len(consumers[bn.inputs[0]]) != 1 \
                 or bn.inputs[0] in graph.outputs:
             continue
-        a, b = bn_scale_shift(bn, *params)  # type: ignore[arg-type]
+        a, b = bn_scale_shift(bn, *params)
         if src.op == "Conv" and src.inputs[1] in graph.weights and _const_or_absent(
                 graph, src, 2):
             w = graph.weights[src.inputs[1]]
@@ -137,10 +137,10 @@ def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
             yield Node("Add", [mm_out, c], node.outputs[:1], {}, node.name + "_bias")
     elif op == "BatchNormalization":
         x = graph.type_of(node.inputs[0])
-        params = [graph.weights.get(n) for n in node.inputs[1:5]]
-        if any(p is None for p in params):
+        params = _bn_params(graph, node)
+        if params is None:
             raise ModelError(f"{node.describe()}: scale, bias, mean and var must be constants")
-        a, b = bn_scale_shift(node, *params)  # type: ignore[arg-type]
+        a, b = bn_scale_shift(node, *params)
         shape = (-1,) + (1,) * (x.rank - 2)
         dt = numpy_dtype(x.dtype)
         an, bn = names(node.outputs[0] + "_scale"), names(node.outputs[0] + "_shift")
@@ -179,6 +179,13 @@ def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
             start += size
     else:
         yield node
+
+
+def _bn_params(graph: Graph, bn: Node) -> list[np.ndarray] | None:
+    """A BatchNormalization's scale, bias, mean and var, or None unless all are constants."""
+    params = [graph.weights.get(n) for n in bn.inputs[1:5]]
+    consts = [p for p in params if p is not None]
+    return consts if len(consts) == len(params) else None
 
 
 def _int_const(graph: Graph, names: _Names, values: list[int]) -> str:
