@@ -100,9 +100,10 @@ def check_node(node: Node) -> OpDef:
 
 
 def required(items: list[T | None], i: int) -> T:
-    """Input `i`'s value or type, for an input below the op's minimum input count: check_node
-    rejects a node without it, and shape rules and references only see checked nodes with every
-    named input's type / value."""
+    """Input `i`'s value or type, for an input the op requires (below its minimum input count,
+    or any input of an op whose check rejects omitted ones): check_node rejects a node without
+    it, and shape rules and references only see checked nodes with every named input's type /
+    value."""
     item = items[i]
     assert item is not None, f"input {i} is required (check_node rejects a node without it)"
     return item

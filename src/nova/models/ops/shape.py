@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nova.models.errors import ModelError
+from nova.models.errors import ModelError, UnsupportedOpError
 from nova.models.graph import Node, TensorType, dtype_name
 from nova.models.ops.elementwise import broadcast_shapes
 from nova.models.ops.nn import norm_axis
@@ -151,13 +151,20 @@ def _concat_type(node: Node, types: list[TensorType | None], _v: object) -> list
     return [TensorType(ts[0].dtype, tuple(shape))]
 
 
+def _concat_check(node: Node) -> None:
+    for i, name in enumerate(node.inputs):
+        if not name:
+            raise UnsupportedOpError(f"{node.describe()}: input {i} is required (Concat has no "
+                                     "optional inputs)")
+
+
 def _concat_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
-    # like _concat_type, skip omitted inputs
-    return [np.concatenate([x for x in xs if x is not None], axis=int(node.attrs["axis"]))]
+    return [np.concatenate([required(xs, i) for i in range(len(xs))],
+                           axis=int(node.attrs["axis"]))]
 
 
 register(OpDef("Concat", "pointwise", _concat_type, _concat_eval, inputs=(1, 1 << 16),
-               attrs={"axis": REQUIRED}))
+               attrs={"axis": REQUIRED}, check=_concat_check))
 
 
 def slice_params(node: Node, shape: tuple[int, ...], values: list[np.ndarray | None]) \
