@@ -206,3 +206,16 @@ def test_nova_run_with_input_files(tmp_path, capsys) -> None:  # type: ignore[no
     assert main([str(tmp_path / "mlp.nova"), "--device", "cpu", "--input",
                  str(tmp_path / "missing.npy")]) == 1
     assert "cannot read input" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("constant", [False, True])
+def test_concat_with_an_omitted_input_fails_at_compile(constant: bool) -> None:
+    """Regression: an omitted ('') Concat input failed late with an unrelated message (codegen:
+    "tensor '' has no known type"; constant folding: a raw NumPy ValueError)."""
+    g = nm.Graph()
+    x = g.input("x", (2,))
+    part = np.ones(1, np.float32) if constant else x
+    cat = g.node("Concat", [part, None, part], {"axis": 0}, name="cat")
+    g.output(g.add(x, cat) if constant else cat)
+    with pytest.raises(UnsupportedOpError, match=r"node 'cat' \(Concat\): input 1 is required"):
+        nm.compile(g, device="cpu")

@@ -3,6 +3,7 @@ the NumPy reference interpreter (nova.models.reference, float64 inside each op).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -211,3 +212,17 @@ def test_gather_with_runtime_indices() -> None:
     idx = np.array([[1, 9, 0], [-1, 4, 4]], np.int64)
     got = nm.compile(g, device="cpu")(idx)
     np.testing.assert_array_equal(got, table[idx])
+
+
+def test_erf_and_gelu_of_a_scalar() -> None:
+    """Regression: the Erf reference (also Gelu's, and the constant folder's) returned a Python
+    float for a 0-d tensor and failed on `.astype`, so such a graph did not compile."""
+    g = nm.Graph("scalar_erf")
+    x = g.input("x", ())
+    folded = g.node("Erf", [np.asarray(0.5, np.float32)])  # constant: folded at compile time
+    g.output(g.add(g.erf(x), folded), g.gelu(x))
+    xv = np.asarray(0.3, np.float32)
+    want = (math.erf(0.3) + math.erf(0.5), 0.15 * (1.0 + math.erf(0.3 / math.sqrt(2.0))))
+    for got in (run_reference(g, xv), nm.compile(g, device="cpu")(xv)):
+        assert [np.shape(v) for v in got] == [(), ()]
+        np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-6)

@@ -10,6 +10,7 @@ import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -321,16 +322,18 @@ def test_array_info_keeps_bfloat16_of_a_cuda_array_interface_object() -> None:
 
     class CudaLike:
         dtype = bf16
-        __cuda_array_interface__ = {"shape": (4,), "typestr": bf16.str, "data": (4096, False),
-                                    "version": 3, "strides": None}
+        __cuda_array_interface__: ClassVar[dict[str, object]] = {
+            "shape": (4,), "typestr": bf16.str, "data": (4096, False), "version": 3,
+            "strides": None}
 
     info = marshal.array_info(CudaLike())
     assert info is not None and info.dtype == bf16 and info.on_device
 
     class TorchLike:  # a dtype that is not a NumPy dtype: the typestr decides
         dtype = "torch.float32"
-        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (4096, False),
-                                    "version": 3, "strides": None}
+        __cuda_array_interface__: ClassVar[dict[str, object]] = {
+            "shape": (4,), "typestr": "<f4", "data": (4096, False), "version": 3,
+            "strides": None}
 
     info = marshal.array_info(TorchLike())
     assert info is not None and info.dtype == np.dtype(np.float32)

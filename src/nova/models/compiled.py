@@ -23,6 +23,7 @@ from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
 from nova.models.pipeline import Lowered, lower, validate
 from nova.models.weights_section import append_section, encode, read_section
+from nova.runtime.device import DeviceKind
 
 SIGNATURE_KEY = "nova.models.signature"
 """Manifest `extra` key holding the model signature (JSON: name, dtype, bindings, inputs with
@@ -55,6 +56,10 @@ class Specialisation:
 
 class CompiledModel:
     """A graph compiled for one device and dtype (see the module doc)."""
+
+    _frozen = False
+    """Loaded from a .nova file (`load`): only its one specialisation exists, no graph to
+    compile others from."""
 
     def __init__(self, graph: Graph, device: Any = None, dtype: str = "float32",
                  **compile_options: Any) -> None:
@@ -94,7 +99,7 @@ class CompiledModel:
         spec = self._cache.get(key)
         if spec is not None:
             return spec
-        if getattr(self, "_frozen", False):
+        if self._frozen:
             (have,) = self._cache.values()
             raise InputError(f"this model was loaded from a .nova file compiled for "
                              f"{_spell_bindings(have.bindings)}; got {_spell_bindings(bindings)} "
@@ -102,7 +107,7 @@ class CompiledModel:
         import nova
         from nova.compiler.driver import compile_to_bundle, make_options
 
-        on_gpu = self.device.kind == "cuda"
+        on_gpu = self.device.kind is DeviceKind.CUDA
         options = {"ptx": on_gpu, "cubin": on_gpu, "cpu_image": not on_gpu,
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))

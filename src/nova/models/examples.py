@@ -31,8 +31,13 @@ class Example:
     params: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+BNParams = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""BatchNormalization's (scale, bias, mean, var)."""
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
+    # asarray: for a 0-d input the frompyfunc ufunc returns a Python float, not an array
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=np.float64)
 
 
 def gelu_ref(x: np.ndarray) -> np.ndarray:
@@ -70,7 +75,7 @@ def mlp(sizes: tuple[int, ...] = (64, 128, 32), seed: int = 0) -> Example:
     return Example(g, forward, params)
 
 
-def _bn_params(rng: np.random.Generator, c: int) -> tuple[np.ndarray, ...]:
+def _bn_params(rng: np.random.Generator, c: int) -> BNParams:
     return (rng.uniform(0.5, 1.5, c).astype(np.float32), rng.uniform(-0.2, 0.2, c).astype(
         np.float32), rng.uniform(-0.2, 0.2, c).astype(np.float32),
         rng.uniform(0.5, 1.5, c).astype(np.float32))
@@ -89,7 +94,7 @@ def _conv_ref(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray
     return out
 
 
-def _bn_ref(x: np.ndarray, p: tuple[np.ndarray, ...], eps: float = 1e-5) -> np.ndarray:
+def _bn_ref(x: np.ndarray, p: BNParams, eps: float = 1e-5) -> np.ndarray:
     s, b, m, v = (a.astype(np.float64).reshape(1, -1, 1, 1) for a in p)
     return (x - m) / np.sqrt(v + eps) * s + b
 
@@ -192,7 +197,7 @@ def resnet_stack(channels: int = 8, classes: int = 10, seed: int = 0) -> Example
     g = Graph("resnet_stack")
     x = g.input("x", ("batch", 3, "height", "width"))
 
-    def cbn(t: str, p: tuple[np.ndarray, tuple[np.ndarray, ...]], stride: int = 1,
+    def cbn(t: str, p: tuple[np.ndarray, BNParams], stride: int = 1,
             relu: bool = True) -> str:
         k = p[0].shape[-1]
         y = g.batch_norm(g.conv2d(t, p[0], None, stride=stride, padding=k // 2), *p[1])

@@ -451,7 +451,7 @@ def _compile(gm: Any, inputs: list[Any], values: dict[Any, Any] | None,
         outs = outs if isinstance(outs, tuple) else (outs,)
         return [_from_numpy(o) for o in outs]
 
-    run.nova_model = model  # type: ignore[attr-defined]
+    run.nova_model = model  # type: ignore[attr-defined]  # mypy does not model function attributes
     return run
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.pointwise import Evaluator, store_epilogue
@@ -94,14 +95,14 @@ def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a:
             am, ak = (b.div(e, tbk), b.rem(e, tbk)) if a_k_fast else (b.rem(e, tbm), b.div(e, tbm))
             gm, gk = b.add(m0, am), b.add(k0, ak)
             conds = ([b.lt(gm, m)] if m % tbm else []) + ([b.lt(gk, k)] if k % tbk else [])
-            va = _guarded(ctx, _and(ctx, conds), lambda gm=gm, gk=gk: load_a(bz, gm, gk))
+            va = _guarded(ctx, _and(ctx, conds), partial(load_a, bz, gm, gk))
             b.line(f"memref.store {va}, {a_sh}[{b.ix(b.add(b.mul(ak, tbm), am))}] : "
                    f"memref<{tbk * tbm}xf32, #gpu.address_space<workgroup>>")
             # B tile: tbk x tbn
             bn_, bk = (b.rem(e, tbn), b.div(e, tbn)) if b_n_fast else (b.div(e, tbk), b.rem(e, tbk))
             gk2, gn = b.add(k0, bk), b.add(n0, bn_)
             conds = ([b.lt(gk2, k)] if k % tbk else []) + ([b.lt(gn, n)] if n % tbn else [])
-            vb = _guarded(ctx, _and(ctx, conds), lambda gk2=gk2, gn=gn: load_b(bz, gk2, gn))
+            vb = _guarded(ctx, _and(ctx, conds), partial(load_b, bz, gk2, gn))
             b.line(f"memref.store {vb}, {b_sh}[{b.ix(b.add(b.mul(bk, tbn), bn_))}] : "
                    f"memref<{tbk * tbn}xf32, #gpu.address_space<workgroup>>")
         b.line("gpu.barrier")
@@ -331,7 +332,8 @@ VEC = 8  # f16 lanes of a 16-byte load
 
 
 def _vector_tile(ctx: KernelContext, tid: str, rows: int, cols: int, r0: Index, c0: Index,
-                 r_max: int, c_max: int, tile: str, tile_ty: str, load) -> None:  # type: ignore
+                 r_max: int, c_max: int, tile: str, tile_ty: str,
+                 load: Callable[[Index, Index], str]) -> None:
     """Fill a rows x cols f16 tile (row-major in shared memory) with 16-byte vector loads;
     `load(row, col)` gives the vector at global (row, col..col+7). c_max % 8 == 0, so a vector
     is entirely inside or outside the matrix."""
@@ -540,7 +542,7 @@ def wmma_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: 
                 gm, gk = b.add(m0, am), b.add(k0, ak)
                 conds = ([b.lt(gm, m)] if m % W_BM else []) + ([b.lt(gk, k)] if k % W_BK
                                                                else [])
-                va = _guarded(ctx, _and(ctx, conds), lambda gm=gm, gk=gk: load_a(bz, gm, gk))
+                va = _guarded(ctx, _and(ctx, conds), partial(load_a, bz, gm, gk))
                 ha = b.op(f"arith.truncf {va} : f32 to f16")
                 b.line(f"memref.store {ha}, {a_v}[{b.ix(am)}, {b.ix(ak)}] : {a_2d}")
         if vec_b is not None:
@@ -555,7 +557,7 @@ def wmma_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: 
                 conds = ([b.lt(gk2, k)] if k % W_BK else []) + ([b.lt(gn, n)] if n % W_BN
                                                                 else [])
                 vb = _guarded(ctx, _and(ctx, conds),
-                              lambda gk2=gk2, gn=gn: load_b(bz, gk2, gn))
+                              partial(load_b, bz, gk2, gn))
                 hb = b.op(f"arith.truncf {vb} : f32 to f16")
                 b.line(f"memref.store {hb}, {b_v}[{b.ix(bk)}, {b.ix(bn_)}] : {b_2d}")
         b.line("gpu.barrier")
@@ -580,11 +582,11 @@ def wmma_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: 
                    f"[{b.ix(b.add(wm, 16 * i))}, {b.ix(b.add(wn, 16 * j))}] "
                    f"{{leadDimension = {C_LD} : index}} : {cty}, {c_2d}")
     b.line("gpu.barrier")
-    r = b.fresh("r")
-    b.line(f"scf.for {r} = {b.ix(0)} to {b.ix(W_BM * W_BN // W_THREADS)} step {b.ix(1)} {{")
+    step = b.fresh("r")
+    b.line(f"scf.for {step} = {b.ix(0)} to {b.ix(W_BM * W_BN // W_THREADS)} step {b.ix(1)} {{")
     with b.nested():
         # elements tid, tid + 128, ...: consecutive threads store consecutive columns
-        e = b.add(b.mul(r, W_THREADS), tid)
+        e = b.add(b.mul(step, W_THREADS), tid)
         lm, ln = b.div(e, W_BN), b.rem(e, W_BN)
         gm, gn = b.add(m0, lm), b.add(n0, ln)
         value = b.op(f"memref.load {c_v}[{b.ix(lm)}, {b.ix(ln)}] : {c_2d}")

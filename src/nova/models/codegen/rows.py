@@ -10,6 +10,7 @@ lengths of transformer layers these reads hit L1/L2, and the kernel stays one la
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.pointwise import Evaluator, store_epilogue
@@ -18,6 +19,11 @@ from nova.models.graph import Node
 from nova.models.ops.nn import norm_axis
 from nova.models.passes.fusion import KernelGroup
 from nova.models.passes.rewrite import reduce_axes_of
+
+RowLoad = Callable[[Index], tuple[str, list[Index], Index]]
+"""load(j) -> (element j of the block's row as f32, its multi-index, its linear index)."""
+LoopBody = Callable[[str, list[str]], list[str]]
+"""body(j, carried f32 values) -> the new carried values."""
 
 
 def _threads(length: int) -> int:
@@ -59,7 +65,7 @@ class _Rows:
 
 
 def _loop(ctx: KernelContext, tid: str, threads: int, length: int, inits: list[str],
-          body_fn) -> list[str]:  # type: ignore[no-untyped-def]
+          body_fn: LoopBody) -> list[str]:
     """`for j = tid; j < length; j += threads` carrying f32 values; body_fn(j, accs) -> new."""
     b = ctx.body
     j = b.fresh("j")
@@ -133,19 +139,20 @@ def row_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedK
     return ctx.finish((max(rows.rows, 1), 1, 1), (threads, 1, 1))
 
 
-def _softmax(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type: ignore
+def _softmax(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: _Rows,
+             tid: str, threads: int, load: RowLoad) -> None:
     b = ctx.body
     out = node.outputs[0]
     neg_inf = b.const(float("-inf"), "f32")
 
-    def running_max(j, accs):  # type: ignore[no-untyped-def]
+    def running_max(j: str, accs: list[str]) -> list[str]:
         v, _, _ = load(j)
         return [b.op(f"arith.maximumf {accs[0]}, {v} : f32")]
 
     (mx,) = _loop(ctx, tid, threads, rows.length, [neg_inf], running_max)
     row_max = _all_reduce(ctx, "maximumf", mx)
 
-    def sum_exp(j, accs):  # type: ignore[no-untyped-def]
+    def sum_exp(j: str, accs: list[str]) -> list[str]:
         v, _, _ = load(j)
         d = b.op(f"arith.subf {v}, {row_max} : f32")
         e = b.op(f"math.exp {d} : f32")
@@ -155,7 +162,7 @@ def _softmax(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type: i
     total = _all_reduce(ctx, "add", s)
     inv = b.op(f"arith.divf {b.const(1.0, 'f32')}, {total} : f32")
 
-    def write(j, accs):  # type: ignore[no-untyped-def]
+    def write(j: str, accs: list[str]) -> list[str]:
         v, idx, linear = load(j)
         d = b.op(f"arith.subf {v}, {row_max} : f32")
         e = b.op(f"math.exp {d} : f32")
@@ -166,7 +173,8 @@ def _softmax(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type: i
     _loop(ctx, tid, threads, rows.length, [], write)
 
 
-def _layer_norm(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type: ignore
+def _layer_norm(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: _Rows,
+                tid: str, threads: int, load: RowLoad) -> None:
     b = ctx.body
     out = node.outputs[0]
     scale = node.inputs[1]
@@ -174,14 +182,14 @@ def _layer_norm(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type
     inv_n = b.const(1.0 / rows.length, "f32")
     norm_shape = tuple(rows.shape[a] for a in rows.axes)
 
-    def add(j, accs):  # type: ignore[no-untyped-def]
+    def add(j: str, accs: list[str]) -> list[str]:
         v, _, _ = load(j)
         return [b.op(f"arith.addf {accs[0]}, {v} : f32")]
 
     (s,) = _loop(ctx, tid, threads, rows.length, [b.const(0.0, "f32")], add)
     mean = b.op(f"arith.mulf {_all_reduce(ctx, 'add', s)}, {inv_n} : f32")
 
-    def add_sq(j, accs):  # type: ignore[no-untyped-def]
+    def add_sq(j: str, accs: list[str]) -> list[str]:
         v, _, _ = load(j)
         d = b.op(f"arith.subf {v}, {mean} : f32")
         return [b.op(f"math.fma {d}, {d}, {accs[0]} : f32")]
@@ -196,7 +204,7 @@ def _layer_norm(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type
         sub = broadcast_index(elem, norm_shape, ctx.shape(name))
         return _f32(ctx, name, ev.value(name, sub))
 
-    def write(j, accs):  # type: ignore[no-untyped-def]
+    def write(j: str, accs: list[str]) -> list[str]:
         with ev.scope():
             v, idx, linear = load(j)
             d = b.op(f"arith.subf {v}, {mean} : f32")
@@ -210,13 +218,14 @@ def _layer_norm(ctx, ev, group, node, rows, tid, threads, load) -> None:  # type
     _loop(ctx, tid, threads, rows.length, [], write)
 
 
-def _reduce(ctx, ev, group, node, rows, row, row_idx, tid, threads, load) -> None:  # type: ignore
+def _reduce(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: _Rows,
+            row: str, row_idx: list[Index], tid: str, threads: int, load: RowLoad) -> None:
     b = ctx.body
     out = node.outputs[0]
     is_max = node.op == "ReduceMax"
     init = b.const(float("-inf") if is_max else 0.0, "f32")
 
-    def step(j, accs):  # type: ignore[no-untyped-def]
+    def step(j: str, accs: list[str]) -> list[str]:
         v, _, _ = load(j)
         op = "arith.maximumf" if is_max else "arith.addf"
         return [b.op(f"{op} {accs[0]}, {v} : f32")]

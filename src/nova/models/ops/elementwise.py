@@ -4,12 +4,17 @@ references. Their kernel code is in nova.models.codegen.pointwise."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from nova.models.errors import ModelError
 from nova.models.graph import Dim, Node, TensorType, dtype_name, numpy_dtype
-from nova.models.ops.registry import OpDef, register, unsupported_attr
+from nova.models.ops.registry import EvalFn, OpDef, register, required, unsupported_attr
+
+UnaryFn = Callable[[np.ndarray], Any]
+"""A NumPy function of one array (returning an array, or a scalar for a 0-d input)."""
 
 
 def broadcast_shapes(node: Node, *shapes: tuple[Dim, ...]) -> tuple[Dim, ...]:
@@ -27,10 +32,11 @@ def broadcast_shapes(node: Node, *shapes: tuple[Dim, ...]) -> tuple[Dim, ...]:
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
-    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
+    # asarray: for a 0-d input the frompyfunc ufunc returns a Python float, not an array
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)), dtype=np.float64)
 
 
-def _in_f64(fn):  # type: ignore[no-untyped-def]
+def _in_f64(fn: UnaryFn) -> Callable[[np.ndarray], np.ndarray]:
     """Evaluate a float function in float64 and return the input's dtype."""
     def run(x: np.ndarray) -> np.ndarray:
         return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
@@ -45,7 +51,7 @@ def _gelu(node: Node, x: np.ndarray) -> np.ndarray:
     return (0.5 * xf * (1.0 + _erf(xf / math.sqrt(2.0)))).astype(x.dtype)
 
 
-UNARY: dict[str, object] = {
+UNARY: dict[str, UnaryFn] = {
     "Relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
     "Sigmoid": _in_f64(lambda x: 1.0 / (1.0 + np.exp(-x))),
     "Tanh": _in_f64(np.tanh),
@@ -61,7 +67,7 @@ UNARY: dict[str, object] = {
 }
 """Unary ops -> NumPy reference (Gelu, LeakyRelu and Clip take attributes, below)."""
 
-BINARY: dict[str, object] = {
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], Any] | None] = {
     "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": None, "Pow": None,
     "Max": np.maximum, "Min": np.minimum,
 }
@@ -73,8 +79,10 @@ def _same_type(node: Node, types: list[TensorType | None], _v: object) -> list[T
     return [t]
 
 
-def _unary_eval(fn):  # type: ignore[no-untyped-def]
-    return lambda node, xs: [np.asarray(fn(xs[0]))]
+def _unary_eval(fn: UnaryFn) -> EvalFn:
+    def run(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+        return [np.asarray(fn(required(xs, 0)))]
+    return run
 
 
 for _name, _fn in UNARY.items():
@@ -85,12 +93,18 @@ def _gelu_check(node: Node) -> None:
         raise unsupported_attr(node, "approximate", "use 'none' or 'tanh'")
 
 
-register(OpDef("Gelu", "pointwise", _same_type, lambda n, xs: [_gelu(n, xs[0])],
-               attrs={"approximate": "none"}, check=_gelu_check))
-register(OpDef("LeakyRelu", "pointwise", _same_type,
-               lambda n, xs: [np.where(xs[0] >= 0, xs[0],
-                                       xs[0] * np.asarray(n.attrs["alpha"], xs[0].dtype))],
-               attrs={"alpha": 0.01}))
+def _gelu_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    return [_gelu(node, required(xs, 0))]
+
+
+def _leaky_relu_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    x = required(xs, 0)
+    return [np.where(x >= 0, x, x * np.asarray(node.attrs["alpha"], x.dtype))]
+
+
+register(OpDef("Gelu", "pointwise", _same_type, _gelu_eval, attrs={"approximate": "none"},
+               check=_gelu_check))
+register(OpDef("LeakyRelu", "pointwise", _same_type, _leaky_relu_eval, attrs={"alpha": 0.01}))
 
 
 def _clip_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
@@ -127,7 +141,8 @@ def _binary_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
     if node.op == "Pow":
         return [np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)]
     fn = BINARY[node.op]
-    return [np.asarray(fn(a, b)).astype(a.dtype)]  # type: ignore[operator]
+    assert fn is not None, "only Div and Pow have no NumPy function, handled above"
+    return [np.asarray(fn(a, b)).astype(a.dtype)]
 
 
 for _name in BINARY:
@@ -142,8 +157,11 @@ def _where_type(node: Node, types: list[TensorType | None], _v: object) -> list[
     return [TensorType(a.dtype, broadcast_shapes(node, c.shape, a.shape, b.shape))]
 
 
-register(OpDef("Where", "pointwise", _where_type,
-               lambda n, xs: [np.where(xs[0], xs[1], xs[2])], inputs=(3, 3)))
+def _where_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    return [np.where(required(xs, 0), required(xs, 1), required(xs, 2))]
+
+
+register(OpDef("Where", "pointwise", _where_type, _where_eval, inputs=(3, 3)))
 
 COMPARE = {"Equal": np.equal, "Less": np.less, "Greater": np.greater}
 

@@ -4,13 +4,15 @@ reductions and attention: shape rules and NumPy references."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from nova.models.errors import ModelError
 from nova.models.graph import Dim, Node, TensorType
 from nova.models.ops.elementwise import broadcast_shapes
-from nova.models.ops.registry import REQUIRED, OpDef, register, unsupported_attr
+from nova.models.ops.registry import REQUIRED, OpDef, register, required, unsupported_attr
 
 # ---- MatMul / Gemm ----------------------------------------------------------------------------
 
@@ -36,14 +38,14 @@ def _matmul_type(node: Node, types: list[TensorType | None], _v: object) -> list
 
 
 def _matmul_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
-    a, b = xs[0], xs[1]
-    assert a is not None and b is not None
+    a, b = required(xs, 0), required(xs, 1)
+    dtype = a.dtype
     if node.attrs.get("trans_a", 0):
         a = np.swapaxes(a, -1, -2)
     if node.attrs.get("trans_b", 0):
         b = np.swapaxes(b, -1, -2)
     out = np.matmul(a.astype(np.float64), b.astype(np.float64)) * node.attrs.get("alpha", 1.0)
-    return [out.astype(xs[0].dtype)]  # type: ignore[union-attr]
+    return [out.astype(dtype)]
 
 
 register(OpDef("MatMul", "matmul", _matmul_type, _matmul_eval, inputs=(2, 2),
@@ -61,14 +63,15 @@ def _gemm_type(node: Node, types: list[TensorType | None], _v: object) -> list[T
 
 
 def _gemm_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
-    a, b = xs[0], xs[1]
-    assert a is not None and b is not None
+    a, b = required(xs, 0), required(xs, 1)
+    c = xs[2] if len(xs) > 2 else None
+    dtype = a.dtype
     a = a.T if node.attrs["transA"] else a
     b = b.T if node.attrs["transB"] else b
     out = node.attrs["alpha"] * (a.astype(np.float64) @ b.astype(np.float64))
-    if len(xs) > 2 and xs[2] is not None:
-        out = out + node.attrs["beta"] * xs[2].astype(np.float64)
-    return [out.astype(xs[0].dtype)]  # type: ignore[union-attr]
+    if c is not None:
+        out = out + node.attrs["beta"] * c.astype(np.float64)
+    return [out.astype(dtype)]
 
 
 register(OpDef("Gemm", "composite", _gemm_type, _gemm_eval, inputs=(2, 3),
@@ -117,7 +120,7 @@ def _conv_type(node: Node, types: list[TensorType | None], _v: object) -> list[T
     n, c, h, wd = x.shape
     co, ci, kh, kw = w.shape
     group = int(node.attrs.get("group", 1))
-    if not isinstance(c, int) or c != ci * group or co % group:  # type: ignore[operator]
+    if not isinstance(c, int) or not isinstance(co, int) or c != ci * group or co % group:
         raise ModelError(f"{node.describe()}: {c} input channels do not match the weight "
                          f"{list(w.shape)} with group={group}")
     ks = node.attrs.get("kernel_shape")
@@ -192,7 +195,7 @@ def bn_scale_shift(node: Node, scale: np.ndarray, bias: np.ndarray, mean: np.nda
 def _bn_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
     x = xs[0]
     assert x is not None
-    a, b = bn_scale_shift(node, *xs[1:5])  # type: ignore[arg-type]
+    a, b = bn_scale_shift(node, *(required(xs, i) for i in range(1, 5)))
     shape = (1, -1) + (1,) * (x.ndim - 2)
     return [(x.astype(np.float64) * a.reshape(shape) + b.reshape(shape)).astype(x.dtype)]
 
@@ -385,7 +388,8 @@ def _reduce_type(node: Node, types: list[TensorType | None], values: list[np.nda
     return [TensorType(x.dtype, tuple(d for d in shape if d is not None))]
 
 
-_REDUCE = {"ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max}
+_REDUCE: dict[str, Callable[..., Any]] = {"ReduceMean": np.mean, "ReduceSum": np.sum,
+                                          "ReduceMax": np.max}
 
 
 def _reduce_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
@@ -423,15 +427,16 @@ def _attention_type(node: Node, types: list[TensorType | None], _v: object) -> l
 
 
 def _attention_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
-    q, k, v = (x.astype(np.float64) for x in xs[:3])  # type: ignore[union-attr]
+    q, k, v = (required(xs, i).astype(np.float64) for i in range(3))
+    mask = xs[3] if len(xs) > 3 else None
     s = q @ np.swapaxes(k, -1, -2) * attention_scale(node, q.shape[-1])
-    if len(xs) > 3 and xs[3] is not None:
-        s = s + xs[3].astype(np.float64)
+    if mask is not None:
+        s = s + mask.astype(np.float64)
     if node.attrs.get("causal", 0):
         sq, sk = s.shape[-2], s.shape[-1]
         s = np.where(np.tril(np.ones((sq, sk), bool), sk - sq), s, -np.inf)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return [((e / e.sum(axis=-1, keepdims=True)) @ v).astype(xs[0].dtype)]  # type: ignore
+    return [((e / e.sum(axis=-1, keepdims=True)) @ v).astype(required(xs, 0).dtype)]
 
 
 def _attention_check(node: Node) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,8 @@ REQUIRED = object()
 InferFn = Callable[[Node, list[TensorType | None], list[np.ndarray | None]], list[TensorType]]
 EvalFn = Callable[[Node, list[np.ndarray | None]], list[np.ndarray]]
 CheckFn = Callable[[Node], None]
+
+T = TypeVar("T")
 
 KINDS = ("pointwise", "view", "matmul", "conv", "row", "pool", "const", "composite")
 """pointwise: one output element from input elements (fused into kernels); view: a reshape that
@@ -95,6 +97,16 @@ def check_node(node: Node) -> OpDef:
     if op.check is not None:
         op.check(node)
     return op
+
+
+def required(items: list[T | None], i: int) -> T:
+    """Input `i`'s value or type, for an input the op requires (below its minimum input count,
+    or any input of an op whose check rejects omitted ones): check_node rejects a node without
+    it, and shape rules and references only see checked nodes with every named input's type /
+    value."""
+    item = items[i]
+    assert item is not None, f"input {i} is required (check_node rejects a node without it)"
+    return item
 
 
 def unsupported_attr(node: Node, key: str, why: str) -> UnsupportedOpError:

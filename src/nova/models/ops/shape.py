@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from nova.models.errors import ModelError
+from nova.models.errors import ModelError, UnsupportedOpError
 from nova.models.graph import Node, TensorType, dtype_name
 from nova.models.ops.elementwise import broadcast_shapes
 from nova.models.ops.nn import norm_axis
-from nova.models.ops.registry import REQUIRED, OpDef, register, unsupported_attr
+from nova.models.ops.registry import REQUIRED, OpDef, register, required, unsupported_attr
 
 
 def const_input(node: Node, values: list[np.ndarray | None], index: int, what: str) \
@@ -80,11 +80,11 @@ def view_shape(node: Node, shape: tuple[int, ...], values: list[np.ndarray | Non
                 raise ModelError(f"{node.describe()}: cannot squeeze axis {a} of size {shape[a]}")
         return tuple(d for i, d in enumerate(shape) if i not in norm)
     out_rank = rank + len(axes)
-    norm = sorted(norm_axis(node, a, out_rank) for a in axes)
+    inserted = {norm_axis(node, a, out_rank) for a in axes}
     out: list[int] = []
     it = iter(shape)
     for i in range(out_rank):
-        out.append(1 if i in norm else next(it))
+        out.append(1 if i in inserted else next(it))
     return tuple(out)
 
 
@@ -127,9 +127,12 @@ def _transpose_type(node: Node, types: list[TensorType | None], _v: object) -> l
     return [TensorType(x.dtype, tuple(x.shape[p] for p in perm))]
 
 
-register(OpDef("Transpose", "pointwise", _transpose_type,
-               lambda n, xs: [np.transpose(xs[0], transpose_perm(n, xs[0].ndim)).copy()],
-               attrs={"perm": None}))
+def _transpose_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    x = required(xs, 0)
+    return [np.transpose(x, transpose_perm(node, x.ndim)).copy()]
+
+
+register(OpDef("Transpose", "pointwise", _transpose_type, _transpose_eval, attrs={"perm": None}))
 
 
 def _concat_type(node: Node, types: list[TensorType | None], _v: object) -> list[TensorType]:
@@ -148,9 +151,20 @@ def _concat_type(node: Node, types: list[TensorType | None], _v: object) -> list
     return [TensorType(ts[0].dtype, tuple(shape))]
 
 
-register(OpDef("Concat", "pointwise", _concat_type,
-               lambda n, xs: [np.concatenate(xs, axis=int(n.attrs["axis"]))],  # type: ignore
-               inputs=(1, 1 << 16), attrs={"axis": REQUIRED}))
+def _concat_check(node: Node) -> None:
+    for i, name in enumerate(node.inputs):
+        if not name:
+            raise UnsupportedOpError(f"{node.describe()}: input {i} is required (Concat has no "
+                                     "optional inputs)")
+
+
+def _concat_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    return [np.concatenate([required(xs, i) for i in range(len(xs))],
+                           axis=int(node.attrs["axis"]))]
+
+
+register(OpDef("Concat", "pointwise", _concat_type, _concat_eval, inputs=(1, 1 << 16),
+               attrs={"axis": REQUIRED}, check=_concat_check))
 
 
 def slice_params(node: Node, shape: tuple[int, ...], values: list[np.ndarray | None]) \
@@ -204,9 +218,12 @@ def _gather_type(node: Node, types: list[TensorType | None], _v: object) -> list
     return [TensorType(x.dtype, (*x.shape[:axis], *idx.shape, *x.shape[axis + 1:]))]
 
 
-register(OpDef("Gather", "pointwise", _gather_type,
-               lambda n, xs: [np.take(xs[0], xs[1], axis=int(n.attrs["axis"]))],  # type: ignore
-               inputs=(2, 2), attrs={"axis": 0}))
+def _gather_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    return [np.take(required(xs, 0), required(xs, 1), axis=int(node.attrs["axis"]))]
+
+
+register(OpDef("Gather", "pointwise", _gather_type, _gather_eval, inputs=(2, 2),
+               attrs={"axis": 0}))
 
 
 def _expand_type(node: Node, types: list[TensorType | None], values: list[np.ndarray | None]) \
@@ -217,10 +234,15 @@ def _expand_type(node: Node, types: list[TensorType | None], values: list[np.nda
     return [TensorType(x.dtype, broadcast_shapes(node, x.shape, target))]
 
 
-register(OpDef("Expand", "pointwise", _expand_type,
-               lambda n, xs: [np.broadcast_to(xs[0], broadcast_shapes(  # type: ignore
-                   n, xs[0].shape, tuple(_ints(xs[1])))).copy()],  # type: ignore
-               inputs=(2, 2), const_inputs=(1,)))
+def _expand_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    x = required(xs, 0)
+    target = tuple(_ints(required(xs, 1)))
+    shape = tuple(int(d) for d in broadcast_shapes(node, x.shape, target))  # arrays: all ints
+    return [np.broadcast_to(x, shape).copy()]
+
+
+register(OpDef("Expand", "pointwise", _expand_type, _expand_eval, inputs=(2, 2),
+               const_inputs=(1,)))
 
 # ---- Split (rewritten into Slice nodes once shapes are known) ---------------------------------
 
@@ -304,8 +326,12 @@ def _constant_type(node: Node, _t: object, _v: object) -> list[TensorType]:
     return [TensorType(dtype_name(value.dtype), tuple(value.shape))]
 
 
+def _constant_check(node: Node) -> None:
+    constant_value(node)
+
+
 register(OpDef("Constant", "const", _constant_type, lambda n, xs: [constant_value(n)],
-               inputs=(0, 0), check=constant_value,  # type: ignore[arg-type]
+               inputs=(0, 0), check=_constant_check,
                attrs={"value": None, "value_float": None, "value_floats": None,
                       "value_int": None, "value_ints": None}))
 

@@ -21,11 +21,12 @@ re-running propagate afterwards where they create tensors.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from nova.models.errors import ModelError
-from nova.models.graph import Graph, Node, TensorType, numpy_dtype
+from nova.models.graph import Dim, Graph, Node, TensorType, numpy_dtype
 from nova.models.ops.nn import attention_scale, bn_scale_shift, reduce_axes
 from nova.models.ops.shape import split_sizes, transpose_perm
 
@@ -56,11 +57,11 @@ def fold_batchnorm(graph: Graph) -> Graph:
         if bn.op != "BatchNormalization":
             continue
         src = producers.get(bn.inputs[0])
-        params = [graph.weights.get(n) for n in bn.inputs[1:5]]
-        if src is None or any(p is None for p in params) or len(consumers[bn.inputs[0]]) != 1 \
+        params = _bn_params(graph, bn)
+        if src is None or params is None or len(consumers[bn.inputs[0]]) != 1 \
                 or bn.inputs[0] in graph.outputs:
             continue
-        a, b = bn_scale_shift(bn, *params)  # type: ignore[arg-type]
+        a, b = bn_scale_shift(bn, *params)
         if src.op == "Conv" and src.inputs[1] in graph.weights and _const_or_absent(
                 graph, src, 2):
             w = graph.weights[src.inputs[1]]
@@ -136,10 +137,10 @@ def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
             yield Node("Add", [mm_out, c], node.outputs[:1], {}, node.name + "_bias")
     elif op == "BatchNormalization":
         x = graph.type_of(node.inputs[0])
-        params = [graph.weights.get(n) for n in node.inputs[1:5]]
-        if any(p is None for p in params):
+        params = _bn_params(graph, node)
+        if params is None:
             raise ModelError(f"{node.describe()}: scale, bias, mean and var must be constants")
-        a, b = bn_scale_shift(node, *params)  # type: ignore[arg-type]
+        a, b = bn_scale_shift(node, *params)
         shape = (-1,) + (1,) * (x.rank - 2)
         dt = numpy_dtype(x.dtype)
         an, bn = names(node.outputs[0] + "_scale"), names(node.outputs[0] + "_shift")
@@ -180,6 +181,13 @@ def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
         yield node
 
 
+def _bn_params(graph: Graph, bn: Node) -> list[np.ndarray] | None:
+    """A BatchNormalization's scale, bias, mean and var, or None unless all are constants."""
+    params = [graph.weights.get(n) for n in bn.inputs[1:5]]
+    consts = [p for p in params if p is not None]
+    return consts if len(consts) == len(params) else None
+
+
 def _int_const(graph: Graph, names: _Names, values: list[int]) -> str:
     name = names("ints")
     graph.weights[name] = np.asarray(values, dtype=np.int64)
@@ -196,81 +204,24 @@ def fuse_layer_norm(graph: Graph) -> Graph:
 
     matched only when every intermediate has no other reader and eps, gamma, beta are
     constants."""
-    producers = graph.producers()
-    consumers = graph.consumers()
-    outputs = set(graph.outputs)
-
-    def only(tensor: str, reader: Node) -> bool:
-        return tensor not in outputs and [id(n) for n in consumers.get(tensor, [])] == [
-            id(reader)]
-
-    def const(tensor: str) -> np.ndarray | None:
-        return graph.weights.get(tensor)
-
+    matcher = _LayerNormMatcher(graph)
     replaced: dict[int, Node] = {}
     dropped: set[int] = set()
     for div in graph.nodes:
-        if div.op != "Div":
+        core = matcher.match_normalize(div) if div.op == "Div" else None
+        if core is None:
             continue
-        d, s = div.inputs
-        sqrt, sub = producers.get(s), producers.get(d)
-        if sqrt is None or sqrt.op != "Sqrt" or sub is None or sub.op != "Sub":
+        x_type = graph.type_of(core.x)
+        norm_shape = _static_dims(x_type.shape[x_type.rank - len(core.axes):])
+        if norm_shape is None:  # symbolic: the graph was not propagated with bound dims
             continue
-        add_eps = producers.get(sqrt.inputs[0])
-        if add_eps is None or add_eps.op != "Add":
-            continue
-        var_name, eps_name = add_eps.inputs
-        if const(eps_name) is None:
-            var_name, eps_name = eps_name, var_name
-        eps = const(eps_name)
-        var = producers.get(var_name)
-        if eps is None or eps.size != 1 or var is None or var.op != "ReduceMean":
-            continue
-        sq = producers.get(var.inputs[0])
-        x, mean_name = sub.inputs
-        mean = producers.get(mean_name)
-        if sq is None or mean is None or mean.op != "ReduceMean" or mean.inputs[0] != x:
-            continue
-        squares = (sq.op == "Pow" and sq.inputs[0] == d and const(sq.inputs[1]) is not None
-                   and float(np.asarray(const(sq.inputs[1])).reshape(-1)[0]) == 2.0) or (
-            sq.op == "Mul" and sq.inputs == [d, d])
-        rank = graph.type_of(x).rank
-        axes = reduce_axes_of(graph, mean)
-        if not squares or reduce_axes_of(graph, var) != axes or not axes or \
-                axes != tuple(range(rank - len(axes), rank)) or \
-                not mean.attrs.get("keepdims", 1) or not var.attrs.get("keepdims", 1):
-            continue
-        if not (only(mean_name, sub) and only(sq.outputs[0], var) and only(var_name, add_eps)
-                and only(add_eps.outputs[0], sqrt) and only(s, div) and
-                sorted(id(n) for n in consumers.get(d, [])) == sorted([id(sq), id(div)])
-                and d not in outputs):
-            continue
-        chain = [mean, sub, sq, var, add_eps, sqrt]
-        last, gamma, beta = div, None, None
-        norm_shape = tuple(graph.type_of(x).shape[rank - len(axes):])
-        for op in ("Mul", "Add"):
-            users = consumers.get(last.outputs[0], [])
-            if len(users) != 1 or users[0].op != op or last.outputs[0] in outputs:
-                break
-            other = [i for i in users[0].inputs if i != last.outputs[0]]
-            value = const(other[0]) if len(other) == 1 else None
-            if value is None or len(value.shape) > len(norm_shape) or any(
-                    d_ not in (1, n_) for d_, n_ in zip(value.shape[::-1], norm_shape[::-1],
-                                                          strict=False)):
-                break
-            chain.append(last)
-            last = users[0]
-            if op == "Mul":
-                gamma = other[0]
-            else:
-                beta = other[0]
-        names = _Names(graph)
+        last, gamma, beta, scaled = matcher.match_affine(div, norm_shape)
+        chain = [*core.nodes, div, *scaled]
         if gamma is None:
-            gamma = names("ln_scale")
-            dtype = numpy_dtype(graph.type_of(x).dtype)
-            graph.weights[gamma] = np.ones(norm_shape, dtype)
-        replaced[id(last)] = Node("LayerNormalization", [x, gamma, beta or ""], last.outputs,
-                                  {"axis": -len(axes), "epsilon": float(eps.reshape(-1)[0])},
+            gamma = matcher.names("ln_scale")
+            graph.weights[gamma] = np.ones(norm_shape, numpy_dtype(x_type.dtype))
+        replaced[id(last)] = Node("LayerNormalization", [core.x, gamma, beta or ""], last.outputs,
+                                  {"axis": -len(core.axes), "epsilon": core.eps},
                                   last.name or div.name)
         dropped.update(id(n) for n in chain if n is not last)
     if replaced:
@@ -279,6 +230,136 @@ def fuse_layer_norm(graph: Graph) -> Graph:
             while node.inputs and not node.inputs[-1]:
                 node.inputs.pop()
     return graph
+
+
+@dataclass
+class _Normalize:
+    """A matched `(X - mean) / sqrt(var + eps)`: X, eps, the reduced (trailing) axes and the
+    nodes before the Div (mean, sub, square, var, add_eps, sqrt)."""
+
+    x: str
+    eps: float
+    axes: tuple[int, ...]
+    nodes: list[Node]
+
+
+class _LayerNormMatcher:
+    """The pattern matching of fuse_layer_norm on one graph (producers and consumers taken once:
+    the graph's nodes are only replaced after every match)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.producers = graph.producers()
+        self.consumers = graph.consumers()
+        self.outputs = set(graph.outputs)
+        self.names = _Names(graph)
+
+    def only(self, tensor: str, reader: Node) -> bool:
+        """Whether `reader` is the only reader of `tensor` (and it is no graph output)."""
+        return tensor not in self.outputs and [
+            id(n) for n in self.consumers.get(tensor, [])] == [id(reader)]
+
+    def const(self, tensor: str) -> np.ndarray | None:
+        return self.graph.weights.get(tensor)
+
+    def produced_by(self, tensor: str, op: str) -> Node | None:
+        node = self.producers.get(tensor)
+        return node if node is not None and node.op == op else None
+
+    def match_normalize(self, div: Node) -> _Normalize | None:
+        """The normalisation that Div node `div` ends, or None."""
+        d, s = div.inputs
+        sqrt, sub = self.produced_by(s, "Sqrt"), self.produced_by(d, "Sub")
+        if sqrt is None or sub is None:
+            return None
+        add_eps = self.produced_by(sqrt.inputs[0], "Add")
+        if add_eps is None:
+            return None
+        var_name, eps_name = add_eps.inputs
+        if self.const(eps_name) is None:
+            var_name, eps_name = eps_name, var_name
+        eps = self.const(eps_name)
+        var = self.produced_by(var_name, "ReduceMean")
+        if eps is None or eps.size != 1 or var is None:
+            return None
+        sq = self.producers.get(var.inputs[0])
+        x, mean_name = sub.inputs
+        mean = self.produced_by(mean_name, "ReduceMean")
+        if sq is None or mean is None or mean.inputs[0] != x:
+            return None
+        if not self.squares(sq, d):
+            return None
+        axes = self.trailing_axes(x, mean, var)
+        if axes is None:
+            return None
+        nodes = [mean, sub, sq, var, add_eps, sqrt]
+        if not self.private_chain(nodes, div):
+            return None
+        return _Normalize(x, float(eps.reshape(-1)[0]), axes, nodes)
+
+    def squares(self, sq: Node, d: str) -> bool:
+        """Whether `sq` is Pow(d, 2) or Mul(d, d)."""
+        if sq.op == "Pow":
+            exponent = self.const(sq.inputs[1])
+            return sq.inputs[0] == d and exponent is not None and float(
+                np.asarray(exponent).reshape(-1)[0]) == 2.0
+        return sq.op == "Mul" and sq.inputs == [d, d]
+
+    def trailing_axes(self, x: str, mean: Node, var: Node) -> tuple[int, ...] | None:
+        """The axes both ReduceMeans reduce, when they are the same trailing axes of `x` and
+        both keep dims; else None."""
+        rank = self.graph.type_of(x).rank
+        axes = reduce_axes_of(self.graph, mean)
+        if reduce_axes_of(self.graph, var) != axes or not axes or \
+                axes != tuple(range(rank - len(axes), rank)) or \
+                not mean.attrs.get("keepdims", 1) or not var.attrs.get("keepdims", 1):
+            return None
+        return axes
+
+    def private_chain(self, nodes: list[Node], div: Node) -> bool:
+        """Whether no intermediate of mean, sub, sq, var, add_eps, sqrt -> div is read elsewhere
+        (D = sub's output is read by exactly sq and div)."""
+        _, sub, sq, var, add_eps, sqrt = nodes
+        d, s = div.inputs
+        return (self.only(sub.inputs[1], sub) and self.only(sq.outputs[0], var)
+                and self.only(var.outputs[0], add_eps) and self.only(add_eps.outputs[0], sqrt)
+                and self.only(s, div)
+                and sorted(id(n) for n in self.consumers.get(d, [])) == sorted([id(sq), id(div)])
+                and d not in self.outputs)
+
+    def match_affine(self, div: Node, norm_shape: tuple[int, ...]
+                     ) -> tuple[Node, str | None, str | None, list[Node]]:
+        """The optional Mul(gamma) then Add(beta) after `div`, with constants that broadcast to
+        `norm_shape`: (the last node, gamma, beta, the matched Mul/Add nodes)."""
+        last, gamma, beta = div, None, None
+        matched: list[Node] = []
+        for op in ("Mul", "Add"):
+            users = self.consumers.get(last.outputs[0], [])
+            if len(users) != 1 or users[0].op != op or last.outputs[0] in self.outputs:
+                break
+            other = [i for i in users[0].inputs if i != last.outputs[0]]
+            value = self.const(other[0]) if len(other) == 1 else None
+            if value is None or not _broadcasts_to(value.shape, norm_shape):
+                break
+            last = users[0]
+            matched.append(last)
+            if op == "Mul":
+                gamma = other[0]
+            else:
+                beta = other[0]
+        return last, gamma, beta, matched
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether an array of `shape` broadcasts to `target` without growing it."""
+    return len(shape) <= len(target) and all(
+        d in (1, n) for d, n in zip(shape[::-1], target[::-1], strict=False))
+
+
+def _static_dims(dims: tuple[Dim, ...]) -> tuple[int, ...] | None:
+    """`dims` as ints, or None when one is symbolic."""
+    ints = tuple(d for d in dims if isinstance(d, int))
+    return ints if len(ints) == len(dims) else None
 
 
 def fold_transposes(graph: Graph) -> Graph:
