@@ -19,7 +19,8 @@ mlir-opt 22's where upstream rejects the IR, otherwise (constant loop steps) old
 * `memref.get_global`: names a `memref.global` of exactly the result type.
 * `memref.collapse_shape` / `memref.expand_shape`: one reassociation group per collapsed
   dimension, covering the expanded dimensions in order, each group's size equal to its
-  collapsed dimension (both dynamic or both static).
+  collapsed dimension (both dynamic or both static); expand_shape's `output_shape` matches its
+  result type.
 
 Ops that Nova defines itself carry their checks in their own `verify_` (e.g. `gpu.printf`'s
 format check in `nova.ir.gpu.kernel_ops`).
@@ -270,6 +271,28 @@ def _check_reshape(op: Operation) -> None:
         if not dim_dynamic and math.prod(sizes) != collapsed_shape[dim]:
             raise RuleError(f"{prefix} collapsed dim size ({collapsed_shape[dim]}) must equal "
                             f"reassociation group size ({math.prod(sizes)})")
+    if op.name == "memref.expand_shape":
+        _check_output_shape(op, expanded_shape)
+
+
+def _check_output_shape(op: Operation, shape: Sequence[int]) -> None:
+    """expand_shape's `output_shape` agrees with its result type (MLIR's checks)."""
+    attr = op.properties.get("static_output_shape")
+    if attr is None:
+        return
+    static = list(attr.get_values())  # type: ignore[attr-defined]
+    prefix = "'memref.expand_shape' op"
+    if len(static) != len(shape):
+        raise RuleError(f"{prefix} expected number of static shape bounds to be equal to the "
+                        f"output rank ({len(shape)}) but found {len(static)} inputs instead")
+    dynamic = static.count(DYNAMIC_INDEX)
+    if dynamic != len(op.operands) - 1:
+        raise RuleError(f"{prefix} mismatch in dynamic dims in output_shape and "
+                        f"static_output_shape: static_output_shape has {dynamic} dynamic dims "
+                        f"while output_shape has {len(op.operands) - 1} values")
+    for pos, (size, given) in enumerate(zip(shape, static, strict=True)):
+        if size != DYNAMIC_INDEX and size != given:
+            raise RuleError(f"{prefix} invalid output shape provided at pos {pos}")
 
 
 RULES: dict[str, Rule] = {

@@ -252,3 +252,11 @@ func.func @f(%a: memref<2x3x4xf32>) {
   %r = memref.collapse_shape %a [[0], [1]] : memref<2x3x4xf32> into memref<2x3xf32>
   return
 }
+
+// -----
+
+func.func @f(%a: memref<6xf32>) {
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.expand_shape' op invalid output shape provided at pos 0
+  %r = memref.expand_shape %a [[0, 1]] output_shape [3, 2] : memref<6xf32> into memref<2x3xf32>
+  return
+}
