@@ -16,7 +16,7 @@ import struct
 from typing import Any, NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, UnknownLoc
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerType, ModuleOp, UnknownLoc
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.core import AttributeInvT
 from xdsl.parser import Parser, UnresolvedOperand
@@ -40,6 +40,14 @@ MLIRLexer._unescaped_characters_regex = re.compile(
     r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
 MAX_DENSE_ELEMENTS = 1 << 24
 """The largest `dense<...>` literal parsed (xDSL holds each element as a Python object)."""
+MAX_INTEGER_WIDTH = (1 << 24) - 1
+"""MLIR's `IntegerType::kMaxWidth`: wider integer types are refused when their token is read,
+before xDSL builds anything from them (it computes each constant's bounds as Python integers of
+that many bits: `i2147483647` took over 16 GiB). The LLVM lowering accepts far fewer bits
+(`nova.backends.llvm.types.MAX_INTEGER_BITS`)."""
+MAX_DENSE_INTEGER_WIDTH = 64
+"""xDSL stores dense literals packed with `struct`, which has no format for wider integers."""
+_INTEGER_TYPE = re.compile(r"[su]?i(\d+)")
 
 
 def _context() -> Context:
@@ -90,6 +98,22 @@ class _LocatingParser(Parser):
             self.raise_error("invalid dimension: a static size must be less than 2^63", start)
         return size
 
+    def _parse_optional_integer_or_float_type(self) -> Any:
+        """As xDSL's, but an integer width over MLIR's limit is an error (MLIR's messages)
+        raised before anything is built from it."""
+        token = self._current_token
+        if token.kind == MLIRTokenKind.BARE_IDENT:
+            match = _INTEGER_TYPE.fullmatch(token.text)
+            if match is not None:
+                digits = match.group(1).lstrip("0")
+                if len(digits) > 10 or int(digits or "0") >= 1 << 32:
+                    self.raise_error("invalid integer width", token.span.start,
+                                     token.span.end)
+                if int(digits or "0") > MAX_INTEGER_WIDTH:
+                    self.raise_error(f"integer bitwidth is limited to {MAX_INTEGER_WIDTH} bits",
+                                     token.span.start, token.span.end)
+        return super()._parse_optional_integer_or_float_type()
+
     def _parse_dense_literal_type(self) -> Any:
         start = self._current_token.span.start
         ty = super()._parse_dense_literal_type()
@@ -103,7 +127,15 @@ class _LocatingParser(Parser):
 
     def _check_dense_size(self, ty: Any, at: int | None = None) -> None:
         """xDSL expands a splat `dense<...>` to one Python value per element: refuse sizes
-        that would exhaust memory instead of trying."""
+        that would exhaust memory instead of trying; and it packs integers with `struct`,
+        which has no format for more than 64 bits."""
+        element = ty.get_element_type() if hasattr(ty, "get_element_type") else None
+        if isinstance(element, IntegerType) and element.width.data > MAX_DENSE_INTEGER_WIDTH:
+            offset = self._op_start if at is None else at
+            raise UnsupportedError(
+                f"dense literal of type {ty} is not supported: Nova's dense literals hold "
+                f"integers of at most {MAX_DENSE_INTEGER_WIDTH} bits (use a scalar "
+                f"arith.constant for a wider integer)", self.source_location(offset))
         count = math.prod(ty.get_shape())
         if count > MAX_DENSE_ELEMENTS:
             message = (f"dense literal of type {ty} has {count} elements; Nova accepts at most "

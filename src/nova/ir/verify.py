@@ -2,7 +2,8 @@
 
 xDSL's `Operation.verify()` raises from deep inside a walk with a message that reprints the
 whole IR and without saying which op failed; this walk checks each op on its own (structure,
-then the op's IRDL constraints and custom verifier) and raises `nova.errors.VerifyError` located
+then the op's IRDL constraints and custom verifier, then `nova.ir.rules`' extra checks for
+xDSL ops whose verifiers accept what MLIR rejects) and raises `nova.errors.VerifyError` located
 at the first failing op (its location, else its nearest located ancestor's).
 """
 
@@ -14,6 +15,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from nova.errors import NovaError, VerifyError
 from nova.ir.locations import nearest_location
+from nova.ir.rules import RuleError, check_rules
 
 
 class _StructureError(DiagnosticException):
@@ -119,6 +121,7 @@ def verify_located(root: Operation) -> None:
             _check_structure(op)
             dominance.check(op)
             op.verify_()
+            check_rules(op)
         except NovaError:
             raise
         except Exception as err:  # some xDSL verifiers raise a bare Exception
@@ -127,6 +130,6 @@ def verify_located(root: Operation) -> None:
             prefix = "Operation does not verify: "
             if message.startswith(prefix):
                 message = message[len(prefix):]
-            if not message.startswith("'") and not isinstance(err, _StructureError):
+            if not message.startswith("'") and not isinstance(err, _StructureError | RuleError):
                 message = f"'{op.name}' op {message}"
             raise VerifyError(message, nearest_location(op)) from err

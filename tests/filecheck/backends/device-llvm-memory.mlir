@@ -18,7 +18,7 @@ module attributes {gpu.container_module} {
       %g = memref.get_global @tile : memref<64xf32, 3>
       %old = memref.atomic_rmw addf %v, %g[%c0] : (f32, memref<64xf32, 3>) -> f32
       %old2 = memref.atomic_rmw mulf %v, %m[%c0] : (f32, memref<?xf32>) -> f32
-      gpu.printf "t=%d v=%f\n", %t, %v : index, f32
+      gpu.printf "t=%lld v=%f\n", %t, %v : index, f32
       %z = arith.constant 0.0 : f32
       %pos = arith.cmpf oge, %old2, %z : f32
       cf.assert %pos, "product went negative"
@@ -47,4 +47,4 @@ module attributes {gpu.container_module} {
 // GLOBAL-DAG:  @"tile" = internal addrspace(3) global [64 x float] undef
 // GLOBAL-DAG:  @"__wg_memory_0" = internal addrspace(3) global [32 x float] undef, align 16
 // GLOBAL-DAG:  c"product went negative\00"
-// GLOBAL-DAG:  c"t=%d v=%f\0a\00"
+// GLOBAL-DAG:  c"t=%lld v=%f\0a\00"

@@ -36,7 +36,7 @@ func.func @main(%s: f32) {
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %x = vector.extract %v[0, 1] : f32 from vector<2x4xf32>
-    gpu.printf "%f\n", %s, %x : f32, f32
+    gpu.printf "%f %f\n", %s, %x : f32, f32
     gpu.terminator
   }
   return

@@ -22,6 +22,8 @@ from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, ModuleEmitter, attr, int_attr, symbol_name
 from nova.backends.llvm.target import Handler
+from nova.errors import UnsupportedError
+from nova.ir.locations import location_of
 
 DYNAMIC = -(2**63)
 
@@ -169,7 +171,17 @@ def lower_dim(fe: FunctionEmitter, op: Operation) -> None:
         raise fe.unsupported(op, "memref.dim of an unranked memref")
     desc = fe.lookup_memref(src)
     if isinstance(index, ir.Constant):
-        fe.bind(op.results[0], desc.sizes[int(index.constant)])
+        # A constant index outside the rank is undefined behaviour upstream (mlir-opt accepts
+        # it); there is no size to read, so refuse it rather than compute garbage.
+        position = int(index.constant)
+        if position >= 1 << 63:  # the constant as a signed index (-1 is 2^64 - 1)
+            position -= 1 << 64
+        if not 0 <= position < len(desc.sizes):
+            raise UnsupportedError(
+                f"memref.dim index {position} is out of range for {src.type} of rank "
+                f"{len(desc.sizes)} (a constant index must be in [0, {len(desc.sizes)}))",
+                location_of(op))
+        fe.bind(op.results[0], desc.sizes[position])
         return
     value: ir.Value = ir.Constant(T.INDEX, 0)
     for i, size in enumerate(desc.sizes):

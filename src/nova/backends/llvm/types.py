@@ -99,11 +99,21 @@ def is_dynamic(dim: int | None) -> bool:
     return dim is None or dim == DYNAMIC_INDEX or dim < 0
 
 
+MAX_INTEGER_BITS = 1 << 16
+"""The widest integer type the LLVM lowering accepts. The parser already refuses MLIR's limit
+(16777215 bits); LLVM stops at 2^23 bits (wider ones were an unlocated "invalid LLVM IR" error)
+and the code it generates for arithmetic grows with the width (an i1000000 multiply takes
+seconds to compile). Nova's own programs use at most 128 bits."""
+
+
 def scalar_type(ty: Attribute) -> ir.Type:
     """The LLVM type of a scalar MLIR type; raises UnsupportedError for anything else."""
     if isinstance(ty, IndexType):
         return INDEX
     if isinstance(ty, IntegerType):
+        if ty.width.data > MAX_INTEGER_BITS:
+            raise UnsupportedError(f"type '{ty}' is not supported by the LLVM lowering: integers "
+                                   f"are limited to {MAX_INTEGER_BITS} bits")
         return ir.IntType(ty.width.data)
     if isinstance(ty, Float32Type):
         return F32

@@ -8,6 +8,7 @@ its double spaces, e.g. `gpu.thread_id  x`), and its properties carry MLIR's gen
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Self
 
@@ -348,9 +349,80 @@ class SubgroupReduceOp(IRDLOperation):
 # ---- printf ----------------------------------------------------------------------------------
 
 
+_CONVERSION = re.compile(
+    r"%(?P<flags>[-+ #0']*)(?P<width>\*|\d+)?(?:\.(?P<precision>\*|\d*))?"
+    r"(?P<length>hh|h|ll|l|j|z|t|L|q)?(?P<conv>.?)", re.DOTALL)
+_INT_CONVERSIONS = frozenset("diouxXc")
+_FLOAT_CONVERSIONS = frozenset("fFeEgGaA")
+_SUPPORTED = ("d i o u x X c for integers (with h/hh or none up to 32 bits, l/ll/j/z/t for "
+              "64 bits and index), f F e E g G a A for floats, %%")
+
+
+def printf_conversions(fmt: str) -> list[tuple[str, str, str]]:
+    """The (text, length modifier, conversion) of each argument-consuming conversion in a
+    printf format; raises VerifyException for a conversion gpu.printf cannot pass (strings,
+    pointers, %n, `*` widths, unknown letters, a trailing `%`)."""
+    found: list[tuple[str, str, str]] = []
+    index = fmt.find("%")
+    while index != -1:
+        match = _CONVERSION.match(fmt, index)
+        assert match is not None  # every part of the pattern is optional
+        text, conv = match.group(0), match.group("conv")
+        if text == "%%":
+            index = fmt.find("%", match.end())
+            continue
+        if not conv:
+            raise VerifyException("'gpu.printf' op format ends in an incomplete conversion "
+                                  f"'{text}'")
+        if "*" in (match.group("width") or "") + (match.group("precision") or ""):
+            raise VerifyException(f"'gpu.printf' op conversion '{text}': '*' widths and "
+                                  "precisions are not supported")
+        if conv not in _INT_CONVERSIONS and conv not in _FLOAT_CONVERSIONS:
+            raise VerifyException(f"'gpu.printf' op conversion '{text}' is not supported "
+                                  f"(gpu.printf arguments are numbers; supported: {_SUPPORTED})")
+        found.append((text, match.group("length") or "", conv))
+        index = fmt.find("%", match.end())
+    return found
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _check_printf_argument(number: int, conversion: tuple[str, str, str], ty: Attribute) -> None:
+    """Raise unless the `number`th (1-based) conversion can print an argument of type `ty`."""
+    text, length, conv = conversion
+    where = f"'gpu.printf' op conversion '{text}' does not match argument #{number} of type {ty}"
+    if isinstance(ty, AnyFloat):
+        if conv not in _FLOAT_CONVERSIONS or length not in ("", "l"):
+            raise VerifyException(f"{where} (floats are passed as double: use %f, %e, %g or "
+                                  "%a)")
+        return
+    bits = 64 if isinstance(ty, IndexType) else ty.width.data if isinstance(ty, IntegerType) \
+        else 0
+    if conv not in _INT_CONVERSIONS:
+        raise VerifyException(f"{where} (integers print with %d, %i, %u, %o, %x, %X or %c)")
+    if bits <= 32:
+        if length not in ("", "h", "hh"):
+            raise VerifyException(f"{where} (an integer of up to 32 bits is passed as int: no "
+                                  "length modifier, or h/hh)")
+    elif bits == 64:
+        if length not in ("l", "ll", "j", "z", "t", "q") or conv == "c":
+            raise VerifyException(f"{where} (a 64-bit integer or index needs a 64-bit "
+                                  "conversion: %ld, %lld, %lu, %lx, ...)")
+    else:
+        raise VerifyException(f"'gpu.printf' op argument #{number} of type {ty} cannot be "
+                              "printed (integers of up to 32 bits or of 64 bits)")
+
+
 @irdl_op_definition
 class PrintfOp(IRDLOperation):
-    """`gpu.printf "fmt", %a, %b : i32, f32`: device-side printf."""
+    """`gpu.printf "fmt", %a, %b : i32, f32`: device-side printf.
+
+    The verifier checks the format against the arguments (upstream does not): one conversion
+    per argument, of its kind and size after C's vararg promotion (as the NVPTX vprintf and the
+    CPU device's printf receive them), and no conversion that would read a string or pointer
+    (`%s`, `%p`, `%n`) or an extra argument (`*`)."""
 
     name = "gpu.printf"
     format = prop_def(StringAttr)
@@ -367,6 +439,13 @@ class PrintfOp(IRDLOperation):
                 raise VerifyException(
                     f"'gpu.printf' op operand must be an integer, index or float, got "
                     f"{arg.type}")
+        conversions = printf_conversions(self.format.data)
+        if len(conversions) != len(self.args):
+            raise VerifyException(
+                f"'gpu.printf' op format has {_count(len(conversions), 'conversion')} but "
+                f"{_count(len(self.args), 'argument')} (each argument needs exactly one)")
+        for number, (conversion, arg) in enumerate(zip(conversions, self.args, strict=True)):
+            _check_printf_argument(number + 1, conversion, arg.type)
 
 
 KERNEL_OPS: tuple[type[IRDLOperation], ...] = (
