@@ -7,9 +7,10 @@ mixed), per class:
 - Nova kernels on device-resident pages: compress (compress kernel alone, and with the scan +
   compaction that make the payload contiguous), decompress; GB/s of uncompressed bytes, timed
   with device events; ratio and ratio / liblz4's;
-- nvCOMP batched LZ4 (nvidia-nvcomp-cu13) through its C API (ctypes; the 4.x or 5.x entry points,
-  whichever the library exports), on the same device pages, one chunk per page; falls back to
-  its Python API (nvidia.nvcomp) if the C API cannot be bound;
+- nvCOMP batched LZ4 (nvidia-nvcomp-cu13 6.x) through its C API (ctypes on libnvcomp.so.6 of
+  nvidia-libnvcomp-cu13), on the same device pages, one chunk per page, default options; falls
+  back to its Python API (nvidia.nvcomp, uncomp_chunk_size = the page) if the C API cannot be
+  bound (probed in a child process first, so a wrong binding cannot crash the bench);
 - end to end, pinned host -> host: nova.lz4.PageCompressor on a pinned HostBuffer of pages
   (H2D, kernels, D2H on three streams, slots), and the pinned H2D bandwidth it is measured
   against.
@@ -109,35 +110,80 @@ def wall(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 
 # --- nvCOMP ------------------------------------------------------------------------------------
+def find_libnvcomp() -> str:
+    """libnvcomp.so of the installed wheels: nvidia-libnvcomp-cu13 ships it as
+    nvidia/libnvcomp/lib64/libnvcomp.so.<major> (nvidia-nvcomp-cu13, the Python API, depends on
+    that wheel and loads it from there); NVCOMP_LIBRARY overrides."""
+    if os.environ.get("NVCOMP_LIBRARY"):
+        return os.environ["NVCOMP_LIBRARY"]
+    roots: list[str] = []
+    for name in ("nvidia.libnvcomp", "nvidia.nvcomp", "nvidia"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        roots += list(spec.submodule_search_locations or []) if spec else []
+    libs = {os.path.realpath(p) for r in roots
+            for p in glob.glob(os.path.join(r, "**", "libnvcomp.so*"), recursive=True)}
+    if not libs:
+        raise RuntimeError("libnvcomp.so not found (pip install nvidia-nvcomp-cu13, which "
+                           "brings nvidia-libnvcomp-cu13)")
+    return sorted(libs, key=lambda p: (len(p), p))[0]
+
+
 class NvcompC:
-    """nvCOMP's batched LZ4 through its C API (ctypes). Binds the 5.x entry points
-    (`...GetTempSizeAsync`, options structs with reserved bytes, device statuses) or the 4.x
-    ones, whichever the library exports."""
+    """nvCOMP's batched LZ4 through its C API (ctypes), nvCOMP 6.x (nvcomp/lz4.h of
+    nvidia-libnvcomp-cu13 6.0): options structs passed by value (64 bytes: compress
+    {data_type, bitshuffle_mode, reserved[56]}, decompress {backend, sort_before_hw_decompress,
+    data_type, bitshuffle_mode, reserved[48]}), temp-size queries that take the total
+    uncompressed bytes and a stream, device statuses."""
+
+    class CompressOpts(ctypes.Structure):
+        _fields_ = [("data_type", ctypes.c_int), ("bitshuffle_mode", ctypes.c_int),
+                    ("reserved", ctypes.c_char * 56)]
+
+    class DecompressOpts(ctypes.Structure):
+        _fields_ = [("backend", ctypes.c_int), ("sort_before_hw_decompress", ctypes.c_int),
+                    ("data_type", ctypes.c_int), ("bitshuffle_mode", ctypes.c_int),
+                    ("reserved", ctypes.c_char * 48)]
+
+    class Alignments(ctypes.Structure):
+        _fields_ = [("input", ctypes.c_size_t), ("output", ctypes.c_size_t),
+                    ("temp", ctypes.c_size_t)]
+
+    class Properties(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("cudart_version", ctypes.c_uint32)]
 
     def __init__(self) -> None:
-        spec = importlib.util.find_spec("nvidia.nvcomp")
-        roots = list(spec.submodule_search_locations or []) if spec else []
-        libs = [p for r in roots for p in glob.glob(os.path.join(r, "**", "libnvcomp.so*"),
-                                                    recursive=True)]
-        if not libs:
-            raise RuntimeError("libnvcomp.so not found in the nvidia.nvcomp package "
-                               "(pip install nvidia-nvcomp-cu13)")
-        self.path = sorted(libs, key=len)[0]
-        self.lib = ctypes.CDLL(self.path)
-        self.v5 = hasattr(self.lib, "nvcompBatchedLZ4CompressGetTempSizeAsync")
-
-        class Opts4(ctypes.Structure):
-            _fields_ = [("data_type", ctypes.c_int)]
-
-        class Opts5(ctypes.Structure):
-            _fields_ = [("data_type", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
-
-        class DOpts5(ctypes.Structure):
-            _fields_ = [("backend", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
-
-        self.copts = Opts5() if self.v5 else Opts4()
-        self.dopts = DOpts5()
-        self.version = "5.x" if self.v5 else "4.x"
+        self.path = find_libnvcomp()
+        lib = self.lib = ctypes.CDLL(self.path)
+        props = self.Properties()
+        self._check(lib.nvcompGetProperties(ctypes.byref(props)), "nvcompGetProperties")
+        self.version = (f"{props.version // 1000}.{props.version % 1000 // 100}."
+                        f"{props.version % 100}")
+        if props.version // 1000 != 6:
+            raise RuntimeError(f"nvCOMP {self.version}: this binding is for the 6.x C API")
+        sz, vp, st = ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int
+        copts, dopts = self.CompressOpts, self.DecompressOpts
+        pz = ctypes.POINTER(ctypes.c_size_t)
+        sigs: dict[str, list[Any]] = {
+            "nvcompBatchedLZ4CompressGetTempSize": [sz, sz, copts, pz, sz, vp],
+            "nvcompBatchedLZ4CompressGetMaxOutputChunkSize": [sz, copts, pz],
+            "nvcompBatchedLZ4CompressGetRequiredAlignments": [copts,
+                                                              ctypes.POINTER(self.Alignments)],
+            "nvcompBatchedLZ4CompressAsync": [vp, vp, sz, sz, vp, sz, vp, vp, copts, vp, vp],
+            "nvcompBatchedLZ4DecompressGetTempSize": [sz, sz, dopts, pz, sz, vp],
+            "nvcompBatchedLZ4DecompressAsync": [vp, vp, vp, vp, sz, vp, sz, vp, dopts, vp, vp],
+        }
+        for name, argtypes in sigs.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, st
+        self.copts = copts()  # zeroed: NVCOMP_TYPE_CHAR, no bitshuffle (the default options)
+        self.dopts = dopts()  # zeroed: NVCOMP_DECOMPRESS_BACKEND_DEFAULT
+        align = self.Alignments()
+        self._check(lib.nvcompBatchedLZ4CompressGetRequiredAlignments(
+            self.copts, ctypes.byref(align)), "required alignments")
+        self.out_align = max(16, int(align.output))
 
     def _check(self, status: int, what: str) -> None:
         if status != 0:
@@ -147,74 +193,68 @@ class NvcompC:
         sz = ctypes.c_size_t
         temp_c, temp_d, max_out = sz(), sz(), sz()
         lib = self.lib
-        if self.v5:
-            self._check(lib.nvcompBatchedLZ4CompressGetTempSizeAsync(
-                sz(n), sz(page), self.copts, ctypes.byref(temp_c), sz(n * page)), "temp size")
-            self._check(lib.nvcompBatchedLZ4DecompressGetTempSizeAsync(
-                sz(n), sz(page), self.dopts, ctypes.byref(temp_d), sz(n * page)), "temp size")
-        else:
-            self._check(lib.nvcompBatchedLZ4CompressGetTempSize(
-                sz(n), sz(page), self.copts, ctypes.byref(temp_c)), "temp size")
-            self._check(lib.nvcompBatchedLZ4DecompressGetTempSize(
-                sz(n), sz(page), ctypes.byref(temp_d)), "temp size")
+        self._check(lib.nvcompBatchedLZ4CompressGetTempSize(
+            n, page, self.copts, ctypes.byref(temp_c), n * page, None), "compress temp size")
+        self._check(lib.nvcompBatchedLZ4DecompressGetTempSize(
+            n, page, self.dopts, ctypes.byref(temp_d), n * page, None), "decompress temp size")
         self._check(lib.nvcompBatchedLZ4CompressGetMaxOutputChunkSize(
-            sz(page), self.copts, ctypes.byref(max_out)), "max output size")
+            page, self.copts, ctypes.byref(max_out)), "max output size")
+        stride = -(-max_out.value // self.out_align) * self.out_align
         return {"temp_c": dev.allocate(max(temp_c.value, 1)),
                 "temp_d": dev.allocate(max(temp_d.value, 1)),
-                "max_out": max_out.value, "temp_c_bytes": temp_c.value,
+                "max_out": max_out.value, "out_stride": stride, "temp_c_bytes": temp_c.value,
                 "temp_d_bytes": temp_d.value}
 
     def compress(self, in_ptrs: nova.Buffer, in_sizes: nova.Buffer, page: int, n: int,
                  temp: nova.Buffer, out_ptrs: nova.Buffer, out_sizes: nova.Buffer,
                  statuses: nova.Buffer, stream: nova.Stream) -> None:
-        sz, vp = ctypes.c_size_t, ctypes.c_void_p
-        args = [vp(in_ptrs.ptr), vp(in_sizes.ptr), sz(page), sz(n), vp(temp.ptr),
-                sz(temp.nbytes), vp(out_ptrs.ptr), vp(out_sizes.ptr), self.copts]
-        if self.v5:
-            args.append(vp(statuses.ptr))
-        args.append(vp(stream.handle))
-        self._check(self.lib.nvcompBatchedLZ4CompressAsync(*args), "compress")
+        self._check(self.lib.nvcompBatchedLZ4CompressAsync(
+            in_ptrs.ptr, in_sizes.ptr, page, n, temp.ptr, temp.nbytes, out_ptrs.ptr,
+            out_sizes.ptr, self.copts, statuses.ptr, stream.handle), "compress")
 
     def decompress(self, in_ptrs: nova.Buffer, in_sizes: nova.Buffer, out_caps: nova.Buffer,
                    out_actual: nova.Buffer, n: int, temp: nova.Buffer, out_ptrs: nova.Buffer,
                    statuses: nova.Buffer, stream: nova.Stream) -> None:
-        sz, vp = ctypes.c_size_t, ctypes.c_void_p
-        args = [vp(in_ptrs.ptr), vp(in_sizes.ptr), vp(out_caps.ptr), vp(out_actual.ptr), sz(n),
-                vp(temp.ptr), sz(temp.nbytes), vp(out_ptrs.ptr)]
-        if self.v5:
-            args.append(self.dopts)
-        args += [vp(statuses.ptr), vp(stream.handle)]
-        self._check(self.lib.nvcompBatchedLZ4DecompressAsync(*args), "decompress")
+        self._check(self.lib.nvcompBatchedLZ4DecompressAsync(
+            in_ptrs.ptr, in_sizes.ptr, out_caps.ptr, out_actual.ptr, n, temp.ptr, temp.nbytes,
+            out_ptrs.ptr, self.dopts, statuses.ptr, stream.handle), "decompress")
 
 
 def bench_nvcomp_c(nv: NvcompC, dev: nova.Device, stream: nova.Stream, timer: Timer,
                    d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
     n, page = pages.shape
     prep = nv.prepare(dev, n, page)
-    max_out = prep["max_out"]
-    d_out = dev.allocate(n * max_out)
+    max_out, stride = prep["max_out"], prep["out_stride"]
+    d_out = dev.allocate(n * stride)
     d_back = dev.allocate(n * page)
     ptrs = lambda base, stride: nova.to_device(  # noqa: E731
         (np.uint64(base) + np.arange(n, dtype=np.uint64) * np.uint64(stride)), dev)
-    in_ptrs, out_ptrs, back_ptrs = ptrs(d_pages.ptr, page), ptrs(d_out.ptr, max_out), \
+    in_ptrs, out_ptrs, back_ptrs = ptrs(d_pages.ptr, page), ptrs(d_out.ptr, stride), \
         ptrs(d_back.ptr, page)
     in_sizes = nova.to_device(np.full(n, page, np.uint64), dev)
     out_sizes = nova.to_device(np.zeros(n, np.uint64), dev)
     caps = nova.to_device(np.full(n, page, np.uint64), dev)
     actual = nova.to_device(np.zeros(n, np.uint64), dev)
-    statuses = nova.to_device(np.zeros(n, np.int32), dev)
+    statuses = nova.to_device(np.full(n, -1, np.int32), dev)
     t_c = timer(lambda: nv.compress(in_ptrs, in_sizes, page, n, prep["temp_c"], out_ptrs,
                                     out_sizes, statuses, stream), repeats)
     stream.synchronize()
+    st = statuses.numpy()
+    check(not st.any(), f"nvCOMP compress statuses: {np.unique(st).tolist()}")
     sizes = out_sizes.numpy().astype(np.int64)
+    check(bool((sizes > 0).all() and (sizes <= max_out).all()), "nvCOMP compressed sizes")
+    dev.memset(statuses, 0xFF, stream=stream)  # -1: a status nvCOMP does not write shows
     t_d = timer(lambda: nv.decompress(out_ptrs, out_sizes, caps, actual, n, prep["temp_d"],
                                       back_ptrs, statuses, stream), repeats)
     stream.synchronize()
+    st = statuses.numpy()
+    check(not st.any(), f"nvCOMP decompress statuses: {np.unique(st).tolist()}")
+    check(bool((actual.numpy() == page).all()), "nvCOMP decompressed sizes != page size")
     back = d_back.numpy().reshape(n, page)
     check(np.array_equal(back, pages), "nvCOMP decompress(nvCOMP compress(pages)) != pages")
     blob = d_out.numpy()
     sample = np.linspace(0, n - 1, min(n, 256)).astype(np.int64)
-    ok = all(cpu.decompress_block(blob[i * max_out:i * max_out + sizes[i]].tobytes(), page) ==
+    ok = all(cpu.decompress_block(blob[i * stride:i * stride + sizes[i]].tobytes(), page) ==
              pages[i].tobytes() for i in sample)
     check(ok, "liblz4 does not decode nvCOMP's blocks to the pages")
     stored = np.minimum(sizes, page) + 4  # as Nova counts: a page that grows is kept raw
@@ -225,18 +265,33 @@ def bench_nvcomp_c(nv: NvcompC, dev: nova.Device, stream: nova.Stream, timer: Ti
             "temp_bytes_per_chunk": prep["temp_c_bytes"] / n, "max_out_chunk": max_out}
 
 
-def bench_nvcomp_py(d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
+def bench_nvcomp_py(stream: nova.Stream, timer: Timer, d_pages: nova.Buffer, pages: np.ndarray,
+                    repeats: int) -> dict[str, Any]:
+    """nvCOMP's Python API (only if the C API cannot be bound): one Array of n pages in chunks
+    of one page (uncomp_chunk_size), its native bitstream (a small header per buffer), on our
+    stream, timed with events like the rest."""
     from nvidia import nvcomp  # type: ignore[import-not-found]
 
     n, page = pages.shape
-    codec = nvcomp.Codec(algorithm="LZ4", chunk_size=page)
-    arr = nvcomp.as_array(d_pages)
-    t_c, enc = wall(lambda: codec.encode(arr), repeats)
-    t_d, dec = wall(lambda: codec.decode(enc), repeats)
-    back = np.asarray(dec.cpu()).reshape(-1).view(np.uint8)[:pages.nbytes]
-    check(np.array_equal(back.reshape(n, page), pages), "nvCOMP (Python API) round trip")
+    codec = nvcomp.Codec(algorithm="LZ4", uncomp_chunk_size=page, cuda_stream=stream.handle)
+    arr = nvcomp.as_array(d_pages, stream.handle)
+    holder: dict[str, Any] = {}
+
+    def enc() -> None:
+        holder["enc"] = codec.encode(arr)
+
+    def dec() -> None:
+        holder["dec"] = codec.decode(holder["enc"])
+
+    t_c = timer(enc, repeats)
+    t_d = timer(dec, repeats)
+    stream.synchronize()
+    back = np.asarray(holder["dec"].cpu()).reshape(-1).view(np.uint8)[:pages.nbytes]
+    check(back.size == pages.nbytes and np.array_equal(back.reshape(n, page), pages),
+          "nvCOMP (Python API) round trip")
     return {"compress_gbps": pages.nbytes / t_c / 1e9, "decompress_gbps": pages.nbytes / t_d / 1e9,
-            "ratio": pages.nbytes / enc.buffer_size, "api": "Python (wall clock, incl. overhead)"}
+            "ratio": pages.nbytes / holder["enc"].buffer_size,
+            "api": "Python (native bitstream; events on the bench stream)"}
 
 
 # --- Nova --------------------------------------------------------------------------------------
@@ -453,8 +508,9 @@ def main(argv: list[str] | None = None) -> int:
         row["nova"] = bench_nova_kernels(dev, stream, timer, d_pages, pages, repeats)
         if gpu and not args.no_nvcomp:
             try:
-                row["nvcomp"] = (bench_nvcomp_c(nv, dev, stream, timer, d_pages, pages, repeats)
-                                 if nv is not None else bench_nvcomp_py(d_pages, pages, repeats))
+                row["nvcomp"] = (
+                    bench_nvcomp_c(nv, dev, stream, timer, d_pages, pages, repeats)
+                    if nv is not None else bench_nvcomp_py(stream, timer, d_pages, pages, repeats))
             except Exception as exc:
                 row["nvcomp"] = {"error": f"{type(exc).__name__}: {exc}"}
                 print(f"  nvCOMP failed: {row['nvcomp']['error']}", flush=True)
