@@ -353,6 +353,24 @@ def test_warp_operations(device):
 
 
 @nova.kernel
+def partial_warp_votes(out, x):
+    i = nova.global_id(0)
+    out[i, 0] = nova.ballot(x[i] > 0)
+    out[i, 1] = nova.warp_all(x[i] > 0)
+    out[i, 2] = nova.warp_any(x[i] > 5)
+
+
+def test_votes_in_a_partial_warp(device):
+    """ballot/any/all (one vote.sync on the GPU) count only the lanes that exist: a block of
+    40 threads has a last warp of 8 lanes."""
+    x = np.arange(1, 41, dtype=np.int64)
+    out = np.zeros((40, 3), np.int64)
+    partial_warp_votes.launch(out, x, grid=1, block=40, device=device)
+    assert (out[:32] == [0xFFFFFFFF, 1, 1]).all()
+    assert (out[32:] == [0xFF, 1, 1]).all()
+
+
+@nova.kernel
 def small_shuffle(out, x):
     i = nova.global_id(0)
     out[i] = nova.shuffle_xor(x[i], 16) + nova.warp_reduce_add(x[i])

@@ -526,16 +526,40 @@ _SHUFFLE_ARG = {"shuffle_idx": "lane", "shuffle_up": "delta", "shuffle_down": "d
                 "shuffle_xor": "mask"}
 
 
+def _existing_lanes(tr: Translator) -> Val:
+    """uint32 mask of the lanes that exist in the calling warp: all 32 but in a partial last
+    warp of the block (loop-invariant: LLVM computes it once)."""
+    em = tr.em
+    i32 = T.int32
+
+    def query(op: Any, d: str) -> Val:
+        return em.convert(em.from_index(em.res(op(d))), i32)
+
+    tx, ty, tz = (query(gpu.ThreadIdOp, d) for d in ("x", "y", "z"))
+    nx, ny, nz = (query(gpu.BlockDimOp, d) for d in ("x", "y", "z"))
+    linear = em.binary("+", tx, em.binary("*", nx, em.binary(
+        "+", ty, em.binary("*", ny, tz, i32), i32), i32), i32)
+    nthreads = em.binary("*", em.binary("*", nx, ny, i32), nz, i32)
+    left = em.binary("-", nthreads, em.binary("&", linear, em.constant(-32, i32), i32), i32)
+    full = em.constant(32, i32)
+    lanes = em.select(em.compare("<", left, full, i32), left, full)
+    amount = em.convert(em.binary("-", full, lanes, i32), T.uint32)
+    ones = em.constant(0xFFFFFFFF, T.uint32)
+    return em.binary(">>", ones, amount, T.uint32)
+
+
 def _vote(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """`nvvm.vote.sync ballot/any/all` over the warp: one `vote.sync` instruction on the GPU
+    (CUDA's __ballot_sync/__any_sync/__all_sync), where an or/and reduction of per-lane bits
+    took five shuffles and a broadcast. The mask holds the lanes that exist (a partial last
+    warp of a block votes among its own lanes, as the reduction did)."""
+    from nova.ir.dialects.nvvm import VoteSyncOp
+
     pred = tr.em.truth(tr.scalar(v["pred"], node))
-    bit = tr.em.convert(pred, T.uint32)
-    if name == "ballot":
-        lane = tr.em.convert(tr.em.from_index(tr.em.res(gpu.LaneIdOp())), T.uint32)
-        bit = tr.em.binary("<<", bit, lane, T.uint32)
-        return Val(tr.em.res(gpu.SubgroupReduceOp(bit.ssa, "or")), T.uint32)
-    kind = "or" if name == "warp_any" else "and"
-    r = Val(tr.em.res(gpu.SubgroupReduceOp(bit.ssa, kind)), T.uint32)
-    return tr.em.truth(r)
+    mask = _existing_lanes(tr)
+    kind = {"ballot": "ballot", "warp_any": "any", "warp_all": "all"}[name]
+    res = tr.em.res(VoteSyncOp(kind, mask.ssa, pred.ssa))
+    return Val(res, T.uint32 if name == "ballot" else T.bool_)
 
 
 def _match_any(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
