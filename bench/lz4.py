@@ -62,6 +62,17 @@ from nova.lz4.batch import CompressedBatch
 from nova.lz4.corpus import CLASSES, build_corpus
 
 FAILURES: list[str] = []
+V0: Any = None  # bench/lz4_v0.py (main's compression kernel) unless --no-ab
+
+
+def load_v0() -> Any:
+    """bench/lz4_v0.py by path (this directory is off sys.path: see the top of the file)."""
+    spec = importlib.util.spec_from_file_location("nova_lz4_bench_v0",
+                                                  Path(__file__).parent / "lz4_v0.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def check(ok: bool, what: str) -> bool:
@@ -315,6 +326,25 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
         D.launch_scan_compact(staged8, sizes, offsets, D.view(payload, np.uint8, n * page), n,
                               page, stream)
 
+    out: dict[str, Any] = {}
+    if V0 is not None:  # A/B: main's kernel on the same pages, before the current one runs
+        def comp_v0() -> None:
+            V0.compress_pages_kernel_v0.launch(
+                src32, staged8, sizes, n, page, -1, grid=-(-n // V0.WARPS),
+                block=32 * V0.WARPS, stream=stream,
+                shared_bytes=K.compress_shared_bytes(page, V0.WARPS))
+
+        out["v0_compress_kernel_gbps"] = pages.nbytes / timer(comp_v0, repeats) / 1e9
+        stream.synchronize()
+        v0_sizes = sizes.numpy()
+        v0_blob = staged.numpy()
+        stored = (v0_sizes & np.uint32(0x7FFFFFFF)).astype(np.int64)
+        sample = np.linspace(0, n - 1, min(n, 512)).astype(np.int64)
+        ok = all((v0_blob[i * page:i * page + stored[i]].tobytes() if v0_sizes[i] >> 31 else
+                  cpu.decompress_block(v0_blob[i * page:i * page + stored[i]].tobytes(), page))
+                 == pages[i].tobytes() for i in sample)
+        check(ok, "liblz4 does not decode the v0 kernel's blocks to the pages")
+        out["v0_ratio"] = pages.nbytes / (stored.sum() + 4 * n)
     t_kernel = timer(comp, repeats)
     t_all = timer(comp_all, repeats)
     stream.synchronize()
@@ -344,7 +374,7 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
           "Nova does not decode liblz4's blocks to the pages")
     for buf in (staged, payload, d_back):
         buf.free()
-    return {"compress_kernel_gbps": pages.nbytes / t_kernel / 1e9,
+    return {**out, "compress_kernel_gbps": pages.nbytes / t_kernel / 1e9,
             "compress_gbps": pages.nbytes / t_all / 1e9,
             "decompress_gbps": pages.nbytes / t_dec / 1e9, "ratio": batch.ratio,
             "liblz4_ratio": ref.ratio}
@@ -406,21 +436,23 @@ def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
             raise RuntimeError(f"CUDA error {err}")
         return rest[0] if len(rest) == 1 else rest
 
-    warps = K.warps_per_block(page)
+    cw, dw = K.compress_warps_per_block(page), K.warps_per_block(page)
     out: dict[str, Any] = {}
     cudev = call(cu.cuDeviceGet(dev.index))
     call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
+    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int)
     cases = [
-        ("compress", K.compress_pages_kernel,
-         (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int),
-         K.compress_shared_bytes(page, warps)),
+        ("compress", K.compress_pages_kernel, csig, cw, K.compress_shared_bytes(page, cw)),
         ("decompress", K.decompress_pages_kernel,
          (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
-         K.decompress_shared_bytes(page, warps)),
+         dw, K.decompress_shared_bytes(page, dw)),
     ]
+    if V0 is not None:
+        cases.append(("compress_v0", V0.compress_pages_kernel_v0, csig, V0.WARPS,
+                      K.compress_shared_bytes(page, V0.WARPS)))
     sms = call(cu.cuDeviceGetAttribute(
         cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))
-    for name, kern, sig, smem in cases:
+    for name, kern, sig, warps, smem in cases:
         images = kern.compile(*sig, device=dev)
         entry = re.search(r"\.entry\s+(\w+)", images.ptx or "").group(1)
         module = call(cu.cuModuleLoadData(images.cubin or images.ptx.encode() + b"\0"))
@@ -457,11 +489,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
+    parser.add_argument("--no-ab", action="store_true",
+                        help="skip main's compression kernel (bench/lz4_v0.py), timed for A/B")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--probe-nvcomp", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.probe_nvcomp:
         return probe_nvcomp(args.page_size)
+    global V0
+    V0 = None if args.no_ab else load_v0()
 
     dev = nova.get_device(args.device)
     gpu = dev.kind == "cuda"
@@ -526,18 +562,21 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     head = (f"{'class':8s} {'ratio':>6s} {'/lib':>6s} {'nv/lib':>6s} | {'Nova c':>8s} "
-            f"{'(kern)':>8s} {'nvCOMP c':>9s} {'c x':>5s} | {'Nova d':>8s} {'nvCOMP d':>9s} "
-            f"{'d x':>5s} | {'lib c':>7s} {'lib d':>7s}   (GB/s of uncompressed bytes)")
+            f"{'(kern)':>8s} {'v0 kern':>8s} {'x v0':>5s} {'nvCOMP c':>9s} {'c x':>5s} | "
+            f"{'Nova d':>8s} {'nvCOMP d':>9s} {'d x':>5s} | {'lib c':>7s} {'lib d':>7s}   "
+            "(GB/s of uncompressed bytes; c x = Nova c / nvCOMP c)")
     print(head)
     print("-" * len(head))
     for r in rows:
         nv_r = r.get("nvcomp", {})
         nvc, nvd = nv_r.get("compress_gbps"), nv_r.get("decompress_gbps")
         nova_r, lib = r["nova"], r["liblz4"]
+        v0 = nova_r.get("v0_compress_kernel_gbps")
         fmt = lambda v, w=8: f"{v:{w}.2f}" if isinstance(v, float) else f"{'-':>{w}s}"  # noqa
         print(f"{r['class']:8s} {nova_r['ratio']:6.3f} {nova_r['ratio'] / lib['ratio']:6.3f} "
               f"{fmt(nv_r['ratio'] / lib['ratio'] if 'ratio' in nv_r else None, 6)} | "
               f"{fmt(nova_r['compress_gbps'])} {fmt(nova_r['compress_kernel_gbps'])} "
+              f"{fmt(v0)} {fmt(nova_r['compress_kernel_gbps'] / v0 if v0 else None, 5)} "
               f"{fmt(nvc, 9)} {fmt(nova_r['compress_gbps'] / nvc if nvc else None, 5)} | "
               f"{fmt(nova_r['decompress_gbps'])} {fmt(nvd, 9)} "
               f"{fmt(nova_r['decompress_gbps'] / nvd if nvd else None, 5)} | "

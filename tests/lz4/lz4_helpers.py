@@ -66,7 +66,7 @@ def kernel_compress(pages: np.ndarray, device: str) -> tuple[np.ndarray, np.ndar
     n, page = pages.shape
     dst = np.zeros(n * page, np.uint8)
     sizes = np.zeros(n, np.uint32)
-    warps = K.warps_per_block(page)
+    warps = K.compress_warps_per_block(page)
     K.compress_pages_kernel.launch(
         np.ascontiguousarray(pages).reshape(-1).view(np.uint32), dst, sizes, n, page, -1,
         grid=-(-n // warps), block=32 * warps, device=device,

@@ -78,7 +78,7 @@ def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer,
                     page_size: int, stream: nova.Stream, fault_page: int = -1) -> None:
     """compress_pages_kernel over n pages: src32 uint32[n * page_size / 4] -> staged uint8
     (blocks at page stride) and sizes uint32[n]."""
-    warps = K.warps_per_block(page_size)
+    warps = K.compress_warps_per_block(page_size)
     K.compress_pages_kernel.launch(
         src32, staged, sizes, n, page_size, fault_page, grid=-(-n // warps), block=32 * warps,
         stream=stream, shared_bytes=K.compress_shared_bytes(page_size, warps))

@@ -370,12 +370,33 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
 
 
+SM_SHARED_BYTES = 228 * 1024
+"""Shared memory of one SM on sm_90 (H100, H200), which the block shape is chosen for."""
+BLOCK_SHARED_LIMIT = 227 * 1024  # the most one block may opt in to on sm_90
+BLOCK_RESERVED = 1024  # shared memory the driver reserves per resident block (sm_80+)
+
+
 def warps_per_block(page_size: int) -> int:
-    """Warps (pages) per block: 4 for pages up to 4 KiB (8 KiB of shared memory per warp for
-    compression: page + hash table; 32 KiB per block), fewer for larger pages so a block stays
-    <= 48 KiB."""
+    """Warps (pages) per block of the decompression kernel: 4 for pages up to 4 KiB (4 KiB
+    of shared memory per warp: the page), fewer for larger pages so a block stays <= 48 KiB."""
+    return max(1, min(4, (48 * 1024) // page_size))
+
+
+def compress_warps_per_block(page_size: int, sm_shared: int = SM_SHARED_BYTES) -> int:
+    """Warps (pages) per block of the compression kernel: the fewest that make the most warps
+    resident per SM, which shared memory bounds (page + hash table per warp, plus the 1 KiB the
+    driver reserves per block). 4 KiB pages (8 KiB per warp): 7 warps per 57 KiB block, 4
+    blocks = 28 warps per SM on sm_90, where 4-warp blocks (33 KiB) fit 6 = 24 warps."""
     per_warp = page_size + table_bytes(page_size)
-    return max(1, min(4, (48 * 1024) // per_warp))
+    best_w, best = 1, 0
+    for w in range(1, 33):
+        block = w * per_warp
+        if block > BLOCK_SHARED_LIMIT:
+            break
+        resident = min(sm_shared // (block + BLOCK_RESERVED), 32, 64 // w) * w
+        if resident > best:
+            best_w, best = w, resident
+    return best_w
 
 
 def compress_shared_bytes(page_size: int, warps: int) -> int:
