@@ -75,6 +75,15 @@ def load_word(buf32, p, nwords):
 
 
 @nova.func
+def word_before(buf32, q, nwords):
+    """The 4 bytes before byte position q (q - 4 .. q - 1, little-endian: byte q - 1 on top).
+    For q < 4 the missing bytes below position 0 read as zeros (callers use only the top
+    min(q, ...) bytes)."""
+    p = max(q - 4, 0)
+    return load_word(buf32, p, nwords) << nova.uint32(8 * (p - q + 4))
+
+
+@nova.func
 def length_bytes(n):
     """Extra length bytes LZ4 needs for a literal/match length field value n (int32)."""
     return 0 if n < 15 else nova.int32(nova.uint32(n - 15) // nova.uint32(255)) + 1
@@ -176,16 +185,17 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
             continue
         s = pos + first
         cand = nova.shuffle_idx(c, first)
-        # extend backwards over pending literals
+        # extend backwards over pending literals, 4 bytes per step, every lane alike (the
+        # loads broadcast; no warp vote): the equal bytes just below s and cand are the
+        # leading zero bytes of the XOR of the words before them. One step nearly always.
+        room = min(s - anchor, cand)
         back: nova.int32 = 0
-        while True:
-            k = back + lane + 1
-            same_byte = k <= s - anchor and k <= cand and buf[s - k] == buf[cand - k]
-            run = nova.ballot(not same_byte)
-            if run != 0:
-                back += nova.int32(nova.ctz(run))
+        while back < room:
+            xb = word_before(buf32, s - back, nwords) ^ word_before(buf32, cand - back, nwords)
+            eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
+            back += min(eq, room - back)
+            if eq < 4:
                 break
-            back += 32
         s -= back
         cand -= back
         # extend forwards, 128 bytes per step
