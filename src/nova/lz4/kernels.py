@@ -198,9 +198,24 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
                 break
         s -= back
         cand -= back
-        # extend forwards, 128 bytes per step
+        # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no vote;
+        # most matches end there: the corpus' median match is 7 bytes), then 128 bytes per
+        # warp step. Reads stay inside the page (the words start at most at s + maxlen + 3 =
+        # size - 2; load_word clamps the high word); bytes past maxlen are cut by the min below.
         maxlen = mlimit - s
         mlen = MIN_MATCH + back
+        if mlen < maxlen:
+            x0 = load_word(buf32, s + mlen, nwords) ^ load_word(buf32, cand + mlen, nwords)
+            x1 = load_word(buf32, s + mlen + 4, nwords) ^ load_word(buf32, cand + mlen + 4,
+                                                                    nwords)
+            if x0 != 0:
+                mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
+                maxlen = min(mlen, maxlen)  # ends the warp loop
+            elif x1 != 0:
+                mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
+                maxlen = min(mlen, maxlen)
+            else:
+                mlen += 8
         while mlen < maxlen:
             q = mlen + lane * 4
             x = nova.uint32(0)
