@@ -99,6 +99,33 @@ def write_length(dst, at, n, nbytes, lane):
         k += 32
 
 
+@nova.func
+def write_sequence(dst, at, buf, anchor, lit, lb, off, ml, mb, seq, lane):
+    """Write one sequence (`seq` bytes from dst[at]) in one pass, lane k writing bytes k,
+    k + 32, ...: token, lb literal-length bytes, the lit literals buf[anchor:], the 2-byte
+    offset, mb match-length bytes (ml = match length - 4). Every lane picks its byte with
+    selects, so a typical sequence (< 32 bytes) is one shared load and one store per lane,
+    with no lane-0 branches. A literals-only last sequence passes seq = 1 + lb + lit."""
+    token = nova.uint8((min(lit, 15) << 4) | min(ml, 15))
+    lrest = nova.uint8(nova.uint32(lit - 15) % nova.uint32(255))
+    mrest = nova.uint8(nova.uint32(ml - 15) % nova.uint32(255))
+    lend = 1 + lb + lit  # the offset's first byte
+    last_lit = max(lit - 1, 0)
+    k = lane
+    while k < seq:
+        v = buf[anchor + min(max(k - 1 - lb, 0), last_lit)]
+        lenbyte = nova.uint8(255) if k < lb else lrest
+        v = lenbyte if k <= lb else v
+        v = token if k == 0 else v
+        j = k - lend
+        mbyte = nova.uint8(255) if j < mb + 1 else mrest
+        mbyte = nova.uint8(off >> 8) if j == 1 else mbyte
+        mbyte = nova.uint8(off & 255) if j == 0 else mbyte
+        v = mbyte if j >= 0 else v
+        dst[at + k] = v
+        k += 32
+
+
 @nova.kernel
 def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
     """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
@@ -237,19 +264,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
         if op + seq + 1 + LAST_LITERALS >= size:
             raw = True
             break
-        at = obase + op
-        if lane == 0:
-            dst[at] = nova.uint8((min(lit, 15) << 4) | min(ml, 15))
-        write_length(dst, at + 1, lit, lb, lane)
-        k = lane
-        while k < lit:
-            dst[at + 1 + lb + k] = buf[anchor + k]
-            k += 32
-        off = s - cand
-        if lane == 0:
-            dst[at + 1 + lb + lit] = nova.uint8(off & 255)
-            dst[at + 2 + lb + lit] = nova.uint8(off >> 8)
-        write_length(dst, at + 3 + lb + lit, ml, mb, lane)
+        write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq, lane)
         op += seq
         pos = s + mlen
         anchor = pos
@@ -260,14 +275,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
         if op + 1 + lb + lit >= size:
             raw = True
         else:
-            at = obase + op
-            if lane == 0:
-                dst[at] = nova.uint8(min(lit, 15) << 4)
-            write_length(dst, at + 1, lit, lb, lane)
-            k = lane
-            while k < lit:
-                dst[at + 1 + lb + k] = buf[anchor + k]
-                k += 32
+            write_sequence(dst, obase + op, buf, anchor, lit, lb, 0, 0, 0, 1 + lb + lit, lane)
             op += 1 + lb + lit
     if raw:
         k = lane
