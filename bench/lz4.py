@@ -308,8 +308,25 @@ def bench_nvcomp_py(stream: nova.Stream, timer: Timer, d_pages: nova.Buffer, pag
 
 
 # --- Nova --------------------------------------------------------------------------------------
+def check_staged(staged: nova.Buffer, sizes: nova.Buffer, pages: np.ndarray, what: str
+                 ) -> float:
+    """Blocks at page stride (a compress kernel's output) decode to the pages (liblz4, on a
+    sample of 512 pages); returns the ratio over all pages."""
+    n, page = pages.shape
+    h_sizes = sizes.numpy()
+    blob = staged.numpy()
+    stored = (h_sizes & np.uint32(0x7FFFFFFF)).astype(np.int64)
+    sample = np.linspace(0, n - 1, min(n, 512)).astype(np.int64)
+    ok = all((blob[i * page:i * page + stored[i]].tobytes() if h_sizes[i] >> 31 else
+              cpu.decompress_block(blob[i * page:i * page + stored[i]].tobytes(), page))
+             == pages[i].tobytes() for i in sample)
+    check(ok, f"liblz4 does not decode the {what} kernel's blocks to the pages")
+    return float(pages.nbytes / (stored.sum() + 4 * n))
+
+
 def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
-                       d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
+                       d_pages: nova.Buffer, pages: np.ndarray, repeats: int,
+                       hash_variants: list[int]) -> dict[str, Any]:
     n, page = pages.shape
     staged = dev.allocate(n * page)
     sizes = dev.allocate(4 * n).view(np.uint32, (n,))
@@ -336,15 +353,14 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
 
         out["v0_compress_kernel_gbps"] = pages.nbytes / timer(comp_v0, repeats) / 1e9
         stream.synchronize()
-        v0_sizes = sizes.numpy()
-        v0_blob = staged.numpy()
-        stored = (v0_sizes & np.uint32(0x7FFFFFFF)).astype(np.int64)
-        sample = np.linspace(0, n - 1, min(n, 512)).astype(np.int64)
-        ok = all((v0_blob[i * page:i * page + stored[i]].tobytes() if v0_sizes[i] >> 31 else
-                  cpu.decompress_block(v0_blob[i * page:i * page + stored[i]].tobytes(), page))
-                 == pages[i].tobytes() for i in sample)
-        check(ok, "liblz4 does not decode the v0 kernel's blocks to the pages")
-        out["v0_ratio"] = pages.nbytes / (stored.sum() + 4 * n)
+        out["v0_ratio"] = check_staged(staged, sizes, pages, "v0")
+    for bits in hash_variants:  # A/B: other hash table sizes (block shape follows)
+        def comp_bits(bits: int = bits) -> None:
+            D.launch_compress(src32, staged8, sizes, n, page, stream, hash_bits=bits)
+
+        out[f"h{bits}_compress_kernel_gbps"] = pages.nbytes / timer(comp_bits, repeats) / 1e9
+        stream.synchronize()
+        out[f"h{bits}_ratio"] = check_staged(staged, sizes, pages, f"hash_bits={bits}")
     t_kernel = timer(comp, repeats)
     t_all = timer(comp_all, repeats)
     stream.synchronize()
@@ -423,7 +439,7 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
     return out
 
 
-def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
+def occupancy(dev: nova.Device, page: int, hash_variants: list[int]) -> dict[str, Any]:
     """Registers, shared memory and resident warps per SM of both kernels (CUDA occupancy API
     on the kernels' cubins)."""
     import re
@@ -440,15 +456,19 @@ def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     cudev = call(cu.cuDeviceGet(dev.index))
     call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
-    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int)
+    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int)
     cases = [
         ("compress", K.compress_pages_kernel, csig, cw, K.compress_shared_bytes(page, cw)),
         ("decompress", K.decompress_pages_kernel,
          (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
          dw, K.decompress_shared_bytes(page, dw)),
     ]
+    for bits in hash_variants:
+        w = K.compress_warps_per_block(page, bits)
+        cases.append((f"compress_h{bits}", K.compress_pages_kernel, csig, w,
+                      K.compress_shared_bytes(page, w, bits)))
     if V0 is not None:
-        cases.append(("compress_v0", V0.compress_pages_kernel_v0, csig, V0.WARPS,
+        cases.append(("compress_v0", V0.compress_pages_kernel_v0, csig[:-1], V0.WARPS,
                       K.compress_shared_bytes(page, V0.WARPS)))
     sms = call(cu.cuDeviceGetAttribute(
         cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))
@@ -489,6 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
+    parser.add_argument("--hash-bits", default="10",
+                        help="other hash table sizes (log2 entries, comma-separated) to time "
+                             "next to the default, for A/B ('' for none)")
     parser.add_argument("--no-ab", action="store_true",
                         help="skip main's compression kernel (bench/lz4_v0.py), timed for A/B")
     parser.add_argument("--json", type=Path, default=None)
@@ -498,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
         return probe_nvcomp(args.page_size)
     global V0
     V0 = None if args.no_ab else load_v0()
+    hash_variants = [int(b) for b in args.hash_bits.split(",") if b.strip()]
 
     dev = nova.get_device(args.device)
     gpu = dev.kind == "cuda"
@@ -533,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     if gpu:
         try:
-            results["occupancy"] = occupancy(dev, page)
+            results["occupancy"] = occupancy(dev, page, hash_variants)
         except Exception as exc:
             results["occupancy"] = {"error": f"{type(exc).__name__}: {exc}"}
         print(f"occupancy: {results['occupancy']}", flush=True)
@@ -544,7 +568,8 @@ def main(argv: list[str] | None = None) -> int:
         row: dict[str, Any] = {"class": cls, "pages": len(pages)}
         d_pages = nova.to_device(pages, dev)
         row["liblz4"] = bench_liblz4(pages, repeats)
-        row["nova"] = bench_nova_kernels(dev, stream, timer, d_pages, pages, repeats)
+        row["nova"] = bench_nova_kernels(dev, stream, timer, d_pages, pages, repeats,
+                                         hash_variants)
         if gpu and not args.no_nvcomp:
             try:
                 row["nvcomp"] = (
@@ -581,6 +606,17 @@ def main(argv: list[str] | None = None) -> int:
               f"{fmt(nova_r['decompress_gbps'])} {fmt(nvd, 9)} "
               f"{fmt(nova_r['decompress_gbps'] / nvd if nvd else None, 5)} | "
               f"{fmt(lib['compress_gbps'], 7)} {fmt(lib['decompress_gbps'], 7)}")
+    for bits in hash_variants:
+        print(f"\nA/B: hash table of 2^{bits} entries (default 2^{K.hash_log(page)}), compress "
+              "kernel alone:")
+        for r in rows:
+            nova_r, lib = r["nova"], r["liblz4"]
+            g, ratio = nova_r.get(f"h{bits}_compress_kernel_gbps"), nova_r.get(f"h{bits}_ratio")
+            if g is None or ratio is None:
+                continue
+            print(f"  {r['class']:8s} {g:8.2f} GB/s ({g / nova_r['compress_kernel_gbps']:.2f}x "
+                  f"the default), ratio /lib {ratio / lib['ratio']:.3f} (default "
+                  f"{nova_r['ratio'] / lib['ratio']:.3f})")
     for r in rows:
         if "end_to_end" in r:
             e = r["end_to_end"]

@@ -69,7 +69,7 @@ def kernel_compress(pages: np.ndarray, device: str) -> tuple[np.ndarray, np.ndar
     warps = K.compress_warps_per_block(page)
     K.compress_pages_kernel.launch(
         np.ascontiguousarray(pages).reshape(-1).view(np.uint32), dst, sizes, n, page, -1,
-        grid=-(-n // warps), block=32 * warps, device=device,
+        K.hash_log(page), grid=-(-n // warps), block=32 * warps, device=device,
         shared_bytes=K.compress_shared_bytes(page, warps))
     return dst, sizes
 

@@ -55,9 +55,10 @@ def hash_log(page_size):
     return 11 if page_size <= 4096 else (12 if page_size <= 16384 else 13)
 
 
-def table_bytes(page_size: int) -> int:
-    """Shared memory of one warp's hash table."""
-    return 2 << hash_log(page_size)
+def table_bytes(page_size: int, hash_bits: int | None = None) -> int:
+    """Shared memory of one warp's hash table (2-byte entries; hash_log(page_size) bits by
+    default)."""
+    return 2 << (hash_log(page_size) if hash_bits is None else hash_bits)
 
 
 @nova.func
@@ -127,10 +128,12 @@ def write_sequence(dst, at, buf, anchor, lit, lb, off, ml, mb, seq, lane):
 
 
 @nova.kernel
-def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
+def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_bits):
     """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
-    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW). Positions and lengths
-    within a page are int32 (64-bit integer arithmetic costs two instructions on the GPU)."""
+    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW); hash_bits: log2 of the
+    hash table's entries (hash_log(page_size) by default: launch_compress). Positions and
+    lengths within a page are int32 (64-bit integer arithmetic costs two instructions on the
+    GPU)."""
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
@@ -142,7 +145,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
     nwords = size >> 2
     buf32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
     buf = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
-    hlog = nova.int32(hash_log(page_size))
+    hlog = nova.int32(hash_bits)
     entries = nova.int32(1) << hlog
     toff = nwarps * page_size + warp * (2 * nova.int64(entries))
     table = nova.dynamic_shared_array(nova.uint16, entries, toff)
@@ -415,12 +418,13 @@ def warps_per_block(page_size: int) -> int:
     return max(1, min(4, (48 * 1024) // page_size))
 
 
-def compress_warps_per_block(page_size: int, sm_shared: int = SM_SHARED_BYTES) -> int:
+def compress_warps_per_block(page_size: int, hash_bits: int | None = None,
+                             sm_shared: int = SM_SHARED_BYTES) -> int:
     """Warps (pages) per block of the compression kernel: the fewest that make the most warps
     resident per SM, which shared memory bounds (page + hash table per warp, plus the 1 KiB the
     driver reserves per block). 4 KiB pages (8 KiB per warp): 7 warps per 57 KiB block, 4
     blocks = 28 warps per SM on sm_90, where 4-warp blocks (33 KiB) fit 6 = 24 warps."""
-    per_warp = page_size + table_bytes(page_size)
+    per_warp = page_size + table_bytes(page_size, hash_bits)
     best_w, best = 1, 0
     for w in range(1, 33):
         block = w * per_warp
@@ -432,8 +436,8 @@ def compress_warps_per_block(page_size: int, sm_shared: int = SM_SHARED_BYTES) -
     return best_w
 
 
-def compress_shared_bytes(page_size: int, warps: int) -> int:
-    return warps * (page_size + table_bytes(page_size))
+def compress_shared_bytes(page_size: int, warps: int, hash_bits: int | None = None) -> int:
+    return warps * (page_size + table_bytes(page_size, hash_bits))
 
 
 def decompress_shared_bytes(page_size: int, warps: int) -> int:
