@@ -63,6 +63,30 @@ from nova.lz4.corpus import CLASSES, build_corpus
 
 FAILURES: list[str] = []
 V0: Any = None  # bench/lz4_v0.py (main's compression kernel) unless --no-ab
+Variant = tuple[str, int | None, int | None]  # (name, hash_bits, in_batch); None = default
+
+
+def parse_variants(text: str) -> list[Variant]:
+    """'h10,shfl,h10+shfl' -> compress kernel variants to time beside the default: hN = a
+    hash table of 2^N entries, shfl = in-batch matches by shuffles (K.IN_BATCH_SHUFFLE),
+    many = by match_any (K.IN_BATCH_MATCH_ANY)."""
+    out: list[Variant] = []
+    for name in (v.strip() for v in text.split(",")):
+        if not name:
+            continue
+        bits: int | None = None
+        in_batch: int | None = None
+        for part in name.split("+"):
+            if part.startswith("h") and part[1:].isdigit():
+                bits = int(part[1:])
+            elif part == "shfl":
+                in_batch = K.IN_BATCH_SHUFFLE
+            elif part == "many":
+                in_batch = K.IN_BATCH_MATCH_ANY
+            else:
+                raise SystemExit(f"bench/lz4.py: unknown variant part {part!r} in {name!r}")
+        out.append((name, bits, in_batch))
+    return out
 
 
 def load_v0() -> Any:
@@ -326,7 +350,7 @@ def check_staged(staged: nova.Buffer, sizes: nova.Buffer, pages: np.ndarray, wha
 
 def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
                        d_pages: nova.Buffer, pages: np.ndarray, repeats: int,
-                       hash_variants: list[int]) -> dict[str, Any]:
+                       variants: list[Variant]) -> dict[str, Any]:
     n, page = pages.shape
     staged = dev.allocate(n * page)
     sizes = dev.allocate(4 * n).view(np.uint32, (n,))
@@ -354,13 +378,15 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
         out["v0_compress_kernel_gbps"] = pages.nbytes / timer(comp_v0, repeats) / 1e9
         stream.synchronize()
         out["v0_ratio"] = check_staged(staged, sizes, pages, "v0")
-    for bits in hash_variants:  # A/B: other hash table sizes (block shape follows)
-        def comp_bits(bits: int = bits) -> None:
-            D.launch_compress(src32, staged8, sizes, n, page, stream, hash_bits=bits)
+    for name, bits, in_batch in variants:  # A/B: the kernel's options (block shape follows)
+        def comp_variant(bits: int | None = bits, in_batch: int | None = in_batch) -> None:
+            D.launch_compress(src32, staged8, sizes, n, page, stream, hash_bits=bits,
+                              in_batch=in_batch)
 
-        out[f"h{bits}_compress_kernel_gbps"] = pages.nbytes / timer(comp_bits, repeats) / 1e9
+        out[f"{name}_compress_kernel_gbps"] = (pages.nbytes / timer(comp_variant, repeats)
+                                               / 1e9)
         stream.synchronize()
-        out[f"h{bits}_ratio"] = check_staged(staged, sizes, pages, f"hash_bits={bits}")
+        out[f"{name}_ratio"] = check_staged(staged, sizes, pages, f"variant {name}")
     t_kernel = timer(comp, repeats)
     t_all = timer(comp_all, repeats)
     stream.synchronize()
@@ -439,7 +465,7 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
     return out
 
 
-def occupancy(dev: nova.Device, page: int, hash_variants: list[int]) -> dict[str, Any]:
+def occupancy(dev: nova.Device, page: int, variants: list[Variant]) -> dict[str, Any]:
     """Registers, shared memory and resident warps per SM of both kernels (CUDA occupancy API
     on the kernels' cubins)."""
     import re
@@ -456,19 +482,19 @@ def occupancy(dev: nova.Device, page: int, hash_variants: list[int]) -> dict[str
     out: dict[str, Any] = {}
     cudev = call(cu.cuDeviceGet(dev.index))
     call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
-    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int)
+    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int)
     cases = [
         ("compress", K.compress_pages_kernel, csig, cw, K.compress_shared_bytes(page, cw)),
         ("decompress", K.decompress_pages_kernel,
          (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
          dw, K.decompress_shared_bytes(page, dw)),
     ]
-    for bits in hash_variants:
+    for bits in sorted({b for _, b, _ in variants if b is not None}):
         w = K.compress_warps_per_block(page, bits)
         cases.append((f"compress_h{bits}", K.compress_pages_kernel, csig, w,
                       K.compress_shared_bytes(page, w, bits)))
     if V0 is not None:
-        cases.append(("compress_v0", V0.compress_pages_kernel_v0, csig[:-1], V0.WARPS,
+        cases.append(("compress_v0", V0.compress_pages_kernel_v0, csig[:-2], V0.WARPS,
                       K.compress_shared_bytes(page, V0.WARPS)))
     sms = call(cu.cuDeviceGetAttribute(
         cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))
@@ -509,9 +535,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
-    parser.add_argument("--hash-bits", default="10",
-                        help="other hash table sizes (log2 entries, comma-separated) to time "
-                             "next to the default, for A/B ('' for none)")
+    parser.add_argument("--variants", default="h10,shfl,h10+shfl",
+                        help="compress kernel variants timed beside the default for A/B "
+                             "(comma-separated; hN: 2^N hash entries, shfl: in-batch matches "
+                             "by shuffles, many: by match_any; '' for none)")
     parser.add_argument("--no-ab", action="store_true",
                         help="skip main's compression kernel (bench/lz4_v0.py), timed for A/B")
     parser.add_argument("--json", type=Path, default=None)
@@ -521,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         return probe_nvcomp(args.page_size)
     global V0
     V0 = None if args.no_ab else load_v0()
-    hash_variants = [int(b) for b in args.hash_bits.split(",") if b.strip()]
+    variants = parse_variants(args.variants)
 
     dev = nova.get_device(args.device)
     gpu = dev.kind == "cuda"
@@ -557,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     if gpu:
         try:
-            results["occupancy"] = occupancy(dev, page, hash_variants)
+            results["occupancy"] = occupancy(dev, page, variants)
         except Exception as exc:
             results["occupancy"] = {"error": f"{type(exc).__name__}: {exc}"}
         print(f"occupancy: {results['occupancy']}", flush=True)
@@ -569,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
         d_pages = nova.to_device(pages, dev)
         row["liblz4"] = bench_liblz4(pages, repeats)
         row["nova"] = bench_nova_kernels(dev, stream, timer, d_pages, pages, repeats,
-                                         hash_variants)
+                                         variants)
         if gpu and not args.no_nvcomp:
             try:
                 row["nvcomp"] = (
@@ -606,17 +633,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{fmt(nova_r['decompress_gbps'])} {fmt(nvd, 9)} "
               f"{fmt(nova_r['decompress_gbps'] / nvd if nvd else None, 5)} | "
               f"{fmt(lib['compress_gbps'], 7)} {fmt(lib['decompress_gbps'], 7)}")
-    for bits in hash_variants:
-        print(f"\nA/B: hash table of 2^{bits} entries (default 2^{K.hash_log(page)}), compress "
-              "kernel alone:")
+    if variants:
+        print(f"\nA/B, compress kernel alone (default: 2^{K.hash_log(page)} hash entries, "
+              f"in-batch matches by {'match_any' if K.IN_BATCH == 0 else 'shuffles'}):")
+    for name, _, _ in variants:
         for r in rows:
             nova_r, lib = r["nova"], r["liblz4"]
-            g, ratio = nova_r.get(f"h{bits}_compress_kernel_gbps"), nova_r.get(f"h{bits}_ratio")
+            g, ratio = nova_r.get(f"{name}_compress_kernel_gbps"), nova_r.get(f"{name}_ratio")
             if g is None or ratio is None:
                 continue
-            print(f"  {r['class']:8s} {g:8.2f} GB/s ({g / nova_r['compress_kernel_gbps']:.2f}x "
-                  f"the default), ratio /lib {ratio / lib['ratio']:.3f} (default "
-                  f"{nova_r['ratio'] / lib['ratio']:.3f})")
+            print(f"  {name:10s} {r['class']:8s} {g:8.2f} GB/s "
+                  f"({g / nova_r['compress_kernel_gbps']:.2f}x the default), ratio /lib "
+                  f"{ratio / lib['ratio']:.3f} (default {nova_r['ratio'] / lib['ratio']:.3f})")
     for r in rows:
         if "end_to_end" in r:
             e = r["end_to_end"]

@@ -17,7 +17,7 @@ PTXAS = shutil.which("ptxas")
 
 KERNELS = {
     "compress": (K.compress_pages_kernel,
-                 (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int)),
+                 (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int)),
     "decompress": (K.decompress_pages_kernel,
                    (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:],
                     int, int)),

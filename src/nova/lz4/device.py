@@ -76,14 +76,16 @@ def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 
 
 def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer, n: int,
                     page_size: int, stream: nova.Stream, fault_page: int = -1,
-                    hash_bits: int | None = None) -> None:
+                    hash_bits: int | None = None, in_batch: int | None = None) -> None:
     """compress_pages_kernel over n pages: src32 uint32[n * page_size / 4] -> staged uint8
     (blocks at page stride) and sizes uint32[n]. hash_bits: the hash table's log2 entries
-    (default K.hash_log(page_size)); the block shape follows from it."""
+    (default K.hash_log(page_size)); the block shape follows from it. in_batch: K.IN_BATCH_*
+    (default K.IN_BATCH)."""
     bits = K.hash_log(page_size) if hash_bits is None else hash_bits
     warps = K.compress_warps_per_block(page_size, bits)
     K.compress_pages_kernel.launch(
-        src32, staged, sizes, n, page_size, fault_page, bits, grid=-(-n // warps),
+        src32, staged, sizes, n, page_size, fault_page, bits,
+        K.IN_BATCH if in_batch is None else in_batch, grid=-(-n // warps),
         block=32 * warps, stream=stream,
         shared_bytes=K.compress_shared_bytes(page_size, warps, bits))
 

@@ -41,6 +41,10 @@ MIN_MATCH = 4
 MF_LIMIT = 12  # a match starts at least this many bytes before the end of the block
 LAST_LITERALS = 5  # the last bytes of a block are always literals
 
+IN_BATCH_MATCH_ANY = 0  # compress_pages_kernel's in_batch: match_any over the batch
+IN_BATCH_SHUFFLE = 1  # ... or shuffles for distances 1, 2, 4, 8
+IN_BATCH = IN_BATCH_MATCH_ANY  # the default (bench/lz4.py times the other one beside it)
+
 STATUS_OK = 0
 STATUS_CORRUPT = 1  # the block is not a valid LZ4 block for a page of this size
 STATUS_BAD_ENTRY = 2  # the size table or offsets point outside the payload
@@ -101,6 +105,28 @@ def write_length(dst, at, n, nbytes, lane):
 
 
 @nova.func
+def near_repeats(w, lane):
+    """Bit lane - d set where the word of lane - d equals this lane's w, for d = 1, 2, 4, 8
+    (runs and short periods: most of what match_any finds inside a batch, at four shuffles;
+    every lane shuffles, whatever its lane number)."""
+    w1 = nova.shuffle_up(w, 1)
+    w2 = nova.shuffle_up(w, 2)
+    w4 = nova.shuffle_up(w, 4)
+    w8 = nova.shuffle_up(w, 8)
+    one = nova.uint32(1)
+    bits = nova.uint32(0)
+    if lane >= 1 and w1 == w:
+        bits |= one << nova.uint32(lane - 1)
+    if lane >= 2 and w2 == w:
+        bits |= one << nova.uint32(lane - 2)
+    if lane >= 4 and w4 == w:
+        bits |= one << nova.uint32(lane - 4)
+    if lane >= 8 and w8 == w:
+        bits |= one << nova.uint32(lane - 8)
+    return bits
+
+
+@nova.func
 def write_sequence(dst, at, buf, anchor, lit, lb, off, ml, mb, seq, lane):
     """Write one sequence (`seq` bytes from dst[at]) in one pass, lane k writing bytes k,
     k + 32, ...: token, lb literal-length bytes, the lit literals buf[anchor:], the 2-byte
@@ -128,12 +154,15 @@ def write_sequence(dst, at, buf, anchor, lit, lb, off, ml, mb, seq, lane):
 
 
 @nova.kernel
-def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_bits):
+def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_bits,
+                          in_batch):
     """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
     raw copy at i * page_size); sizes: uint32[n] (stored size | RAW); hash_bits: log2 of the
-    hash table's entries (hash_log(page_size) by default: launch_compress). Positions and
-    lengths within a page are int32 (64-bit integer arithmetic costs two instructions on the
-    GPU)."""
+    hash table's entries (hash_log(page_size) by default: launch_compress); in_batch: how a
+    position finds an earlier position of its own batch (the table cannot hold those yet):
+    IN_BATCH_MATCH_ANY (any of them: match_any) or IN_BATCH_SHUFFLE (those 1, 2, 4 or 8 bytes
+    back: four shuffles). Positions and lengths within a page are int32 (64-bit integer
+    arithmetic costs two instructions on the GPU)."""
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
@@ -193,7 +222,10 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
         # a nearer match inside this batch: the closest earlier valid lane with the same word
         nvalid = min(limit - pos + 1, 32)
         valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
-        same = nova.match_any(w) & valid & below
+        if in_batch == IN_BATCH_MATCH_ANY:  # uniform: a kernel parameter
+            same = nova.match_any(w) & valid & below
+        else:
+            same = near_repeats(w, lane) & valid
         if same != 0 and p <= limit:
             c = pos + 31 - nova.int32(nova.clz(same))
             ok = True
