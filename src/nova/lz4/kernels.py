@@ -80,12 +80,21 @@ def load_word(buf32, p, nwords):
 
 
 @nova.func
-def word_before(buf32, q, nwords):
+def load_word_nc(buf32, p):
+    """load_word without the clamp of the high word: for a view that holds one word more than
+    the page (the compression kernel's: shared memory goes on after every page)."""
+    i = p >> 2
+    s = nova.uint32((p & 3) * 8)
+    return (buf32[i] >> s) | ((buf32[i + 1] << nova.uint32(1)) << (nova.uint32(31) - s))
+
+
+@nova.func
+def word_before(buf32, q):
     """The 4 bytes before byte position q (q - 4 .. q - 1, little-endian: byte q - 1 on top).
     For q < 4 the missing bytes below position 0 read as zeros (callers use only the top
     min(q, ...) bytes)."""
     p = max(q - 4, 0)
-    return load_word(buf32, p, nwords) << nova.uint32(8 * (p - q + 4))
+    return load_word_nc(buf32, p) << nova.uint32(8 * (p - q + 4))
 
 
 @nova.func
@@ -172,7 +181,9 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
-    buf32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
+    # one word more than the page: load_word_nc reads the word after a position's word
+    # without a clamp; after the last page of the block come the hash tables, so it exists
+    buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, warp * page_size)
     buf = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
     hlog = nova.int32(hash_bits)
     entries = nova.int32(1) << hlog
@@ -210,15 +221,14 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
     misses: nova.int32 = 0  # batches without a match since the last match
     while pos <= limit:
         p = pos + lane
-        ok = False
-        c: nova.int32 = 0
-        h = nova.uint32(0)
-        w = nova.uint32(0)
-        if p <= limit:
-            w = load_word(buf32, p, nwords)
-            h = (w * nova.uint32(HASH_MUL)) >> hshift
-            c = nova.int32(table[h])
-            ok = c < p and load_word(buf32, c, nwords) == w
+        # every lane loads (lanes past the limit at the limit): no divergent branch; a table
+        # entry is always a position inside the page (0 when empty)
+        inside = p <= limit
+        w = load_word_nc(buf32, min(p, limit))
+        h = (w * nova.uint32(HASH_MUL)) >> hshift
+        c = nova.int32(table[h])
+        wc = load_word_nc(buf32, c)
+        ok = inside and c < p and wc == w
         # a nearer match inside this batch: the closest earlier valid lane with the same word
         nvalid = min(limit - pos + 1, 32)
         valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
@@ -226,7 +236,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
             same = nova.match_any(w) & valid & below
         else:
             same = near_repeats(w, lane) & valid
-        if same != 0 and p <= limit:
+        if same != 0 and inside:
             c = pos + 31 - nova.int32(nova.clz(same))
             ok = True
         found = nova.ballot(ok)
@@ -234,7 +244,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
         # next batch starts after the match, so later positions would be found as their own
         # candidates there)
         first = nova.int32(nova.ctz(found))  # 32 when there is no match
-        if p <= limit and lane <= first:
+        if inside and lane <= first:
             table[h] = nova.uint16(p)
         nova.syncwarp()  # ... and the next batch sees every insertion
         if found == 0:
@@ -253,7 +263,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
         room = min(s - anchor, cand)
         back: nova.int32 = 0
         while back < room:
-            xb = word_before(buf32, s - back, nwords) ^ word_before(buf32, cand - back, nwords)
+            xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
             eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
             back += min(eq, room - back)
             if eq < 4:
@@ -262,14 +272,14 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
         cand -= back
         # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no vote;
         # most matches end there: the corpus' median match is 7 bytes), then 128 bytes per
-        # warp step. Reads stay inside the page (the words start at most at s + maxlen + 3 =
-        # size - 2; load_word clamps the high word); bytes past maxlen are cut by the min below.
+        # warp step. The words read start at most at s + maxlen + 3 = size - 2 (their high
+        # word may be the one after the page: see buf32); bytes past maxlen are cut by the
+        # min below.
         maxlen = mlimit - s
         mlen = MIN_MATCH + back
         if mlen < maxlen:
-            x0 = load_word(buf32, s + mlen, nwords) ^ load_word(buf32, cand + mlen, nwords)
-            x1 = load_word(buf32, s + mlen + 4, nwords) ^ load_word(buf32, cand + mlen + 4,
-                                                                    nwords)
+            x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
+            x1 = load_word_nc(buf32, s + mlen + 4) ^ load_word_nc(buf32, cand + mlen + 4)
             if x0 != 0:
                 mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
                 maxlen = min(mlen, maxlen)  # ends the warp loop
@@ -282,7 +292,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
             q = mlen + lane * 4
             x = nova.uint32(0)
             if q < maxlen:
-                x = load_word(buf32, s + q, nwords) ^ load_word(buf32, cand + q, nwords)
+                x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
             diff = nova.ballot(x != 0)
             if diff != 0:
                 first_lane = nova.int32(nova.ctz(diff))
