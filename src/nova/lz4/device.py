@@ -34,6 +34,8 @@ class SlotScratch:
     sizes_dev: nova.Buffer | None = None  # uint32[k]: the compress kernel's size table
     ready_dev: nova.Buffer | None = None  # uint32[1]: the slot's scan ran (compact_kernel)
     event: nova.Event | None = None  # behind the slot's kernel (orders the status copy)
+    stream: nova.Stream | None = None  # the slot's own compute stream (slot_streams)
+    start_event: nova.Event | None = None  # the slot's H2D is done (slot_streams)
 
     def grow(self, device: nova.Device, name: str, nbytes: int) -> nova.Buffer:
         """Device buffer `name`, reallocated when smaller than `nbytes`."""
@@ -62,9 +64,14 @@ class SlotScratch:
             if buf is not None:
                 buf.free()
                 setattr(self, name, None)
-        if self.event is not None:
-            self.event.close()
-            self.event = None
+        for name in ("event", "start_event"):
+            ev = getattr(self, name)
+            if ev is not None:
+                ev.close()
+                setattr(self, name, None)
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
 
 
 def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 0) -> nova.Buffer:
