@@ -183,8 +183,11 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
     nwords = size >> 2
     # one word more than the page: load_word_nc reads the word after a position's word
     # without a clamp; after the last page of the block come the hash tables, so it exists
-    buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, warp * page_size)
-    buf = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
+    # offsets and indices written as multiples of 16 bytes (page sizes are), so LLVM can prove
+    # the 16-byte alignment that merges a lane's four words into one v4 load/store
+    pbase = warp * (page_size // 16) * 16
+    buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, pbase)
+    buf = nova.dynamic_shared_array(nova.uint8, size, pbase)
     hlog = nova.int32(hash_bits)
     entries = nova.int32(1) << hlog
     toff = nwarps * page_size + warp * (2 * nova.int64(entries))
@@ -192,8 +195,26 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
     table32 = nova.dynamic_shared_array(nova.uint32, entries >> 1, toff)
     hshift = nova.uint32(32 - hlog)
 
-    wbase = page * (page_size // 4)
+    wbase = page * (page_size // 16) * 4
     i = lane * 4
+    while i + 128 < nwords:  # two 16-byte loads in flight per lane, then their stores
+        w0 = src[wbase + i]
+        w1 = src[wbase + i + 1]
+        w2 = src[wbase + i + 2]
+        w3 = src[wbase + i + 3]
+        v0 = src[wbase + i + 128]
+        v1 = src[wbase + i + 129]
+        v2 = src[wbase + i + 130]
+        v3 = src[wbase + i + 131]
+        buf32[i] = w0
+        buf32[i + 1] = w1
+        buf32[i + 2] = w2
+        buf32[i + 3] = w3
+        buf32[i + 128] = v0
+        buf32[i + 129] = v1
+        buf32[i + 130] = v2
+        buf32[i + 131] = v3
+        i += 256
     while i < nwords:
         w0 = src[wbase + i]
         w1 = src[wbase + i + 1]
@@ -345,8 +366,9 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
-    out = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
-    out32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
+    pbase = warp * (page_size // 16) * 16  # provably 16-byte aligned: v4 loads of the page
+    out = nova.dynamic_shared_array(nova.uint8, size, pbase)
+    out32 = nova.dynamic_shared_array(nova.uint32, nwords, pbase)
     total = len(src)
     start = nova.int64(offsets[page])
     stop = nova.int64(offsets[page + 1])
@@ -431,7 +453,7 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
             op += ml
     nova.syncwarp()
     if err == STATUS_OK:
-        wbase = page * (page_size // 4)
+        wbase = page * (page_size // 16) * 4  # a multiple of 4 words: v4 stores
         i = lane * 4
         while i < nwords:
             w0 = out32[i]
