@@ -1,21 +1,25 @@
 """The GPU kernels, written in Nova's Python kernel language (`@nova.kernel`).
 
-Both kernels give each page to one warp; a block runs `warps_per_block(page_size)` warps.
+Both kernels give each page to one warp; a block runs `compress_warps_per_block(page_size)`
+(compression: as many resident warps per SM as shared memory allows) or
+`warps_per_block(page_size)` (decompression) warps.
 
 **Compression** (`compress_pages_kernel`). The warp stages its page into shared memory (16 bytes
-per lane per step, coalesced) and zeroes a hash table of 16-bit positions (`hash_log`: 2048
-entries for pages up to 4 KiB), so a 4 KiB page costs 8 KiB of shared memory. Then greedy
-LZ4 matching, 32 positions at a time: each lane hashes the 4 bytes at `pos + lane` (Knuth's
-multiplicative hash), reads the table's candidate and verifies it (a candidate must be
-earlier and hold the same 4 bytes), `match_any` finds the nearest earlier lane with the same
-bytes, and a ballot picks the first lane with a match, as a sequential LZ4 compressor would.
-The match is extended 128 bytes per step (each lane compares one 4-byte word; a ballot and a
-count of trailing zero bits of the XOR find the first differing byte) and backwards over the pending
-literals (32 bytes per step). The sequence (token, length bytes, literals, offset) is written
-by all lanes at once: length bytes and literals are spread over the lanes. LZ4's end-of-block
-rules hold: no match starts within the last 12 bytes, every match ends at least 5 bytes before
-the end, the block ends with literals. A page whose output would not be smaller than the page
-stops as soon as that is certain and is stored raw (`RAW_FLAG` in its size entry).
+per lane per step, v4 loads, two steps in flight) and zeroes a hash table of 16-bit positions
+(`hash_bits`, by default `hash_log`: 2048 entries for pages up to 4 KiB), so a 4 KiB page
+costs 8 KiB of shared memory. Then greedy LZ4 matching, 32 positions at a time, each step
+straight-line code: each lane hashes the 4 bytes at `pos + lane` (Knuth's multiplicative hash),
+reads the table's candidate and verifies it (a candidate must be earlier and hold the same 4
+bytes), `match_any` (or four shuffles: `in_batch`) finds the nearest earlier lane with the
+same bytes, and one vote picks the first lane with a match, as a sequential LZ4 compressor
+would. The match is extended backwards over the pending literals and forwards over the next 8
+bytes by every lane alike (4-byte XORs of broadcast loads, no vote), longer matches 128 bytes
+per warp step (each lane compares one 4-byte word; a ballot and a count of trailing zero bits
+of the XOR find the first differing byte). Each sequence (token, length bytes, literals,
+offset) is written in one pass, lane k writing byte k. LZ4's end-of-block rules hold: no match
+starts within the last 12 bytes, every match ends at least 5 bytes before the end, the block
+ends with literals. A page whose output would not be smaller than the page stops as soon as
+that is certain and is stored raw (`RAW_FLAG` in its size entry).
 
 **Decompression** (`decompress_pages_kernel`). Every lane parses the same sequence headers
 (the reads hit one address, a broadcast), then the lanes copy the literals and the match 32
@@ -181,11 +185,11 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
+    # offsets and indices are written as multiples of 16 bytes (page sizes are), so LLVM can
+    # prove the 16-byte alignment that merges a lane's four words into one v4 load/store
+    pbase = warp * (page_size // 16) * 16
     # one word more than the page: load_word_nc reads the word after a position's word
     # without a clamp; after the last page of the block come the hash tables, so it exists
-    # offsets and indices written as multiples of 16 bytes (page sizes are), so LLVM can prove
-    # the 16-byte alignment that merges a lane's four words into one v4 load/store
-    pbase = warp * (page_size // 16) * 16
     buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, pbase)
     buf = nova.dynamic_shared_array(nova.uint8, size, pbase)
     hlog = nova.int32(hash_bits)
