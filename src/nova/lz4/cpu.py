@@ -88,11 +88,12 @@ def decompress_block(block: bytes | memoryview, size: int) -> bytes:
 
 # --- shared memory --------------------------------------------------------------------------
 class _Shared:
-    """A memfd of `nbytes` mapped here; workers map it by (path, generation)."""
+    """A memfd of `nbytes` mapped here; workers map it by (path, size, generation, role) and
+    keep one mapping per role (a grown buffer replaces its predecessor there too)."""
 
     _generation = 0
 
-    def __init__(self, nbytes: int) -> None:
+    def __init__(self, role: str, nbytes: int) -> None:
         _Shared._generation += 1
         self.generation = _Shared._generation
         self.nbytes = max(nbytes, mmap.PAGESIZE)
@@ -100,7 +101,7 @@ class _Shared:
         os.ftruncate(self.fd, self.nbytes)
         self.map = mmap.mmap(self.fd, self.nbytes)
         self.array = np.frombuffer(self.map, np.uint8)
-        self.spec = (f"/proc/{os.getpid()}/fd/{self.fd}", self.nbytes, self.generation)
+        self.spec = (f"/proc/{os.getpid()}/fd/{self.fd}", self.nbytes, self.generation, role)
 
     def close(self) -> None:
         del self.array
@@ -118,18 +119,18 @@ def _shared(role: str, nbytes: int) -> _Shared:
     if buf is None or buf.nbytes < nbytes:
         if buf is not None:
             buf.close()
-        buf = _SHARED[role] = _Shared(nbytes + (nbytes >> 3))
+        buf = _SHARED[role] = _Shared(role, nbytes + (nbytes >> 3))
     return buf
 
 
-Spec = tuple[str, int, int]
+Spec = tuple[str, int, int, str]
 _WORKER_MAPS: dict[str, tuple[int, mmap.mmap]] = {}
 
 
 def _wmap(spec: Spec) -> mmap.mmap:
-    """In a worker: the parent's shared buffer `spec`, mapped once per generation."""
-    path, nbytes, gen = spec
-    key = path.rsplit("/", 1)[-1]
+    """In a worker: the parent's shared buffer `spec`, mapped once per generation (the
+    mapping of an older generation of the same role is dropped)."""
+    path, nbytes, gen, key = spec
     cached = _WORKER_MAPS.get(key)
     if cached is not None and cached[0] == gen:
         return cached[1]
