@@ -48,6 +48,9 @@ LAST_LITERALS = 5  # the last bytes of a block are always literals
 IN_BATCH_MATCH_ANY = 0  # compress_pages_kernel's in_batch: match_any over the batch
 IN_BATCH_SHUFFLE = 1  # ... or shuffles for distances 1, 2, 4, 8
 IN_BATCH = IN_BATCH_MATCH_ANY  # the default (bench/lz4.py times the other one beside it)
+FULL = 0xFFFFFFFF  # every lane: the compression kernel's blocks are whole warps; a constant
+# member mask reaches PTX as an immediate, so ptxas checks no computed mask before each vote
+# or shuffle (a MATCH.ANY and a REDUX.OR per collective)
 
 STATUS_OK = 0
 STATUS_CORRUPT = 1  # the block is not a valid LZ4 block for a page of this size
@@ -122,10 +125,10 @@ def near_repeats(w, lane):
     """Bit lane - d set where the word of lane - d equals this lane's w, for d = 1, 2, 4, 8
     (runs and short periods: most of what match_any finds inside a batch, at four shuffles;
     every lane shuffles, whatever its lane number)."""
-    w1 = nova.shuffle_up(w, 1)
-    w2 = nova.shuffle_up(w, 2)
-    w4 = nova.shuffle_up(w, 4)
-    w8 = nova.shuffle_up(w, 8)
+    w1 = nova.shuffle_up(w, 1, members=FULL)
+    w2 = nova.shuffle_up(w, 2, members=FULL)
+    w4 = nova.shuffle_up(w, 4, members=FULL)
+    w8 = nova.shuffle_up(w, 8, members=FULL)
     one = nova.uint32(1)
     bits = nova.uint32(0)
     if lane >= 1 and w1 == w:
@@ -264,7 +267,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
         if same != 0 and inside:
             c = pos + 31 - nova.int32(nova.clz(same))
             ok = True
-        found = nova.ballot(ok)
+        found = nova.ballot(ok, members=FULL)
         # every lane has read the table: insert the positions up to the first match (the
         # next batch starts after the match, so later positions would be found as their own
         # candidates there)
@@ -281,7 +284,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
                 break
             continue
         s = pos + first
-        cand = nova.shuffle_idx(c, first)
+        cand = nova.shuffle_idx(c, first, members=FULL)
         # extend backwards over pending literals, 4 bytes per step, every lane alike (the
         # loads broadcast; no warp vote): the equal bytes just below s and cand are the
         # leading zero bytes of the XOR of the words before them. One step nearly always.
@@ -318,10 +321,10 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
             x = nova.uint32(0)
             if q < maxlen:
                 x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
-            diff = nova.ballot(x != 0)
+            diff = nova.ballot(x != 0, members=FULL)
             if diff != 0:
                 first_lane = nova.int32(nova.ctz(diff))
-                xl = nova.shuffle_idx(x, first_lane)
+                xl = nova.shuffle_idx(x, first_lane, members=FULL)
                 mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
                 break
             mlen += 128
