@@ -37,6 +37,11 @@ def test_ptx_assembles_without_spills(tmp_path, name):
     if name == "compress":
         assert "match.any.sync.b32" in ptx and "bar.warp.sync" in ptx
         assert "prmt.b32.f4e" in ptx  # the unaligned 4-byte loads
+        # one vote per ballot, and every collective with the immediate full mask (members=FULL:
+        # ptxas then checks no computed mask before it)
+        collectives = [ln for ln in ptx.splitlines() if re.search(r"\b(vote|shfl|match)\.", ln)]
+        assert any("vote.sync.ballot.b32" in ln for ln in collectives)
+        assert all(ln.rstrip().endswith("-1;") for ln in collectives), collectives
     if name == "decompress":
         assert "bar.warp.sync" in ptx
     src = tmp_path / f"{name}.ptx"
