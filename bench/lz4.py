@@ -3,13 +3,16 @@
 In one process, on the page corpus of nova.lz4.corpus (text, binary, heap, floats, zeros, random,
 mixed), per class:
 
-- liblz4 on every core (python-lz4 on a thread pool): compress / decompress GB/s, ratio;
+- liblz4 on every core (python-lz4 in one worker process per core, pages through shared
+  memory: nova.lz4.cpu): compress / decompress GB/s of a host array (the copies in and out
+  included), ratio;
 - Nova kernels on device-resident pages: compress (compress kernel alone, and with the scan +
   compaction that make the payload contiguous), decompress; GB/s of uncompressed bytes, timed
   with device events; ratio and ratio / liblz4's;
-- nvCOMP batched LZ4 (nvidia-nvcomp-cu13) through its C API (ctypes; the 4.x or 5.x entry points,
-  whichever the library exports), on the same device pages, one chunk per page; falls back to
-  its Python API (nvidia.nvcomp) if the C API cannot be bound;
+- nvCOMP batched LZ4 (nvidia-nvcomp-cu13 6.x) through its C API (ctypes on libnvcomp.so.6 of
+  nvidia-libnvcomp-cu13), on the same device pages, one chunk per page, default options; falls
+  back to its Python API (nvidia.nvcomp, uncomp_chunk_size = the page) if the C API cannot be
+  bound (probed in a child process first, so a wrong binding cannot crash the bench);
 - end to end, pinned host -> host: nova.lz4.PageCompressor on a pinned HostBuffer of pages
   (H2D, kernels, D2H on three streams, slots), and the pinned H2D bandwidth it is measured
   against.
@@ -59,6 +62,41 @@ from nova.lz4.batch import CompressedBatch
 from nova.lz4.corpus import CLASSES, build_corpus
 
 FAILURES: list[str] = []
+V0: Any = None  # bench/lz4_v0.py (main's compression kernel) unless --no-ab
+Variant = tuple[str, int | None, int | None]  # (name, hash_bits, in_batch); None = default
+
+
+def parse_variants(text: str) -> list[Variant]:
+    """'h10,shfl,h10+shfl' -> compress kernel variants to time beside the default: hN = a
+    hash table of 2^N entries, shfl = in-batch matches by shuffles (K.IN_BATCH_SHUFFLE),
+    many = by match_any (K.IN_BATCH_MATCH_ANY)."""
+    out: list[Variant] = []
+    for name in (v.strip() for v in text.split(",")):
+        if not name:
+            continue
+        bits: int | None = None
+        in_batch: int | None = None
+        for part in name.split("+"):
+            if part.startswith("h") and part[1:].isdigit():
+                bits = int(part[1:])
+            elif part == "shfl":
+                in_batch = K.IN_BATCH_SHUFFLE
+            elif part == "many":
+                in_batch = K.IN_BATCH_MATCH_ANY
+            else:
+                raise SystemExit(f"bench/lz4.py: unknown variant part {part!r} in {name!r}")
+        out.append((name, bits, in_batch))
+    return out
+
+
+def load_v0() -> Any:
+    """bench/lz4_v0.py by path (this directory is off sys.path: see the top of the file)."""
+    spec = importlib.util.spec_from_file_location("nova_lz4_bench_v0",
+                                                  Path(__file__).parent / "lz4_v0.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def check(ok: bool, what: str) -> bool:
@@ -109,35 +147,80 @@ def wall(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 
 # --- nvCOMP ------------------------------------------------------------------------------------
+def find_libnvcomp() -> str:
+    """libnvcomp.so of the installed wheels: nvidia-libnvcomp-cu13 ships it as
+    nvidia/libnvcomp/lib64/libnvcomp.so.<major> (nvidia-nvcomp-cu13, the Python API, depends on
+    that wheel and loads it from there); NVCOMP_LIBRARY overrides."""
+    if os.environ.get("NVCOMP_LIBRARY"):
+        return os.environ["NVCOMP_LIBRARY"]
+    roots: list[str] = []
+    for name in ("nvidia.libnvcomp", "nvidia.nvcomp", "nvidia"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        roots += list(spec.submodule_search_locations or []) if spec else []
+    libs = {os.path.realpath(p) for r in roots
+            for p in glob.glob(os.path.join(r, "**", "libnvcomp.so*"), recursive=True)}
+    if not libs:
+        raise RuntimeError("libnvcomp.so not found (pip install nvidia-nvcomp-cu13, which "
+                           "brings nvidia-libnvcomp-cu13)")
+    return sorted(libs, key=lambda p: (len(p), p))[0]
+
+
 class NvcompC:
-    """nvCOMP's batched LZ4 through its C API (ctypes). Binds the 5.x entry points
-    (`...GetTempSizeAsync`, options structs with reserved bytes, device statuses) or the 4.x
-    ones, whichever the library exports."""
+    """nvCOMP's batched LZ4 through its C API (ctypes), nvCOMP 6.x (nvcomp/lz4.h of
+    nvidia-libnvcomp-cu13 6.0): options structs passed by value (64 bytes: compress
+    {data_type, bitshuffle_mode, reserved[56]}, decompress {backend, sort_before_hw_decompress,
+    data_type, bitshuffle_mode, reserved[48]}), temp-size queries that take the total
+    uncompressed bytes and a stream, device statuses."""
+
+    class CompressOpts(ctypes.Structure):
+        _fields_ = [("data_type", ctypes.c_int), ("bitshuffle_mode", ctypes.c_int),
+                    ("reserved", ctypes.c_char * 56)]
+
+    class DecompressOpts(ctypes.Structure):
+        _fields_ = [("backend", ctypes.c_int), ("sort_before_hw_decompress", ctypes.c_int),
+                    ("data_type", ctypes.c_int), ("bitshuffle_mode", ctypes.c_int),
+                    ("reserved", ctypes.c_char * 48)]
+
+    class Alignments(ctypes.Structure):
+        _fields_ = [("input", ctypes.c_size_t), ("output", ctypes.c_size_t),
+                    ("temp", ctypes.c_size_t)]
+
+    class Properties(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("cudart_version", ctypes.c_uint32)]
 
     def __init__(self) -> None:
-        spec = importlib.util.find_spec("nvidia.nvcomp")
-        roots = list(spec.submodule_search_locations or []) if spec else []
-        libs = [p for r in roots for p in glob.glob(os.path.join(r, "**", "libnvcomp.so*"),
-                                                    recursive=True)]
-        if not libs:
-            raise RuntimeError("libnvcomp.so not found in the nvidia.nvcomp package "
-                               "(pip install nvidia-nvcomp-cu13)")
-        self.path = sorted(libs, key=len)[0]
-        self.lib = ctypes.CDLL(self.path)
-        self.v5 = hasattr(self.lib, "nvcompBatchedLZ4CompressGetTempSizeAsync")
-
-        class Opts4(ctypes.Structure):
-            _fields_ = [("data_type", ctypes.c_int)]
-
-        class Opts5(ctypes.Structure):
-            _fields_ = [("data_type", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
-
-        class DOpts5(ctypes.Structure):
-            _fields_ = [("backend", ctypes.c_int), ("reserved", ctypes.c_char * 60)]
-
-        self.copts = Opts5() if self.v5 else Opts4()
-        self.dopts = DOpts5()
-        self.version = "5.x" if self.v5 else "4.x"
+        self.path = find_libnvcomp()
+        lib = self.lib = ctypes.CDLL(self.path)
+        props = self.Properties()
+        self._check(lib.nvcompGetProperties(ctypes.byref(props)), "nvcompGetProperties")
+        self.version = (f"{props.version // 1000}.{props.version % 1000 // 100}."
+                        f"{props.version % 100}")
+        if props.version // 1000 != 6:
+            raise RuntimeError(f"nvCOMP {self.version}: this binding is for the 6.x C API")
+        sz, vp, st = ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int
+        copts, dopts = self.CompressOpts, self.DecompressOpts
+        pz = ctypes.POINTER(ctypes.c_size_t)
+        sigs: dict[str, list[Any]] = {
+            "nvcompBatchedLZ4CompressGetTempSize": [sz, sz, copts, pz, sz, vp],
+            "nvcompBatchedLZ4CompressGetMaxOutputChunkSize": [sz, copts, pz],
+            "nvcompBatchedLZ4CompressGetRequiredAlignments": [copts,
+                                                              ctypes.POINTER(self.Alignments)],
+            "nvcompBatchedLZ4CompressAsync": [vp, vp, sz, sz, vp, sz, vp, vp, copts, vp, vp],
+            "nvcompBatchedLZ4DecompressGetTempSize": [sz, sz, dopts, pz, sz, vp],
+            "nvcompBatchedLZ4DecompressAsync": [vp, vp, vp, vp, sz, vp, sz, vp, dopts, vp, vp],
+        }
+        for name, argtypes in sigs.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, st
+        self.copts = copts()  # zeroed: NVCOMP_TYPE_CHAR, no bitshuffle (the default options)
+        self.dopts = dopts()  # zeroed: NVCOMP_DECOMPRESS_BACKEND_DEFAULT
+        align = self.Alignments()
+        self._check(lib.nvcompBatchedLZ4CompressGetRequiredAlignments(
+            self.copts, ctypes.byref(align)), "required alignments")
+        self.out_align = max(16, int(align.output))
 
     def _check(self, status: int, what: str) -> None:
         if status != 0:
@@ -147,74 +230,68 @@ class NvcompC:
         sz = ctypes.c_size_t
         temp_c, temp_d, max_out = sz(), sz(), sz()
         lib = self.lib
-        if self.v5:
-            self._check(lib.nvcompBatchedLZ4CompressGetTempSizeAsync(
-                sz(n), sz(page), self.copts, ctypes.byref(temp_c), sz(n * page)), "temp size")
-            self._check(lib.nvcompBatchedLZ4DecompressGetTempSizeAsync(
-                sz(n), sz(page), self.dopts, ctypes.byref(temp_d), sz(n * page)), "temp size")
-        else:
-            self._check(lib.nvcompBatchedLZ4CompressGetTempSize(
-                sz(n), sz(page), self.copts, ctypes.byref(temp_c)), "temp size")
-            self._check(lib.nvcompBatchedLZ4DecompressGetTempSize(
-                sz(n), sz(page), ctypes.byref(temp_d)), "temp size")
+        self._check(lib.nvcompBatchedLZ4CompressGetTempSize(
+            n, page, self.copts, ctypes.byref(temp_c), n * page, None), "compress temp size")
+        self._check(lib.nvcompBatchedLZ4DecompressGetTempSize(
+            n, page, self.dopts, ctypes.byref(temp_d), n * page, None), "decompress temp size")
         self._check(lib.nvcompBatchedLZ4CompressGetMaxOutputChunkSize(
-            sz(page), self.copts, ctypes.byref(max_out)), "max output size")
+            page, self.copts, ctypes.byref(max_out)), "max output size")
+        stride = -(-max_out.value // self.out_align) * self.out_align
         return {"temp_c": dev.allocate(max(temp_c.value, 1)),
                 "temp_d": dev.allocate(max(temp_d.value, 1)),
-                "max_out": max_out.value, "temp_c_bytes": temp_c.value,
+                "max_out": max_out.value, "out_stride": stride, "temp_c_bytes": temp_c.value,
                 "temp_d_bytes": temp_d.value}
 
     def compress(self, in_ptrs: nova.Buffer, in_sizes: nova.Buffer, page: int, n: int,
                  temp: nova.Buffer, out_ptrs: nova.Buffer, out_sizes: nova.Buffer,
                  statuses: nova.Buffer, stream: nova.Stream) -> None:
-        sz, vp = ctypes.c_size_t, ctypes.c_void_p
-        args = [vp(in_ptrs.ptr), vp(in_sizes.ptr), sz(page), sz(n), vp(temp.ptr),
-                sz(temp.nbytes), vp(out_ptrs.ptr), vp(out_sizes.ptr), self.copts]
-        if self.v5:
-            args.append(vp(statuses.ptr))
-        args.append(vp(stream.handle))
-        self._check(self.lib.nvcompBatchedLZ4CompressAsync(*args), "compress")
+        self._check(self.lib.nvcompBatchedLZ4CompressAsync(
+            in_ptrs.ptr, in_sizes.ptr, page, n, temp.ptr, temp.nbytes, out_ptrs.ptr,
+            out_sizes.ptr, self.copts, statuses.ptr, stream.handle), "compress")
 
     def decompress(self, in_ptrs: nova.Buffer, in_sizes: nova.Buffer, out_caps: nova.Buffer,
                    out_actual: nova.Buffer, n: int, temp: nova.Buffer, out_ptrs: nova.Buffer,
                    statuses: nova.Buffer, stream: nova.Stream) -> None:
-        sz, vp = ctypes.c_size_t, ctypes.c_void_p
-        args = [vp(in_ptrs.ptr), vp(in_sizes.ptr), vp(out_caps.ptr), vp(out_actual.ptr), sz(n),
-                vp(temp.ptr), sz(temp.nbytes), vp(out_ptrs.ptr)]
-        if self.v5:
-            args.append(self.dopts)
-        args += [vp(statuses.ptr), vp(stream.handle)]
-        self._check(self.lib.nvcompBatchedLZ4DecompressAsync(*args), "decompress")
+        self._check(self.lib.nvcompBatchedLZ4DecompressAsync(
+            in_ptrs.ptr, in_sizes.ptr, out_caps.ptr, out_actual.ptr, n, temp.ptr, temp.nbytes,
+            out_ptrs.ptr, self.dopts, statuses.ptr, stream.handle), "decompress")
 
 
 def bench_nvcomp_c(nv: NvcompC, dev: nova.Device, stream: nova.Stream, timer: Timer,
                    d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
     n, page = pages.shape
     prep = nv.prepare(dev, n, page)
-    max_out = prep["max_out"]
-    d_out = dev.allocate(n * max_out)
+    max_out, stride = prep["max_out"], prep["out_stride"]
+    d_out = dev.allocate(n * stride)
     d_back = dev.allocate(n * page)
     ptrs = lambda base, stride: nova.to_device(  # noqa: E731
         (np.uint64(base) + np.arange(n, dtype=np.uint64) * np.uint64(stride)), dev)
-    in_ptrs, out_ptrs, back_ptrs = ptrs(d_pages.ptr, page), ptrs(d_out.ptr, max_out), \
+    in_ptrs, out_ptrs, back_ptrs = ptrs(d_pages.ptr, page), ptrs(d_out.ptr, stride), \
         ptrs(d_back.ptr, page)
     in_sizes = nova.to_device(np.full(n, page, np.uint64), dev)
     out_sizes = nova.to_device(np.zeros(n, np.uint64), dev)
     caps = nova.to_device(np.full(n, page, np.uint64), dev)
     actual = nova.to_device(np.zeros(n, np.uint64), dev)
-    statuses = nova.to_device(np.zeros(n, np.int32), dev)
+    statuses = nova.to_device(np.full(n, -1, np.int32), dev)
     t_c = timer(lambda: nv.compress(in_ptrs, in_sizes, page, n, prep["temp_c"], out_ptrs,
                                     out_sizes, statuses, stream), repeats)
     stream.synchronize()
+    st = statuses.numpy()
+    check(not st.any(), f"nvCOMP compress statuses: {np.unique(st).tolist()}")
     sizes = out_sizes.numpy().astype(np.int64)
+    check(bool((sizes > 0).all() and (sizes <= max_out).all()), "nvCOMP compressed sizes")
+    dev.memset(statuses, 0xFF, stream=stream)  # -1: a status nvCOMP does not write shows
     t_d = timer(lambda: nv.decompress(out_ptrs, out_sizes, caps, actual, n, prep["temp_d"],
                                       back_ptrs, statuses, stream), repeats)
     stream.synchronize()
+    st = statuses.numpy()
+    check(not st.any(), f"nvCOMP decompress statuses: {np.unique(st).tolist()}")
+    check(bool((actual.numpy() == page).all()), "nvCOMP decompressed sizes != page size")
     back = d_back.numpy().reshape(n, page)
     check(np.array_equal(back, pages), "nvCOMP decompress(nvCOMP compress(pages)) != pages")
     blob = d_out.numpy()
     sample = np.linspace(0, n - 1, min(n, 256)).astype(np.int64)
-    ok = all(cpu.decompress_block(blob[i * max_out:i * max_out + sizes[i]].tobytes(), page) ==
+    ok = all(cpu.decompress_block(blob[i * stride:i * stride + sizes[i]].tobytes(), page) ==
              pages[i].tobytes() for i in sample)
     check(ok, "liblz4 does not decode nvCOMP's blocks to the pages")
     stored = np.minimum(sizes, page) + 4  # as Nova counts: a page that grows is kept raw
@@ -225,23 +302,55 @@ def bench_nvcomp_c(nv: NvcompC, dev: nova.Device, stream: nova.Stream, timer: Ti
             "temp_bytes_per_chunk": prep["temp_c_bytes"] / n, "max_out_chunk": max_out}
 
 
-def bench_nvcomp_py(d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
+def bench_nvcomp_py(stream: nova.Stream, timer: Timer, d_pages: nova.Buffer, pages: np.ndarray,
+                    repeats: int) -> dict[str, Any]:
+    """nvCOMP's Python API (only if the C API cannot be bound): one Array of n pages in chunks
+    of one page (uncomp_chunk_size), its native bitstream (a small header per buffer), on our
+    stream, timed with events like the rest."""
     from nvidia import nvcomp  # type: ignore[import-not-found]
 
     n, page = pages.shape
-    codec = nvcomp.Codec(algorithm="LZ4", chunk_size=page)
-    arr = nvcomp.as_array(d_pages)
-    t_c, enc = wall(lambda: codec.encode(arr), repeats)
-    t_d, dec = wall(lambda: codec.decode(enc), repeats)
-    back = np.asarray(dec.cpu()).reshape(-1).view(np.uint8)[:pages.nbytes]
-    check(np.array_equal(back.reshape(n, page), pages), "nvCOMP (Python API) round trip")
+    codec = nvcomp.Codec(algorithm="LZ4", uncomp_chunk_size=page, cuda_stream=stream.handle)
+    arr = nvcomp.as_array(d_pages, stream.handle)
+    holder: dict[str, Any] = {}
+
+    def enc() -> None:
+        holder["enc"] = codec.encode(arr)
+
+    def dec() -> None:
+        holder["dec"] = codec.decode(holder["enc"])
+
+    t_c = timer(enc, repeats)
+    t_d = timer(dec, repeats)
+    stream.synchronize()
+    back = np.asarray(holder["dec"].cpu()).reshape(-1).view(np.uint8)[:pages.nbytes]
+    check(back.size == pages.nbytes and np.array_equal(back.reshape(n, page), pages),
+          "nvCOMP (Python API) round trip")
     return {"compress_gbps": pages.nbytes / t_c / 1e9, "decompress_gbps": pages.nbytes / t_d / 1e9,
-            "ratio": pages.nbytes / enc.buffer_size, "api": "Python (wall clock, incl. overhead)"}
+            "ratio": pages.nbytes / holder["enc"].buffer_size,
+            "api": "Python (native bitstream; events on the bench stream)"}
 
 
 # --- Nova --------------------------------------------------------------------------------------
+def check_staged(staged: nova.Buffer, sizes: nova.Buffer, pages: np.ndarray, what: str
+                 ) -> float:
+    """Blocks at page stride (a compress kernel's output) decode to the pages (liblz4, on a
+    sample of 512 pages); returns the ratio over all pages."""
+    n, page = pages.shape
+    h_sizes = sizes.numpy()
+    blob = staged.numpy()
+    stored = (h_sizes & np.uint32(0x7FFFFFFF)).astype(np.int64)
+    sample = np.linspace(0, n - 1, min(n, 512)).astype(np.int64)
+    ok = all((blob[i * page:i * page + stored[i]].tobytes() if h_sizes[i] >> 31 else
+              cpu.decompress_block(blob[i * page:i * page + stored[i]].tobytes(), page))
+             == pages[i].tobytes() for i in sample)
+    check(ok, f"liblz4 does not decode the {what} kernel's blocks to the pages")
+    return float(pages.nbytes / (stored.sum() + 4 * n))
+
+
 def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
-                       d_pages: nova.Buffer, pages: np.ndarray, repeats: int) -> dict[str, Any]:
+                       d_pages: nova.Buffer, pages: np.ndarray, repeats: int,
+                       variants: list[Variant]) -> dict[str, Any]:
     n, page = pages.shape
     staged = dev.allocate(n * page)
     sizes = dev.allocate(4 * n).view(np.uint32, (n,))
@@ -258,6 +367,26 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
         D.launch_scan_compact(staged8, sizes, offsets, D.view(payload, np.uint8, n * page), n,
                               page, stream)
 
+    out: dict[str, Any] = {}
+    if V0 is not None:  # A/B: main's kernel on the same pages, before the current one runs
+        def comp_v0() -> None:
+            V0.compress_pages_kernel_v0.launch(
+                src32, staged8, sizes, n, page, -1, grid=-(-n // V0.WARPS),
+                block=32 * V0.WARPS, stream=stream,
+                shared_bytes=K.compress_shared_bytes(page, V0.WARPS))
+
+        out["v0_compress_kernel_gbps"] = pages.nbytes / timer(comp_v0, repeats) / 1e9
+        stream.synchronize()
+        out["v0_ratio"] = check_staged(staged, sizes, pages, "v0")
+    for name, bits, in_batch in variants:  # A/B: the kernel's options (block shape follows)
+        def comp_variant(bits: int | None = bits, in_batch: int | None = in_batch) -> None:
+            D.launch_compress(src32, staged8, sizes, n, page, stream, hash_bits=bits,
+                              in_batch=in_batch)
+
+        out[f"{name}_compress_kernel_gbps"] = (pages.nbytes / timer(comp_variant, repeats)
+                                               / 1e9)
+        stream.synchronize()
+        out[f"{name}_ratio"] = check_staged(staged, sizes, pages, f"variant {name}")
     t_kernel = timer(comp, repeats)
     t_all = timer(comp_all, repeats)
     stream.synchronize()
@@ -287,7 +416,7 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
           "Nova does not decode liblz4's blocks to the pages")
     for buf in (staged, payload, d_back):
         buf.free()
-    return {"compress_kernel_gbps": pages.nbytes / t_kernel / 1e9,
+    return {**out, "compress_kernel_gbps": pages.nbytes / t_kernel / 1e9,
             "compress_gbps": pages.nbytes / t_all / 1e9,
             "decompress_gbps": pages.nbytes / t_dec / 1e9, "ratio": batch.ratio,
             "liblz4_ratio": ref.ratio}
@@ -299,7 +428,8 @@ def bench_liblz4(pages: np.ndarray, repeats: int) -> dict[str, Any]:
     t_d, (out, status) = wall(lambda: cpu.decompress_pages_status(batch), repeats)
     check(not status.any() and np.array_equal(out, pages), "liblz4 round trip")
     return {"compress_gbps": pages.nbytes / t_c / 1e9, "decompress_gbps": pages.nbytes / t_d / 1e9,
-            "ratio": batch.ratio, "threads": os.cpu_count()}
+            "ratio": batch.ratio, "workers": os.cpu_count(),
+            "how": "python-lz4 in worker processes, shared memory, ranges of pages per task"}
 
 
 def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: int,
@@ -317,15 +447,20 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
 
     t_h2d, _ = wall(h2d, repeats)
     out: dict[str, Any] = {"h2d_gbps": pages.nbytes / t_h2d / 1e9, "slots": slots}
-    for direct in (True, False):
+    # the default (direct writes, a stream per slot on cuda), then the A/B configurations
+    for key, direct, slot_streams in (("", True, None), ("d2h_", False, None),
+                                      ("one_stream_", True, False)):
         with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
-                            direct_writes=direct) as comp:
+                            direct_writes=direct, slot_streams=slot_streams) as comp:
             t_c, batch = wall(lambda comp=comp: comp.compress_pages(pinned), repeats)
             t_d, back = wall(lambda comp=comp, batch=batch: comp.decompress_pages(batch),
                              repeats)
-            check(np.array_equal(back, pages), f"PageCompressor round trip (direct={direct})")
+            check(np.array_equal(back, pages), f"PageCompressor round trip ({key or 'default'})")
             check(not comp.fallbacks, f"PageCompressor fell back: {comp.fallbacks}")
-            key = "" if direct else "d2h_"
+            if not key:  # liblz4 reads the pipeline's batch too
+                lib_pages, lib_status = cpu.decompress_pages_status(batch)
+                check(not lib_status.any() and np.array_equal(lib_pages, pages),
+                      "liblz4 does not decode the PageCompressor's batch to the pages")
             out[f"{key}compress_gbps"] = pages.nbytes / t_c / 1e9
             out[f"{key}decompress_gbps"] = pages.nbytes / t_d / 1e9
             out["pages_per_slot"] = comp.pages_per_slot
@@ -335,7 +470,7 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
     return out
 
 
-def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
+def occupancy(dev: nova.Device, page: int, variants: list[Variant]) -> dict[str, Any]:
     """Registers, shared memory and resident warps per SM of both kernels (CUDA occupancy API
     on the kernels' cubins)."""
     import re
@@ -348,21 +483,27 @@ def occupancy(dev: nova.Device, page: int) -> dict[str, Any]:
             raise RuntimeError(f"CUDA error {err}")
         return rest[0] if len(rest) == 1 else rest
 
-    warps = K.warps_per_block(page)
+    cw, dw = K.compress_warps_per_block(page), K.warps_per_block(page)
     out: dict[str, Any] = {}
     cudev = call(cu.cuDeviceGet(dev.index))
     call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
+    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int)
     cases = [
-        ("compress", K.compress_pages_kernel,
-         (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int),
-         K.compress_shared_bytes(page, warps)),
+        ("compress", K.compress_pages_kernel, csig, cw, K.compress_shared_bytes(page, cw)),
         ("decompress", K.decompress_pages_kernel,
          (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
-         K.decompress_shared_bytes(page, warps)),
+         dw, K.decompress_shared_bytes(page, dw)),
     ]
+    for bits in sorted({b for _, b, _ in variants if b is not None}):
+        w = K.compress_warps_per_block(page, bits)
+        cases.append((f"compress_h{bits}", K.compress_pages_kernel, csig, w,
+                      K.compress_shared_bytes(page, w, bits)))
+    if V0 is not None:
+        cases.append(("compress_v0", V0.compress_pages_kernel_v0, csig[:-2], V0.WARPS,
+                      K.compress_shared_bytes(page, V0.WARPS)))
     sms = call(cu.cuDeviceGetAttribute(
         cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))
-    for name, kern, sig, smem in cases:
+    for name, kern, sig, warps, smem in cases:
         images = kern.compile(*sig, device=dev)
         entry = re.search(r"\.entry\s+(\w+)", images.ptx or "").group(1)
         module = call(cu.cuModuleLoadData(images.cubin or images.ptx.encode() + b"\0"))
@@ -399,11 +540,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
+    parser.add_argument("--variants", default="h10,shfl,h10+shfl",
+                        help="compress kernel variants timed beside the default for A/B "
+                             "(comma-separated; hN: 2^N hash entries, shfl: in-batch matches "
+                             "by shuffles, many: by match_any; '' for none)")
+    parser.add_argument("--no-ab", action="store_true",
+                        help="skip main's compression kernel (bench/lz4_v0.py), timed for A/B")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--probe-nvcomp", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.probe_nvcomp:
         return probe_nvcomp(args.page_size)
+    global V0
+    V0 = None if args.no_ab else load_v0()
+    variants = parse_variants(args.variants)
 
     dev = nova.get_device(args.device)
     gpu = dev.kind == "cuda"
@@ -439,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     if gpu:
         try:
-            results["occupancy"] = occupancy(dev, page)
+            results["occupancy"] = occupancy(dev, page, variants)
         except Exception as exc:
             results["occupancy"] = {"error": f"{type(exc).__name__}: {exc}"}
         print(f"occupancy: {results['occupancy']}", flush=True)
@@ -450,11 +600,13 @@ def main(argv: list[str] | None = None) -> int:
         row: dict[str, Any] = {"class": cls, "pages": len(pages)}
         d_pages = nova.to_device(pages, dev)
         row["liblz4"] = bench_liblz4(pages, repeats)
-        row["nova"] = bench_nova_kernels(dev, stream, timer, d_pages, pages, repeats)
+        row["nova"] = bench_nova_kernels(dev, stream, timer, d_pages, pages, repeats,
+                                         variants)
         if gpu and not args.no_nvcomp:
             try:
-                row["nvcomp"] = (bench_nvcomp_c(nv, dev, stream, timer, d_pages, pages, repeats)
-                                 if nv is not None else bench_nvcomp_py(d_pages, pages, repeats))
+                row["nvcomp"] = (
+                    bench_nvcomp_c(nv, dev, stream, timer, d_pages, pages, repeats)
+                    if nv is not None else bench_nvcomp_py(stream, timer, d_pages, pages, repeats))
             except Exception as exc:
                 row["nvcomp"] = {"error": f"{type(exc).__name__}: {exc}"}
                 print(f"  nvCOMP failed: {row['nvcomp']['error']}", flush=True)
@@ -467,28 +619,44 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     head = (f"{'class':8s} {'ratio':>6s} {'/lib':>6s} {'nv/lib':>6s} | {'Nova c':>8s} "
-            f"{'(kern)':>8s} {'nvCOMP c':>9s} {'c x':>5s} | {'Nova d':>8s} {'nvCOMP d':>9s} "
-            f"{'d x':>5s} | {'lib c':>7s} {'lib d':>7s}   (GB/s of uncompressed bytes)")
+            f"{'(kern)':>8s} {'v0 kern':>8s} {'x v0':>5s} {'nvCOMP c':>9s} {'c x':>5s} | "
+            f"{'Nova d':>8s} {'nvCOMP d':>9s} {'d x':>5s} | {'lib c':>7s} {'lib d':>7s}   "
+            "(GB/s of uncompressed bytes; c x = Nova c / nvCOMP c)")
     print(head)
     print("-" * len(head))
     for r in rows:
         nv_r = r.get("nvcomp", {})
         nvc, nvd = nv_r.get("compress_gbps"), nv_r.get("decompress_gbps")
         nova_r, lib = r["nova"], r["liblz4"]
+        v0 = nova_r.get("v0_compress_kernel_gbps")
         fmt = lambda v, w=8: f"{v:{w}.2f}" if isinstance(v, float) else f"{'-':>{w}s}"  # noqa
         print(f"{r['class']:8s} {nova_r['ratio']:6.3f} {nova_r['ratio'] / lib['ratio']:6.3f} "
               f"{fmt(nv_r['ratio'] / lib['ratio'] if 'ratio' in nv_r else None, 6)} | "
               f"{fmt(nova_r['compress_gbps'])} {fmt(nova_r['compress_kernel_gbps'])} "
+              f"{fmt(v0)} {fmt(nova_r['compress_kernel_gbps'] / v0 if v0 else None, 5)} "
               f"{fmt(nvc, 9)} {fmt(nova_r['compress_gbps'] / nvc if nvc else None, 5)} | "
               f"{fmt(nova_r['decompress_gbps'])} {fmt(nvd, 9)} "
               f"{fmt(nova_r['decompress_gbps'] / nvd if nvd else None, 5)} | "
               f"{fmt(lib['compress_gbps'], 7)} {fmt(lib['decompress_gbps'], 7)}")
+    if variants:
+        print(f"\nA/B, compress kernel alone (default: 2^{K.hash_log(page)} hash entries, "
+              f"in-batch matches by {'match_any' if K.IN_BATCH == 0 else 'shuffles'}):")
+    for name, _, _ in variants:
+        for r in rows:
+            nova_r, lib = r["nova"], r["liblz4"]
+            g, ratio = nova_r.get(f"{name}_compress_kernel_gbps"), nova_r.get(f"{name}_ratio")
+            if g is None or ratio is None:
+                continue
+            print(f"  {name:10s} {r['class']:8s} {g:8.2f} GB/s "
+                  f"({g / nova_r['compress_kernel_gbps']:.2f}x the default), ratio /lib "
+                  f"{ratio / lib['ratio']:.3f} (default {nova_r['ratio'] / lib['ratio']:.3f})")
     for r in rows:
         if "end_to_end" in r:
             e = r["end_to_end"]
             print(f"\nend to end ({r['class']}, pinned host -> host, {e['slots']} slots of "
                   f"{e['pages_per_slot']} pages): compress {e['compress_gbps']:.2f} GB/s "
-                  f"(with wait + D2H instead of direct writes: {e['d2h_compress_gbps']:.2f}), "
+                  f"(A/B: wait + D2H instead of direct writes {e['d2h_compress_gbps']:.2f}, "
+                  f"every slot on one compute stream {e['one_stream_compress_gbps']:.2f}), "
                   f"decompress {e['decompress_gbps']:.2f} GB/s; pinned H2D {e['h2d_gbps']:.2f} "
                   f"GB/s; compress = {100 * e['compress_vs_h2d']:.0f}% of H2D")
     print(f"\nverification: {FAILURES if FAILURES else 'all outputs verified'}")

@@ -86,11 +86,8 @@ GOLDEN = {
     "rle": (P.rle, (U8, I32, I64, U8), """
 // CHECK:      gpu.func @rle(%0: memref<?xi8>, %1: memref<?xi32>, %2: memref<?xi64>, %3: memref<?xi8>) kernel {
 // CHECK:        arith.minsi
-// ballot: the predicate bit shifted to the lane, or-reduced over the warp
-// CHECK:        arith.extui {{.*}} : i1 to i32
-// CHECK:        gpu.lane_id
-// CHECK:        arith.shli {{.*}} : i32
-// CHECK:        gpu.subgroup_reduce  or {{.*}} : (i32) -> i32
+// ballot: one vote over the warp (vote.sync.ballot on the GPU)
+// CHECK:        nvvm.vote.sync  ballot {{.*}} -> i32
 // CHECK:        math.ctpop {{.*}} : i32
 // the run-length loop leaves through `break`
 // CHECK:        arith.cmpi ne, {{.*}} : i8

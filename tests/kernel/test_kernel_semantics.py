@@ -353,6 +353,59 @@ def test_warp_operations(device):
 
 
 @nova.kernel
+def partial_warp_votes(out, x):
+    i = nova.global_id(0)
+    out[i, 0] = nova.ballot(x[i] > 0)
+    out[i, 1] = nova.warp_all(x[i] > 0)
+    out[i, 2] = nova.warp_any(x[i] > 5)
+
+
+def test_votes_in_a_partial_warp(device):
+    """ballot/any/all (one vote.sync on the GPU) count only the lanes that exist: a block of
+    40 threads has a last warp of 8 lanes."""
+    x = np.arange(1, 41, dtype=np.int64)
+    out = np.zeros((40, 3), np.int64)
+    partial_warp_votes.launch(out, x, grid=1, block=40, device=device)
+    assert (out[:32] == [0xFFFFFFFF, 1, 1]).all()
+    assert (out[32:] == [0xFF, 1, 1]).all()
+
+
+@nova.kernel
+def member_warp_ops(out, x):
+    i = nova.global_id(0)
+    v = x[i]
+    full = 0xFFFFFFFF
+    out[i, 0] = nova.ballot(v > 0, members=full)
+    out[i, 1] = nova.warp_any(v > 90, members=full)
+    out[i, 2] = nova.warp_all(v > -1000, members=full)
+    out[i, 3] = nova.shuffle_idx(v, 3, members=full)
+    out[i, 4] = nova.shuffle_up(v, 2, members=full)
+    out[i, 5] = nova.shuffle_down(v, 4, members=full)
+    out[i, 6] = nova.shuffle_xor(v, 1, members=full)
+    out[i, 7] = nova.shuffle_xor(v, 5, width=8, members=full)
+    out[i, 8] = nova.shuffle_up(v, 3, width=8, members=full)
+
+
+def test_members_mask(device):
+    """`members=` (CUDA's mask argument: a constant reaches PTX as an immediate) gives the
+    same results as the default on full warps, widths included."""
+    x = np.random.default_rng(12).integers(-100, 100, 64).astype(np.int32)
+    out = np.zeros((64, 9), np.int64)
+    member_warp_ops.launch(out, x, grid=1, block=64, device=device)
+    for w in range(2):
+        seg = x[32 * w:32 * w + 32].astype(np.int64)
+        ballot = sum(1 << j for j in range(32) if seg[j] > 0)
+        for lane in range(32):
+            up = seg[lane - 2] if lane >= 2 else seg[lane]
+            down = seg[lane + 4] if lane + 4 < 32 else seg[lane]
+            g = lane & ~7
+            x8 = seg[g + ((lane - g) ^ 5)]
+            up8 = seg[lane - 3] if lane - 3 >= g else seg[lane]
+            assert out[32 * w + lane].tolist() == [
+                ballot, int((seg > 90).any()), 1, seg[3], up, down, seg[lane ^ 1], x8, up8]
+
+
+@nova.kernel
 def small_shuffle(out, x):
     i = nova.global_id(0)
     out[i] = nova.shuffle_xor(x[i], 16) + nova.warp_reduce_add(x[i])

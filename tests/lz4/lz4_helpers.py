@@ -61,16 +61,19 @@ def check_end_rules(block: bytes, size: int) -> None:
         assert at + ml <= size - 5, f"last match ends at {at + ml} of {size}"
 
 
-def kernel_compress(pages: np.ndarray, device: str) -> tuple[np.ndarray, np.ndarray]:
-    """(blocks at page stride uint8[n * P], sizes uint32[n]) from compress_pages_kernel."""
+def kernel_compress(pages: np.ndarray, device: str, hash_bits: int | None = None,
+                    in_batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(blocks at page stride uint8[n * P], sizes uint32[n]) from compress_pages_kernel
+    (default options unless given)."""
     n, page = pages.shape
     dst = np.zeros(n * page, np.uint8)
     sizes = np.zeros(n, np.uint32)
-    warps = K.warps_per_block(page)
+    bits = K.hash_log(page) if hash_bits is None else hash_bits
+    warps = K.compress_warps_per_block(page, bits)
     K.compress_pages_kernel.launch(
         np.ascontiguousarray(pages).reshape(-1).view(np.uint32), dst, sizes, n, page, -1,
-        grid=-(-n // warps), block=32 * warps, device=device,
-        shared_bytes=K.compress_shared_bytes(page, warps))
+        bits, K.IN_BATCH if in_batch is None else in_batch, grid=-(-n // warps),
+        block=32 * warps, device=device, shared_bytes=K.compress_shared_bytes(page, warps, bits))
     return dst, sizes
 
 

@@ -35,10 +35,15 @@ def _stamped(pages: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("direct", [True, False], ids=["direct-writes", "d2h"])
-def test_roundtrip_through_slots(device, corpus, direct):
+@pytest.mark.parametrize("direct,slot_streams", [(True, None), (False, None), (True, True),
+                                                 (True, False)],
+                         ids=["direct-writes", "d2h", "slot-streams", "one-stream"])
+def test_roundtrip_through_slots(device, corpus, direct, slot_streams):
     pages = corpus["mixed"]
-    with PageCompressor(PAGE, device, slots=2, pages_per_slot=7, direct_writes=direct) as comp:
+    with PageCompressor(PAGE, device, slots=2, pages_per_slot=7, direct_writes=direct,
+                        slot_streams=slot_streams) as comp:
+        assert comp.slot_streams == (direct and (slot_streams if slot_streams is not None
+                                                 else device == "cuda"))
         batch = comp.compress_pages(pages)
         assert batch.n_pages == len(pages)
         ref = cpu_codec.compress_pages(pages, PAGE)

@@ -52,6 +52,28 @@ def test_ratio_within_3_percent_of_liblz4(device, corpus):
     assert ref / nova_bytes >= 0.97, (ref, nova_bytes)
 
 
+@pytest.mark.parametrize("hash_bits,in_batch", [(10, K.IN_BATCH_MATCH_ANY),
+                                                 (11, K.IN_BATCH_SHUFFLE),
+                                                 (10, K.IN_BATCH_SHUFFLE)])
+def test_kernel_options_roundtrip_and_ratio(device, corpus, hash_bits, in_batch):
+    """The options bench/lz4.py times for A/B (hash table size, in-batch matches by shuffles)
+    give valid blocks that liblz4 decodes, within 3% of liblz4's ratio."""
+    pages = corpus["mixed"]
+    dst, sizes = kernel_compress(pages, device, hash_bits, in_batch)
+    for i, page in enumerate(pages):
+        size = int(sizes[i] & K.LEN_MASK)
+        block = dst[i * PAGE:i * PAGE + size].tobytes()
+        if sizes[i] & K.RAW:
+            assert block == page.tobytes()
+        else:
+            assert lz4.block.decompress(block, uncompressed_size=PAGE) == page.tobytes()
+            check_end_rules(block, PAGE)
+    nova_bytes = int((sizes & K.LEN_MASK).astype(np.int64).sum()) + 4 * len(pages)
+    ref = sum(min(len(lz4.block.compress(p.tobytes(), store_size=False)), PAGE) + 4
+              for p in pages)
+    assert ref / nova_bytes >= 0.97, (ref, nova_bytes)
+
+
 @pytest.mark.parametrize("mode", ["default", "high_compression"])
 def test_decodes_liblz4_blocks(device, corpus, mode):
     pages = np.concatenate([corpus[c][:3] for c in CLASSES if c != "mixed"])

@@ -17,7 +17,7 @@ PTXAS = shutil.which("ptxas")
 
 KERNELS = {
     "compress": (K.compress_pages_kernel,
-                 (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int)),
+                 (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int)),
     "decompress": (K.decompress_pages_kernel,
                    (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:],
                     int, int)),
@@ -37,6 +37,11 @@ def test_ptx_assembles_without_spills(tmp_path, name):
     if name == "compress":
         assert "match.any.sync.b32" in ptx and "bar.warp.sync" in ptx
         assert "prmt.b32.f4e" in ptx  # the unaligned 4-byte loads
+        # one vote per ballot, and every collective with the immediate full mask (members=FULL:
+        # ptxas then checks no computed mask before it)
+        collectives = [ln for ln in ptx.splitlines() if re.search(r"\b(vote|shfl|match)\.", ln)]
+        assert any("vote.sync.ballot.b32" in ln for ln in collectives)
+        assert all(ln.rstrip().endswith("-1;") for ln in collectives), collectives
     if name == "decompress":
         assert "bar.warp.sync" in ptx
     src = tmp_path / f"{name}.ptx"

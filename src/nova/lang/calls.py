@@ -501,6 +501,8 @@ def _shuffle(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
         raise tr.type_error(node, f"nova.{name}() width must be a power of two <= 32")
     full = em.constant(WARP_SIZE, T.int32)
     mode = name.removeprefix("shuffle_")
+    if not _no_members(v):
+        return _shuffle_members(tr, name, mode, x, back, offset, v, node)
     if isinstance(width_v, Const) and width_v.value == WARP_SIZE and mode != "idx":
         op = em.op(gpu.ShuffleOp(mode, x.ssa, offset.ssa, full.ssa))
         return em.convert(Val(op.results[0], x.type), back)
@@ -526,16 +528,75 @@ _SHUFFLE_ARG = {"shuffle_idx": "lane", "shuffle_up": "delta", "shuffle_down": "d
                 "shuffle_xor": "mask"}
 
 
+def _no_members(v: dict) -> bool:
+    members = v["members"]
+    return isinstance(members, Const) and members.value is None
+
+
+def _members(tr: Translator, v: dict, node: ast.AST) -> Val:
+    """The `members=` lane mask (CUDA's `mask` argument of the *_sync intrinsics) as i32."""
+    return tr.em.convert(tr.as_type(v["members"], T.uint32, node), T.int32)
+
+
+def _shuffle_members(tr: Translator, name: str, mode: str, x: Val, back: T.ScalarType,
+                     offset: Val, v: dict, node: ast.AST) -> Value:
+    """A shuffle over the lanes of `members=`: `nvvm.shfl.sync` with CUDA's own operand
+    encoding (segment mask (32 - width) << 8, clamp 31 but for `up`), so a constant mask
+    reaches PTX as an immediate and ptxas needs no convergence check of a computed one."""
+    from nova.ir.dialects.nvvm import ShflSyncOp
+
+    em = tr.em
+    ty = x.type
+    if not isinstance(ty, T.ScalarType) or ty.bits != 32:
+        raise tr.type_error(node, f"nova.{name}(..., members=) shuffles 32-bit values, got "
+                            f"{back}")
+    width = tr.as_type(v["width"], T.int32, node)
+    seg = em.binary("<<", em.binary("-", em.constant(WARP_SIZE, T.int32), width, T.int32),
+                    em.constant(8, T.int32), T.int32)
+    c = seg if mode == "up" else em.binary("|", seg, em.constant(31, T.int32), T.int32)
+    kind = {"idx": "idx", "up": "up", "down": "down", "xor": "bfly"}[mode]
+    carried = x if ty.is_float else em.convert(x, T.int32)
+    res = tr.em.res(ShflSyncOp(kind, _members(tr, v, node).ssa, carried.ssa, offset.ssa, c.ssa))
+    out = Val(res, carried.type)
+    return em.convert(out if ty.is_float else em.convert(out, ty), back)
+
+
+def _existing_lanes(tr: Translator) -> Val:
+    """uint32 mask of the lanes that exist in the calling warp: all 32 but in a partial last
+    warp of the block (loop-invariant: LLVM computes it once)."""
+    em = tr.em
+    i32 = T.int32
+
+    def query(op: Any, d: str) -> Val:
+        return em.convert(em.from_index(em.res(op(d))), i32)
+
+    tx, ty, tz = (query(gpu.ThreadIdOp, d) for d in ("x", "y", "z"))
+    nx, ny, nz = (query(gpu.BlockDimOp, d) for d in ("x", "y", "z"))
+    linear = em.binary("+", tx, em.binary("*", nx, em.binary(
+        "+", ty, em.binary("*", ny, tz, i32), i32), i32), i32)
+    nthreads = em.binary("*", em.binary("*", nx, ny, i32), nz, i32)
+    left = em.binary("-", nthreads, em.binary("&", linear, em.constant(-32, i32), i32), i32)
+    full = em.constant(32, i32)
+    lanes = em.select(em.compare("<", left, full, i32), left, full)
+    amount = em.convert(em.binary("-", full, lanes, i32), T.uint32)
+    ones = em.constant(0xFFFFFFFF, T.uint32)
+    return em.binary(">>", ones, amount, T.uint32)
+
+
 def _vote(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    """`nvvm.vote.sync ballot/any/all` over the warp: one `vote.sync` instruction on the GPU
+    (CUDA's __ballot_sync/__any_sync/__all_sync), where an or/and reduction of per-lane bits
+    took five shuffles and a broadcast. The mask holds the lanes that exist (a partial last
+    warp of a block votes among its own lanes, as the reduction did), or `members=`: a
+    constant there (0xFFFFFFFF for full warps) spares ptxas the convergence check it emits
+    before a collective whose mask is computed (a MATCH.ANY and a REDUX.OR of the mask)."""
+    from nova.ir.dialects.nvvm import VoteSyncOp
+
     pred = tr.em.truth(tr.scalar(v["pred"], node))
-    bit = tr.em.convert(pred, T.uint32)
-    if name == "ballot":
-        lane = tr.em.convert(tr.em.from_index(tr.em.res(gpu.LaneIdOp())), T.uint32)
-        bit = tr.em.binary("<<", bit, lane, T.uint32)
-        return Val(tr.em.res(gpu.SubgroupReduceOp(bit.ssa, "or")), T.uint32)
-    kind = "or" if name == "warp_any" else "and"
-    r = Val(tr.em.res(gpu.SubgroupReduceOp(bit.ssa, kind)), T.uint32)
-    return tr.em.truth(r)
+    mask = _existing_lanes(tr) if _no_members(v) else _members(tr, v, node)
+    kind = {"ballot": "ballot", "warp_any": "any", "warp_all": "all"}[name]
+    res = tr.em.res(VoteSyncOp(kind, mask.ssa, pred.ssa))
+    return Val(res, T.uint32 if name == "ballot" else T.bool_)
 
 
 def _match_any(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
@@ -603,10 +664,11 @@ def _register() -> dict[str, Any]:
                                        ("value", req))
     table["atomic_cas"] = _atomic_cas
     for n, arg in _SHUFFLE_ARG.items():
-        _INTRINSIC_PARAMS[n] = (("value", req), (arg, req), ("width", WARP_SIZE))
+        _INTRINSIC_PARAMS[n] = (("value", req), (arg, req), ("width", WARP_SIZE),
+                                ("members", None))
         table[n] = _shuffle
     for n in ("ballot", "warp_any", "warp_all"):
-        _INTRINSIC_PARAMS[n] = (("pred", req),)
+        _INTRINSIC_PARAMS[n] = (("pred", req), ("members", None))
         table[n] = _vote
     _INTRINSIC_PARAMS["match_any"] = (("value", req),)
     table["match_any"] = _match_any

@@ -76,19 +76,22 @@ atomic_cas = _intrinsic("atomic_cas", "atomic_cas(a, i, compare, v): a[i] = v if
 
 # --- warp operations ---------------------------------------------------------------------------
 shuffle_idx = _intrinsic("shuffle_idx",
-                         "shuffle_idx(v, lane, width=32): v of lane `lane` (within groups of "
-                         "`width` lanes).")
-shuffle_up = _intrinsic("shuffle_up", "shuffle_up(v, delta, width=32): v of lane - delta (own "
-                        "value where that lane is outside the group).")
-shuffle_down = _intrinsic("shuffle_down", "shuffle_down(v, delta, width=32): v of lane + delta "
-                          "(own value where that lane is outside the group).")
-shuffle_xor = _intrinsic("shuffle_xor", "shuffle_xor(v, mask, width=32): v of lane ^ mask.")
-ballot = _intrinsic("ballot", "ballot(pred): uint32 with bit i set when lane i's pred is true "
-                    "(all 32 lanes of the warp must take part).")
+                         "shuffle_idx(v, lane, width=32, members=None): v of lane `lane` "
+                         "(within groups of `width` lanes).")
+shuffle_up = _intrinsic("shuffle_up", "shuffle_up(v, delta, width=32, members=None): v of "
+                        "lane - delta (own value where that lane is outside the group).")
+shuffle_down = _intrinsic("shuffle_down", "shuffle_down(v, delta, width=32, members=None): v "
+                          "of lane + delta (own value where that lane is outside the group).")
+shuffle_xor = _intrinsic("shuffle_xor", "shuffle_xor(v, mask, width=32, members=None): v of "
+                         "lane ^ mask.")
+ballot = _intrinsic("ballot", "ballot(pred, members=None): uint32 with bit i set when lane i's "
+                    "pred is true (every lane of `members`, default the warp's, takes part).")
 match_any = _intrinsic("match_any", "match_any(v): uint32 with bit i set when lane i's v equals "
                        "this lane's (CUDA's __match_any_sync; integers, all 32 lanes take part).")
-warp_any = _intrinsic("warp_any", "warp_any(pred): True when pred is true on some lane.")
-warp_all = _intrinsic("warp_all", "warp_all(pred): True when pred is true on every lane.")
+warp_any = _intrinsic("warp_any", "warp_any(pred, members=None): True when pred is true on "
+                      "some lane.")
+warp_all = _intrinsic("warp_all", "warp_all(pred, members=None): True when pred is true on "
+                      "every lane.")
 warp_reduce_add = _intrinsic("warp_reduce_add", "warp_reduce_add(v): sum of v over the warp.")
 warp_reduce_mul = _intrinsic("warp_reduce_mul",
                              "warp_reduce_mul(v): product of v over the warp.")

@@ -8,7 +8,12 @@ every slot is busy, results in order). A slot's kernels are: compress (one warp 
 at page stride in scratch) and a scan of the size table on the compute stream, then, on the
 copy-out stream behind an event, the compaction of the blocks straight into the call's pinned
 result payload (after the previous slot's) and a D2H of the size table; no host wait, no host
-copy (`direct_writes=False`: wait for the payload size, then D2H). Decompression: the chunk's
+copy (`direct_writes=False`: wait for the payload size, then D2H). On cuda each slot's compress
+kernel and scan run on a stream of the slot's own (`slot_streams`), so the next slot's kernel
+fills the SMs while this slot's last pages finish: one warp compresses one page, so a slot of
+4096 pages is only ~1.1 waves of resident warps on an H100, and on one stream the tail of every
+slot left most SMs idle. The scans stay in slot order (each waits for the previous slot's).
+Decompression: the chunk's
 payload goes up, its size table and offsets from pinned memory, the pages come back into the
 call's pinned result and the per-page statuses into a pinned status array.
 
@@ -111,11 +116,16 @@ class PageCompressor:
     `device`: "cuda", "cpu" (Nova's CPU device running the same kernels), "liblz4" or None
     (cuda if usable, else liblz4 with a FallbackWarning). `slots`: pipeline depth;
     `pages_per_slot`: pages per chunk (default: 16 MiB of pages on cuda, 256 pages elsewhere).
+    `slot_streams`: run each slot's compress kernel on a stream of its own so slots overlap
+    on the SMs (default: on cuda with direct_writes; the module docstring says why). A kernel
+    fault there reaches the pipeline through cuda's sticky context error; on the CPU device
+    (which keeps a failure per stream) use it only without inject_fault.
     """
 
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE, device: str | None = None, *,
                  slots: int = 3, pages_per_slot: int | None = None,
-                 inject_fault: int | None = None, direct_writes: bool = True) -> None:
+                 inject_fault: int | None = None, direct_writes: bool = True,
+                 slot_streams: bool | None = None) -> None:
         self.page_size = check_page_size(page_size)
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise Lz4ArgumentError(f"slots must be a positive int, got {slots!r}")
@@ -133,6 +143,9 @@ class PageCompressor:
         self.pages_per_slot = pages_per_slot
         self.inject_fault = inject_fault
         self.direct_writes = direct_writes
+        self.slot_streams = (self.backend == "cuda" if slot_streams is None
+                             else bool(slot_streams)) and direct_writes
+        self._scan_event: nova.Event | None = None  # the last slot's scan (slot_streams)
         self.fallbacks: list[str] = []  # the warning text of every fallback so far
         self._pipes: dict[str, nova.Pipeline] = {}
         self._scratch: dict[tuple[str, int], D.SlotScratch] = {}
@@ -285,6 +298,7 @@ class PageCompressor:
                 if self._run_dev is None:
                     self._run_dev = running.device.allocate(8)
                 running.device.memset(self._run_dev, 0, 8, stream=running.compute_stream)
+                self._scan_event = None  # the first slot's scan follows the memset
         except nova.NovaError as exc:  # no usable device any more: all of it on the CPU
             pipe, failed = None, (0, exc)
             self._results_for(kind, n, False)
@@ -429,6 +443,18 @@ class PageCompressor:
         offsets = D.view(scratch.grow(dev, "offsets", 8 * (k + 1)), np.uint64, k + 1)
         sizes = D.view(scratch.grow(dev, "sizes_dev", 4 * k), np.uint32, k)
         fault = 0 if ctx.index == self._fault_item else -1
+        if scratch.event is None:
+            scratch.event = dev.create_event()
+        if self.slot_streams:
+            # the slot's own stream: after this slot's H2D (the compute stream waited for it
+            # and carries no kernels of ours), not after the previous slot's kernel
+            if scratch.stream is None:
+                scratch.stream = dev.create_stream()
+                scratch.start_event = dev.create_event()
+            assert scratch.start_event is not None
+            scratch.start_event.record(stream)
+            scratch.stream.wait(scratch.start_event)
+            stream = scratch.stream
         D.launch_compress(D.view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
                           stream, fault)
         copy_out = self._pipes["compress"].copy_out_stream
@@ -438,10 +464,11 @@ class PageCompressor:
                 scratch.ready_dev = dev.allocate(4)
                 dev.memset(scratch.ready_dev, 0, 4, stream=stream)
             ready = D.view(scratch.ready_dev, np.uint32, 1)
+            if self.slot_streams and self._scan_event is not None:
+                stream.wait(self._scan_event)  # the payload position comes from that scan
             D.launch_scan(sizes, offsets, k, D.view(self._run_dev, np.uint64, 1), ready, stream)
-            if scratch.event is None:
-                scratch.event = dev.create_event()
             scratch.event.record(stream)
+            self._scan_event = scratch.event
             copy_out.wait(scratch.event)
             D.launch_compact(staged, sizes, offsets, self._payload_dev, k, page, ready, copy_out)
             dev.memset(ready, 0, 4, stream=copy_out)  # the next use needs its own scan

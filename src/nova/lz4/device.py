@@ -34,6 +34,8 @@ class SlotScratch:
     sizes_dev: nova.Buffer | None = None  # uint32[k]: the compress kernel's size table
     ready_dev: nova.Buffer | None = None  # uint32[1]: the slot's scan ran (compact_kernel)
     event: nova.Event | None = None  # behind the slot's kernel (orders the status copy)
+    stream: nova.Stream | None = None  # the slot's own compute stream (slot_streams)
+    start_event: nova.Event | None = None  # the slot's H2D is done (slot_streams)
 
     def grow(self, device: nova.Device, name: str, nbytes: int) -> nova.Buffer:
         """Device buffer `name`, reallocated when smaller than `nbytes`."""
@@ -62,9 +64,14 @@ class SlotScratch:
             if buf is not None:
                 buf.free()
                 setattr(self, name, None)
-        if self.event is not None:
-            self.event.close()
-            self.event = None
+        for name in ("event", "start_event"):
+            ev = getattr(self, name)
+            if ev is not None:
+                ev.close()
+                setattr(self, name, None)
+        if self.stream is not None:
+            self.stream.close()
+            self.stream = None
 
 
 def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 0) -> nova.Buffer:
@@ -75,13 +82,19 @@ def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 
 
 
 def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer, n: int,
-                    page_size: int, stream: nova.Stream, fault_page: int = -1) -> None:
+                    page_size: int, stream: nova.Stream, fault_page: int = -1,
+                    hash_bits: int | None = None, in_batch: int | None = None) -> None:
     """compress_pages_kernel over n pages: src32 uint32[n * page_size / 4] -> staged uint8
-    (blocks at page stride) and sizes uint32[n]."""
-    warps = K.warps_per_block(page_size)
+    (blocks at page stride) and sizes uint32[n]. hash_bits: the hash table's log2 entries
+    (default K.hash_log(page_size)); the block shape follows from it. in_batch: K.IN_BATCH_*
+    (default K.IN_BATCH)."""
+    bits = K.hash_log(page_size) if hash_bits is None else hash_bits
+    warps = K.compress_warps_per_block(page_size, bits)
     K.compress_pages_kernel.launch(
-        src32, staged, sizes, n, page_size, fault_page, grid=-(-n // warps), block=32 * warps,
-        stream=stream, shared_bytes=K.compress_shared_bytes(page_size, warps))
+        src32, staged, sizes, n, page_size, fault_page, bits,
+        K.IN_BATCH if in_batch is None else in_batch, grid=-(-n // warps),
+        block=32 * warps, stream=stream,
+        shared_bytes=K.compress_shared_bytes(page_size, warps, bits))
 
 
 def launch_scan(sizes: nova.Buffer, offsets: nova.Buffer, n: int, run: nova.Buffer,

@@ -1,21 +1,25 @@
 """The GPU kernels, written in Nova's Python kernel language (`@nova.kernel`).
 
-Both kernels give each page to one warp; a block runs `warps_per_block(page_size)` warps.
+Both kernels give each page to one warp; a block runs `compress_warps_per_block(page_size)`
+(compression: as many resident warps per SM as shared memory allows) or
+`warps_per_block(page_size)` (decompression) warps.
 
 **Compression** (`compress_pages_kernel`). The warp stages its page into shared memory (16 bytes
-per lane per step, coalesced) and zeroes a hash table of 16-bit positions (`hash_log`: 2048
-entries for pages up to 4 KiB), so a 4 KiB page costs 8 KiB of shared memory. Then greedy
-LZ4 matching, 32 positions at a time: each lane hashes the 4 bytes at `pos + lane` (Knuth's
-multiplicative hash), reads the table's candidate and verifies it (a candidate must be
-earlier and hold the same 4 bytes), `match_any` finds the nearest earlier lane with the same
-bytes, and a ballot picks the first lane with a match, as a sequential LZ4 compressor would.
-The match is extended 128 bytes per step (each lane compares one 4-byte word; a ballot and a
-count of trailing zero bits of the XOR find the first differing byte) and backwards over the pending
-literals (32 bytes per step). The sequence (token, length bytes, literals, offset) is written
-by all lanes at once: length bytes and literals are spread over the lanes. LZ4's end-of-block
-rules hold: no match starts within the last 12 bytes, every match ends at least 5 bytes before
-the end, the block ends with literals. A page whose output would not be smaller than the page
-stops as soon as that is certain and is stored raw (`RAW_FLAG` in its size entry).
+per lane per step, v4 loads, two steps in flight) and zeroes a hash table of 16-bit positions
+(`hash_bits`, by default `hash_log`: 2048 entries for pages up to 4 KiB), so a 4 KiB page
+costs 8 KiB of shared memory. Then greedy LZ4 matching, 32 positions at a time, each step
+straight-line code: each lane hashes the 4 bytes at `pos + lane` (Knuth's multiplicative hash),
+reads the table's candidate and verifies it (a candidate must be earlier and hold the same 4
+bytes), `match_any` (or four shuffles: `in_batch`) finds the nearest earlier lane with the
+same bytes, and one vote picks the first lane with a match, as a sequential LZ4 compressor
+would. The match is extended backwards over the pending literals and forwards over the next 8
+bytes by every lane alike (4-byte XORs of broadcast loads, no vote), longer matches 128 bytes
+per warp step (each lane compares one 4-byte word; a ballot and a count of trailing zero bits
+of the XOR find the first differing byte). Each sequence (token, length bytes, literals,
+offset) is written in one pass, lane k writing byte k. LZ4's end-of-block rules hold: no match
+starts within the last 12 bytes, every match ends at least 5 bytes before the end, the block
+ends with literals. A page whose output would not be smaller than the page stops as soon as
+that is certain and is stored raw (`RAW_FLAG` in its size entry).
 
 **Decompression** (`decompress_pages_kernel`). Every lane parses the same sequence headers
 (the reads hit one address, a broadcast), then the lanes copy the literals and the match 32
@@ -41,6 +45,13 @@ MIN_MATCH = 4
 MF_LIMIT = 12  # a match starts at least this many bytes before the end of the block
 LAST_LITERALS = 5  # the last bytes of a block are always literals
 
+IN_BATCH_MATCH_ANY = 0  # compress_pages_kernel's in_batch: match_any over the batch
+IN_BATCH_SHUFFLE = 1  # ... or shuffles for distances 1, 2, 4, 8
+IN_BATCH = IN_BATCH_MATCH_ANY  # the default (bench/lz4.py times the other one beside it)
+FULL = 0xFFFFFFFF  # every lane: the compression kernel's blocks are whole warps; a constant
+# member mask reaches PTX as an immediate, so ptxas checks no computed mask before each vote
+# or shuffle (a MATCH.ANY and a REDUX.OR per collective)
+
 STATUS_OK = 0
 STATUS_CORRUPT = 1  # the block is not a valid LZ4 block for a page of this size
 STATUS_BAD_ENTRY = 2  # the size table or offsets point outside the payload
@@ -55,9 +66,10 @@ def hash_log(page_size):
     return 11 if page_size <= 4096 else (12 if page_size <= 16384 else 13)
 
 
-def table_bytes(page_size: int) -> int:
-    """Shared memory of one warp's hash table."""
-    return 2 << hash_log(page_size)
+def table_bytes(page_size: int, hash_bits: int | None = None) -> int:
+    """Shared memory of one warp's hash table (2-byte entries; hash_log(page_size) bits by
+    default)."""
+    return 2 << (hash_log(page_size) if hash_bits is None else hash_bits)
 
 
 @nova.func
@@ -72,6 +84,24 @@ def load_word(buf32, p, nwords):
     # (hi << 1) << (31 - s) rather than hi << (32 - s): both amounts provably < 32, so no
     # out-of-range guard is emitted and LLVM forms one funnel shift (shf.r on the GPU)
     return (lo >> s) | ((hi << nova.uint32(1)) << (nova.uint32(31) - s))
+
+
+@nova.func
+def load_word_nc(buf32, p):
+    """load_word without the clamp of the high word: for a view that holds one word more than
+    the page (the compression kernel's: shared memory goes on after every page)."""
+    i = p >> 2
+    s = nova.uint32((p & 3) * 8)
+    return (buf32[i] >> s) | ((buf32[i + 1] << nova.uint32(1)) << (nova.uint32(31) - s))
+
+
+@nova.func
+def word_before(buf32, q):
+    """The 4 bytes before byte position q (q - 4 .. q - 1, little-endian: byte q - 1 on top).
+    For q < 4 the missing bytes below position 0 read as zeros (callers use only the top
+    min(q, ...) bytes)."""
+    p = max(q - 4, 0)
+    return load_word_nc(buf32, p) << nova.uint32(8 * (p - q + 4))
 
 
 @nova.func
@@ -90,11 +120,65 @@ def write_length(dst, at, n, nbytes, lane):
         k += 32
 
 
+@nova.func
+def near_repeats(w, lane):
+    """Bit lane - d set where the word of lane - d equals this lane's w, for d = 1, 2, 4, 8
+    (runs and short periods: most of what match_any finds inside a batch, at four shuffles;
+    every lane shuffles, whatever its lane number)."""
+    w1 = nova.shuffle_up(w, 1, members=FULL)
+    w2 = nova.shuffle_up(w, 2, members=FULL)
+    w4 = nova.shuffle_up(w, 4, members=FULL)
+    w8 = nova.shuffle_up(w, 8, members=FULL)
+    one = nova.uint32(1)
+    bits = nova.uint32(0)
+    if lane >= 1 and w1 == w:
+        bits |= one << nova.uint32(lane - 1)
+    if lane >= 2 and w2 == w:
+        bits |= one << nova.uint32(lane - 2)
+    if lane >= 4 and w4 == w:
+        bits |= one << nova.uint32(lane - 4)
+    if lane >= 8 and w8 == w:
+        bits |= one << nova.uint32(lane - 8)
+    return bits
+
+
+@nova.func
+def write_sequence(dst, at, buf, anchor, lit, lb, off, ml, mb, seq, lane):
+    """Write one sequence (`seq` bytes from dst[at]) in one pass, lane k writing bytes k,
+    k + 32, ...: token, lb literal-length bytes, the lit literals buf[anchor:], the 2-byte
+    offset, mb match-length bytes (ml = match length - 4). Every lane picks its byte with
+    selects, so a typical sequence (< 32 bytes) is one shared load and one store per lane,
+    with no lane-0 branches. A literals-only last sequence passes seq = 1 + lb + lit."""
+    token = nova.uint8((min(lit, 15) << 4) | min(ml, 15))
+    lrest = nova.uint8(nova.uint32(lit - 15) % nova.uint32(255))
+    mrest = nova.uint8(nova.uint32(ml - 15) % nova.uint32(255))
+    lend = 1 + lb + lit  # the offset's first byte
+    last_lit = max(lit - 1, 0)
+    k = lane
+    while k < seq:
+        v = buf[anchor + min(max(k - 1 - lb, 0), last_lit)]
+        lenbyte = nova.uint8(255) if k < lb else lrest
+        v = lenbyte if k <= lb else v
+        v = token if k == 0 else v
+        j = k - lend
+        mbyte = nova.uint8(255) if j < mb + 1 else mrest
+        mbyte = nova.uint8(off >> 8) if j == 1 else mbyte
+        mbyte = nova.uint8(off & 255) if j == 0 else mbyte
+        v = mbyte if j >= 0 else v
+        dst[at + k] = v
+        k += 32
+
+
 @nova.kernel
-def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
+def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_bits,
+                          in_batch):
     """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
-    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW). Positions and lengths
-    within a page are int32 (64-bit integer arithmetic costs two instructions on the GPU)."""
+    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW); hash_bits: log2 of the
+    hash table's entries (hash_log(page_size) by default: launch_compress); in_batch: how a
+    position finds an earlier position of its own batch (the table cannot hold those yet):
+    IN_BATCH_MATCH_ANY (any of them: match_any) or IN_BATCH_SHUFFLE (those 1, 2, 4 or 8 bytes
+    back: four shuffles). Positions and lengths within a page are int32 (64-bit integer
+    arithmetic costs two instructions on the GPU)."""
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
@@ -104,17 +188,40 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
-    buf32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
-    buf = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
-    hlog = nova.int32(hash_log(page_size))
+    # offsets and indices are written as multiples of 16 bytes (page sizes are), so LLVM can
+    # prove the 16-byte alignment that merges a lane's four words into one v4 load/store
+    pbase = warp * (page_size // 16) * 16
+    # one word more than the page: load_word_nc reads the word after a position's word
+    # without a clamp; after the last page of the block come the hash tables, so it exists
+    buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, pbase)
+    buf = nova.dynamic_shared_array(nova.uint8, size, pbase)
+    hlog = nova.int32(hash_bits)
     entries = nova.int32(1) << hlog
     toff = nwarps * page_size + warp * (2 * nova.int64(entries))
     table = nova.dynamic_shared_array(nova.uint16, entries, toff)
     table32 = nova.dynamic_shared_array(nova.uint32, entries >> 1, toff)
     hshift = nova.uint32(32 - hlog)
 
-    wbase = page * (page_size // 4)
+    wbase = page * (page_size // 16) * 4
     i = lane * 4
+    while i + 128 < nwords:  # two 16-byte loads in flight per lane, then their stores
+        w0 = src[wbase + i]
+        w1 = src[wbase + i + 1]
+        w2 = src[wbase + i + 2]
+        w3 = src[wbase + i + 3]
+        v0 = src[wbase + i + 128]
+        v1 = src[wbase + i + 129]
+        v2 = src[wbase + i + 130]
+        v3 = src[wbase + i + 131]
+        buf32[i] = w0
+        buf32[i + 1] = w1
+        buf32[i + 2] = w2
+        buf32[i + 3] = w3
+        buf32[i + 128] = v0
+        buf32[i + 129] = v1
+        buf32[i + 130] = v2
+        buf32[i + 131] = v3
+        i += 256
     while i < nwords:
         w0 = src[wbase + i]
         w1 = src[wbase + i + 1]
@@ -142,28 +249,30 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
     misses: nova.int32 = 0  # batches without a match since the last match
     while pos <= limit:
         p = pos + lane
-        ok = False
-        c: nova.int32 = 0
-        h = nova.uint32(0)
-        w = nova.uint32(0)
-        if p <= limit:
-            w = load_word(buf32, p, nwords)
-            h = (w * nova.uint32(HASH_MUL)) >> hshift
-            c = nova.int32(table[h])
-            ok = c < p and load_word(buf32, c, nwords) == w
+        # every lane loads (lanes past the limit at the limit): no divergent branch; a table
+        # entry is always a position inside the page (0 when empty)
+        inside = p <= limit
+        w = load_word_nc(buf32, min(p, limit))
+        h = (w * nova.uint32(HASH_MUL)) >> hshift
+        c = nova.int32(table[h])
+        wc = load_word_nc(buf32, c)
+        ok = inside and c < p and wc == w
         # a nearer match inside this batch: the closest earlier valid lane with the same word
         nvalid = min(limit - pos + 1, 32)
         valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
-        same = nova.match_any(w) & valid & below
-        if same != 0 and p <= limit:
+        if in_batch == IN_BATCH_MATCH_ANY:  # uniform: a kernel parameter
+            same = nova.match_any(w) & valid & below
+        else:
+            same = near_repeats(w, lane) & valid
+        if same != 0 and inside:
             c = pos + 31 - nova.int32(nova.clz(same))
             ok = True
-        found = nova.ballot(ok)
+        found = nova.ballot(ok, members=FULL)
         # every lane has read the table: insert the positions up to the first match (the
         # next batch starts after the match, so later positions would be found as their own
         # candidates there)
         first = nova.int32(nova.ctz(found))  # 32 when there is no match
-        if p <= limit and lane <= first:
+        if inside and lane <= first:
             table[h] = nova.uint16(p)
         nova.syncwarp()  # ... and the next batch sees every insertion
         if found == 0:
@@ -175,31 +284,47 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
                 break
             continue
         s = pos + first
-        cand = nova.shuffle_idx(c, first)
-        # extend backwards over pending literals
+        cand = nova.shuffle_idx(c, first, members=FULL)
+        # extend backwards over pending literals, 4 bytes per step, every lane alike (the
+        # loads broadcast; no warp vote): the equal bytes just below s and cand are the
+        # leading zero bytes of the XOR of the words before them. One step nearly always.
+        room = min(s - anchor, cand)
         back: nova.int32 = 0
-        while True:
-            k = back + lane + 1
-            same_byte = k <= s - anchor and k <= cand and buf[s - k] == buf[cand - k]
-            run = nova.ballot(not same_byte)
-            if run != 0:
-                back += nova.int32(nova.ctz(run))
+        while back < room:
+            xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
+            eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
+            back += min(eq, room - back)
+            if eq < 4:
                 break
-            back += 32
         s -= back
         cand -= back
-        # extend forwards, 128 bytes per step
+        # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no vote;
+        # most matches end there: the corpus' median match is 7 bytes), then 128 bytes per
+        # warp step. The words read start at most at s + maxlen + 3 = size - 2 (their high
+        # word may be the one after the page: see buf32); bytes past maxlen are cut by the
+        # min below.
         maxlen = mlimit - s
         mlen = MIN_MATCH + back
+        if mlen < maxlen:
+            x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
+            x1 = load_word_nc(buf32, s + mlen + 4) ^ load_word_nc(buf32, cand + mlen + 4)
+            if x0 != 0:
+                mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
+                maxlen = min(mlen, maxlen)  # ends the warp loop
+            elif x1 != 0:
+                mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
+                maxlen = min(mlen, maxlen)
+            else:
+                mlen += 8
         while mlen < maxlen:
             q = mlen + lane * 4
             x = nova.uint32(0)
             if q < maxlen:
-                x = load_word(buf32, s + q, nwords) ^ load_word(buf32, cand + q, nwords)
-            diff = nova.ballot(x != 0)
+                x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
+            diff = nova.ballot(x != 0, members=FULL)
             if diff != 0:
                 first_lane = nova.int32(nova.ctz(diff))
-                xl = nova.shuffle_idx(x, first_lane)
+                xl = nova.shuffle_idx(x, first_lane, members=FULL)
                 mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
                 break
             mlen += 128
@@ -212,19 +337,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
         if op + seq + 1 + LAST_LITERALS >= size:
             raw = True
             break
-        at = obase + op
-        if lane == 0:
-            dst[at] = nova.uint8((min(lit, 15) << 4) | min(ml, 15))
-        write_length(dst, at + 1, lit, lb, lane)
-        k = lane
-        while k < lit:
-            dst[at + 1 + lb + k] = buf[anchor + k]
-            k += 32
-        off = s - cand
-        if lane == 0:
-            dst[at + 1 + lb + lit] = nova.uint8(off & 255)
-            dst[at + 2 + lb + lit] = nova.uint8(off >> 8)
-        write_length(dst, at + 3 + lb + lit, ml, mb, lane)
+        write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq, lane)
         op += seq
         pos = s + mlen
         anchor = pos
@@ -235,14 +348,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page):
         if op + 1 + lb + lit >= size:
             raw = True
         else:
-            at = obase + op
-            if lane == 0:
-                dst[at] = nova.uint8(min(lit, 15) << 4)
-            write_length(dst, at + 1, lit, lb, lane)
-            k = lane
-            while k < lit:
-                dst[at + 1 + lb + k] = buf[anchor + k]
-                k += 32
+            write_sequence(dst, obase + op, buf, anchor, lit, lb, 0, 0, 0, 1 + lb + lit, lane)
             op += 1 + lb + lit
     if raw:
         k = lane
@@ -267,8 +373,9 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
-    out = nova.dynamic_shared_array(nova.uint8, size, warp * page_size)
-    out32 = nova.dynamic_shared_array(nova.uint32, nwords, warp * page_size)
+    pbase = warp * (page_size // 16) * 16  # provably 16-byte aligned: v4 loads of the page
+    out = nova.dynamic_shared_array(nova.uint8, size, pbase)
+    out32 = nova.dynamic_shared_array(nova.uint32, nwords, pbase)
     total = len(src)
     start = nova.int64(offsets[page])
     stop = nova.int64(offsets[page + 1])
@@ -353,7 +460,7 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
             op += ml
     nova.syncwarp()
     if err == STATUS_OK:
-        wbase = page * (page_size // 4)
+        wbase = page * (page_size // 16) * 4  # a multiple of 4 words: v4 stores
         i = lane * 4
         while i < nwords:
             w0 = out32[i]
@@ -370,16 +477,38 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
 
 
+SM_SHARED_BYTES = 228 * 1024
+"""Shared memory of one SM on sm_90 (H100, H200), which the block shape is chosen for."""
+BLOCK_SHARED_LIMIT = 227 * 1024  # the most one block may opt in to on sm_90
+BLOCK_RESERVED = 1024  # shared memory the driver reserves per resident block (sm_80+)
+
+
 def warps_per_block(page_size: int) -> int:
-    """Warps (pages) per block: 4 for pages up to 4 KiB (8 KiB of shared memory per warp for
-    compression: page + hash table; 32 KiB per block), fewer for larger pages so a block stays
-    <= 48 KiB."""
-    per_warp = page_size + table_bytes(page_size)
-    return max(1, min(4, (48 * 1024) // per_warp))
+    """Warps (pages) per block of the decompression kernel: 4 for pages up to 4 KiB (4 KiB
+    of shared memory per warp: the page), fewer for larger pages so a block stays <= 48 KiB."""
+    return max(1, min(4, (48 * 1024) // page_size))
 
 
-def compress_shared_bytes(page_size: int, warps: int) -> int:
-    return warps * (page_size + table_bytes(page_size))
+def compress_warps_per_block(page_size: int, hash_bits: int | None = None,
+                             sm_shared: int = SM_SHARED_BYTES) -> int:
+    """Warps (pages) per block of the compression kernel: the fewest that make the most warps
+    resident per SM, which shared memory bounds (page + hash table per warp, plus the 1 KiB the
+    driver reserves per block). 4 KiB pages (8 KiB per warp): 7 warps per 57 KiB block, 4
+    blocks = 28 warps per SM on sm_90, where 4-warp blocks (33 KiB) fit 6 = 24 warps."""
+    per_warp = page_size + table_bytes(page_size, hash_bits)
+    best_w, best = 1, 0
+    for w in range(1, 33):
+        block = w * per_warp
+        if block > BLOCK_SHARED_LIMIT:
+            break
+        resident = min(sm_shared // (block + BLOCK_RESERVED), 32, 64 // w) * w
+        if resident > best:
+            best_w, best = w, resident
+    return best_w
+
+
+def compress_shared_bytes(page_size: int, warps: int, hash_bits: int | None = None) -> int:
+    return warps * (page_size + table_bytes(page_size, hash_bits))
 
 
 def decompress_shared_bytes(page_size: int, warps: int) -> int:
