@@ -540,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
-    parser.add_argument("--variants", default="h10,shfl,h10+shfl",
+    parser.add_argument("--variants", default="h11,shfl,h11+shfl",
                         help="compress kernel variants timed beside the default for A/B "
                              "(comma-separated; hN: 2^N hash entries, shfl: in-batch matches "
                              "by shuffles, many: by match_any; '' for none)")

@@ -59,11 +59,13 @@ STATUS_BAD_ENTRY = 2  # the size table or offsets point outside the payload
 
 @nova.func
 def hash_log(page_size):
-    """log2 of the hash table's entries (16-bit positions) for a page size: 2048 entries (4 KiB)
-    up to 4 KiB pages, 4096 up to 16 KiB, 8192 above. For 4 KiB pages 2048 entries cost 0.3%
-    of ratio against 4096 on the corpus and cut shared memory per warp from 12 to 8 KiB
-    (24 instead of 16 resident warps per SM on sm_90). Called from kernels and from Python."""
-    return 11 if page_size <= 4096 else (12 if page_size <= 16384 else 13)
+    """log2 of the hash table's entries (16-bit positions) for a page size: 1024 entries (2 KiB)
+    up to 4 KiB pages, 4096 up to 16 KiB, 8192 above. Measured on an H100 (bench/results/
+    lz4-2026-11-26-h100.md, one run): for 4 KiB pages 1024 entries instead of 2048 cost 0.5-0.8%
+    of ratio (0.985-0.991x liblz4's per class) and made the compress kernel 1.10-1.30x faster
+    (36 instead of 28 resident warps per SM: 6 KiB of shared memory per warp instead of 8).
+    Called from kernels and from Python."""
+    return 10 if page_size <= 4096 else (12 if page_size <= 16384 else 13)
 
 
 def table_bytes(page_size: int, hash_bits: int | None = None) -> int:
