@@ -24,7 +24,7 @@ from xdsl.ir import Attribute, Operation
 from nova.backends.cpu.target import lower_cpu_module
 from nova.backends.kernel_abi import check_kernel_signature, kernel_params, type_spec
 from nova.backends.llvm import types as T
-from nova.backends.llvm.emitter import ModuleEmitter, attr, location_of, symbol_name
+from nova.backends.llvm.emitter import ModuleEmitter, attr, display_name, location_of, symbol_name
 from nova.backends.nvptx.target import (
     WARP_SIZE,
     NvptxTarget,
@@ -144,7 +144,7 @@ def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
     for op in ops:
         if op.name not in ("gpu.func", "func.func", "memref.global"):
             raise UnsupportedError(
-                f"op '{op.name}' in a gpu.module is not supported by the NVPTX target "
+                f"op '{display_name(op)}' in a gpu.module is not supported by the NVPTX target "
                 "(supported: gpu.func, func.func, memref.global)", location_of(op))
     for op in ops:
         if is_kernel(op):

@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print operations in generic form")
     parser.add_argument("--verify-diagnostics", action="store_true",
                         help="check diagnostics against the input's expected-error comments")
+    parser.add_argument("--allow-unregistered-dialect", action="store_true",
+                        help="parse ops of unregistered dialects (generic form) instead of "
+                        "rejecting them, as mlir-opt does")
     parser.set_defaults(pipeline=[])
     for name, cls in sorted(PASSES.items()):
         doc = (cls.__doc__ or "").strip().splitlines()
@@ -75,12 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def process(text: str, filename: str, pipeline: str, generic: bool) -> str:
+def process(text: str, filename: str, pipeline: str, generic: bool,
+            allow_unregistered: bool = False) -> str:
     """Parse one input, run `pipeline` on it and print it; NovaErrors propagate."""
     from nova.ir.parser import parse_mlir, print_mlir
     from nova.passes.registry import run_pipeline
 
-    module = parse_mlir(text, filename)
+    module = parse_mlir(text, filename, allow_unregistered=allow_unregistered)
     if pipeline:
         run_pipeline(module, pipeline)
     printed = print_mlir(module, generic=generic)
@@ -109,7 +113,8 @@ def _run(args: argparse.Namespace) -> int:
     for part in parts:
         failure: NovaError | None = None
         try:
-            outputs.append(process(part, filename, pipeline, args.mlir_print_op_generic))
+            outputs.append(process(part, filename, pipeline, args.mlir_print_op_generic,
+                                   args.allow_unregistered_dialect))
         except NovaError as exc:
             failure = exc
             outputs.append("")

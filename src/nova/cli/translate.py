@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="do not build the CPU-device image of the kernels")
     parser.add_argument("-O", dest="opt_level", type=int, default=3, choices=range(4),
                         help="LLVM optimisation level (default 3)")
+    parser.add_argument("--allow-unregistered-dialect", action="store_true",
+                        help="parse ops of unregistered dialects (generic form); compiling one "
+                        "is a located error")
     parser.add_argument("--check-bounds", action="store_true",
                         help="check every memref load/store/atomic index against its memref's "
                         "sizes (kernels and host code; default: NOVA_CHECK_BOUNDS)")
@@ -81,6 +84,8 @@ def _run(args: argparse.Namespace) -> int:
                                  "opt_level": args.opt_level}
     if args.arch:
         fields["arch"] = args.arch
+    if args.allow_unregistered_dialect:
+        fields["allow_unregistered"] = True
     if args.check_bounds:
         fields["check_bounds"] = True
     options = CompileOptions(**fields)  # type: ignore[arg-type]

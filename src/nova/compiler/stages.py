@@ -69,6 +69,7 @@ class CompileOptions:
     cpu_image: bool = True
     opt_level: int = DEFAULT_OPT_LEVEL
     check_bounds: bool = field(default_factory=_default_check_bounds)
+    allow_unregistered: bool = False  # parse ops of unknown dialects (compiling one is an error)
     manifest_extra: tuple[tuple[str, str], ...] = ()
     """(key, value) notes written into the manifest's `extra` (e.g. a model's signature)."""
 
@@ -132,7 +133,8 @@ class Compilation:
 def _parse(c: Compilation) -> None:
     from nova.ir.parser import parse_mlir
 
-    c.module = parse_mlir(c.text, c.filename)
+    c.module = parse_mlir(c.text, c.filename,
+                          allow_unregistered=c.options.allow_unregistered)
 
 
 def _print_module(c: Compilation) -> str:
@@ -288,7 +290,7 @@ def _replace_module(c: Compilation, text: Artifact, path: str) -> None:
     from nova.ir.parser import parse_mlir
 
     assert isinstance(text, str)
-    c.module = parse_mlir(text, path)
+    c.module = parse_mlir(text, path, allow_unregistered=c.options.allow_unregistered)
     _find_device_modules(c)
 
 

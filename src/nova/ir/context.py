@@ -94,9 +94,11 @@ DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
 SUPPORTED_DIALECTS: tuple[str, ...] = tuple(DIALECT_FACTORIES)
 
 
-def make_context() -> Context:
-    """A fresh xDSL context with every dialect Nova parses (loaded on first use)."""
-    ctx = Context()
+def make_context(allow_unregistered: bool = False) -> Context:
+    """A fresh xDSL context with every dialect Nova parses (loaded on first use).
+    `allow_unregistered` (mlir-opt's --allow-unregistered-dialect): ops of unknown dialects
+    parse in generic form, verify and print; compiling one is a located error."""
+    ctx = Context(allow_unregistered=allow_unregistered)
     for name, factory in DIALECT_FACTORIES.items():
         ctx.register_dialect(name, factory)
     ctx.load_registered_dialect("builtin")

@@ -32,6 +32,7 @@ from nova.ir.printer import print_to_string
 from nova.ir.verify import verify_located
 
 _CONTEXT: Context | None = None
+_CONTEXT_UNREGISTERED: Context | None = None
 
 # xDSL's string-literal pattern nests `+` inside `*`, which backtracks exponentially on a line with
 # an unclosed `"` (a stray quote hung the parser for minutes). The possessive form matches exactly
@@ -50,8 +51,12 @@ MAX_DENSE_INTEGER_WIDTH = 64
 _INTEGER_TYPE = re.compile(r"[su]?i(\d+)")
 
 
-def _context() -> Context:
-    global _CONTEXT
+def _context(allow_unregistered: bool = False) -> Context:
+    global _CONTEXT, _CONTEXT_UNREGISTERED
+    if allow_unregistered:
+        if _CONTEXT_UNREGISTERED is None:
+            _CONTEXT_UNREGISTERED = make_context(allow_unregistered=True)
+        return _CONTEXT_UNREGISTERED
     if _CONTEXT is None:
         _CONTEXT = make_context()
     return _CONTEXT
@@ -187,7 +192,8 @@ class _LocatingParser(Parser):
         if dialect in SUPPORTED_DIALECTS:
             detail = f"the '{dialect}' dialect has no op '{name}' that Nova supports"
         else:
-            detail = "supported dialects: " + ", ".join(SUPPORTED_DIALECTS)
+            detail = ("supported dialects: " + ", ".join(SUPPORTED_DIALECTS)
+                      + "; --allow-unregistered-dialect parses ops of other dialects")
         # Point at the op name (after any `%results =`).
         offset = self._op_start
         name_at = self._text.find(name, offset)
@@ -197,12 +203,14 @@ class _LocatingParser(Parser):
                                self.source_location(offset))
 
 
-def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True) -> ModuleOp:
-    """Parse MLIR text into a verified `builtin.module` whose ops carry source locations."""
+def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True,
+               allow_unregistered: bool = False) -> ModuleOp:
+    """Parse MLIR text into a verified `builtin.module` whose ops carry source locations.
+    `allow_unregistered`: ops of unknown dialects parse (generic form) instead of failing."""
     register_source(filename, text)
     try:
         # The constructor already lexes the first token (and may fail on a stray character).
-        parser = _LocatingParser(_context(), text, filename)
+        parser = _LocatingParser(_context(allow_unregistered), text, filename)
         module = parser.parse_module()
     except DiagnosticError:
         raise

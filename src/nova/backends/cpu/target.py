@@ -71,6 +71,7 @@ from nova.backends.llvm.emitter import (
     ModuleEmitter,
     attr,
     core_handlers,
+    display_name,
     int_attr,
     location_of,
     symbol_name,
@@ -416,8 +417,9 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
             else:
                 emit_global(me, op)
         elif op.name not in ("func.func", "gpu.func"):
-            raise UnsupportedError(f"op '{op.name}' in a gpu.module is not supported by the CPU "
-                                   "device (supported: gpu.func, func.func, memref.global)",
+            raise UnsupportedError(f"op '{display_name(op)}' in a gpu.module is not supported by "
+                                   "the CPU device (supported: gpu.func, func.func, "
+                                   "memref.global)",
                                    _loc(op))
 
     for fname, op in funcs.items():

@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     UnrankedMemRefType,
+    UnregisteredOp,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -69,6 +70,14 @@ def location_of(op: Operation) -> SourceLocation | None:
     from nova.ir.locations import nearest_location
 
     return nearest_location(op)
+
+
+def display_name(op: Operation) -> str:
+    """The op's name as written: an unregistered op (--allow-unregistered-dialect) is xDSL's
+    `builtin.unregistered` carrying its real name."""
+    if isinstance(op, UnregisteredOp):
+        return op.op_name.data
+    return op.name
 
 
 def attr(op: Operation, name: str) -> Attribute | None:
@@ -172,7 +181,7 @@ class ModuleEmitter:
                 emit_global(self, op)
             else:
                 raise UnsupportedError(
-                    f"module-level op '{op.name}' is not supported by the LLVM lowering "
+                    f"module-level op '{display_name(op)}' is not supported by the LLVM lowering "
                     "(supported: func.func, gpu.func, memref.global)", location_of(op))
         for op in ops:
             if op.name in ("func.func", "gpu.func") and op.regions and op.regions[0].blocks:
@@ -378,8 +387,8 @@ class FunctionEmitter:
         extra = f" ({detail})" if detail else ""
         dialects = ", ".join(supported_dialects(self.target.handlers))
         return UnsupportedError(
-            f"op '{op.name}' is not supported by the {self.target.name} LLVM lowering{extra}; "
-            f"supported dialects: {dialects}", location_of(op))
+            f"op '{display_name(op)}' is not supported by the {self.target.name} LLVM "
+            f"lowering{extra}; supported dialects: {dialects}", location_of(op))
 
     def unsupported_op_name(self, name: str) -> UnsupportedError:
         return UnsupportedError(f"op '{name}' is not supported by the {self.target.name} target")
