@@ -36,6 +36,7 @@ from nova.bundle.format import (
     payload_section,
     seal_digest,
 )
+from nova.bundle.verify import verify_elf, verify_object
 from nova.errors import BundleFormatError
 
 REBUILD_HINT = "rebuild it from its source with this Nova"
@@ -111,8 +112,11 @@ def read_bundle(data: bytes, expected_arch: str | None = None, name: str = "<bun
             raise BundleFormatError(
                 f"{name} was built for {manifest.arch}, but the device is {expected_arch}; "
                 f"rebuild it with --arch {expected_arch} (or NOVA_ARCH={expected_arch})")
-        elf.check_section_ranges()
+        verify_elf(elf, "host object")
         payloads = _read_payloads(elf, manifest, name)
+        for (module, kind), image in payloads.items():
+            if kind is PayloadKind.CPU_OBJECT:
+                verify_object(image, f"CPU object of device module '{module}'")
         symbols = elf.symbols()
         _check_symbols(symbols, manifest, name)
     except ElfError as exc:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from nova.abi import CpuLaunch
 from nova.bundle.format import Kernel
-from nova.errors import DeviceError, KernelFault
+from nova.bundle.verify import verify_object
+from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams
@@ -72,6 +73,10 @@ def check_elf_object(data: bytes, name: str) -> None:
         offset, size = struct.unpack_from("<QQ", data, shoff + i * 64 + 24)
         if sh_type != 8 and offset + size > len(data):  # 8 = SHT_NOBITS (.bss)
             raise bad(f"section {i} lies outside the file (truncated?)")
+    try:  # every field RuntimeDyld acts on (the bundle reader checked it too; this is the bytes
+        verify_object(data, "the object")  # the descriptor actually points at)
+    except BundleFormatError as exc:
+        raise bad(str(exc)) from None
 
 
 class CpuModule(DeviceModule):
