@@ -9,17 +9,26 @@ with `reloc="static"`, `codemodel="large"`, see `nova.backends.x86`) produces, a
 that is not of that shape:
 
 - the ELF header: every field (OS ABI, padding, entry, program headers, flags included);
-- every section: a known type and known flags, address 0, alignment 0 or a power of two of at most
-  `MAX_ALIGN`, offset a multiple of it, contents inside the file and overlapping neither the ELF
-  header, the section header table nor another section, `sh_link`/`sh_info`/`sh_entsize` as the
-  type requires, at most `MAX_NOBITS` bytes of zero-initialised (`SHT_NOBITS`) memory;
+- every section: a known type and known flags, name, type and flags of one of SECTION_KINDS
+  (code executable and read-only, data never executable), address 0, alignment 0 or a power of
+  two of at most `MAX_ALIGN`, offset a multiple of it, contents inside the file and overlapping
+  neither the ELF header, the section header table nor another section,
+  `sh_link`/`sh_info`/`sh_entsize` as the type requires, at most `MAX_NOBITS` bytes of
+  zero-initialised (`SHT_NOBITS`) memory;
 - the symbol table: exactly one, entry 0 null, locals first (`sh_info`), known binding, type and
   visibility, defined symbols in an allocatable or data section with value (and value + size)
-  inside it, undefined ones named, global, value 0, global names defined once;
+  inside it (functions only in code), undefined ones named, global, value 0, global names defined
+  once;
 - every relocation: in a `SHT_RELA` section of 24-byte entries applying to an allocatable section
-  with contents, a type among `RELOCATION_WIDTHS` (`R_X86_64_64` and `R_X86_64_PC64`, the only
-  ones the large code model emits), the bytes it patches inside that section, its symbol index in
-  range and not the null symbol.
+  with contents whose name it carries after `.rela`, a type among `RELOCATION_WIDTHS`
+  (`R_X86_64_64` and `R_X86_64_PC64`, the only ones the large code model emits), the bytes it
+  patches inside that section and apart from every other relocation's, its symbol index in range
+  and not the null symbol, the address it computes inside the symbol's section (an external
+  symbol: addend 0).
+
+What it cannot judge is what the code computes: a resealed edit of machine code, of a symbol's
+value or of a relocation's target inside its section keeps the shape; only a signature
+(`nova.bundle.signature`) refuses those.
 
 docs/bundle-format.md (section 7) lists the checks and the threat model.
 """
