@@ -235,3 +235,21 @@ def test_mutation_sweep_sample(tmp_path: Path) -> None:
 def test_mutation_sweep_full(tmp_path: Path) -> None:
     """All of them (about 8 500, a few minutes)."""
     _sweep(tmp_path, 1)
+
+
+def test_cpu_kernel_lookup_refuses_names_llvm_cannot_mangle() -> None:
+    """Edited host code can pass any kernel name to nova_rt_module_get_function: an empty one
+    (or one starting with \\x01) made LLVM's Mangler abort the process; now a DeviceError."""
+    from nova.bundle.format import PayloadKind
+    from nova.errors import DeviceError
+    from nova.runtime.device import ModuleImages
+    from nova.runtime.selection import get_device
+
+    parsed = read_bundle(bundle())
+    module = parsed.manifest.modules[0]
+    image = parsed.payload(module.name, PayloadKind.CPU_OBJECT)
+    loaded = get_device("cpu").load_module(ModuleImages(module.name, cpu_object=image))
+    for name in ("", "\x01", "\x01k"):
+        with pytest.raises(DeviceError, match="no kernel named"):
+            loaded.get_function(name)
+    assert loaded.get_function(module.kernels[0].name).handle

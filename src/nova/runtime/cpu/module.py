@@ -105,6 +105,9 @@ class CpuModule(DeviceModule):
         return id(self._engine)
 
     def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction:
+        if not name or name.startswith("\x01"):  # LLVM's Mangler asserts (aborts) on these
+            raise DeviceError(f"no kernel named {name!r} in the CPU object of device module "
+                              f"{self.name!r}")
         address = self._engine.get_function_address(name)
         if not address:
             raise DeviceError(f"kernel @{name} is not in the CPU object of device module "
