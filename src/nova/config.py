@@ -24,6 +24,9 @@ class Config:
     check_bounds: bool = False  # NOVA_CHECK_BOUNDS: the default of the check_bounds option
     debug: bool = False  # NOVA_DEBUG: CLIs print tracebacks of internal errors
     poison_memory: bool = False  # NOVA_POISON: cpu device fills fresh allocations with 0xCD
+    # NOVA_TRUSTED_KEYS: PEM public keys (paths, os.pathsep-separated); when any is given, only
+    # bundles signed by one of them load (nova.load's trusted_keys overrides it)
+    trusted_keys: tuple[Path, ...] = ()
 
     @staticmethod
     def from_environ(environ: dict[str, str] | None = None) -> Config:
@@ -43,6 +46,8 @@ class Config:
             check_bounds=env.get("NOVA_CHECK_BOUNDS", "0") not in ("0", "", "off", "false"),
             debug=env.get("NOVA_DEBUG", "0") not in ("0", "", "off", "false"),
             poison_memory=env.get("NOVA_POISON", "0") not in ("0", "", "off", "false"),
+            trusted_keys=tuple(Path(p) for p in env.get("NOVA_TRUSTED_KEYS", "").split(os.pathsep)
+                               if p.strip()),
         )
 
 

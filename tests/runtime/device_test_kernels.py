@@ -264,7 +264,8 @@ DONE:
 
 @functools.cache
 def cpu_object() -> bytes:
-    """The CPU_IR kernels as an x86-64 ELF object (PIC), like the CPU kernel target emits."""
+    """The CPU_IR kernels as an x86-64 ELF object (static relocations, large code model), as
+    the CPU kernel target emits."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
@@ -272,7 +273,8 @@ def cpu_object() -> bytes:
     module = llvm.parse_assembly(CPU_IR)
     module.triple = llvm.get_default_triple()
     module.verify()
-    machine = llvm.Target.from_default_triple().create_target_machine(reloc="pic", opt=2)
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        reloc="static", codemodel="large", opt=2)
     return machine.emit_object(module)
 
 

@@ -354,7 +354,8 @@ KERNELS = (
 def _target_machine() -> llvm.TargetMachine:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    return llvm.Target.from_default_triple().create_target_machine(reloc="pic")
+    return llvm.Target.from_default_triple().create_target_machine(reloc="static",
+                                                                   codemodel="large")
 
 
 def cpu_object() -> bytes:

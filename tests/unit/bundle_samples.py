@@ -3,7 +3,8 @@
 The host module is written by hand with llvmlite (an entry wrapper that returns the address of a
 *declared* `@__nova_devmod_m`, as the host lowering leaves it), the images are fake but real (a PTX
 text, arbitrary cubin bytes, a genuine small x86-64 object emitted by llvmlite), and the result is
-emitted with llvmlite's x86-64 target machine (PIC) and sealed, exactly as the driver does.
+emitted with llvmlite's x86-64 target machine (static relocations, large code model) and
+sealed, exactly as the driver does (`nova.backends.x86`).
 """
 
 from __future__ import annotations
@@ -50,12 +51,12 @@ def _target_machine() -> llvm.TargetMachine:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(reloc="pic", codemodel="default")
+    return target.create_target_machine(reloc="static", codemodel="large")
 
 
 def emit_object(module: ir.Module, optimize: bool = False) -> bytes:
-    """Emit an llvmlite IR module as an x86-64 ELF relocatable object (PIC), after LLVM's O3
-    module pipeline when `optimize` (as the driver does at -O3)."""
+    """Emit an llvmlite IR module as an x86-64 ELF relocatable object (static relocations, large
+    code model), after LLVM's O3 module pipeline when `optimize` (as the driver does at -O3)."""
     parsed = llvm.parse_assembly(str(module))
     parsed.verify()
     machine = _target_machine()

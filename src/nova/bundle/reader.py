@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,8 @@ from nova.bundle.format import (
     payload_section,
     seal_digest,
 )
+from nova.bundle.signature import check_signature
+from nova.bundle.verify import verify_elf, verify_object
 from nova.errors import BundleFormatError
 
 REBUILD_HINT = "rebuild it from its source with this Nova"
@@ -86,33 +89,43 @@ class Bundle:
         return None if data is None else data.decode("utf-8", errors="replace")
 
 
-def read_bundle_file(path: str | Path, expected_arch: str | None = None) -> Bundle:
+def read_bundle_file(path: str | Path, expected_arch: str | None = None,
+                     trusted_keys: Sequence[bytes] | None = None) -> Bundle:
     """Read and validate the bundle at `path` (see read_bundle)."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise BundleFormatError(f"cannot read bundle '{path}': {reason}") from None
-    return read_bundle(data, expected_arch=expected_arch, name=str(path))
+    return read_bundle(data, expected_arch=expected_arch, name=str(path),
+                       trusted_keys=trusted_keys)
 
 
-def read_bundle(data: bytes, expected_arch: str | None = None, name: str = "<bundle>") -> Bundle:
+def read_bundle(data: bytes, expected_arch: str | None = None, name: str = "<bundle>",
+                trusted_keys: Sequence[bytes] | None = None) -> Bundle:
     """Validate `data` as a .nova bundle and return it; raises BundleFormatError on any problem.
 
     `expected_arch` (e.g. 'sm_90'): the GPU architecture the caller will run the bundle on; a
     bundle built for another one is rejected with a message saying how to rebuild it.
+    `trusted_keys` (raw 32-byte Ed25519 public keys, `nova.bundle.signature.trusted_key_bytes`):
+    a trust policy; the bundle must then be signed by one of them (SignatureError otherwise).
     """
     data = bytes(data)
     try:
         elf = parse_elf(data)
         seal = _check_seal(elf, name)
+        if trusted_keys is not None:
+            check_signature(elf, trusted_keys, name)
         manifest = _read_manifest(elf, name)
         if expected_arch is not None and manifest.arch != expected_arch:
             raise BundleFormatError(
                 f"{name} was built for {manifest.arch}, but the device is {expected_arch}; "
                 f"rebuild it with --arch {expected_arch} (or NOVA_ARCH={expected_arch})")
-        elf.check_section_ranges()
+        verify_elf(elf, "host object")
         payloads = _read_payloads(elf, manifest, name)
+        for (module, kind), image in payloads.items():
+            if kind is PayloadKind.CPU_OBJECT:
+                verify_object(image, f"CPU object of device module '{module}'")
         symbols = elf.symbols()
         _check_symbols(symbols, manifest, name)
     except ElfError as exc:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nova.bundle.elf import parse_elf
 from nova.bundle.format import MANIFEST_SECTION, DeviceModule, Kernel, PayloadKind, TypeSpec
 from nova.bundle.reader import Bundle, describe_entry, read_bundle_file
+from nova.bundle.signature import signature_status
 from nova.cli.toolmain import EXIT_ERROR, EXIT_OK, run_tool
 from nova.errors import NovaError
 
@@ -75,6 +77,7 @@ def format_summary(bundle: Bundle) -> str:
         f"  arch:       {m.arch}",
         f"  host:       {m.host_triple}, runtime ABI version {m.abi_version}",
         f"  size:       {len(bundle.object_bytes)} bytes, seal sha256 {bundle.seal}",
+        f"  signature:  {signature_status(parse_elf(bundle.object_bytes))}",
     ]
     lines += [f"  {key}: {value}" for key, value in sorted(m.extra.items())]
     lines += ["", f"entry points ({len(m.entries)}):"]

@@ -2,8 +2,9 @@
 
     nova-translate in.mlir -o out.nova [--emit=outlined|device-llvm|ptx|cubin|cpu-llvm|cpu-obj|
                    host-llvm|obj|nova] [--arch sm_90] [--no-ptx] [--no-cubin] [--no-cpu-image]
-                   [-O N] [--check-bounds]
+                   [-O N] [--check-bounds] [--sign KEY]
                    [--timings] [--split-input-file]
+    nova-translate --gen-key KEY      write a new Ed25519 key pair: KEY (private) and KEY.pub
 
 Text outputs go to stdout without -o; a bundle or object is written to stdout only when it is not
 a terminal. --timings prints the per-stage wall times to stderr.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nova.cli.toolmain import (
@@ -57,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--check-bounds", action="store_true",
                         help="check every memref load/store/atomic index against its memref's "
                         "sizes (kernels and host code; default: NOVA_CHECK_BOUNDS)")
+    parser.add_argument("--sign", metavar="KEY", default=None,
+                        help="sign the bundle with this Ed25519 private key (PEM); loaders with "
+                        "a trust policy (NOVA_TRUSTED_KEYS) accept only signed bundles")
+    parser.add_argument("--gen-key", metavar="KEY", default=None,
+                        help="write a new Ed25519 private key to KEY and its public key to "
+                        "KEY.pub (PEM), then exit")
     parser.add_argument("--timings", action="store_true", help="print per-stage times to stderr")
     parser.add_argument("--split-input-file", action="store_true",
                         help="compile each '// -----'-separated part on its own (text outputs "
@@ -74,9 +82,24 @@ def format_timings(timings: dict[str, float], cache_hit: bool) -> str:
     return "\n".join(lines)
 
 
+def _gen_key(path: str) -> int:
+    from nova.bundle.signature import fingerprint, generate_key, load_public_key
+
+    if Path(path).exists():
+        raise InputError(f"'{path}' exists; not overwriting a key")
+    private, public = generate_key(path)
+    print(f"wrote {private} (private key: keep it secret) and {public} (public key, "
+          f"{fingerprint(load_public_key(public))})", file=sys.stderr)
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
     from nova.compiler.driver import CompileOptions, compile_source, join_outputs
 
+    if args.gen_key:
+        return _gen_key(args.gen_key)
+    if args.sign and (args.emit not in ("nova", "bundle") or args.split_input_file):
+        raise InputError("--sign applies to bundles (--emit=nova), one input at a time")
     text, filename = read_input(args.input)
     fields: dict[str, object] = {"emit": args.emit, "ptx": not args.no_ptx,
                                  "cubin": not args.no_cubin,
@@ -93,6 +116,11 @@ def _run(args: argparse.Namespace) -> int:
         return _run_split(args, text, filename, options)
     result = compile_source(text, filename, options)
     output = join_outputs(result.output)
+    if args.sign:
+        from nova.bundle.signature import sign_bundle
+
+        assert isinstance(output, bytes)
+        output = sign_bundle(output, args.sign)
     if isinstance(output, bytes) and args.output in (None, "-") and sys.stdout.isatty():
         raise InputError(f"refusing to write binary output of --emit={args.emit} to a "
                          "terminal; use -o FILE")

@@ -392,10 +392,11 @@ class NovaModule:
     linked code stays valid as long as this object is referenced.
     """
 
-    def __init__(self, data: bytes, device: Device, name: str = "<bundle>") -> None:
+    def __init__(self, data: bytes, device: Device, name: str = "<bundle>",
+                 trusted_keys: Sequence[str | Path | bytes] | None = None) -> None:
         from nova.bundle.reader import read_bundle
 
-        bundle = read_bundle(data, None, name)
+        bundle = read_bundle(data, None, name, trust_policy(trusted_keys))
         self.name = name
         self.manifest: Manifest = bundle.manifest
         self.device = device
@@ -496,9 +497,31 @@ def _read(path_or_bytes: str | Path | bytes | bytearray | memoryview) -> tuple[b
         raise BundleFormatError(f"cannot read '{path}': {exc.strerror or exc}") from None
 
 
+def trust_policy(trusted_keys: Sequence[str | Path | bytes] | None) -> tuple[bytes, ...] | None:
+    """The raw public keys a bundle must be signed by, or None for no policy: `trusted_keys`
+    (paths of PEM public keys, PEM bytes or raw 32-byte keys) when given, else NOVA_TRUSTED_KEYS;
+    an empty `trusted_keys` sets no policy (bundles this process compiled itself)."""
+    from nova import config
+    from nova.bundle.signature import trusted_key_bytes
+
+    if trusted_keys is None:
+        paths = config.get().trusted_keys
+        return trusted_key_bytes(paths) if paths else None
+    if isinstance(trusted_keys, str | bytes | Path):
+        trusted_keys = [trusted_keys]
+    return trusted_key_bytes(trusted_keys) if trusted_keys else None
+
+
 def load(path_or_bytes: str | Path | bytes | bytearray | memoryview,
-         device: str | Device | None = None) -> NovaModule:
+         device: str | Device | None = None,
+         trusted_keys: Sequence[str | Path | bytes] | None = None) -> NovaModule:
     """Load a .nova file (a path or its bytes) on `device` ('cuda', 'cpu', a Device, or None for
-    NOVA_DEVICE / auto)."""
+    NOVA_DEVICE / auto).
+
+    `trusted_keys`: paths of Ed25519 public keys (PEM); when given (or, when None, when
+    NOVA_TRUSTED_KEYS names any), only a bundle signed by one of them loads: an unsigned one,
+    one signed by another key or modified after signing raises SignatureError. An empty
+    sequence sets no policy even when NOVA_TRUSTED_KEYS does (for bundles compiled in this
+    process from source, as `nova.compile` loads them)."""
     data, name = _read(path_or_bytes)
-    return NovaModule(data, get_device(device), name)
+    return NovaModule(data, get_device(device), name, trusted_keys)

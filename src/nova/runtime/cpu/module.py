@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from nova.abi import CpuLaunch
 from nova.bundle.format import Kernel
-from nova.errors import DeviceError, KernelFault
+from nova.bundle.verify import verify_object
+from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams
@@ -72,6 +73,10 @@ def check_elf_object(data: bytes, name: str) -> None:
         offset, size = struct.unpack_from("<QQ", data, shoff + i * 64 + 24)
         if sh_type != 8 and offset + size > len(data):  # 8 = SHT_NOBITS (.bss)
             raise bad(f"section {i} lies outside the file (truncated?)")
+    try:  # every field RuntimeDyld acts on (the bundle reader checked it too; this is the bytes
+        verify_object(data, "the object")  # the descriptor actually points at)
+    except BundleFormatError as exc:
+        raise bad(str(exc)) from None
 
 
 class CpuModule(DeviceModule):
@@ -100,6 +105,9 @@ class CpuModule(DeviceModule):
         return id(self._engine)
 
     def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction:
+        if not name or name.startswith("\x01"):  # LLVM's Mangler asserts (aborts) on these
+            raise DeviceError(f"no kernel named {name!r} in the CPU object of device module "
+                              f"{self.name!r}")
         address = self._engine.get_function_address(name)
         if not address:
             raise DeviceError(f"kernel @{name} is not in the CPU object of device module "
