@@ -193,8 +193,8 @@ def test_matches_of_every_shape(device, kernel):
     offset, at every alignment of the output, decode as liblz4 decodes them (both decoders)."""
     rng = np.random.default_rng(7)
     blocks, pages = [], []
-    shapes = [(lead, d, ml) for d in list(range(1, 40)) + [63, 64, 65, 127, 128, 131, 132, 133,
-                                                         200, 300, 1000]
+    offsets = [*range(1, 40), 63, 64, 65, 127, 128, 131, 132, 133, 200, 300, 1000]
+    shapes = [(lead, d, ml) for d in offsets
               for lead, ml in ((d + 3, 4), (d, 17), (d + 1, 33), (d + 2, 100), (d + 5, 255),
                                (d, 256), (d + 1, 257), (d + 2, 1000), (d + 3, 2600),
                                (max(d, 40), 4096 - max(d, 40) - 5))
