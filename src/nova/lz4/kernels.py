@@ -488,8 +488,11 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
             if ml <= 32:
                 if lane < ml:
                     j = lane
-                    if ml > d:
-                        j = nova.int32(nova.uint32(lane) % nova.uint32(d))
+                    if ml > d:  # overlapping: a run of period d (1, 2, 4, 8: no division)
+                        if (d & (d - 1)) == 0:
+                            j = lane & (d - 1)
+                        else:
+                            j = nova.int32(nova.uint32(lane) % nova.uint32(d))
                     out[op + lane] = out[base + j]
             elif ml < LONG_MATCH:
                 copy_periodic(out, op, base, d, ml, lane)
@@ -545,8 +548,12 @@ def copy_periodic(out, op, base, d, n, lane):
     r = lane
     step = 32
     if d <= 32:
-        r = nova.int32(nova.uint32(lane) % nova.uint32(d))
-        step = nova.int32(nova.uint32(32) % nova.uint32(d))
+        if (d & (d - 1)) == 0:  # 1, 2, 4, ..., 32: no division
+            r = lane & (d - 1)
+            step = 0
+        else:
+            r = nova.int32(nova.uint32(lane) % nova.uint32(d))
+            step = nova.int32(nova.uint32(32) % nova.uint32(d))
     k = lane
     while k < n:
         out[op + k] = out[base + r]
