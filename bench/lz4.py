@@ -17,13 +17,21 @@ mixed), per class:
   (H2D, kernels, D2H on three streams, slots), and the pinned H2D bandwidth it is measured
   against.
 
+A/B in the same run: main's compress kernel (bench/lz4_v0.py) and the kernel options
+(--variants); the previous round's decompress kernel ("r2": kernel alone and end to end); end to
+end, the D2H path instead of direct writes, one compute stream, 3 slots (the previous default;
+now 6 on cuda) and slots of twice the pages. --timeline adds, end to end, the GPU time of every
+stage of every compress slot (timing events: H2D, kernel, scan, compaction, D2H), so a run shows
+where the pipeline's time goes.
+
 Every timed output is verified (reported as MISMATCH, and the exit code is 1): Nova's blocks are
 decoded by liblz4 and by Nova's decompressor, nvCOMP's blocks by liblz4 and by nvCOMP, and every
 decompressor's pages are compared with the input. The kernels' occupancy (registers, shared
 memory, resident warps per SM) comes from the CUDA occupancy API.
 
     python bench/lz4.py [--device cuda|cpu] [--pages N] [--page-size 4096] [--repeats 5]
-                        [--classes mixed,text,...] [--no-nvcomp] [--json PATH]
+                        [--classes mixed,text,...] [--no-nvcomp] [--slots N] [--timeline]
+                        [--json PATH]
 
 --device cpu runs Nova's kernels on the CPU device with small defaults (a smoke test; no nvCOMP).
 """
@@ -407,7 +415,7 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
     check(not status.numpy().any() and np.array_equal(d_back.numpy().reshape(n, page), pages),
           "Nova decompress r2 (Nova compress(pages)) != pages")
     out["r2_decompress_gbps"] = pages.nbytes / t_dec_r2 / 1e9
-    d_back.numpy()[:] = 0  # the check below must see the current kernel's output
+    dev.memset(d_back, 0, n * page, stream=stream)  # the check below sees the current kernel's
     t_dec = timer(lambda: D.launch_decompress(d_payload, offsets, sizes,
                                               D.view(d_back, np.uint32, n * page // 4), status,
                                               n, page, stream), repeats)
