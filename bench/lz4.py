@@ -448,8 +448,10 @@ def print_timeline(name: str, tl: dict[str, Any]) -> None:
     for stage in ("h2d", "kernel", "scan", "compact", "d2h"):
         if f"{stage}_total_ms" in tl:
             total = tl[f"{stage}_total_ms"]
+            rate = tl.get(f"{stage}_gbps")
             print(f"    {stage:8s} median {tl[f'{stage}_median_ms']:7.3f} ms/slot, total "
-                  f"{total:8.2f} ms = {100 * total / span:5.1f}% of the span")
+                  f"{total:8.2f} ms = {100 * total / span:5.1f}% of the span"
+                  + (f", {rate:.1f} GB/s while running" if rate else ""))
     print(f"    H2D stream idle between slots: {tl['h2d_idle_ms']:.2f} ms "
           f"({100 * tl['h2d_idle_ms'] / span:.1f}% of the span)")
     for r in tl["slots"][:8]:

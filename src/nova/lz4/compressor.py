@@ -148,6 +148,8 @@ class PageCompressor:
         self.timeline = timeline
         self._tl: dict[int, dict[str, nova.Event]] = {}  # item -> stage events (timeline)
         self._tl_start: nova.Event | None = None
+        self._tl_bytes: dict[int, tuple[int, int]] = {}  # item -> (page bytes, stored bytes)
+        self._tl_bounds: dict[int, tuple[int, int]] = {}  # item -> its pages (this call)
         if why is not None:
             warnings.warn(f"nova.lz4: {why}; using liblz4 on the CPU", FallbackWarning,
                           stacklevel=2)
@@ -354,6 +356,10 @@ class PageCompressor:
         """This call's results (a CompressedBatch, or a DecompressResult), handed over."""
         if kind == "compress":
             sizes = self._out_sizes.copy()
+            for index, (lo, hi) in self._tl_bounds.items():  # timeline: bytes per slot
+                stored = int((sizes[lo:hi] & np.uint32(0x7FFFFFFF)).astype(np.int64).sum())
+                self._tl_bytes[index] = ((hi - lo) * self.page_size, stored)
+            self._tl_bounds = {}
             total = int((sizes & np.uint32(0x7FFFFFFF)).astype(np.int64).sum())
             payload = self._out_payload[:total]
             self._out_payload, self._out_sizes = self._out_payload[:0], self._out_sizes[:0]
@@ -427,6 +433,7 @@ class PageCompressor:
                 return pipe.submit(data[lo:hi])
             # H2D start/end: events on the copy-in stream around the pipeline's H2D (the
             # submit lock orders them; "start" completes when the stream reaches it)
+            self._tl_bounds[index] = (lo, hi)
             h0 = self._tl_event(index, "h2d0", pipe.copy_in_stream)
             fut = pipe.submit(data[lo:hi])
             self._tl_event(index, "h2d1", pipe.copy_in_stream)
@@ -578,8 +585,8 @@ class PageCompressor:
         compress kernel, scan, compaction (direct writes; with direct_writes=False the host
         wait ends at "compact" and the D2H follows) and the sizes' D2H ran, and totals: the
         span, each stage's busy time, and the idle time of the H2D stream between slots."""
-        items, start = self._tl, self._tl_start
-        self._tl, self._tl_start = {}, None
+        items, start, nbytes = self._tl, self._tl_start, self._tl_bytes
+        self._tl, self._tl_start, self._tl_bytes = {}, None, {}
         if not items or start is None:
             return {}
         stages = (("h2d", "h2d0", "h2d1"), ("kernel", "k0", "k1"), ("scan", "k1", "s1"),
@@ -596,6 +603,8 @@ class PageCompressor:
                     row[f"{name}_ms"] = ev[a].elapsed_ms(ev[b])
             if "d1" in ev:
                 row["done_ms"] = start.elapsed_ms(ev["d1"])
+            if index in nbytes:
+                row["page_bytes"], row["stored_bytes"] = nbytes[index]
             rows.append(row)
         span = max(r.get("done_ms", 0.0) for r in rows)
         out: dict[str, Any] = {"slots": rows, "span_ms": span}
@@ -604,6 +613,19 @@ class PageCompressor:
             if vals:
                 out[f"{name}_total_ms"] = float(sum(vals))
                 out[f"{name}_median_ms"] = float(np.median(vals))
+        pages_b = sum(r.get("page_bytes", 0) for r in rows)
+        stored_b = sum(r.get("stored_bytes", 0) for r in rows)
+        # GB/s while each stage ran (bytes moved: pages for H2D and the kernel, stored bytes for
+        # the compaction and the D2H path's payload copy; with direct writes the D2H stage is
+        # the size table alone)
+        table_b = 4 * pages_b // self.page_size
+        d2h_b = table_b if "compact_total_ms" in out else stored_b + table_b
+        for name, moved in (("h2d", pages_b), ("kernel", pages_b), ("compact", stored_b),
+                            ("d2h", d2h_b)):
+            total = out.get(f"{name}_total_ms")
+            if total and moved:
+                out[f"{name}_gbps"] = moved / total / 1e6
+        out["page_bytes"], out["stored_bytes"] = pages_b, stored_b
         h2d = [(r["h2d_start_ms"], r["h2d_start_ms"] + r["h2d_ms"]) for r in rows
                if "h2d_ms" in r]
         out["h2d_idle_ms"] = float(sum(max(0.0, b0 - a1) for (_, a1), (b0, _)
