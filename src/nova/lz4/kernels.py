@@ -436,8 +436,9 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
                 if err != STATUS_OK:
                     break
             q = ip + lit  # the offset's position (when the sequence has a match)
-            last = op + lit > size - MF_LIMIT or q > clen - 8
-            if last and (q != clen or op + lit != size):
+            # `|` rather than `or`: no short circuit, one branch (the operands are plain compares)
+            last = (op + lit > size - MF_LIMIT) | (q > clen - 8)
+            if last and ((q != clen) | (op + lit != size)):
                 err = STATUS_CORRUPT
                 break
             d: nova.int32 = 0
@@ -479,7 +480,7 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
                 nxt = nova.int32(src[start + ip])  # the next token
                 ip += 1
             ml += MIN_MATCH
-            if d == 0 or d > op or op + ml > size - LAST_LITERALS:
+            if (d == 0) | (d > op) | (op + ml > size - LAST_LITERALS):
                 err = STATUS_CORRUPT
                 break
             token = nxt
