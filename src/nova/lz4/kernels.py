@@ -400,16 +400,22 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     entry = sizes[page]
     clen64 = nova.int64(entry & nova.uint32(LEN_MASK))
     err: nova.int32 = STATUS_OK
+    written = False  # the page went straight to dst (a raw page), not through shared memory
+    wbase = page * (page_size // 16) * 4  # the page's first word in dst: a multiple of 4
     if stop < start or stop - start != clen64 or stop > total:
         err = STATUS_BAD_ENTRY
     elif (entry & nova.uint32(RAW)) != 0:
         if clen64 != page_size:
             err = STATUS_CORRUPT
-        else:
-            k = lane
-            while k < size:
-                out[k] = src[start + k]
-                k += 32
+        else:  # a stored page: 4 byte loads (the block need not be aligned), one word store
+            rw = lane
+            while rw < nwords:
+                rb = start + rw * 4
+                dst[wbase + rw] = (nova.uint32(src[rb]) | (nova.uint32(src[rb + 1]) << 8)
+                                   | (nova.uint32(src[rb + 2]) << 16)
+                                   | (nova.uint32(src[rb + 3]) << 24))
+                rw += 32
+            written = True
     elif clen64 < 1:
         err = STATUS_CORRUPT
     else:
@@ -522,9 +528,8 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
                     out[ae + lane] = out[ae + lane - period]
             op += ml
     nova.syncwarp()
-    if err == STATUS_OK:
-        wbase = page * (page_size // 16) * 4  # a multiple of 4 words: v4 stores
-        i = lane * 4
+    if err == STATUS_OK and not written:
+        i = lane * 4  # v4 stores: wbase is a multiple of 4 words
         while i < nwords:
             w0 = out32[i]
             w1 = out32[i + 1]
