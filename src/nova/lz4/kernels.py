@@ -27,8 +27,9 @@ the literals), then the lanes copy the literals and the match into the page in s
 (one predicated byte per lane for copies of at most 32 bytes; a match with offset d < length
 repeats with period d, so lane k copies `out[op - d + k % d]`: every source byte was written
 before the copy started, no lane waits for another; matches of LONG_MATCH bytes or more as
-4-byte words from a multiple of d), and the page is written out 16 bytes per lane. Stored pages
-go to the output directly. `decompress_pages_kernel_r2` is the previous round's kernel (A/B). Every read
+4-byte words from a multiple of d), and the page is written out 16 bytes per lane. Stored
+pages go to the output directly. `decompress_pages_kernel_r2` is the previous round's kernel
+(A/B). Every read
 of the block is checked against the block's length and every write against the page, with
 liblz4's own parsing limits, so any block liblz4's safe decoder rejects is rejected here too,
 and a malicious block can never read or write out of bounds: it only sets its page's status.
