@@ -17,13 +17,21 @@ mixed), per class:
   (H2D, kernels, D2H on three streams, slots), and the pinned H2D bandwidth it is measured
   against.
 
+A/B in the same run: main's compress kernel (bench/lz4_v0.py) and the kernel options
+(--variants); the previous round's decompress kernel ("r2": kernel alone and end to end); end to
+end, the D2H path instead of direct writes, one compute stream, 3 slots (the previous default;
+now 6 on cuda) and slots of twice the pages. --timeline adds, end to end, the GPU time of every
+stage of every compress slot (timing events: H2D, kernel, scan, compaction, D2H), so a run shows
+where the pipeline's time goes.
+
 Every timed output is verified (reported as MISMATCH, and the exit code is 1): Nova's blocks are
 decoded by liblz4 and by Nova's decompressor, nvCOMP's blocks by liblz4 and by nvCOMP, and every
 decompressor's pages are compared with the input. The kernels' occupancy (registers, shared
 memory, resident warps per SM) comes from the CUDA occupancy API.
 
     python bench/lz4.py [--device cuda|cpu] [--pages N] [--page-size 4096] [--repeats 5]
-                        [--classes mixed,text,...] [--no-nvcomp] [--json PATH]
+                        [--classes mixed,text,...] [--no-nvcomp] [--slots N] [--timeline]
+                        [--json PATH]
 
 --device cpu runs Nova's kernels on the CPU device with small defaults (a smoke test; no nvCOMP).
 """
@@ -399,6 +407,15 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
     d_back = dev.allocate(n * page)
     status = dev.allocate(4 * n).view(np.int32, (n,))
     d_payload = D.view(payload, np.uint8, max(total, 1))
+    # A/B: the previous round's decompressor on the same blocks, before the current one
+    t_dec_r2 = timer(lambda: D.launch_decompress(d_payload, offsets, sizes,
+                                                 D.view(d_back, np.uint32, n * page // 4),
+                                                 status, n, page, stream, kernel="r2"), repeats)
+    stream.synchronize()
+    check(not status.numpy().any() and np.array_equal(d_back.numpy().reshape(n, page), pages),
+          "Nova decompress r2 (Nova compress(pages)) != pages")
+    out["r2_decompress_gbps"] = pages.nbytes / t_dec_r2 / 1e9
+    dev.memset(d_back, 0, n * page, stream=stream)  # the check below sees the current kernel's
     t_dec = timer(lambda: D.launch_decompress(d_payload, offsets, sizes,
                                               D.view(d_back, np.uint32, n * page // 4), status,
                                               n, page, stream), repeats)
@@ -422,6 +439,27 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
             "liblz4_ratio": ref.ratio}
 
 
+def print_timeline(name: str, tl: dict[str, Any]) -> None:
+    """Where one compress call's time went (GPU timing events; ms)."""
+    span = tl["span_ms"]
+    print(f"  timeline ({name.strip()}): {len(tl['slots'])} slots, GPU span {span:.2f} ms "
+          f"(wall {tl['wall_ms']:.2f} ms), slot latency H2D start -> last copy-out "
+          f"{tl.get('slot_latency_median_ms', float('nan')):.3f} ms (median)")
+    for stage in ("h2d", "kernel", "scan", "compact", "d2h"):
+        if f"{stage}_total_ms" in tl:
+            total = tl[f"{stage}_total_ms"]
+            rate = tl.get(f"{stage}_gbps")
+            print(f"    {stage:8s} median {tl[f'{stage}_median_ms']:7.3f} ms/slot, total "
+                  f"{total:8.2f} ms = {100 * total / span:5.1f}% of the span"
+                  + (f", {rate:.1f} GB/s while running" if rate else ""))
+    print(f"    H2D stream idle between slots: {tl['h2d_idle_ms']:.2f} ms "
+          f"({100 * tl['h2d_idle_ms'] / span:.1f}% of the span)")
+    for r in tl["slots"][:8]:
+        print("    slot " + str(r["item"]) + ": " + ", ".join(
+            f"{st} {r[f'{st}_start_ms']:.3f}+{r[f'{st}_ms']:.3f}"
+            for st in ("h2d", "kernel", "scan", "compact", "d2h") if f"{st}_ms" in r))
+
+
 def bench_liblz4(pages: np.ndarray, repeats: int) -> dict[str, Any]:
     page = pages.shape[1]
     t_c, batch = wall(lambda: cpu.compress_pages(pages, page), repeats)
@@ -432,8 +470,8 @@ def bench_liblz4(pages: np.ndarray, repeats: int) -> dict[str, Any]:
             "how": "python-lz4 in worker processes, shared memory, ranges of pages per task"}
 
 
-def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: int,
-                     per_slot: int | None) -> dict[str, Any]:
+def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: int | None,
+                     per_slot: int | None, timeline: bool = False) -> dict[str, Any]:
     n, page = pages.shape
     host = dev.allocate_pinned(pages.nbytes)
     pinned = host.numpy(np.uint8, (n, page))
@@ -446,11 +484,18 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
         stream.synchronize()
 
     t_h2d, _ = wall(h2d, repeats)
-    out: dict[str, Any] = {"h2d_gbps": pages.nbytes / t_h2d / 1e9, "slots": slots}
-    # the default (direct writes, a stream per slot on cuda), then the A/B configurations
-    for key, direct, slot_streams in (("", True, None), ("d2h_", False, None),
-                                      ("one_stream_", True, False)):
-        with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
+    out: dict[str, Any] = {"h2d_gbps": pages.nbytes / t_h2d / 1e9}
+    # the default (direct writes, a stream per slot on cuda, 6 slots on cuda), then the A/B
+    # configurations: the D2H path, one compute stream, 3 slots (the previous default), slots
+    # of twice the pages
+    big = 2 * (per_slot or (16 << 20) // page)
+    for key, direct, slot_streams, n_slots, n_per in (("", True, None, slots, per_slot),
+                                                      ("d2h_", False, None, slots, per_slot),
+                                                      ("one_stream_", True, False, slots,
+                                                       per_slot),
+                                                      ("slots3_", True, None, 3, per_slot),
+                                                      ("big_", True, None, slots, big)):
+        with PageCompressor(page, dev.kind, slots=n_slots, pages_per_slot=n_per,
                             direct_writes=direct, slot_streams=slot_streams) as comp:
             t_c, batch = wall(lambda comp=comp: comp.compress_pages(pinned), repeats)
             t_d, back = wall(lambda comp=comp, batch=batch: comp.decompress_pages(batch),
@@ -463,7 +508,26 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
                       "liblz4 does not decode the PageCompressor's batch to the pages")
             out[f"{key}compress_gbps"] = pages.nbytes / t_c / 1e9
             out[f"{key}decompress_gbps"] = pages.nbytes / t_d / 1e9
-            out["pages_per_slot"] = comp.pages_per_slot
+            if not key:
+                out["pages_per_slot"], out["slots"] = comp.pages_per_slot, comp.slots
+    with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
+                        decompress_kernel="r2") as comp:  # A/B: the previous decompressor
+        batch = comp.compress_pages(pinned)
+        t_d, back = wall(lambda comp=comp, batch=batch: comp.decompress_pages(batch), repeats)
+        check(np.array_equal(back, pages), "PageCompressor round trip (r2 decompressor)")
+        out["r2_decompress_gbps"] = pages.nbytes / t_d / 1e9
+    if timeline:  # where the time goes: timing events around every stage of every slot
+        for key, direct in (("", True), ("d2h_", False)):
+            with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
+                                direct_writes=direct) as comp:
+                comp.compress_pages(pinned)  # warm-up (kernels loaded, scratch allocated)
+                comp.timeline = True
+                t0 = time.perf_counter()
+                comp.compress_pages(pinned)
+                wall_ms = (time.perf_counter() - t0) * 1e3
+                report = comp.timeline_report()
+                report["wall_ms"] = wall_ms
+                out[f"{key}timeline"] = report
     out["compress_vs_h2d"] = out["compress_gbps"] / out["h2d_gbps"]
     host.free()
     d.free()
@@ -491,6 +555,9 @@ def occupancy(dev: nova.Device, page: int, variants: list[Variant]) -> dict[str,
     cases = [
         ("compress", K.compress_pages_kernel, csig, cw, K.compress_shared_bytes(page, cw)),
         ("decompress", K.decompress_pages_kernel,
+         (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
+         dw, K.decompress_shared_bytes(page, dw)),
+        ("decompress_r2", K.decompress_pages_kernel_r2,
          (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
          dw, K.decompress_shared_bytes(page, dw)),
     ]
@@ -537,7 +604,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page-size", type=int, default=4096)
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--classes", default=",".join(CLASSES))
-    parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument("--slots", type=int, default=None,
+                        help="pipeline slots (default: PageCompressor's, 6 on cuda)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="end to end: per-stage GPU times of every compress slot "
+                             "(timing events), printed and in the JSON")
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
     parser.add_argument("--variants", default="h11,shfl,h11+shfl",
@@ -612,7 +683,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  nvCOMP failed: {row['nvcomp']['error']}", flush=True)
         if cls == "mixed" or len(classes) == 1:
             row["end_to_end"] = bench_end_to_end(dev, pages, repeats, args.slots,
-                                                 args.pages_per_slot)
+                                                 args.pages_per_slot, args.timeline)
         d_pages.free()
         rows.append(row)
         print(f"  {json.dumps(row)}", flush=True)
@@ -650,15 +721,32 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:10s} {r['class']:8s} {g:8.2f} GB/s "
                   f"({g / nova_r['compress_kernel_gbps']:.2f}x the default), ratio /lib "
                   f"{ratio / lib['ratio']:.3f} (default {nova_r['ratio'] / lib['ratio']:.3f})")
+    print("\nA/B, decompress kernel (r2 = the previous round's):")
+    for r in rows:
+        nova_r = r["nova"]
+        r2 = nova_r.get("r2_decompress_gbps")
+        if r2:
+            print(f"  {r['class']:8s} r3 {nova_r['decompress_gbps']:8.2f} GB/s, r2 {r2:8.2f} "
+                  f"GB/s ({nova_r['decompress_gbps'] / r2:.2f}x)")
     for r in rows:
         if "end_to_end" in r:
             e = r["end_to_end"]
             print(f"\nend to end ({r['class']}, pinned host -> host, {e['slots']} slots of "
                   f"{e['pages_per_slot']} pages): compress {e['compress_gbps']:.2f} GB/s "
                   f"(A/B: wait + D2H instead of direct writes {e['d2h_compress_gbps']:.2f}, "
-                  f"every slot on one compute stream {e['one_stream_compress_gbps']:.2f}), "
-                  f"decompress {e['decompress_gbps']:.2f} GB/s; pinned H2D {e['h2d_gbps']:.2f} "
-                  f"GB/s; compress = {100 * e['compress_vs_h2d']:.0f}% of H2D")
+                  f"every slot on one compute stream {e['one_stream_compress_gbps']:.2f}, "
+                  f"3 slots {e['slots3_compress_gbps']:.2f}, slots of twice the pages "
+                  f"{e['big_compress_gbps']:.2f}), "
+                  f"decompress {e['decompress_gbps']:.2f} GB/s (r2 kernel "
+                  f"{e['r2_decompress_gbps']:.2f}, 3 slots {e['slots3_decompress_gbps']:.2f}, "
+                  f"big slots "
+                  f"{e['big_decompress_gbps']:.2f}); "
+                  f"pinned H2D {e['h2d_gbps']:.2f} GB/s; compress = "
+                  f"{100 * e['compress_vs_h2d']:.0f}% of H2D")
+            for key in ("", "d2h_"):
+                tl = e.get(f"{key}timeline")
+                if tl:
+                    print_timeline(key or "direct writes ", tl)
     print(f"\nverification: {FAILURES if FAILURES else 'all outputs verified'}")
     report = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "device": dev.name,
               "kind": dev.kind, "host": platform.node(), "command": " ".join(sys.argv),

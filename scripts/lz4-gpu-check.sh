@@ -18,5 +18,5 @@ python3 -m pytest -q -p no:cacheprovider -p no:xdist tests/lz4 tests/kernel/test
   "tests/kernel/test_kernel_semantics.py::test_votes_in_a_partial_warp" "$@" 2>&1 \
   | tee "$OUT/lz4-tests.log"
 echo "lz4 tests exit: ${PIPESTATUS[0]}" | tee -a "$OUT/lz4-tests.log"
-python3 bench/lz4.py --device cuda --json "$OUT/lz4-cuda.json" 2>&1 | tee "$OUT/lz4-bench.log"
+python3 bench/lz4.py --device cuda --timeline --json "$OUT/lz4-cuda.json" 2>&1 | tee "$OUT/lz4-bench.log"
 echo "bench exit: ${PIPESTATUS[0]}" | tee -a "$OUT/lz4-bench.log"

@@ -4,6 +4,8 @@ arrays. (A module of its own name, not conftest: several test directories have a
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from nova.lz4 import kernels as K
@@ -78,13 +80,14 @@ def kernel_compress(pages: np.ndarray, device: str, hash_bits: int | None = None
 
 
 def kernel_decompress(payload: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
-                      page: int, device: str) -> tuple[np.ndarray, np.ndarray]:
-    """(pages uint8[n, P], status int32[n]) from decompress_pages_kernel."""
+                      page: int, device: str, kernel: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """(pages uint8[n, P], status int32[n]) from decompress_pages_kernel (or `kernel`: the
+    previous round's, decompress_pages_kernel_r2, for A/B)."""
     n = len(sizes)
     dst = np.zeros(n * page // 4, np.uint32)
     status = np.full(n, -1, np.int32)
     warps = K.warps_per_block(page)
-    K.decompress_pages_kernel.launch(
+    (kernel or K.decompress_pages_kernel).launch(
         np.ascontiguousarray(payload, np.uint8) if len(payload) else np.zeros(1, np.uint8),
         np.ascontiguousarray(offsets, np.uint64), np.ascontiguousarray(sizes, np.uint32),
         dst, status, n, page, grid=-(-n // warps), block=32 * warps, device=device,

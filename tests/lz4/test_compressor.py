@@ -55,6 +55,23 @@ def test_roundtrip_through_slots(device, corpus, direct, slot_streams):
         assert comp.fallbacks == []
 
 
+@pytest.mark.parametrize("direct", [True, False], ids=["direct-writes", "d2h"])
+def test_timeline_and_r2_decompressor(device, corpus, direct):
+    """timeline=True reports every slot's stage times (bench/lz4.py --timeline); the previous
+    round's decompression kernel (decompress_kernel="r2", an A/B option) still round-trips."""
+    pages = corpus["mixed"][:20]
+    with PageCompressor(PAGE, device, slots=2, pages_per_slot=7, direct_writes=direct,
+                        timeline=True, decompress_kernel="r2") as comp:
+        batch = comp.compress_pages(pages)
+        report = comp.timeline_report()
+        np.testing.assert_array_equal(comp.decompress_pages(batch), pages)
+    assert [r["item"] for r in report["slots"]] == [0, 1, 2]
+    for name in ("h2d", "kernel", "scan", "d2h") + (("compact",) if direct else ()):
+        assert report[f"{name}_total_ms"] >= 0, name
+    assert report["span_ms"] >= report["h2d_total_ms"] >= 0
+    assert comp.timeline_report() == {}
+
+
 def test_input_forms(device, corpus):
     pages = corpus["text"][:3]
     raw = pages.tobytes()

@@ -167,3 +167,43 @@ def test_scan_and_compaction(device):
     payload = d_payload.numpy()
     np.testing.assert_array_equal(payload[:len(want)], want)
     assert not payload[len(want):].any()  # nothing written past the end
+
+
+def _seq_block(rng: np.random.Generator, page: int, lead: int, d: int, ml: int) -> bytes:
+    """One literal run of `lead` random bytes, a match of offset d and length ml, random last
+    literals up to the page: an LZ4 block written by hand (every length encoding path)."""
+    def length(n: int) -> bytes:
+        out = b""
+        while n >= 255:
+            out += b"\xff"
+            n -= 255
+        return out + bytes([n])
+
+    tail = page - lead - ml
+    lits, last = rng.bytes(lead), rng.bytes(tail)
+    lit_c, ml_c = min(lead, 15), min(ml - 4, 15)
+    block = bytes([lit_c << 4 | ml_c]) + (length(lead - 15) if lead >= 15 else b"") + lits
+    block += d.to_bytes(2, "little") + (length(ml - 4 - 15) if ml - 4 >= 15 else b"")
+    return block + bytes([min(tail, 15) << 4]) + (length(tail - 15) if tail >= 15 else b"") + last
+
+
+@pytest.mark.parametrize("kernel", ["default", "r2"])
+def test_matches_of_every_shape(device, kernel):
+    """Matches short and long (the word path: >= LONG_MATCH), overlapping with every small
+    offset, at every alignment of the output, decode as liblz4 decodes them (both decoders)."""
+    rng = np.random.default_rng(7)
+    blocks, pages = [], []
+    offsets = [*range(1, 40), 63, 64, 65, 127, 128, 131, 132, 133, 200, 300, 1000]
+    shapes = [(lead, d, ml) for d in offsets
+              for lead, ml in ((d + 3, 4), (d, 17), (d + 1, 33), (d + 2, 100), (d + 5, 255),
+                               (d, 256), (d + 1, 257), (d + 2, 1000), (d + 3, 2600),
+                               (max(d, 40), 4096 - max(d, 40) - 5))
+              if lead + ml <= 4096 - 12]
+    for lead, d, ml in shapes:
+        block = _seq_block(rng, PAGE, lead, d, ml)
+        blocks.append(block)
+        pages.append(np.frombuffer(lz4.block.decompress(block, uncompressed_size=PAGE), np.uint8))
+    kern = K.decompress_pages_kernel if kernel == "default" else K.decompress_pages_kernel_r2
+    out, status = kernel_decompress(*pack(blocks), PAGE, device, kernel=kern)
+    assert not status.any()
+    np.testing.assert_array_equal(out, np.stack(pages))

@@ -31,6 +31,7 @@ decompression fails its launch (Lz4LaunchError from the stage).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import warnings
 from collections import deque
@@ -120,16 +121,35 @@ class PageCompressor:
     on the SMs (default: on cuda with direct_writes; the module docstring says why). A kernel
     fault there reaches the pipeline through cuda's sticky context error; on the CPU device
     (which keeps a failure per stream) use it only without inject_fault.
+    `slots` defaults to 6 on cuda (3 elsewhere): a slot is held from its H2D until the host
+    has seen its last copy-out finish, so the pipeline keeps H2D busy only while slots x slot
+    time >= that latency (H2D + kernel + compaction + host wake-ups, ~3-4x the H2D of a slot).
+    `decompress_kernel`: "r3" (default) or "r2", the previous round's kernel (A/B).
+    `timeline=True` records timing events around every stage of every compress slot;
+    `timeline_report()` then gives per-stage GPU times of the last call (bench/lz4.py
+    --timeline prints them).
     """
 
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE, device: str | None = None, *,
-                 slots: int = 3, pages_per_slot: int | None = None,
+                 slots: int | None = None, pages_per_slot: int | None = None,
                  inject_fault: int | None = None, direct_writes: bool = True,
-                 slot_streams: bool | None = None) -> None:
+                 slot_streams: bool | None = None, decompress_kernel: str = "r3",
+                 timeline: bool = False) -> None:
         self.page_size = check_page_size(page_size)
+        self.backend, why = _resolve_backend(device)
+        if slots is None:
+            slots = 6 if self.backend == "cuda" else 3
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise Lz4ArgumentError(f"slots must be a positive int, got {slots!r}")
-        self.backend, why = _resolve_backend(device)
+        if decompress_kernel not in ("r3", "r2"):
+            raise Lz4ArgumentError(f"decompress_kernel must be 'r3' or 'r2', got "
+                                   f"{decompress_kernel!r}")
+        self.decompress_kernel = decompress_kernel
+        self.timeline = timeline
+        self._tl: dict[int, dict[str, nova.Event]] = {}  # item -> stage events (timeline)
+        self._tl_start: nova.Event | None = None
+        self._tl_bytes: dict[int, tuple[int, int]] = {}  # item -> (page bytes, stored bytes)
+        self._tl_bounds: dict[int, tuple[int, int]] = {}  # item -> its pages (this call)
         if why is not None:
             warnings.warn(f"nova.lz4: {why}; using liblz4 on the CPU", FallbackWarning,
                           stacklevel=2)
@@ -336,6 +356,10 @@ class PageCompressor:
         """This call's results (a CompressedBatch, or a DecompressResult), handed over."""
         if kind == "compress":
             sizes = self._out_sizes.copy()
+            for index, (lo, hi) in self._tl_bounds.items():  # timeline: bytes per slot
+                stored = int((sizes[lo:hi] & np.uint32(0x7FFFFFFF)).astype(np.int64).sum())
+                self._tl_bytes[index] = ((hi - lo) * self.page_size, stored)
+            self._tl_bounds = {}
             total = int((sizes & np.uint32(0x7FFFFFFF)).astype(np.int64).sum())
             payload = self._out_payload[:total]
             self._out_payload, self._out_sizes = self._out_payload[:0], self._out_sizes[:0]
@@ -405,7 +429,17 @@ class PageCompressor:
         self._submitted[kind] = index + 1
         if kind == "compress":
             self._meta[index] = (np.empty(0, np.uint32), np.empty(0, np.uint64), lo, hi)
-            return pipe.submit(data[lo:hi])
+            if not self.timeline:
+                return pipe.submit(data[lo:hi])
+            # H2D start/end: events on the copy-in stream around the pipeline's H2D (the
+            # submit lock orders them; "start" completes when the stream reaches it)
+            self._tl_bounds[index] = (lo, hi)
+            h0 = self._tl_event(index, "h2d0", pipe.copy_in_stream)
+            fut = pipe.submit(data[lo:hi])
+            self._tl_event(index, "h2d1", pipe.copy_in_stream)
+            if self._tl_start is None:
+                self._tl_start = h0
+            return fut
         batch: CompressedBatch = data
         start, stop = int(batch.offsets[lo]), int(batch.offsets[hi])
         self._meta[index] = (batch.sizes[lo:hi], batch.offsets[lo:hi + 1] - np.uint64(start),
@@ -455,8 +489,10 @@ class PageCompressor:
             scratch.start_event.record(stream)
             scratch.stream.wait(scratch.start_event)
             stream = scratch.stream
+        self._tl_event(ctx.index, "k0", stream)
         D.launch_compress(D.view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
                           stream, fault)
+        self._tl_event(ctx.index, "k1", stream)
         copy_out = self._pipes["compress"].copy_out_stream
         if self.direct_writes:
             assert self._run_dev is not None and self._payload_dev is not None
@@ -467,26 +503,33 @@ class PageCompressor:
             if self.slot_streams and self._scan_event is not None:
                 stream.wait(self._scan_event)  # the payload position comes from that scan
             D.launch_scan(sizes, offsets, k, D.view(self._run_dev, np.uint64, 1), ready, stream)
+            self._tl_event(ctx.index, "s1", stream)
             scratch.event.record(stream)
             self._scan_event = scratch.event
             copy_out.wait(scratch.event)
+            self._tl_event(ctx.index, "c0", copy_out)
             D.launch_compact(staged, sizes, offsets, self._payload_dev, k, page, ready, copy_out)
+            self._tl_event(ctx.index, "c1", copy_out)
             dev.memset(ready, 0, 4, stream=copy_out)  # the next use needs its own scan
             dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
+            self._tl_event(ctx.index, "d1", copy_out)
             return 0
         payload = D.view(ctx.output, np.uint8, k * page)
         D.launch_scan_compact(staged, sizes, offsets, payload, k, page, stream)
+        self._tl_event(ctx.index, "s1", stream)
         total = scratch.grow_pinned(dev, "host_total", 8)
         host_total = total.numpy(np.uint64)[:1]
         dev.copy_dtoh(host_total, D.view(offsets, np.uint64, 1, 8 * k), 8, stream=stream)
         stream.synchronize()  # the payload's size decides how much to copy back
         nbytes = int(host_total[0])
         start = self._out_run
+        self._tl_event(ctx.index, "c1", copy_out)  # after the host wait: the D2H follows
         dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
         if nbytes:
             dev.copy_dtoh(self._out_payload[start:start + nbytes], payload, nbytes,
                           stream=copy_out)
         self._out_run = start + nbytes
+        self._tl_event(ctx.index, "d1", copy_out)
         return 0
 
     def _decompress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
@@ -517,7 +560,8 @@ class PageCompressor:
                             D.view(meta, np.uint64, k + 1, _header_bytes(k)),
                             D.view(meta, np.uint32, k),
                             D.view(ctx.output, np.uint32, k * page // 4),
-                            D.view(status, np.int32, k), k, page, stream)
+                            D.view(status, np.int32, k), k, page, stream,
+                            kernel=self.decompress_kernel)
         if scratch.event is None:
             scratch.event = dev.create_event()
         scratch.event.record(stream)
@@ -525,6 +569,72 @@ class PageCompressor:
         copy_out.wait(scratch.event)
         dev.copy_dtoh(self._dec_status[lo:hi], D.view(status, np.int32, k), 4 * k,
                       stream=copy_out)
+
+    # --- timeline (instrumentation) ---------------------------------------------------------
+    def _tl_event(self, index: int, name: str, stream: nova.Stream) -> nova.Event | None:
+        if not self.timeline:
+            return None
+        ev = self._device().create_event(timing=True)
+        ev.record(stream)
+        self._tl.setdefault(index, {})[name] = ev
+        return ev
+
+    def timeline_report(self) -> dict[str, Any]:
+        """Per-stage GPU times (ms) of the compress slots recorded since the last report (with
+        timeline=True): for each slot, when (from the first H2D's start) and how long its H2D,
+        compress kernel, scan, compaction (direct writes; with direct_writes=False the host
+        wait ends at "compact" and the D2H follows) and the sizes' D2H ran, and totals: the
+        span, each stage's busy time, and the idle time of the H2D stream between slots."""
+        items, start, nbytes = self._tl, self._tl_start, self._tl_bytes
+        self._tl, self._tl_start, self._tl_bytes = {}, None, {}
+        if not items or start is None:
+            return {}
+        stages = (("h2d", "h2d0", "h2d1"), ("kernel", "k0", "k1"), ("scan", "k1", "s1"),
+                  ("compact", "c0", "c1"), ("d2h", "c1", "d1"))
+        rows = []
+        for index in sorted(items):
+            ev = items[index]
+            for e in ev.values():
+                e.synchronize()
+            row: dict[str, float] = {"item": index}
+            for name, a, b in stages:
+                if a in ev and b in ev:
+                    row[f"{name}_start_ms"] = start.elapsed_ms(ev[a])
+                    row[f"{name}_ms"] = ev[a].elapsed_ms(ev[b])
+            if "d1" in ev:
+                row["done_ms"] = start.elapsed_ms(ev["d1"])
+            if index in nbytes:
+                row["page_bytes"], row["stored_bytes"] = nbytes[index]
+            rows.append(row)
+        span = max(r.get("done_ms", 0.0) for r in rows)
+        out: dict[str, Any] = {"slots": rows, "span_ms": span}
+        for name, _, _ in stages:
+            vals = [r[f"{name}_ms"] for r in rows if f"{name}_ms" in r]
+            if vals:
+                out[f"{name}_total_ms"] = float(sum(vals))
+                out[f"{name}_median_ms"] = float(np.median(vals))
+        pages_b = sum(r.get("page_bytes", 0) for r in rows)
+        stored_b = sum(r.get("stored_bytes", 0) for r in rows)
+        # GB/s while each stage ran (bytes moved: pages for H2D and the kernel, stored bytes for
+        # the compaction and the D2H path's payload copy; with direct writes the D2H stage is
+        # the size table alone)
+        table_b = 4 * pages_b // self.page_size
+        d2h_b = table_b if "compact_total_ms" in out else stored_b + table_b
+        for name, moved in (("h2d", pages_b), ("kernel", pages_b), ("compact", stored_b),
+                            ("d2h", d2h_b)):
+            total = out.get(f"{name}_total_ms")
+            if total and moved:
+                out[f"{name}_gbps"] = moved / total / 1e6
+        out["page_bytes"], out["stored_bytes"] = pages_b, stored_b
+        h2d = [(r["h2d_start_ms"], r["h2d_start_ms"] + r["h2d_ms"]) for r in rows
+               if "h2d_ms" in r]
+        out["h2d_idle_ms"] = float(sum(max(0.0, b0 - a1) for (_, a1), (b0, _)
+                                       in itertools.pairwise(h2d)))
+        lat = [r["done_ms"] - r["h2d_start_ms"] for r in rows if "done_ms" in r
+               and "h2d_start_ms" in r]
+        if lat:
+            out["slot_latency_median_ms"] = float(np.median(lat))
+        return out
 
     # --- device arrays in -------------------------------------------------------------------
     def _compress_device_array(self, pages: Any) -> CompressedBatch:

@@ -134,10 +134,12 @@ def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.B
 
 def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Buffer,
                       dst32: nova.Buffer, status: nova.Buffer, n: int, page_size: int,
-                      stream: nova.Stream) -> None:
-    """decompress_pages_kernel over n pages: dst32 uint32[n * page_size / 4], status int32[n]."""
+                      stream: nova.Stream, kernel: str = "r3") -> None:
+    """decompress_pages_kernel over n pages: dst32 uint32[n * page_size / 4], status int32[n].
+    kernel="r2": the previous round's decompressor (A/B)."""
     warps = K.warps_per_block(page_size)
-    K.decompress_pages_kernel.launch(
+    fn = K.decompress_pages_kernel if kernel == "r3" else K.decompress_pages_kernel_r2
+    fn.launch(
         payload, offsets, sizes, dst32, status, n, page_size, grid=-(-n // warps),
         block=32 * warps, stream=stream,
         shared_bytes=K.decompress_shared_bytes(page_size, warps))

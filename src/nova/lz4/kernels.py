@@ -22,10 +22,14 @@ ends with literals. A page whose output would not be smaller than the page stops
 that is certain and is stored raw (`RAW_FLAG` in its size entry).
 
 **Decompression** (`decompress_pages_kernel`). Every lane parses the same sequence headers
-(the reads hit one address, a broadcast), then the lanes copy the literals and the match 32
-bytes per step into the page in shared memory (a match with offset d < length repeats with
-period d, so lane k copies `out[op - d + k % d]`: every source byte was written before the copy
-started, no lane waits for another), and the page is written out 16 bytes per lane. Every read
+(the reads hit one address, a broadcast; the offset and the next token are loaded together with
+the literals), then the lanes copy the literals and the match into the page in shared memory
+(one predicated byte per lane for copies of at most 32 bytes; a match with offset d < length
+repeats with period d, so lane k copies `out[op - d + k % d]`: every source byte was written
+before the copy started, no lane waits for another; matches of LONG_MATCH bytes or more as
+4-byte words from a multiple of d), and the page is written out 16 bytes per lane. Stored
+pages go to the output directly. `decompress_pages_kernel_r2` is the previous round's kernel
+(A/B). Every read
 of the block is checked against the block's length and every write against the page, with
 liblz4's own parsing limits, so any block liblz4's safe decoder rejects is rejected here too,
 and a malicious block can never read or write out of bounds: it only sets its page's status.
@@ -362,9 +366,218 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
         sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
 
 
+LONG_MATCH = 256  # matches this long take the word path (see decompress_pages_kernel)
+PERIOD_MIN = 132  # the word path copies from a multiple of the offset >= this (128 + 4)
+
+
 @nova.kernel
 def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size):
     """src: uint8 payload; offsets: uint64[n + 1]; sizes: uint32[n] (stored size | RAW);
+    dst: uint32[n * page_size / 4]; status: int32[n] (STATUS_*). A page with a nonzero
+    status is left unwritten. Positions within a block and a page are int32.
+
+    Per sequence, the loads that do not depend on each other are issued together: as soon as
+    the literal length is known, the offset bytes and the byte after them (the next token, or
+    the first match-length byte) are loaded with the literals, so a typical sequence waits for
+    one global load instead of three. Literals and matches of at most 32 bytes (nearly all of
+    them) are one predicated copy per lane without a loop; a modulo is computed only for an
+    overlapping match (offset < length), once per match, and longer copies step a residue
+    instead of dividing per byte. A match of LONG_MATCH bytes or more (zero pages, runs) is
+    copied as 4-byte words: its first bytes byte by byte until the output holds one period D
+    (the smallest multiple of the offset >= PERIOD_MIN), then aligned words from D bytes back
+    (two aligned loads and a funnel shift: a warp step of 128 bytes only reads bytes written
+    before it, since D > 128 + 3), then the last partial word."""
+    warp = nova.thread_id(0) // 32
+    nwarps = nova.block_dim(0) // 32
+    page = nova.block_id(0) * nwarps + warp
+    if page >= n_pages:
+        return
+    lane = nova.int32(nova.lane_id())
+    size = nova.int32(page_size)
+    nwords = size >> 2
+    pbase = warp * (page_size // 16) * 16  # provably 16-byte aligned: v4 loads of the page
+    out = nova.dynamic_shared_array(nova.uint8, size, pbase)
+    out32 = nova.dynamic_shared_array(nova.uint32, nwords, pbase)
+    total = len(src)
+    start = nova.int64(offsets[page])
+    stop = nova.int64(offsets[page + 1])
+    entry = sizes[page]
+    clen64 = nova.int64(entry & nova.uint32(LEN_MASK))
+    err: nova.int32 = STATUS_OK
+    written = False  # the page went straight to dst (a raw page), not through shared memory
+    wbase = page * (page_size // 16) * 4  # the page's first word in dst: a multiple of 4
+    if stop < start or stop - start != clen64 or stop > total:
+        err = STATUS_BAD_ENTRY
+    elif (entry & nova.uint32(RAW)) != 0:
+        if clen64 != page_size:
+            err = STATUS_CORRUPT
+        else:  # a stored page: 4 byte loads (the block need not be aligned), one word store
+            rw = lane
+            while rw < nwords:
+                rb = start + rw * 4
+                dst[wbase + rw] = (nova.uint32(src[rb]) | (nova.uint32(src[rb + 1]) << 8)
+                                   | (nova.uint32(src[rb + 2]) << 16)
+                                   | (nova.uint32(src[rb + 3]) << 24))
+                rw += 32
+            written = True
+    elif clen64 < 1:
+        err = STATUS_CORRUPT
+    else:
+        clen = nova.int32(clen64)
+        token = nova.int32(src[start])
+        ip: nova.int32 = 1
+        op: nova.int32 = 0
+        while True:
+            # token was read at ip - 1
+            lit = token >> 4
+            if lit == 15:
+                if ip >= clen - 15:
+                    err = STATUS_CORRUPT
+                    break
+                while True:
+                    b = nova.int32(src[start + ip])
+                    ip += 1
+                    lit += b
+                    if ip > clen - 15 or lit > size:
+                        err = STATUS_CORRUPT
+                        break
+                    if b != 255:
+                        break
+                if err != STATUS_OK:
+                    break
+            q = ip + lit  # the offset's position (when the sequence has a match)
+            # `|` rather than `or`: no short circuit, one branch (the operands are plain compares)
+            last = (op + lit > size - MF_LIMIT) | (q > clen - 8)
+            if last and ((q != clen) | (op + lit != size)):
+                err = STATUS_CORRUPT
+                break
+            d: nova.int32 = 0
+            nxt: nova.int32 = 0
+            if not last:  # q + 2 <= clen - 6: in the block. Loaded before the literals' stores
+                d = nova.int32(src[start + q]) | (nova.int32(src[start + q + 1]) << 8)
+                nxt = nova.int32(src[start + q + 2])
+            if lit <= 32:
+                if lane < lit:
+                    out[op + lane] = src[start + ip + lane]
+            else:
+                k = lane
+                while k < lit:
+                    out[op + k] = src[start + ip + k]
+                    k += 32
+            op += lit
+            if last:
+                break
+            ip = q + 3  # past the offset and nxt
+            ml = token & 15
+            if ml == 15:
+                b = nxt
+                ml += b
+                if ip > clen - 4 or ml > size:
+                    err = STATUS_CORRUPT
+                    break
+                while b == 255:
+                    b = nova.int32(src[start + ip])
+                    ip += 1
+                    ml += b
+                    if ip > clen - 4 or ml > size:
+                        err = STATUS_CORRUPT
+                        break
+                if err != STATUS_OK:
+                    break
+                if ip >= clen:
+                    err = STATUS_CORRUPT
+                    break
+                nxt = nova.int32(src[start + ip])  # the next token
+                ip += 1
+            ml += MIN_MATCH
+            if (d == 0) | (d > op) | (op + ml > size - LAST_LITERALS):
+                err = STATUS_CORRUPT
+                break
+            token = nxt
+            base = op - d
+            nova.syncwarp()  # the bytes this match copies are in place
+            if ml <= 32:
+                if lane < ml:
+                    j = lane
+                    if ml > d:  # overlapping: a run of period d (1, 2, 4, 8: no division)
+                        if (d & (d - 1)) == 0:
+                            j = lane & (d - 1)
+                        else:
+                            j = nova.int32(nova.uint32(lane) % nova.uint32(d))
+                    out[op + lane] = out[base + j]
+            elif ml < LONG_MATCH:
+                copy_periodic(out, op, base, d, ml, lane)
+            else:
+                period = d
+                if d < PERIOD_MIN:
+                    period = d * nova.int32(nova.uint32(PERIOD_MIN - 1 + d) // nova.uint32(d))
+                end = op + ml
+                a0 = (op + period - d + 3) & -4  # bytes before a0 byte by byte (< 135 bytes)
+                ae = end & -4
+                copy_periodic(out, op, base, d, a0 - op, lane)
+                cur = a0
+                while cur < ae:
+                    nova.syncwarp()  # everything before cur is in place
+                    p = cur + lane * 4
+                    if p < ae:
+                        s = p - period
+                        i = s >> 2
+                        sh = nova.uint32((s & 3) * 8)
+                        out32[p >> 2] = ((out32[i] >> sh)
+                                         | ((out32[i + 1] << nova.uint32(1))
+                                            << (nova.uint32(31) - sh)))
+                    cur += 128
+                nova.syncwarp()
+                if lane < end - ae:
+                    out[ae + lane] = out[ae + lane - period]
+            op += ml
+    nova.syncwarp()
+    if err == STATUS_OK and not written:
+        i = lane * 4  # v4 stores: wbase is a multiple of 4 words
+        while i < nwords:
+            w0 = out32[i]
+            w1 = out32[i + 1]
+            w2 = out32[i + 2]
+            w3 = out32[i + 3]
+            dst[wbase + i] = w0
+            dst[wbase + i + 1] = w1
+            dst[wbase + i + 2] = w2
+            dst[wbase + i + 3] = w3
+            i += 128
+    if lane == 0:
+        status[page] = err
+    nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
+
+
+@nova.func
+def copy_periodic(out, op, base, d, n, lane):
+    """out[op + x] = out[base + x % d] for x < n, lane k doing x = k, k + 32, ...: every source
+    byte is before op (written before the caller's warp barrier), so no lane waits for another.
+    The residue x % d steps by 32 % d per iteration (one modulo per call, and none when
+    d >= 32) instead of a division per byte."""
+    r = lane
+    step = 32
+    if d <= 32:
+        if (d & (d - 1)) == 0:  # 1, 2, 4, ..., 32: no division
+            r = lane & (d - 1)
+            step = 0
+        else:
+            r = nova.int32(nova.uint32(lane) % nova.uint32(d))
+            step = nova.int32(nova.uint32(32) % nova.uint32(d))
+    k = lane
+    while k < n:
+        out[op + k] = out[base + r]
+        r += step
+        if r >= d:
+            r -= d
+        k += 32
+
+
+@nova.kernel
+def decompress_pages_kernel_r2(src, offsets, sizes, dst, status, n_pages, page_size):
+    """The previous round's decompressor (bench/lz4.py times it beside the default for A/B):
+    every copy byte by byte, a modulo per byte of an overlapping match, one load in flight at a
+    time. src: uint8 payload; offsets: uint64[n + 1]; sizes: uint32[n] (stored size | RAW);
     dst: uint32[n * page_size / 4]; status: int32[n] (STATUS_*). A page with a nonzero
     status is left unwritten. Positions within a block and a page are int32."""
     warp = nova.thread_id(0) // 32
