@@ -92,7 +92,7 @@ class HostTarget(TargetBase):
     name = "host"
     triple = HOST_TRIPLE
     data_layout = HOST_DATA_LAYOUT
-    unowned_allocated = UNOWNED_ALLOCATED  # returned memrefs: the runtime frees heap ones only
+    unowned_allocated: int | None = UNOWNED_ALLOCATED  # returned memrefs: only heap ones freed
 
     def __init__(self, check_bounds: bool = False) -> None:
         self.check_bounds = check_bounds
