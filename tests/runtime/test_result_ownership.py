@@ -263,3 +263,54 @@ def test_graph_replay_results_are_copies(mod):
         assert results.stats().adopted == before.adopted
     finally:
         graph.close()
+
+
+class _Attr:
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE = "memory type"
+    CU_POINTER_ATTRIBUTE_IS_MANAGED = "is managed"
+
+
+class _MemoryType:
+    CU_MEMORYTYPE_HOST = 1
+    CU_MEMORYTYPE_DEVICE = 2
+
+
+class _StubDriver:
+    """cuPointerGetAttribute as CudaDriver.call returns it, per address: None (pageable host
+    memory: CUDA_ERROR_INVALID_VALUE) or (memory type, is managed)."""
+
+    def __init__(self, memory: dict[int, tuple[int, bool] | None]) -> None:
+        self.memory = memory
+        self.raw = type("raw", (), {"CUpointer_attribute": _Attr, "CUmemorytype": _MemoryType})
+
+    def call(self, name: str, attr: str, address: int, allow: tuple[int, ...] = ()) -> object:
+        assert name == "cuPointerGetAttribute"
+        found = self.memory[address]
+        if found is None:
+            assert allow == (1,)
+            return (1, None)
+        value = found[0] if attr == _Attr.CU_POINTER_ATTRIBUTE_MEMORY_TYPE else int(found[1])
+        return (0, value) if allow else value
+
+
+def test_cuda_abi_takes_device_and_managed_memory_only() -> None:
+    """Without a GPU: the cuda ABI hands over device and managed allocations (freed with
+    nova_rt_mem_free, exactly once) and leaves host memory, registered or pageable, to libc."""
+    from nova.runtime.cuda.abi import CudaAbi
+
+    freed: list[tuple[int, object]] = []
+    abi = object.__new__(CudaAbi)
+    abi.device = type("dev", (), {})()
+    abi.device.driver = _StubDriver({  # type: ignore[attr-defined]
+        0x1000: (2, False), 0x2000: (1, True), 0x3000: (1, False), 0x4000: None})
+    abi._free = lambda address, stream: freed.append((address, stream)) or 0  # type: ignore
+    device_memory = abi.take_allocation(0x1000)
+    managed = abi.take_allocation(0x2000)
+    assert abi.take_allocation(0x3000) is None and abi.take_allocation(0x4000) is None
+    assert device_memory is not None and managed is not None
+    assert not device_memory.host_addressable and not managed.host_addressable
+    device_memory.release()
+    device_memory.release()
+    del managed
+    gc.collect()
+    assert freed == [(0x1000, None), (0x2000, None)]

@@ -9,7 +9,9 @@ links the host object with MCJIT (`linker`). Each manifest entry becomes a calla
 `mod["main"]()`): arguments are checked against the entry's TypeSpecs and written into storage
 allocated once per entry (the call plan), the entry runs under the native unwind frame, and a
 recorded failure is raised as its NovaError. NumPy arrays passed for memrefs are copied to the
-device and back (cpu: used in place); device buffers are used in place. Program output is flushed
+device and back (cpu: used in place); device buffers are used in place. Returned memrefs hand
+their allocation to the returned arrays, which free it when collected (`nova.runtime.results`;
+docs/device-layer.md, "Returned memrefs and close()"). Program output is flushed
 (libc `fflush`) after every call of a program that can print (`runner_utils.program_may_print`), and
 by `synchronize()` and `close()`.
 """

@@ -374,7 +374,10 @@ class CudaAbi:
                                  allow=(_CUDA_ERROR_INVALID_VALUE,))
         if code == _CUDA_ERROR_INVALID_VALUE:
             return False
-        return int(kind) != int(driver.raw.CUmemorytype.CU_MEMORYTYPE_HOST)
+        if int(kind) != int(driver.raw.CUmemorytype.CU_MEMORYTYPE_HOST):
+            return True
+        managed = driver.raw.CUpointer_attribute.CU_POINTER_ATTRIBUTE_IS_MANAGED
+        return bool(driver.call("cuPointerGetAttribute", managed, address))  # else registered
 
     def _driver_knows(self, address: int) -> bool:
         driver = getattr(self.device, "driver", None)
