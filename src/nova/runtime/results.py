@@ -136,6 +136,8 @@ def argument_spans(words_of_args: list[tuple[ctypes.Array, int, int]]) -> list[t
     for words, rank, itemsize in words_of_args:
         allocated, aligned, offset = (w & 0xFFFFFFFFFFFFFFFF for w in words[:3])
         sizes, strides = words[3:3 + rank], words[3 + rank:3 + 2 * rank]
+        if 0 in sizes:  # no elements: only the pointers themselves
+            sizes = strides = []
         low = offset + sum(min(0, (n - 1) * st) for n, st in zip(sizes, strides, strict=True))
         high = offset + sum(max(0, (n - 1) * st) for n, st in zip(sizes, strides, strict=True))
         start, end = aligned + low * itemsize, aligned + (high + 1) * itemsize
