@@ -511,7 +511,8 @@ class NovaModule:
 
     def close(self) -> None:
         """Wait for the program's work and release its streams, events and allocations. Calls
-        already inside the program (other threads) finish first; new ones raise."""
+        already inside the program (other threads) finish first; new ones raise. Arrays the
+        program returned own their memory and stay valid (freed when they are collected)."""
         with self._lock:
             abi, self._abi = self._abi, None
         if abi is None:
