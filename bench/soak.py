@@ -12,6 +12,12 @@ and the runtime's own accounting before and every `--calls/10` calls:
 - `graph replay`: `mod.capture("gstep", buf)` replayed;
 - `python kernel`: an `@nova.kernel` launch (x += k) on a device Buffer.
 
+Calls that return with work still queued (`memref buffer`, `async tokens`, `graph replay`,
+`python kernel` on device Buffers) synchronize every `--sync-every` (64) calls, as a program
+reading its results does: without that, the cpu device's stream queues grow with contention
+between the calling thread and the stream worker (2 loaded cores) and RSS keeps the backlog's
+high-water mark, which is not a leak (`--sync-every 0` shows it).
+
 Every shape's results are verified (per call where the call returns something, else the final
 contents, which count the calls); `--sabotage SHAPE` builds that shape's code with the wrong
 constant, to show the check fails. Memory: RSS (/proc/self/status), the Nova device pool's
@@ -197,6 +203,7 @@ class Case:
     call: Callable[[int], bool]
     final: Callable[[int], bool] = lambda total: True
     cleanup: list[Callable[[], None]] = field(default_factory=list)
+    in_flight: bool = False  # calls return with work still queued (device Buffers)
 
 
 def _counter(name: str, buf: Any, run: Callable[[], Any], read: Callable[[], np.ndarray]) -> Case:
@@ -206,7 +213,8 @@ def _counter(name: str, buf: Any, run: Callable[[], Any], read: Callable[[], np.
         run()
         return True
 
-    return Case(name, call, lambda total: bool((read() == total).all()))
+    return Case(name, call, lambda total: bool((read() == total).all()),
+                in_flight=not isinstance(buf, np.ndarray))
 
 
 def make_cases(mod: Any, device: Any, sabotage: str | None) -> list[Case]:
@@ -248,18 +256,24 @@ def make_cases(mod: Any, device: Any, sabotage: str | None) -> list[Case]:
     return cases
 
 
-def soak(case: Case, device: Any, calls: int, warmup: int, limit: int) -> dict[str, Any]:
-    """Run one shape: warm-up, then `calls` calls sampled ten times; the row of the table."""
+def soak(case: Case, device: Any, calls: int, warmup: int, limit: int,
+         sync_every: int = 0) -> dict[str, Any]:
+    """Run one shape: warm-up, then `calls` calls sampled ten times; the row of the table.
+    A shape whose calls leave work in flight synchronizes every `sync_every` calls (0: only
+    at the samples)."""
     bad = 0
     for i in range(warmup):
         bad += not case.call(i)
     samples = [sample(device, 0)]
     every = max(1, calls // 10)
+    sync = sync_every if case.in_flight and sync_every > 0 else 0
     elapsed = 0.0
     start = time.perf_counter()
     for i in range(warmup, warmup + calls):
         bad += not case.call(i)
         done = i - warmup + 1
+        if sync and done % sync == 0:
+            device.synchronize()
         if done % every == 0 or done == calls:
             elapsed += time.perf_counter() - start
             samples.append(sample(device, done))
@@ -277,7 +291,8 @@ def soak(case: Case, device: Any, calls: int, warmup: int, limit: int) -> dict[s
     return {"shape": case.name, "calls": calls, "warmup": warmup,
             "us_per_call": elapsed / max(calls, 1) * 1e6, "bad_calls": bad,
             "final_ok": bool(final_ok), "ok": bad == 0 and bool(final_ok),
-            "growth": growth, "live_results_growth": live_growth, "flat": flat,
+            "sync_every": sync, "growth": growth, "live_results_growth": live_growth,
+            "flat": flat,
             "samples": samples}
 
 
@@ -321,6 +336,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sabotage", choices=SHAPES, default=None,
                         help="build this shape's code wrong: its check must fail")
     parser.add_argument("--limit-mib", type=float, default=1.0)
+    parser.add_argument("--sync-every", type=int, default=64,
+                        help="shapes whose calls return with work in flight (device Buffers, "
+                        "kernel launches) synchronize every N calls, as a program reading its "
+                        "results would (0: only at the samples; the queue of launches then "
+                        "grows with host/worker contention and RSS keeps its high-water mark)")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     args = parser.parse_args(argv)
     if args.quick:
@@ -343,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for case in make_cases(mod, device, args.sabotage):
             if case.name in wanted:
-                rows.append(soak(case, device, args.calls, args.warmup, limit))
+                rows.append(soak(case, device, args.calls, args.warmup, limit,
+                                 args.sync_every))
             else:
                 for cleanup in case.cleanup:
                     cleanup()

@@ -52,14 +52,15 @@ class ResultStats:
         return self.adopted - self.released
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # a finalizer may run (gc) on a thread already holding it
 _counts = {"adopted": 0, "released": 0}
 
 
 def stats() -> ResultStats:
     """How many returned allocations were handed to Python and how many were freed since."""
     with _lock:
-        return ResultStats(_counts["adopted"], _counts["released"])
+        adopted, released = _counts["adopted"], _counts["released"]
+    return ResultStats(adopted, released)
 
 
 def _release(free: Callable[[], None]) -> None:
