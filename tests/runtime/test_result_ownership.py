@@ -250,8 +250,12 @@ def test_close_frees_device_allocations_the_program_kept(cpu_device):
 
 
 def test_graph_replay_results_are_copies(mod):
+    """Replays copy the capture's result; the heap memref the host code returned at capture
+    belongs to the CapturedEntry and is freed by its close()."""
     a = np.arange(64, dtype=np.float32)
+    at_capture = results.stats()
     graph = mod.capture("twice", a)
+    assert results.stats().adopted == at_capture.adopted + 1
     try:
         before = results.stats()
         first = graph.replay(a)
@@ -263,6 +267,21 @@ def test_graph_replay_results_are_copies(mod):
         assert results.stats().adopted == before.adopted
     finally:
         graph.close()
+    assert results.stats().live == at_capture.live
+    assert np.array_equal(first, 2 * a)  # copies outlive the capture
+
+
+def test_graph_of_a_device_allocation_result_keeps_it(mod, device):
+    """A gpu.alloc returned at capture is the recording's own (not taken, not freed twice)."""
+    a = device.to_device(np.arange(64, dtype=np.float32))
+    before = results.stats()
+    graph = mod.capture("device_twice", a)
+    try:
+        for _ in range(20):
+            assert np.array_equal(graph.replay(a), 2 * np.arange(64, dtype=np.float32))
+    finally:
+        graph.close()
+    assert results.stats().adopted == before.adopted
 
 
 class _Attr:
