@@ -333,3 +333,25 @@ def test_cuda_abi_takes_device_and_managed_memory_only() -> None:
     del managed
     gc.collect()
     assert freed == [(0x1000, None), (0x2000, None)]
+
+
+def test_result_that_cannot_be_returned_is_still_freed(device):
+    """A memref NumPy cannot hold (bf16) raises ArgumentError after the call: the allocation
+    it handed over is freed, not leaked."""
+    from nova.errors import ArgumentError
+
+    module = nova.compile("""
+    func.func @halves() -> memref<8xbf16> {
+      %r = memref.alloc() : memref<8xbf16>
+      return %r : memref<8xbf16>
+    }
+    """, device=device)
+    try:
+        before = results.stats()
+        for _ in range(10):
+            with pytest.raises(ArgumentError, match="bf16"):
+                module.halves()
+        after = results.stats()
+        assert after.adopted == before.adopted + 10 and after.live == before.live
+    finally:
+        module.close()
