@@ -48,6 +48,12 @@ MODULE_HANDLE_PREFIX = "__nova_modhandle_"
 CPU_KERNEL_SUFFIX = ""
 """In a device module's CPU object, kernel `k` is exported under its own name `k`."""
 
+UNOWNED_ALLOCATED = 0xDEADBEEF
+"""The `allocated` pointer host code gives memrefs it did not take from the heap (memref.alloca,
+memref.get_global), as upstream MLIR does for globals: nothing may free it. An entry returning
+such a memref hands the caller a copy; a heap (malloc) or runtime (gpu.alloc) allocation is
+handed over instead (docs/device-layer.md, "Returned memrefs")."""
+
 
 class CType(StrEnum):
     """The C types that cross the ABI, spelled as LLVM IR types."""

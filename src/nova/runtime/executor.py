@@ -9,7 +9,9 @@ links the host object with MCJIT (`linker`). Each manifest entry becomes a calla
 `mod["main"]()`): arguments are checked against the entry's TypeSpecs and written into storage
 allocated once per entry (the call plan), the entry runs under the native unwind frame, and a
 recorded failure is raised as its NovaError. NumPy arrays passed for memrefs are copied to the
-device and back (cpu: used in place); device buffers are used in place. Program output is flushed
+device and back (cpu: used in place); device buffers are used in place. Returned memrefs hand
+their allocation to the returned arrays, which free it when collected (`nova.runtime.results`;
+docs/device-layer.md, "Returned memrefs and close()"). Program output is flushed
 (libc `fflush`) after every call of a program that can print (`runner_utils.program_may_print`), and
 by `synchronize()` and `close()`.
 """
@@ -29,6 +31,7 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
+from nova.abi import UNOWNED_ALLOCATED
 from nova.bundle.format import EntryPoint, Manifest, TypeSpec
 from nova.errors import ArgumentError, BundleFormatError, NovaError, RuntimeFailure
 from nova.runtime import marshal
@@ -41,6 +44,7 @@ from nova.runtime.native_support import (
     control_symbols,
     take_error,
 )
+from nova.runtime.results import ResultMemory, argument_spans, view_result
 from nova.runtime.runner_utils import flush_stdout, program_may_print, runner_util_symbols
 from nova.runtime.selection import get_device
 
@@ -55,6 +59,7 @@ class DeviceAbi(Protocol):
     def stage_out(self, token: object) -> None: ...
     def release(self, token: object) -> None: ...
     def fetch(self, address: int, nbytes: int) -> bytes: ...
+    def take_allocation(self, address: int) -> ResultMemory | None: ...
     def synchronize(self) -> None: ...
     def close(self) -> None: ...
 
@@ -209,6 +214,8 @@ class EntryFunction:
             # flight is reported by the next synchronizing call, naming the kernel.
             if not self._has_results:
                 return None
+            if self._returns_memrefs:
+                return self._owned_results(plan, abi)
             return python_results(self.entry.results, plan.result_storage, abi)
         finally:
             if self._may_print:
@@ -325,6 +332,45 @@ class EntryFunction:
             if item.array is not item.original and item.original.flags.writeable:
                 np.copyto(item.original, item.array)
 
+    def _owned_results(self, plan: EntryPlan, abi: DeviceAbi) -> Any:
+        """The call's results, taking ownership of the allocations its memrefs return
+        (`nova.runtime.results`): each distinct allocated pointer the program may give away
+        becomes one ResultMemory, shared by the results that point into it."""
+        owners = self._take_owners(plan, abi)
+        try:
+            return python_results(self.entry.results, plan.result_storage, abi, owners)
+        except BaseException:
+            for owner in owners.values():  # no result will hold them
+                owner.release()
+            raise
+        finally:
+            for owner in owners.values():
+                if not owner.host_addressable:  # copied into the results: free it now
+                    owner.release()
+
+    def _take_owners(self, plan: EntryPlan, abi: DeviceAbi) -> dict[int, ResultMemory]:
+        """allocated pointer -> ResultMemory for every memref result whose memory the program
+        hands over (not null, not stack or global memory, not inside an argument)."""
+        owners: dict[int, ResultMemory] = {}
+        spans: list[tuple[int, int]] | None = None
+        for spec, words in zip(self.entry.results, plan.result_storage, strict=True):
+            if spec.kind != "memref":
+                continue
+            allocated = words[0] & 0xFFFFFFFFFFFFFFFF  # type: ignore[index]
+            if allocated in owners or allocated in (0, UNOWNED_ALLOCATED):
+                continue
+            if spans is None:
+                spans = argument_spans([
+                    (plan.arg_storage[i], self.entry.args[i].rank,  # type: ignore[misc]
+                     ctypes.sizeof(marshal.SCALAR_CTYPES.get(self.entry.args[i].dtype,
+                                                             ctypes.c_uint8)))
+                    for i in self._memrefs])
+            if any(low <= allocated <= high for low, high in spans):
+                continue  # an argument's memory (or a view of it): the caller's already
+            owners[allocated] = (abi.take_allocation(allocated)
+                                 or ResultMemory.host_heap(allocated))
+        return owners
+
     def _raise_failure(self, abi: DeviceAbi, staged: list[_Staged]) -> None:
         """The program failed: raise what it recorded (KeyboardInterrupt for Ctrl-C) once queued
         work finished and staging memory was released."""
@@ -354,13 +400,15 @@ class EntryFunction:
 
 
 def python_results(specs: Sequence[TypeSpec], result_storage: Sequence[object],
-                   abi: DeviceAbi) -> Any:
+                   abi: DeviceAbi, owners: dict[int, ResultMemory] | None = None) -> Any:
     """What a call returns to Python, read from the entry's result storage (shared by direct
-    calls and graph replays): None, the one value, or a tuple of the values."""
+    calls and graph replays): None, the one value, or a tuple of the values. A memref whose
+    allocated pointer is in `owners` (memory handed to the caller, host-addressable) is viewed
+    in place and keeps its owner alive; any other is copied into a new array."""
     values = []
     for spec, storage in zip(specs, result_storage, strict=True):
         if spec.kind == "memref":
-            values.append(_memref_result(spec, storage, abi))  # type: ignore[arg-type]
+            values.append(_memref_result(spec, storage, abi, owners))  # type: ignore[arg-type]
         else:
             values.append(marshal.scalar_result(spec, storage))  # type: ignore[arg-type]
     if not values:
@@ -368,14 +416,19 @@ def python_results(specs: Sequence[TypeSpec], result_storage: Sequence[object],
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def _memref_result(spec: TypeSpec, words: ctypes.Array, abi: DeviceAbi) -> np.ndarray:
-    """Copy a returned memref into a new NumPy array (the program keeps its own memory)."""
+def _memref_result(spec: TypeSpec, words: ctypes.Array, abi: DeviceAbi,
+                   owners: dict[int, ResultMemory] | None) -> np.ndarray:
+    """A returned memref as a NumPy array: a view of memory handed to the caller (`owners`),
+    else a copy (the program, an argument or a graph keeps the memory)."""
     dtype = marshal.NUMPY_DTYPES.get(spec.dtype)
     if dtype is None:
         raise ArgumentError(f"cannot return {spec.mlir} as a NumPy array")
     aligned, offset, sizes, strides = marshal.read_descriptor(words, spec.rank)
     if any(s == 0 for s in sizes):
         return np.empty(sizes, dtype=dtype)
+    owner = owners.get(words[0] & 0xFFFFFFFFFFFFFFFF) if owners else None
+    if owner is not None and owner.host_addressable:
+        return view_result(owner, aligned, offset, sizes, strides, dtype)
     low = offset + sum(min(0, (n - 1) * st) for n, st in zip(sizes, strides, strict=True))
     high = offset + sum(max(0, (n - 1) * st) for n, st in zip(sizes, strides, strict=True))
     raw = abi.fetch(aligned + low * dtype.itemsize, (high - low + 1) * dtype.itemsize)
@@ -459,7 +512,8 @@ class NovaModule:
 
     def close(self) -> None:
         """Wait for the program's work and release its streams, events and allocations. Calls
-        already inside the program (other threads) finish first; new ones raise."""
+        already inside the program (other threads) finish first; new ones raise. Arrays the
+        program returned own their memory and stay valid (freed when they are collected)."""
         with self._lock:
             abi, self._abi = self._abi, None
         if abi is None:

@@ -36,6 +36,7 @@ is *not* kept: a captured entry should move data through its memref arguments.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,12 +44,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from nova.abi import UNOWNED_ALLOCATED
 from nova.bundle.format import EntryPoint, Manifest
 from nova.errors import ArgumentError, NovaError, RuntimeFailure
 from nova.runtime import marshal
 from nova.runtime.linker import LinkedObject, link_object
 from nova.runtime.memory import Buffer
 from nova.runtime.native_support import control_symbols
+from nova.runtime.results import ResultMemory, argument_spans
 from nova.runtime.runner_utils import runner_util_symbols
 from nova.runtime.stream import Stream
 
@@ -80,6 +83,7 @@ class RecordedGraph(Protocol):
     def node_count(self) -> int | None: ...
     def launch(self, origin: Stream) -> None: ...
     def synchronize(self, origin: Stream) -> None: ...
+    def owns(self, address: int) -> bool: ...
     def close(self) -> None: ...
 
 
@@ -117,6 +121,7 @@ class CapturedEntry:
         self._graph: RecordedGraph | None = None
         self._lock = threading.Lock()  # one replay at a time: they share the capture buffers
         self._record()
+        self._heap_results = self._heap_result_owners()
 
     def _capture_buffer(self, index: int, spec: Any, value: Any) -> Buffer:
         if isinstance(value, Buffer):
@@ -147,6 +152,27 @@ class CapturedEntry:
         self._graph = self.device.record_graph(CaptureRequest(
             name=self.name, manifest=self.module.manifest, link=self._link,
             args=self._plan.args, results=self._plan.results))
+
+    def _heap_result_owners(self) -> list[ResultMemory]:
+        """The host code ran once, at capture: the host-heap memrefs it returned then (not the
+        recording's own allocations, not capture buffers, not stack or global memory) belong to
+        this capture, read by every replay and freed by close()."""
+        memrefs = [i for i, spec in enumerate(self.entry.args) if spec.kind == "memref"]
+        spans = argument_spans([
+            (self._plan.arg_storage[i], self.entry.args[i].rank,  # type: ignore[misc]
+             ctypes.sizeof(marshal.SCALAR_CTYPES.get(self.entry.args[i].dtype, ctypes.c_uint8)))
+            for i in memrefs])
+        graph = self._require()
+        owners: dict[int, ResultMemory] = {}
+        for spec, words in zip(self.entry.results, self._plan.result_storage, strict=True):
+            if spec.kind != "memref":
+                continue
+            allocated = words[0] & 0xFFFFFFFFFFFFFFFF  # type: ignore[index]
+            if allocated in owners or allocated in (0, UNOWNED_ALLOCATED) or graph.owns(
+                    allocated) or any(low <= allocated <= high for low, high in spans):
+                continue
+            owners[allocated] = ResultMemory.host_heap(allocated)
+        return list(owners.values())
 
     # --- replay -------------------------------------------------------------------------------
     @property
@@ -253,6 +279,9 @@ class CapturedEntry:
         for buf in self._owned:
             buf.free()
         self._owned.clear()
+        for owner in self._heap_results:
+            owner.release()
+        self._heap_results.clear()
         self._linked = None
 
     def __enter__(self) -> CapturedEntry:

@@ -25,6 +25,7 @@ from llvmlite import ir
 from xdsl.dialects.builtin import FunctionType, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Operation
 
+from nova.abi import UNOWNED_ALLOCATED
 from nova.backends.host.abi import RAISE, AbiCalls
 from nova.backends.host.device import HostDevice
 from nova.backends.host.entry import emit_entry_wrapper, entry_point
@@ -91,6 +92,7 @@ class HostTarget(TargetBase):
     name = "host"
     triple = HOST_TRIPLE
     data_layout = HOST_DATA_LAYOUT
+    unowned_allocated: int | None = UNOWNED_ALLOCATED  # returned memrefs: only heap ones freed
 
     def __init__(self, check_bounds: bool = False) -> None:
         self.check_bounds = check_bounds

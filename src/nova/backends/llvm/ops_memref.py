@@ -7,6 +7,7 @@ Views never touch memory: they compute a new `MemRefDescriptor` from the source'
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from llvmlite import ir
 from xdsl.dialects.builtin import (
@@ -156,7 +157,19 @@ def lower_alloc(fe: FunctionEmitter, op: Operation) -> None:
     space = fe.module.address_space(ty)
     if base.type != ir.PointerType(addrspace=space):
         base = fe.builder.addrspacecast(base, ir.PointerType(addrspace=space))
-    fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, base, sizes))
+    desc = M.identity_descriptor(fe.builder, ty, base, sizes)
+    if op.name == "memref.alloca":
+        desc = _unowned(fe, desc)
+    fe.bind(op.results[0], desc)
+
+
+def _unowned(fe: FunctionEmitter, desc: M.MemRefDescriptor) -> M.MemRefDescriptor:
+    """`desc` with the target's marker as its allocated pointer (memory nothing may free:
+    stack and global memrefs), when the target has one (`TargetBase.unowned_allocated`)."""
+    marker = fe.target.unowned_allocated
+    if marker is None:
+        return desc
+    return replace(desc, allocated=ir.Constant(T.I64, marker).inttoptr(desc.allocated.type))
 
 
 def lower_dealloc(fe: FunctionEmitter, op: Operation) -> None:
@@ -454,7 +467,7 @@ def lower_get_global(fe: FunctionEmitter, op: Operation) -> None:
     space = fe.module.address_space(ty)
     if gv.type.addrspace != space:
         ptr = fe.builder.addrspacecast(ptr, ir.PointerType(addrspace=space))
-    fe.bind(op.results[0], M.identity_descriptor(fe.builder, ty, ptr, sizes))
+    fe.bind(op.results[0], _unowned(fe, M.identity_descriptor(fe.builder, ty, ptr, sizes)))
 
 
 def _contiguous(ty: Attribute) -> bool:

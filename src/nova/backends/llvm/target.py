@@ -84,6 +84,7 @@ class Target(Protocol):
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None: ...
 
     check_bounds: bool
+    unowned_allocated: int | None
 
     def check_fail(self, fe: FunctionEmitter, op: Operation, summary: str, fmt: str,
                    args: Sequence[ir.Value]) -> None: ...
@@ -133,6 +134,9 @@ class TargetBase:
     data_layout = ""
     handlers: Mapping[str, Handler] = {}
     check_bounds = False
+    unowned_allocated: int | None = None
+    """When set, the `allocated` pointer of memrefs not taken from the heap (memref.alloca,
+    memref.get_global): the host target marks them so the runtime never frees them."""
 
     def pointer_address_space(self, memref_type: Attribute) -> int:
         if isinstance(memref_type, MemRefType | UnrankedMemRefType):

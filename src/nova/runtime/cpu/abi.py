@@ -24,6 +24,7 @@ from nova.errors import NovaError, RuntimeFailure
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
 from nova.runtime.native_support import call_entry_function, guarded_callback, record_error
+from nova.runtime.results import ResultMemory
 from nova.runtime.stream import Event, Stream
 
 CPU_ABI_NAMES: tuple[str, ...] = (
@@ -359,6 +360,17 @@ class CpuAbi:
     def fetch(self, address: int, nbytes: int) -> bytes:
         """Bytes at a device address (after the default stream drained)."""
         return ctypes.string_at(address, nbytes)
+
+    def take_allocation(self, address: int) -> ResultMemory | None:
+        """Hand a returned `gpu.alloc` allocation (at `address`) to the caller: the program no
+        longer owns it (close() leaves it alone); its Buffer goes back to the device pool when
+        the returned arrays are collected. None when `address` is not one of this program's
+        live runtime allocations. The call has synchronized: no work still uses it."""
+        with self._lock:
+            buffer = self._allocations.pop(address, None)
+        if buffer is None:
+            return None
+        return ResultMemory(address, buffer.free, host_addressable=True)
 
     def synchronize(self) -> None:
         """Wait for the program's default stream (and the streams joined into it); raises the

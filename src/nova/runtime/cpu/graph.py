@@ -196,6 +196,10 @@ class CpuGraph:
         for stream in self._streams.values():
             stream.synchronize()  # joined into origin already; surfaces their failures
 
+    def owns(self, address: int) -> bool:
+        """Whether `address` is an allocation the recording made (released by its close)."""
+        return address in self.recorder._allocations
+
     def close(self) -> None:
         for stream in self._streams.values():
             with contextlib.suppress(NovaError):

@@ -42,6 +42,7 @@ from nova.runtime.native_support import (
     take_error,
     unwind_symbols,
 )
+from nova.runtime.results import ResultMemory
 
 if TYPE_CHECKING:
     from nova.runtime.cuda.module import CudaFunction
@@ -189,6 +190,9 @@ def _store_pointer(out: int | None, value: int) -> None:
     if not out:
         raise RuntimeFailure("null out-pointer passed to the runtime")
     ctypes.c_void_p.from_address(out).value = value or None
+
+
+_CUDA_ERROR_INVALID_VALUE = 1
 
 
 class CudaAbi:
@@ -342,6 +346,38 @@ class CudaAbi:
         if self._memcpy(ctypes.addressof(out), address, nbytes, None) or self._sync(None):
             raise take_error() or RuntimeFailure("copying a memref result failed")
         return out.raw
+
+    def take_allocation(self, address: int) -> ResultMemory | None:
+        """Hand a returned `gpu.alloc` allocation (device or managed memory at `address`) to
+        the caller. It is not host-addressable for NumPy, so the executor copies the result
+        and releases it at once (nova_rt_mem_free, ordered on the default stream after the
+        copy). None for memory the driver does not own (host-heap memory, registered or not:
+        the executor frees that with libc free)."""
+        if not self._is_device_allocation(address):
+            return None
+
+        def free() -> None:
+            if self._free(address, None):
+                raise take_error() or RuntimeFailure("freeing a returned memref failed")
+
+        return ResultMemory(address, free, host_addressable=False)
+
+    def _is_device_allocation(self, address: int) -> bool:
+        """Device or managed memory (what nova_rt_mem_alloc makes), not host memory."""
+        driver = getattr(self.device, "driver", None)
+        if driver is None:
+            return True
+        attr = driver.raw.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+        # CUDA_ERROR_INVALID_VALUE: pageable host memory; other failures (a lost context)
+        # raise rather than let the executor free device memory with libc free
+        code, kind = driver.call("cuPointerGetAttribute", attr, address,
+                                 allow=(_CUDA_ERROR_INVALID_VALUE,))
+        if code == _CUDA_ERROR_INVALID_VALUE:
+            return False
+        if int(kind) != int(driver.raw.CUmemorytype.CU_MEMORYTYPE_HOST):
+            return True
+        managed = driver.raw.CUpointer_attribute.CU_POINTER_ATTRIBUTE_IS_MANAGED
+        return bool(driver.call("cuPointerGetAttribute", managed, address))  # else registered
 
     def _driver_knows(self, address: int) -> bool:
         driver = getattr(self.device, "driver", None)

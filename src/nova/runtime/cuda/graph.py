@@ -226,6 +226,11 @@ class CudaGraph:
     def synchronize(self, origin: Stream) -> None:
         origin.synchronize()
 
+    def owns(self, address: int) -> bool:
+        """Whether `address` is an allocation made during the capture (managed memory, freed
+        by close; or a graph allocation)."""
+        return address in self.abi.managed or address in self.abi.ordered
+
     def close(self) -> None:
         self._finalizer()
         self.abi.close()
