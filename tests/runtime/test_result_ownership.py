@@ -355,3 +355,14 @@ def test_result_that_cannot_be_returned_is_still_freed(device):
         assert after.adopted == before.adopted + 10 and after.live == before.live
     finally:
         module.close()
+
+
+def test_host_code_reads_a_numpy_argument_on_the_first_call(device):
+    """Regression (H100): on cuda a NumPy argument is staged into managed memory by an
+    asynchronous copy; host code that loops over it right away read zeros on the first call
+    (later calls reused a block that already held the same data, hiding the race)."""
+    module = nova.compile(PROGRAM, device=device)
+    for n in (17, 33, 65):  # a new staging size each time: a fresh block
+        a = np.arange(n, dtype=np.float32) + 1
+        assert np.array_equal(module.twice(a), 2 * a)
+    module.close()

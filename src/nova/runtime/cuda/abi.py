@@ -301,6 +301,10 @@ class CudaAbi:
         if self._memcpy(address, array.ctypes.data, array.nbytes, None):
             self._give_staging(address, array.nbytes)
             raise take_error() or RuntimeFailure("staging copy failed")
+        # The entry's host code may read the argument itself before any kernel runs: the copy
+        # (asynchronous on the default stream) must have landed. Found on an H100: a host loop
+        # over a freshly allocated staging block read zeros on the first call.
+        self.synchronize()
         return address, (address, array)
 
     def _take_staging(self, nbytes: int) -> int:
