@@ -113,6 +113,16 @@ def mod(device):
     module.close()
 
 
+@pytest.fixture
+def cpu_only_host_access(device):
+    """These programs' host code loops over its memref arguments. A capture on cuda stages
+    arguments in plain device memory, which host code cannot dereference (docs/async.md: a
+    captured entry moves data through kernels); on an H100 the host loop segfaulted inside
+    the capture. Such a capture is not refused yet (known gap), so the case runs on cpu only."""
+    if device.kind is DeviceKind.CUDA:
+        pytest.skip("capture of host code that dereferences device memory (cpu only)")
+
+
 def live() -> int:
     gc.collect()
     return results.stats().live
@@ -249,7 +259,7 @@ def test_close_frees_device_allocations_the_program_kept(cpu_device):
     assert cpu_device.pool.stats().bytes_in_use == pool
 
 
-def test_graph_replay_results_are_copies(mod):
+def test_graph_replay_results_are_copies(mod, cpu_only_host_access):
     """Replays copy the capture's result; the heap memref the host code returned at capture
     belongs to the CapturedEntry and is freed by its close()."""
     a = np.arange(64, dtype=np.float32)
@@ -271,7 +281,7 @@ def test_graph_replay_results_are_copies(mod):
     assert np.array_equal(first, 2 * a)  # copies outlive the capture
 
 
-def test_graph_of_a_device_allocation_result_keeps_it(mod, device):
+def test_graph_of_a_device_allocation_result_keeps_it(mod, device, cpu_only_host_access):
     """A gpu.alloc returned at capture is the recording's own (not taken, not freed twice)."""
     a = device.to_device(np.arange(64, dtype=np.float32))
     before = results.stats()
