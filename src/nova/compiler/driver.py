@@ -11,6 +11,7 @@ the backends) happens inside a stage, so a cache hit never pays for them.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
@@ -32,7 +33,7 @@ from nova.compiler.stages import (
     required,
     stage_number,
 )
-from nova.errors import InputError
+from nova.errors import ArgumentError, InputError
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -205,9 +206,20 @@ def join_outputs(output: Artifact) -> str | bytes:
                               f"({', '.join(output)}); use NOVA_DUMP_DIR to get each one")
 
 
-def read_source(path_or_text: str | Path) -> tuple[str, str]:
-    """(text, filename) from a path (a Path, or a one-line str naming an existing file or
-    ending in .mlir) or from MLIR text itself (filename '<string>')."""
+def read_source(path_or_text: str | os.PathLike[str] | bytes) -> tuple[str, str]:
+    """(text, filename) from a path (an os.PathLike, or a one-line str naming an existing file
+    or ending in .mlir), from MLIR text itself (filename '<string>') or from UTF-8 bytes of it.
+    Anything else is an ArgumentError naming what was passed."""
+    if isinstance(path_or_text, bytes | bytearray):
+        try:
+            return bytes(path_or_text).decode("utf-8"), "<bytes>"
+        except UnicodeDecodeError as exc:
+            raise InputError(f"MLIR text given as bytes is not UTF-8: {exc}") from None
+    if isinstance(path_or_text, os.PathLike):
+        path_or_text = Path(path_or_text)
+    if not isinstance(path_or_text, str | Path):
+        raise ArgumentError(f"nova.compile: expected MLIR text, a path (str or os.PathLike) or "
+                            f"bytes, got {type(path_or_text).__name__}")
     is_path = isinstance(path_or_text, Path) or (
         "\n" not in path_or_text and len(path_or_text) < 4096
         and (path_or_text.endswith(".mlir") or Path(path_or_text).is_file()))
@@ -229,9 +241,10 @@ def make_options(**options: Any) -> CompileOptions:
     return CompileOptions(**options)
 
 
-def compile(path_or_text: str | Path, device: Any = None, **options: Any) -> NovaModule:
-    """Compile an MLIR file (a path) or MLIR text and load it on `device` ('cuda', 'cpu', a
-    Device, or None for NOVA_DEVICE / auto). `options` are CompileOptions fields."""
+def compile(path_or_text: str | os.PathLike[str] | bytes, device: Any = None,
+            **options: Any) -> NovaModule:
+    """Compile an MLIR file (a path), MLIR text or its UTF-8 bytes and load it on `device` ('cuda',
+    'cpu', a Device, or None for NOVA_DEVICE / auto). `options` are CompileOptions fields."""
     text, filename = read_source(path_or_text)
     bundle = compile_to_bundle(text, filename, make_options(**options))
     from nova.runtime.executor import load

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import math
+import os
 import threading
 import time
 import weakref
@@ -307,8 +308,13 @@ class EntryFunction:
                 plan.memo[index] = _Memo(value, True)
             return
         array = value
-        if _needs_identity_layout(spec) and not value.flags.c_contiguous:
+        if not value.flags.writeable:
+            # a read-only array is never written: the program gets a copy (as on cuda, and as
+            # kernels do), and what it writes there is dropped
+            array = np.array(value, order="C", copy=True)
+        elif _needs_identity_layout(spec) and not value.flags.c_contiguous:
             array = np.ascontiguousarray(value)
+        if array is not value:
             copied = marshal.array_info(array)
             assert copied is not None
             info = copied
@@ -544,6 +550,9 @@ class NovaModule:
 def _read(path_or_bytes: str | Path | bytes | bytearray | memoryview) -> tuple[bytes, str]:
     if isinstance(path_or_bytes, bytes | bytearray | memoryview):
         return bytes(path_or_bytes), "<bundle>"
+    if not isinstance(path_or_bytes, str | os.PathLike):
+        raise ArgumentError(f"nova.load: expected a path (str or os.PathLike) or the bundle's "
+                            f"bytes, got {type(path_or_bytes).__name__}")
     path = Path(path_or_bytes)
     try:
         return path.read_bytes(), str(path)
