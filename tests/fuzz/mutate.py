@@ -33,6 +33,8 @@ def duplicate_line(text: str, rnd: random.Random) -> str:
 
 def swap_lines(text: str, rnd: random.Random) -> str:
     lines = _lines(text)
+    if len(lines) < 2:
+        return text
     i = rnd.randrange(len(lines) - 1)
     lines[i], lines[i + 1] = lines[i + 1], lines[i]
     return "".join(lines)

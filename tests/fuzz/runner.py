@@ -13,6 +13,7 @@ finding, saved under tests/fuzz/findings/ (replayed by tests/fuzz/test_fuzz.py).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hashlib
 import importlib.util
 import json
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,9 +90,7 @@ def _run_kernel(data: bytes) -> str | None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "fuzz_kernel.py"
         path.write_bytes(data)
-        try:
-            compile(data, str(path), "exec")
-        except (SyntaxError, ValueError):
+        if not _is_python(data.decode("utf-8")):
             return "python"
         spec = importlib.util.spec_from_file_location("fuzz_kernel", path)
         assert spec is not None and spec.loader is not None
@@ -148,37 +148,54 @@ class _Child:
     fd: int
     item: Input
     started: float
+    log: str  # the child's stderr (LLVM's messages and faulthandler's traceback on a crash)
     chunks: list[bytes] = field(default_factory=list)
 
 
 def _spawn(item: Input) -> _Child:
     read, write = os.pipe()
+    log_fd, log = tempfile.mkstemp(prefix="nova-fuzz-", suffix=".log")
     pid = os.fork()
     if pid == 0:  # the child: one input, the outcome as JSON on the pipe, then _exit
         try:
             os.close(read)
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
+            os.dup2(log_fd, 2)
+            faulthandler.enable(file=sys.__stderr__ or 2)
             resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
             outcome = run_one(item.target, item.data)
             os.write(write, json.dumps([outcome.status, outcome.detail]).encode())
         finally:
             os._exit(0)
     os.close(write)
-    return _Child(pid, read, item, time.monotonic())
+    os.close(log_fd)
+    return _Child(pid, read, item, time.monotonic(), log)
+
+
+def _log_tail(child: _Child) -> str:
+    try:
+        data = Path(child.log).read_bytes()
+        os.unlink(child.log)
+    except OSError:
+        return ""
+    if len(data) > 2000:
+        data = data[:1000] + b"\n...\n" + data[-1000:]
+    text = data.decode("utf-8", "replace")
+    return "\n" + text if text.strip() else ""
 
 
 def _finish(child: _Child) -> Outcome:
     _, status = os.waitpid(child.pid, 0)
     os.close(child.fd)
+    log = _log_tail(child)
     if os.WIFSIGNALED(status):
-        return Outcome("signal", signal.Signals(os.WTERMSIG(status)).name)
+        return Outcome("signal", signal.Signals(os.WTERMSIG(status)).name + log)
     try:
         state, detail = json.loads(b"".join(child.chunks))
     except ValueError:
         return Outcome("signal", f"child exited with status {os.WEXITSTATUS(status)} and no "
-                       "outcome (os._exit or abort in native code?)")
+                       f"outcome (os._exit or abort in native code?){log}")
     return Outcome(state, detail)
 
 
@@ -216,6 +233,7 @@ def run_all(items: Iterator[Input], jobs: int = 2,
                 os.kill(child.pid, signal.SIGKILL)
                 os.waitpid(child.pid, 0)
                 os.close(fd)
+                _log_tail(child)
                 del running[fd]
                 yield child.item, Outcome("hang", f"no outcome after {timeout:.0f} s")
 
@@ -272,6 +290,26 @@ def _mutate_bundle(data: bytes, rnd: random.Random) -> tuple[bytes, list[str]]:
     return data, kinds
 
 
+def _is_python(text: str) -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            compile(text, "<mutant>", "exec")
+        except (SyntaxError, ValueError):
+            return False
+    return True
+
+
+def _valid_python_mutant(text: str, rnd: random.Random) -> tuple[str, list[str]]:
+    """A mutant of `text` that is still valid Python (most random edits are not, and those only
+    exercise CPython's parser), after at most 10 tries; else the last one."""
+    for _ in range(10):
+        mutant, kinds = _mutate_text(text, rnd, PY_MUTATIONS)
+        if _is_python(mutant):
+            break
+    return mutant, kinds
+
+
 def generate(seed: int, count: int,
              targets: tuple[str, ...] = ("mlir", "mlir", "mlir", "bundle", "kernel")
              ) -> Iterator[Input]:
@@ -292,7 +330,7 @@ def generate(seed: int, count: int,
             yield Input("bundle", data, f"{BUNDLE_SOURCES[index]} {'+'.join(kinds)}")
         else:
             name = rnd.choice(sorted(SEEDS))
-            text, kinds = _mutate_text(SEEDS[name], rnd, PY_MUTATIONS)
+            text, kinds = _valid_python_mutant(SEEDS[name], rnd)
             yield Input("kernel", (HEADER + text).encode(), f"kernel {name} {'+'.join(kinds)}")
 
 
