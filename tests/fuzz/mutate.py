@@ -101,6 +101,22 @@ MUTATIONS: dict[str, Mutation] = {
 
 
 
+_SSA = re.compile(r"%[\w.$-]+(#\d+)?|\^[\w.$-]+")
+
+
+def change_ssa_name(text: str, rnd: random.Random) -> str:
+    """Replace an SSA value or block name with another one of the program (often of another
+    type, defined later, or of the wrong kind) or an undefined one."""
+    names = [m.group() for m in _SSA.finditer(text)] or ["%x"]
+    extra = ["%undefined", "%0#7", "^nowhere", "%arg99", "%c0", "^bb0"]
+    return _replace_match(text, rnd, _SSA, lambda m: rnd.choice(names + extra))
+
+
+# The fuzzer's MLIR mutations: the CLI tests' set (kept as is: their seeded lists stay the same)
+# and SSA-name edits.
+MLIR_MUTATIONS: dict[str, Mutation] = {**MUTATIONS, "change_ssa_name": change_ssa_name}
+
+
 # --- Python kernel source -------------------------------------------------------------------
 
 _PY_NAME = re.compile(r"\b(out|a|b|n|i|j|k|x|acc|tid|nova\.\w+|range|len|float32|int32)\b")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.fuzz.kernels import HEADER, SEEDS
-from tests.fuzz.mutate import BYTE_MUTATIONS, MUTATIONS, PY_MUTATIONS
+from tests.fuzz.mutate import BYTE_MUTATIONS, MLIR_MUTATIONS, PY_MUTATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 FINDINGS = Path(__file__).resolve().parent / "findings"
@@ -100,7 +100,8 @@ def _run_kernel(data: bytes) -> str | None:
         except Exception as exc:
             from nova.errors import NovaError
 
-            if isinstance(exc, NovaError) or not _raised_in_nova(exc):
+            # AttributeError: `nova.nope` (a module's __getattr__ must raise it; hasattr needs it).
+            if isinstance(exc, NovaError | AttributeError) or not _raised_in_nova(exc):
                 return "python"
             raise
         kern = getattr(module, "k", None)
@@ -321,7 +322,7 @@ def generate(seed: int, count: int,
         target = rnd.choice(targets)
         if target == "mlir":
             path = rnd.choice(SOURCES)
-            text, kinds = _mutate_text(texts[path], rnd, MUTATIONS)
+            text, kinds = _mutate_text(texts[path], rnd, MLIR_MUTATIONS)
             yield Input("mlir", text.encode("utf-8", "surrogatepass"),
                         f"{path.relative_to(ROOT)} {'+'.join(kinds)}")
         elif target == "bundle":

@@ -122,3 +122,16 @@ def test_non_integer_dimension_is_located() -> None:
                              for v in ("0j", "0.0", "True", "1")]), jobs=2, timeout=60)
     assert {i.note: o.status for i, o in outcomes} == {"0j": "diagnostic", "0.0": "diagnostic",
                                                        "True": "diagnostic", "1": "ok"}
+
+
+def test_constant_comparison_of_non_numbers_is_located() -> None:
+    """`min < 10` was folded in Python and raised a TypeError (kernel-internal-a3f185c6c477)."""
+    import nova
+    from nova.lang import KernelTypeError
+
+    source = ("import nova\n\n\n@nova.kernel\ndef k(out, a, n):\n    if min < 10:\n"
+              "        out[0] = 1.0\n")
+    [(_, outcome)] = run_all(iter([Input("kernel", source.encode(), "min < 10")]), jobs=1,
+                             timeout=60)
+    assert outcome.status == "diagnostic" and "cannot compare these constants" in outcome.detail
+    assert issubclass(KernelTypeError, nova.errors.NovaError)

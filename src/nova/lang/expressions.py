@@ -240,7 +240,10 @@ def _unaryop(tr: Translator, node: ast.UnaryOp) -> Value:
 
 def compare(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.AST) -> Value:
     if isinstance(a, Const) and isinstance(b, Const):
-        return Const(_PY_CMP[op](a.value, b.value))
+        try:
+            return Const(_PY_CMP[op](a.value, b.value))
+        except TypeError as exc:  # e.g. `min < 10`: a builtin is a Const too
+            raise tr.type_error(node, f"cannot compare these constants: {exc}") from None
     x, y, ty = tr.common(a, b, node)  # type: ignore[arg-type]
     return tr.em.compare(op, x, y, ty)
 
