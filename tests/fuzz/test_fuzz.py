@@ -135,3 +135,16 @@ def test_constant_comparison_of_non_numbers_is_located() -> None:
                              timeout=60)
     assert outcome.status == "diagnostic" and "cannot compare these constants" in outcome.detail
     assert issubclass(KernelTypeError, nova.errors.NovaError)
+
+
+@pytest.mark.parametrize(("expr", "status"), [("-2**63**64", "diagnostic"),
+                                              ("1 << 10**12", "diagnostic"),
+                                              ("2**62 // 2**62", "ok"), ("(1 << 100) >> 100", "ok"),
+                                              ("(-1)**10**12", "ok")])
+def test_huge_constant_folds_are_refused(expr: str, status: str) -> None:
+    """Folding 2 ** 63 ** 64 hung (finding kernel-hang-fb6fea0b23e6); now a located error."""
+    source = f"import nova\n\n\n@nova.kernel\ndef k(out, a, n):\n    out[0] = {expr}\n"
+    [(_, outcome)] = run_all(iter([Input("kernel", source.encode(), expr)]), jobs=1, timeout=20)
+    assert outcome.status == status, outcome
+    if status == "diagnostic":
+        assert "constant expression fails: a" in outcome.detail, outcome
