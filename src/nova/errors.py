@@ -145,5 +145,10 @@ class ArgumentError(NovaError, TypeError):
     """A Python call passed arguments of the wrong number, type, dtype, rank or shape."""
 
 
+class ScalarConversionError(ArgumentError, ValueError, OverflowError):
+    """`nova.int8(x)`, `nova.float32(x)`, ... on the host with a value the type cannot hold or
+    convert (still a TypeError, ValueError or OverflowError, as NumPy's conversion raised)."""
+
+
 class InputError(NovaError):
     """An input file that cannot be read or an output file that cannot be written."""

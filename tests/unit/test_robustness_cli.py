@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.fuzz.mutate import MUTATIONS
 
 from nova import config
 from nova.cli import objdump, opt, run, translate
@@ -33,102 +34,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*ROOT.glob("tests/corpus/*.mlir"), *ROOT.glob("tests/filecheck/**/*.mlir")])
 CORPUS = sorted(ROOT.glob("tests/corpus/*.mlir"))
 _HEAD = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): error: \S")
-_TOKEN = re.compile(r"%[\w.$#-]+|@[\w.$-]+|\^[\w.$-]+|[\w.]+|\S")
-_TYPE = re.compile(r"\b(f16|bf16|f32|f64|i1|i8|i32|i64|index)\b")
-_OP = re.compile(r"\b(arith|gpu|memref|scf|func|math|cf|vector|index)\.(\w+)")
-_NUMBER = re.compile(r"(?<![\w.#%@^])\d+\b")
-
-Mutation = Callable[[str, random.Random], str]
 
 
 @pytest.fixture(autouse=True)
 def _no_cache() -> Iterator[None]:
     with config.scoped(cache_enabled=False):
         yield
-
-
-# --- mutations ------------------------------------------------------------------------------
-
-def _lines(text: str) -> list[str]:
-    return text.splitlines(keepends=True)
-
-
-def delete_line(text: str, rnd: random.Random) -> str:
-    lines = _lines(text)
-    del lines[rnd.randrange(len(lines))]
-    return "".join(lines)
-
-
-def duplicate_line(text: str, rnd: random.Random) -> str:
-    lines = _lines(text)
-    i = rnd.randrange(len(lines))
-    return "".join(lines[:i + 1] + lines[i:])
-
-
-def swap_lines(text: str, rnd: random.Random) -> str:
-    lines = _lines(text)
-    i = rnd.randrange(len(lines) - 1)
-    lines[i], lines[i + 1] = lines[i + 1], lines[i]
-    return "".join(lines)
-
-
-def _replace_match(text: str, rnd: random.Random, pattern: re.Pattern[str],
-                   make: Callable[[re.Match[str]], str]) -> str:
-    matches = list(pattern.finditer(text))
-    if not matches:
-        return text
-    m = rnd.choice(matches)
-    return text[:m.start()] + make(m) + text[m.end():]
-
-
-def delete_token(text: str, rnd: random.Random) -> str:
-    return _replace_match(text, rnd, _TOKEN, lambda m: "")
-
-
-def duplicate_token(text: str, rnd: random.Random) -> str:
-    return _replace_match(text, rnd, _TOKEN, lambda m: m.group() + " " + m.group())
-
-
-def swap_tokens(text: str, rnd: random.Random) -> str:
-    tokens = _TOKEN.findall(text)
-    return _replace_match(text, rnd, _TOKEN, lambda m: rnd.choice(tokens))
-
-
-def change_type(text: str, rnd: random.Random) -> str:
-    others = ["f32", "f64", "i1", "i8", "index", "bf16", "i128", "vector<4xf32>", "tensor<4xf32>",
-              "complex<f32>", "memref<?xf32>", "f8E4M3FN", "none"]
-    return _replace_match(text, rnd, _TYPE, lambda m: rnd.choice(others))
-
-
-def unknown_op(text: str, rnd: random.Random) -> str:
-    return _replace_match(text, rnd, _OP, lambda m: f"{m.group(1)}.no_such_op")
-
-
-def unknown_dialect(text: str, rnd: random.Random) -> str:
-    return _replace_match(text, rnd, _OP, lambda m: f"nodialect.{m.group(2)}")
-
-
-def truncate(text: str, rnd: random.Random) -> str:
-    return text[:rnd.randrange(len(text))]
-
-
-def insert_garbage(text: str, rnd: random.Random) -> str:
-    garbage = ["\x00", "\x01", "{", "}", "(", ")", '"', "%", "^bb9:", "#", "<<", ">", "!", ":",
-               "// ", "\u00e9", "\ufeff", "0x", "-", "@", "[", "]", "=", ",", "\t\t"]
-    i = rnd.randrange(len(text) + 1)
-    return text[:i] + rnd.choice(garbage) + text[i:]
-
-
-def change_number(text: str, rnd: random.Random) -> str:
-    numbers = ["0", "-1", "4294967296", "99999999999999999999999", "18446744073709551616",
-               "1.5", "1e309", "0x7fffffffffffffff"]
-    return _replace_match(text, rnd, _NUMBER, lambda m: rnd.choice(numbers))
-
-
-MUTATIONS: dict[str, Mutation] = {
-    f.__name__: f for f in (delete_line, duplicate_line, swap_lines, delete_token,
-                            duplicate_token, swap_tokens, change_type, unknown_op,
-                            unknown_dialect, truncate, insert_garbage, change_number)}
 
 
 def mutants(seed: int, count: int, sources: list[Path] = SOURCES,

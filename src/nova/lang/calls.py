@@ -272,7 +272,8 @@ def _bind_args(tr: Translator, name: str, spec: tuple[tuple[str, Any], ...],
 
 
 def _dim(tr: Translator, value: Value, node: ast.AST) -> str:
-    if not isinstance(value, Const) or value.value not in (0, 1, 2):
+    # `type(...) is int`: 0.0, 0j and True compare equal to 0/1 but do not index _DIMS.
+    if not isinstance(value, Const) or type(value.value) is not int or value.value not in (0, 1, 2):
         raise tr.type_error(node, "the dimension must be a constant 0, 1 or 2 (x, y, z)")
     return _DIMS[value.value]
 

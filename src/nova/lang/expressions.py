@@ -123,11 +123,28 @@ def _subscript(tr: Translator, node: ast.Subscript) -> Value | Tup:
                array.type.dtype)  # type: ignore[union-attr]
 
 
+# Constants fold in Python with unbounded ints: 2 ** 63 ** 64 or 1 << 10 ** 12 would take all
+# memory and time. No kernel type holds more than 64 bits; the bound leaves room for
+# intermediate results that a later operation brings back into range.
+_FOLD_MAX_BITS = 4096
+
+
+def _check_fold_size(op: str, a: Any, b: Any) -> None:
+    """Raise OverflowError before folding an int `**` or `<<` whose result is too large."""
+    if not (isinstance(a, int) and isinstance(b, int)):
+        return
+    if op == "**" and abs(a) > 1 and b > 0 and b * (abs(a).bit_length() - 1) > _FOLD_MAX_BITS:
+        raise OverflowError(f"an integer power of more than {_FOLD_MAX_BITS} bits")
+    if op == "<<" and a != 0 and b > _FOLD_MAX_BITS:
+        raise OverflowError(f"a left shift of more than {_FOLD_MAX_BITS} bits")
+
+
 def binary(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.AST) -> Value:
     """`a op b` under the promotion rules; constants fold in Python."""
     if isinstance(a, Const) and isinstance(b, Const) and is_number(a.value) \
             and is_number(b.value):
         try:
+            _check_fold_size(op, a.value, b.value)
             return Const(_PY_BIN[op](a.value, b.value))
         except (ZeroDivisionError, OverflowError, ValueError) as exc:
             raise tr.type_error(node, f"constant expression fails: {exc}") from None
@@ -240,7 +257,10 @@ def _unaryop(tr: Translator, node: ast.UnaryOp) -> Value:
 
 def compare(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.AST) -> Value:
     if isinstance(a, Const) and isinstance(b, Const):
-        return Const(_PY_CMP[op](a.value, b.value))
+        try:
+            return Const(_PY_CMP[op](a.value, b.value))
+        except TypeError as exc:  # e.g. `min < 10`: a builtin is a Const too
+            raise tr.type_error(node, f"cannot compare these constants: {exc}") from None
     x, y, ty = tr.common(a, b, node)  # type: ignore[arg-type]
     return tr.em.compare(op, x, y, ty)
 

@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from nova.errors import ArgumentError
+from nova.errors import ArgumentError, ScalarConversionError
 
 _ml_dtypes: ModuleType | None
 try:  # bfloat16 NumPy arrays need ml_dtypes; without it bfloat16 still works in kernels
@@ -106,7 +106,11 @@ class ScalarType:
 
     def __call__(self, value: Any) -> Any:
         """On the host, a NumPy scalar of this type (inside kernels the translator casts)."""
-        return self.np_dtype.type(value)
+        try:
+            return self.np_dtype.type(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ScalarConversionError(
+                f"nova.{self.name}() cannot convert {_describe(value)}: {exc}") from None
 
     def __getitem__(self, dims: Any) -> ArrayType:
         """`nova.float32[:]`, `nova.float32[:, :]`: an array type for signatures."""
@@ -261,3 +265,8 @@ def literal_type(value: Any) -> ScalarType:
     if isinstance(value, int | np.integer):
         return int64
     return float64
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{text[:60]}..." if len(text) > 60 else text

@@ -1,0 +1,10 @@
+import math
+
+import nova
+
+
+@nova.kernel
+def k(out, a, n):
+    i = nova.thread_id(0j)
+    if i < n and a[i] > 0.0:
+        nova.atomic_add(out, 0, a[i])
