@@ -134,18 +134,26 @@ def tiled_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a:
     for i in range(per):
         for j in range(per):
             gm, gn = b.add(m0, b.add(ty, 16 * i)), b.add(n0, b.add(tx, 16 * j))
-            conds = ([b.lt(gm, m)] if m % tbm else []) + ([b.lt(gn, n)] if n % tbn else [])
-            cond = _and(ctx, conds)
-            value = f"{res}#{i * per + j}"
-            if cond is None:
-                store(bz, gm, gn, value)
-            else:
-                b.line(f"scf.if {cond} {{")
-                with b.nested():
-                    store(bz, gm, gn, value)
-                b.line("}")
+            _guarded_store(ctx, store, bz, gm, gn, f"{res}#{i * per + j}", (m, n), (tbm, tbn))
     grid = (-(-n // tbn), -(-m // tbm), batches)
     return ctx.finish(grid, (THREADS, 1, 1))
+
+
+def _guarded_store(ctx: KernelContext, store: StoreFn, bz: Index, gm: Index, gn: Index,
+                   value: str, shape: tuple[int, int], tile: tuple[int, int]) -> None:
+    """Store one output element through the epilogue, guarded by `gm < m` / `gn < n` only along
+    the dimensions the tile does not divide (a full tile needs no test)."""
+    b = ctx.body
+    (m, n), (tile_m, tile_n) = shape, tile
+    conds = ([b.lt(gm, m)] if m % tile_m else []) + ([b.lt(gn, n)] if n % tile_n else [])
+    cond = _and(ctx, conds)
+    if cond is None:
+        store(bz, gm, gn, value)
+        return
+    b.line(f"scf.if {cond} {{")
+    with b.nested():
+        store(bz, gm, gn, value)
+    b.line("}")
 
 
 def _staged_store(ctx: KernelContext, res: str, tx: Index, ty: Index, tid: str, m0: Index,
@@ -167,15 +175,7 @@ def _staged_store(ctx: KernelContext, res: str, tx: Index, ty: Index, tid: str, 
         lm, ln = b.div(e, tbn), b.rem(e, tbn)
         gm, gn = b.add(m0, lm), b.add(n0, ln)
         value = b.op(f"memref.load {c_sh}[{b.ix(e)}] : {c_ty}")
-        conds = ([b.lt(gm, m)] if m % tbm else []) + ([b.lt(gn, n)] if n % tbn else [])
-        cond = _and(ctx, conds)
-        if cond is None:
-            store(bz, gm, gn, value)
-        else:
-            b.line(f"scf.if {cond} {{")
-            with b.nested():
-                store(bz, gm, gn, value)
-            b.line("}")
+        _guarded_store(ctx, store, bz, gm, gn, value, (m, n), (tbm, tbn))
     b.line("}")
 
 
@@ -590,15 +590,7 @@ def wmma_gemm(ctx: KernelContext, m: int, n: int, k: int, batches: int, load_a: 
         lm, ln = b.div(e, W_BN), b.rem(e, W_BN)
         gm, gn = b.add(m0, lm), b.add(n0, ln)
         value = b.op(f"memref.load {c_v}[{b.ix(lm)}, {b.ix(ln)}] : {c_2d}")
-        conds = ([b.lt(gm, m)] if m % W_BM else []) + ([b.lt(gn, n)] if n % W_BN else [])
-        cond = _and(ctx, conds)
-        if cond is None:
-            store(bz, gm, gn, value)
-        else:
-            b.line(f"scf.if {cond} {{")
-            with b.nested():
-                store(bz, gm, gn, value)
-            b.line("}")
+        _guarded_store(ctx, store, bz, gm, gn, value, (m, n), (W_BM, W_BN))
     b.line("}")
     grid = (-(-n // W_BN), -(-m // W_BM), batches)
     return ctx.finish(grid, (W_THREADS, 1, 1))
