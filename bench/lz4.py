@@ -17,8 +17,8 @@ mixed), per class:
   (H2D, kernels, D2H on three streams, slots), and the pinned H2D bandwidth it is measured
   against.
 
-A/B in the same run: main's compress kernel (bench/lz4_v0.py) and the kernel options
-(--variants); the previous round's decompress kernel ("r2": kernel alone and end to end); end to
+A/B in the same run: the compress kernel's options
+(--variants) and pages per block of the decompressor (--decompress-warps); end to
 end, the D2H path instead of direct writes, one compute stream, 3 slots (the previous default;
 now 6 on cuda) and slots of twice the pages. --timeline adds, end to end, the GPU time of every
 stage of every compress slot (timing events: H2D, kernel, scan, compaction, D2H), so a run shows
@@ -70,41 +70,35 @@ from nova.lz4.batch import CompressedBatch
 from nova.lz4.corpus import CLASSES, build_corpus
 
 FAILURES: list[str] = []
-V0: Any = None  # bench/lz4_v0.py (main's compression kernel) unless --no-ab
-Variant = tuple[str, int | None, int | None]  # (name, hash_bits, in_batch); None = default
+DEC_WARPS: list[int] = []  # --decompress-warps
+Variant = tuple[str, int | None, int | None, int | None]
+"""(name, hash_bits, in_batch, warps per block); None = the default."""
 
 
 def parse_variants(text: str) -> list[Variant]:
     """'h10,shfl,h10+shfl' -> compress kernel variants to time beside the default: hN = a
     hash table of 2^N entries, shfl = in-batch matches by shuffles (K.IN_BATCH_SHUFFLE),
-    many = by match_any (K.IN_BATCH_MATCH_ANY)."""
+    many = by match_any (K.IN_BATCH_MATCH_ANY), wN = N warps (pages) per block."""
     out: list[Variant] = []
     for name in (v.strip() for v in text.split(",")):
         if not name:
             continue
         bits: int | None = None
         in_batch: int | None = None
+        warps: int | None = None
         for part in name.split("+"):
             if part.startswith("h") and part[1:].isdigit():
                 bits = int(part[1:])
+            elif part.startswith("w") and part[1:].isdigit() and 1 <= int(part[1:]) <= 32:
+                warps = int(part[1:])
             elif part == "shfl":
                 in_batch = K.IN_BATCH_SHUFFLE
             elif part == "many":
                 in_batch = K.IN_BATCH_MATCH_ANY
             else:
                 raise SystemExit(f"bench/lz4.py: unknown variant part {part!r} in {name!r}")
-        out.append((name, bits, in_batch))
+        out.append((name, bits, in_batch, warps))
     return out
-
-
-def load_v0() -> Any:
-    """bench/lz4_v0.py by path (this directory is off sys.path: see the top of the file)."""
-    spec = importlib.util.spec_from_file_location("nova_lz4_bench_v0",
-                                                  Path(__file__).parent / "lz4_v0.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def check(ok: bool, what: str) -> bool:
@@ -376,20 +370,11 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
                               page, stream)
 
     out: dict[str, Any] = {}
-    if V0 is not None:  # A/B: main's kernel on the same pages, before the current one runs
-        def comp_v0() -> None:
-            V0.compress_pages_kernel_v0.launch(
-                src32, staged8, sizes, n, page, -1, grid=-(-n // V0.WARPS),
-                block=32 * V0.WARPS, stream=stream,
-                shared_bytes=K.compress_shared_bytes(page, V0.WARPS))
-
-        out["v0_compress_kernel_gbps"] = pages.nbytes / timer(comp_v0, repeats) / 1e9
-        stream.synchronize()
-        out["v0_ratio"] = check_staged(staged, sizes, pages, "v0")
-    for name, bits, in_batch in variants:  # A/B: the kernel's options (block shape follows)
-        def comp_variant(bits: int | None = bits, in_batch: int | None = in_batch) -> None:
+    for name, bits, in_batch, warps in variants:  # A/B: the kernel's options
+        def comp_variant(bits: int | None = bits, in_batch: int | None = in_batch,
+                         warps: int | None = warps) -> None:
             D.launch_compress(src32, staged8, sizes, n, page, stream, hash_bits=bits,
-                              in_batch=in_batch)
+                              in_batch=in_batch, warps=warps)
 
         out[f"{name}_compress_kernel_gbps"] = (pages.nbytes / timer(comp_variant, repeats)
                                                / 1e9)
@@ -407,14 +392,6 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
     d_back = dev.allocate(n * page)
     status = dev.allocate(4 * n).view(np.int32, (n,))
     d_payload = D.view(payload, np.uint8, max(total, 1))
-    # A/B: the previous round's decompressor on the same blocks, before the current one
-    t_dec_r2 = timer(lambda: D.launch_decompress(d_payload, offsets, sizes,
-                                                 D.view(d_back, np.uint32, n * page // 4),
-                                                 status, n, page, stream, kernel="r2"), repeats)
-    stream.synchronize()
-    check(not status.numpy().any() and np.array_equal(d_back.numpy().reshape(n, page), pages),
-          "Nova decompress r2 (Nova compress(pages)) != pages")
-    out["r2_decompress_gbps"] = pages.nbytes / t_dec_r2 / 1e9
     dev.memset(d_back, 0, n * page, stream=stream)  # the check below sees the current kernel's
     t_dec = timer(lambda: D.launch_decompress(d_payload, offsets, sizes,
                                               D.view(d_back, np.uint32, n * page // 4), status,
@@ -422,6 +399,16 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
     stream.synchronize()
     check(not status.numpy().any() and np.array_equal(d_back.numpy().reshape(n, page), pages),
           "Nova decompress(Nova compress(pages)) != pages")
+    for warps in DEC_WARPS:  # A/B: pages per block of the decompressor
+        dev.memset(d_back, 0, n * page, stream=stream)
+        t_w = timer(lambda warps=warps: D.launch_decompress(
+            d_payload, offsets, sizes, D.view(d_back, np.uint32, n * page // 4), status, n,
+            page, stream, warps=warps), repeats)
+        stream.synchronize()
+        check(not status.numpy().any() and np.array_equal(d_back.numpy().reshape(n, page),
+                                                          pages),
+              f"Nova decompress (w{warps}) != pages")
+        out[f"w{warps}_decompress_gbps"] = pages.nbytes / t_w / 1e9
     # Nova decodes liblz4's blocks too (decoder correctness on another encoder's output)
     ref = cpu.compress_pages(pages, page)
     r_payload = nova.to_device(ref.payload if len(ref.payload) else np.zeros(1, np.uint8), dev)
@@ -454,6 +441,11 @@ def print_timeline(name: str, tl: dict[str, Any]) -> None:
                   + (f", {rate:.1f} GB/s while running" if rate else ""))
     print(f"    H2D stream idle between slots: {tl['h2d_idle_ms']:.2f} ms "
           f"({100 * tl['h2d_idle_ms'] / span:.1f}% of the span)")
+    if "host_submit_total_ms" in tl:
+        print(f"    host: submits {tl['host_submit_total_ms']:.2f} ms (median "
+              f"{tl['host_submit_median_ms']:.3f}, waits for a free slot included), stage calls "
+              f"{tl.get('host_stage_total_ms', 0.0):.2f} ms (median "
+              f"{tl.get('host_stage_median_ms', 0.0):.3f}) of {tl['wall_ms']:.2f} ms wall")
     for r in tl["slots"][:8]:
         print("    slot " + str(r["item"]) + ": " + ", ".join(
             f"{st} {r[f'{st}_start_ms']:.3f}+{r[f'{st}_ms']:.3f}"
@@ -510,12 +502,6 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
             out[f"{key}decompress_gbps"] = pages.nbytes / t_d / 1e9
             if not key:
                 out["pages_per_slot"], out["slots"] = comp.pages_per_slot, comp.slots
-    with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
-                        decompress_kernel="r2") as comp:  # A/B: the previous decompressor
-        batch = comp.compress_pages(pinned)
-        t_d, back = wall(lambda comp=comp, batch=batch: comp.decompress_pages(batch), repeats)
-        check(np.array_equal(back, pages), "PageCompressor round trip (r2 decompressor)")
-        out["r2_decompress_gbps"] = pages.nbytes / t_d / 1e9
     if timeline:  # where the time goes: timing events around every stage of every slot
         for key, direct in (("", True), ("d2h_", False)):
             with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
@@ -551,23 +537,18 @@ def occupancy(dev: nova.Device, page: int, variants: list[Variant]) -> dict[str,
     out: dict[str, Any] = {}
     cudev = call(cu.cuDeviceGet(dev.index))
     call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
-    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int)
+    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int,
+            nova.uint32[:])
     cases = [
         ("compress", K.compress_pages_kernel, csig, cw, K.compress_shared_bytes(page, cw)),
         ("decompress", K.decompress_pages_kernel,
-         (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
-         dw, K.decompress_shared_bytes(page, dw)),
-        ("decompress_r2", K.decompress_pages_kernel_r2,
-         (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int),
-         dw, K.decompress_shared_bytes(page, dw)),
+         (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int,
+          nova.uint32[:]), dw, K.decompress_shared_bytes(page, dw)),
     ]
-    for bits in sorted({b for _, b, _ in variants if b is not None}):
+    for bits in sorted({b for _, b, _, _ in variants if b is not None}):
         w = K.compress_warps_per_block(page, bits)
         cases.append((f"compress_h{bits}", K.compress_pages_kernel, csig, w,
                       K.compress_shared_bytes(page, w, bits)))
-    if V0 is not None:
-        cases.append(("compress_v0", V0.compress_pages_kernel_v0, csig[:-2], V0.WARPS,
-                      K.compress_shared_bytes(page, V0.WARPS)))
     sms = call(cu.cuDeviceGetAttribute(
         cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))
     for name, kern, sig, warps, smem in cases:
@@ -611,19 +592,19 @@ def main(argv: list[str] | None = None) -> int:
                              "(timing events), printed and in the JSON")
     parser.add_argument("--pages-per-slot", type=int, default=None)
     parser.add_argument("--no-nvcomp", action="store_true")
-    parser.add_argument("--variants", default="h11,shfl,h11+shfl",
+    parser.add_argument("--variants", default="w1,w2",
                         help="compress kernel variants timed beside the default for A/B "
                              "(comma-separated; hN: 2^N hash entries, shfl: in-batch matches "
                              "by shuffles, many: by match_any; '' for none)")
-    parser.add_argument("--no-ab", action="store_true",
-                        help="skip main's compression kernel (bench/lz4_v0.py), timed for A/B")
+    parser.add_argument("--decompress-warps", default="1,2",
+                        help="pages per block of the decompression kernel to time beside the "
+                             "default (comma-separated; '' for none)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--probe-nvcomp", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.probe_nvcomp:
         return probe_nvcomp(args.page_size)
-    global V0
-    V0 = None if args.no_ab else load_v0()
+    DEC_WARPS[:] = [int(w) for w in args.decompress_warps.split(",") if w.strip()]
     variants = parse_variants(args.variants)
 
     dev = nova.get_device(args.device)
@@ -690,29 +671,29 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     head = (f"{'class':8s} {'ratio':>6s} {'/lib':>6s} {'nv/lib':>6s} | {'Nova c':>8s} "
-            f"{'(kern)':>8s} {'v0 kern':>8s} {'x v0':>5s} {'nvCOMP c':>9s} {'c x':>5s} | "
+            f"{'(kern)':>8s} {'nvCOMP c':>9s} {'c x':>5s} {'kern x':>6s} | "
             f"{'Nova d':>8s} {'nvCOMP d':>9s} {'d x':>5s} | {'lib c':>7s} {'lib d':>7s}   "
-            "(GB/s of uncompressed bytes; c x = Nova c / nvCOMP c)")
+            "(GB/s of uncompressed bytes; c x = Nova c / nvCOMP c, kern x = Nova's kernel "
+            "alone / nvCOMP c)")
     print(head)
     print("-" * len(head))
     for r in rows:
         nv_r = r.get("nvcomp", {})
         nvc, nvd = nv_r.get("compress_gbps"), nv_r.get("decompress_gbps")
         nova_r, lib = r["nova"], r["liblz4"]
-        v0 = nova_r.get("v0_compress_kernel_gbps")
         fmt = lambda v, w=8: f"{v:{w}.2f}" if isinstance(v, float) else f"{'-':>{w}s}"  # noqa
         print(f"{r['class']:8s} {nova_r['ratio']:6.3f} {nova_r['ratio'] / lib['ratio']:6.3f} "
               f"{fmt(nv_r['ratio'] / lib['ratio'] if 'ratio' in nv_r else None, 6)} | "
               f"{fmt(nova_r['compress_gbps'])} {fmt(nova_r['compress_kernel_gbps'])} "
-              f"{fmt(v0)} {fmt(nova_r['compress_kernel_gbps'] / v0 if v0 else None, 5)} "
-              f"{fmt(nvc, 9)} {fmt(nova_r['compress_gbps'] / nvc if nvc else None, 5)} | "
+              f"{fmt(nvc, 9)} {fmt(nova_r['compress_gbps'] / nvc if nvc else None, 5)} "
+              f"{fmt(nova_r['compress_kernel_gbps'] / nvc if nvc else None, 6)} | "
               f"{fmt(nova_r['decompress_gbps'])} {fmt(nvd, 9)} "
               f"{fmt(nova_r['decompress_gbps'] / nvd if nvd else None, 5)} | "
               f"{fmt(lib['compress_gbps'], 7)} {fmt(lib['decompress_gbps'], 7)}")
     if variants:
         print(f"\nA/B, compress kernel alone (default: 2^{K.hash_log(page)} hash entries, "
               f"in-batch matches by {'match_any' if K.IN_BATCH == 0 else 'shuffles'}):")
-    for name, _, _ in variants:
+    for name, *_ in variants:
         for r in rows:
             nova_r, lib = r["nova"], r["liblz4"]
             g, ratio = nova_r.get(f"{name}_compress_kernel_gbps"), nova_r.get(f"{name}_ratio")
@@ -721,13 +702,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:10s} {r['class']:8s} {g:8.2f} GB/s "
                   f"({g / nova_r['compress_kernel_gbps']:.2f}x the default), ratio /lib "
                   f"{ratio / lib['ratio']:.3f} (default {nova_r['ratio'] / lib['ratio']:.3f})")
-    print("\nA/B, decompress kernel (r2 = the previous round's):")
+    print("\nA/B, decompress kernel (pages per block):")
     for r in rows:
         nova_r = r["nova"]
-        r2 = nova_r.get("r2_decompress_gbps")
-        if r2:
-            print(f"  {r['class']:8s} r3 {nova_r['decompress_gbps']:8.2f} GB/s, r2 {r2:8.2f} "
-                  f"GB/s ({nova_r['decompress_gbps'] / r2:.2f}x)")
+        for key in sorted(k for k in nova_r
+                          if k.startswith("w") and k.endswith("_decompress_gbps")):
+            g = nova_r[key]
+            print(f"  {r['class']:8s} {key.split('_')[0]:4s} {g:8.2f} GB/s "
+                  f"({g / nova_r['decompress_gbps']:.2f}x the default)")
     for r in rows:
         if "end_to_end" in r:
             e = r["end_to_end"]
@@ -737,8 +719,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"every slot on one compute stream {e['one_stream_compress_gbps']:.2f}, "
                   f"3 slots {e['slots3_compress_gbps']:.2f}, slots of twice the pages "
                   f"{e['big_compress_gbps']:.2f}), "
-                  f"decompress {e['decompress_gbps']:.2f} GB/s (r2 kernel "
-                  f"{e['r2_decompress_gbps']:.2f}, 3 slots {e['slots3_decompress_gbps']:.2f}, "
+                  f"decompress {e['decompress_gbps']:.2f} GB/s ("
+                  f"3 slots {e['slots3_decompress_gbps']:.2f}, "
                   f"big slots "
                   f"{e['big_decompress_gbps']:.2f}); "
                   f"pinned H2D {e['h2d_gbps']:.2f} GB/s; compress = "

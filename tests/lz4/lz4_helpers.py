@@ -4,8 +4,6 @@ arrays. (A module of its own name, not conftest: several test directories have a
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from nova.lz4 import kernels as K
@@ -63,10 +61,16 @@ def check_end_rules(block: bytes, size: int) -> None:
         assert at + ml <= size - 5, f"last match ends at {at + ml} of {size}"
 
 
+GRID_CAP = 3
+"""Blocks the helpers launch at most: fewer than the pages need, so the kernels' warps claim
+the remaining pages through their work counter (as on a GPU full of resident blocks)."""
+
+
 def kernel_compress(pages: np.ndarray, device: str, hash_bits: int | None = None,
-                    in_batch: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    in_batch: int | None = None, grid_cap: int = GRID_CAP
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """(blocks at page stride uint8[n * P], sizes uint32[n]) from compress_pages_kernel
-    (default options unless given)."""
+    (default options unless given) on at most `grid_cap` blocks."""
     n, page = pages.shape
     dst = np.zeros(n * page, np.uint8)
     sizes = np.zeros(n, np.uint32)
@@ -74,24 +78,27 @@ def kernel_compress(pages: np.ndarray, device: str, hash_bits: int | None = None
     warps = K.compress_warps_per_block(page, bits)
     K.compress_pages_kernel.launch(
         np.ascontiguousarray(pages).reshape(-1).view(np.uint32), dst, sizes, n, page, -1,
-        bits, K.IN_BATCH if in_batch is None else in_batch, grid=-(-n // warps),
-        block=32 * warps, device=device, shared_bytes=K.compress_shared_bytes(page, warps, bits))
+        bits, K.IN_BATCH if in_batch is None else in_batch, np.zeros(K.WORK_WORDS, np.uint32),
+        grid=max(1, min(-(-n // warps), grid_cap)), block=32 * warps, device=device,
+        shared_bytes=K.compress_shared_bytes(page, warps, bits))
     return dst, sizes
 
 
 def kernel_decompress(payload: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
-                      page: int, device: str, kernel: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """(pages uint8[n, P], status int32[n]) from decompress_pages_kernel (or `kernel`: the
-    previous round's, decompress_pages_kernel_r2, for A/B)."""
+                      page: int, device: str, grid_cap: int = GRID_CAP
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """(pages uint8[n, P], status int32[n]) from decompress_pages_kernel on at most
+    `grid_cap` blocks."""
     n = len(sizes)
     dst = np.zeros(n * page // 4, np.uint32)
     status = np.full(n, -1, np.int32)
     warps = K.warps_per_block(page)
-    (kernel or K.decompress_pages_kernel).launch(
+    K.decompress_pages_kernel.launch(
         np.ascontiguousarray(payload, np.uint8) if len(payload) else np.zeros(1, np.uint8),
         np.ascontiguousarray(offsets, np.uint64), np.ascontiguousarray(sizes, np.uint32),
-        dst, status, n, page, grid=-(-n // warps), block=32 * warps, device=device,
-        shared_bytes=K.decompress_shared_bytes(page, warps))
+        dst, status, n, page, np.zeros(K.WORK_WORDS, np.uint32),
+        grid=max(1, min(-(-n // warps), grid_cap)),
+        block=32 * warps, device=device, shared_bytes=K.decompress_shared_bytes(page, warps))
     return dst.view(np.uint8).reshape(n, page), status
 
 

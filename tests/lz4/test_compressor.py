@@ -56,12 +56,11 @@ def test_roundtrip_through_slots(device, corpus, direct, slot_streams):
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["direct-writes", "d2h"])
-def test_timeline_and_r2_decompressor(device, corpus, direct):
-    """timeline=True reports every slot's stage times (bench/lz4.py --timeline); the previous
-    round's decompression kernel (decompress_kernel="r2", an A/B option) still round-trips."""
+def test_timeline(device, corpus, direct):
+    """timeline=True reports every slot's stage times (bench/lz4.py --timeline)."""
     pages = corpus["mixed"][:20]
     with PageCompressor(PAGE, device, slots=2, pages_per_slot=7, direct_writes=direct,
-                        timeline=True, decompress_kernel="r2") as comp:
+                        timeline=True) as comp:
         batch = comp.compress_pages(pages)
         report = comp.timeline_report()
         np.testing.assert_array_equal(comp.decompress_pages(batch), pages)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -80,7 +81,9 @@ class DecompressResult:
 
 
 def _header_bytes(k: int) -> int:
-    return (4 * k + 7) // 8 * 8
+    """Bytes of a k-entry size table padded to 16: what follows it (offsets; a payload that
+    the compaction kernel writes with 16-byte stores) stays aligned."""
+    return (4 * k + 15) // 16 * 16
 
 
 def _resolve_backend(device: str | None) -> tuple[str, str | None]:
@@ -124,7 +127,6 @@ class PageCompressor:
     `slots` defaults to 6 on cuda (3 elsewhere): a slot is held from its H2D until the host
     has seen its last copy-out finish, so the pipeline keeps H2D busy only while slots x slot
     time >= that latency (H2D + kernel + compaction + host wake-ups, ~3-4x the H2D of a slot).
-    `decompress_kernel`: "r3" (default) or "r2", the previous round's kernel (A/B).
     `timeline=True` records timing events around every stage of every compress slot;
     `timeline_report()` then gives per-stage GPU times of the last call (bench/lz4.py
     --timeline prints them).
@@ -133,20 +135,16 @@ class PageCompressor:
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE, device: str | None = None, *,
                  slots: int | None = None, pages_per_slot: int | None = None,
                  inject_fault: int | None = None, direct_writes: bool = True,
-                 slot_streams: bool | None = None, decompress_kernel: str = "r3",
-                 timeline: bool = False) -> None:
+                 slot_streams: bool | None = None, timeline: bool = False) -> None:
         self.page_size = check_page_size(page_size)
         self.backend, why = _resolve_backend(device)
         if slots is None:
             slots = 6 if self.backend == "cuda" else 3
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise Lz4ArgumentError(f"slots must be a positive int, got {slots!r}")
-        if decompress_kernel not in ("r3", "r2"):
-            raise Lz4ArgumentError(f"decompress_kernel must be 'r3' or 'r2', got "
-                                   f"{decompress_kernel!r}")
-        self.decompress_kernel = decompress_kernel
         self.timeline = timeline
         self._tl: dict[int, dict[str, nova.Event]] = {}  # item -> stage events (timeline)
+        self._tl_host: dict[str, list[float]] = {"submit": [], "stage": []}  # host seconds
         self._tl_start: nova.Event | None = None
         self._tl_bytes: dict[int, tuple[int, int]] = {}  # item -> (page bytes, stored bytes)
         self._tl_bounds: dict[int, tuple[int, int]] = {}  # item -> its pages (this call)
@@ -434,9 +432,11 @@ class PageCompressor:
             # H2D start/end: events on the copy-in stream around the pipeline's H2D (the
             # submit lock orders them; "start" completes when the stream reaches it)
             self._tl_bounds[index] = (lo, hi)
+            t0 = time.perf_counter()
             h0 = self._tl_event(index, "h2d0", pipe.copy_in_stream)
             fut = pipe.submit(data[lo:hi])
             self._tl_event(index, "h2d1", pipe.copy_in_stream)
+            self._tl_host["submit"].append(time.perf_counter() - t0)
             if self._tl_start is None:
                 self._tl_start = h0
             return fut
@@ -469,6 +469,14 @@ class PageCompressor:
         Returns 0: the pipeline itself copies nothing back (its event after the copy-out
         stream's work covers these). With direct_writes=False: wait for the payload size, then
         D2H (the portable fallback)."""
+        t0 = time.perf_counter()
+        try:
+            return self._compress_stage_work(ctx)
+        finally:
+            if self.timeline:
+                self._tl_host["stage"].append(time.perf_counter() - t0)
+
+    def _compress_stage_work(self, ctx: Any) -> int:
         _, _, lo, hi = self._meta.pop(ctx.index)
         k, page = ctx.item.shape[0], self.page_size
         dev, stream = ctx.device, ctx.stream
@@ -560,8 +568,7 @@ class PageCompressor:
                             D.view(meta, np.uint64, k + 1, _header_bytes(k)),
                             D.view(meta, np.uint32, k),
                             D.view(ctx.output, np.uint32, k * page // 4),
-                            D.view(status, np.int32, k), k, page, stream,
-                            kernel=self.decompress_kernel)
+                            D.view(status, np.int32, k), k, page, stream)
         if scratch.event is None:
             scratch.event = dev.create_event()
         scratch.event.record(stream)
@@ -585,8 +592,9 @@ class PageCompressor:
         compress kernel, scan, compaction (direct writes; with direct_writes=False the host
         wait ends at "compact" and the D2H follows) and the sizes' D2H ran, and totals: the
         span, each stage's busy time, and the idle time of the H2D stream between slots."""
-        items, start, nbytes = self._tl, self._tl_start, self._tl_bytes
+        items, start, nbytes, host = self._tl, self._tl_start, self._tl_bytes, self._tl_host
         self._tl, self._tl_start, self._tl_bytes = {}, None, {}
+        self._tl_host = {"submit": [], "stage": []}
         if not items or start is None:
             return {}
         stages = (("h2d", "h2d0", "h2d1"), ("kernel", "k0", "k1"), ("scan", "k1", "s1"),
@@ -634,6 +642,13 @@ class PageCompressor:
                and "h2d_start_ms" in r]
         if lat:
             out["slot_latency_median_ms"] = float(np.median(lat))
+        # host seconds: the caller's submits (including waits for a free slot) and the
+        # compute thread's stage calls (launches), per call; against the wall time they
+        # show whether Python or the device bounds the pipeline
+        for name, vals in host.items():
+            if vals:
+                out[f"host_{name}_total_ms"] = 1e3 * float(sum(vals))
+                out[f"host_{name}_median_ms"] = 1e3 * float(np.median(vals))
         return out
 
     # --- device arrays in -------------------------------------------------------------------

@@ -83,18 +83,39 @@ def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 
 
 def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer, n: int,
                     page_size: int, stream: nova.Stream, fault_page: int = -1,
-                    hash_bits: int | None = None, in_batch: int | None = None) -> None:
+                    hash_bits: int | None = None, in_batch: int | None = None,
+                    warps: int | None = None) -> None:
     """compress_pages_kernel over n pages: src32 uint32[n * page_size / 4] -> staged uint8
     (blocks at page stride) and sizes uint32[n]. hash_bits: the hash table's log2 entries
-    (default K.hash_log(page_size)); the block shape follows from it. in_batch: K.IN_BATCH_*
-    (default K.IN_BATCH)."""
+    (default K.hash_log(page_size)); the block shape follows from it unless `warps` (pages per
+    block) is given. in_batch: K.IN_BATCH_* (default K.IN_BATCH)."""
     bits = K.hash_log(page_size) if hash_bits is None else hash_bits
-    warps = K.compress_warps_per_block(page_size, bits)
+    if warps is None:
+        warps = K.compress_warps_per_block(page_size, bits)
+    smem = K.compress_shared_bytes(page_size, warps, bits)
+    work = _work_counter(stream)
     K.compress_pages_kernel.launch(
         src32, staged, sizes, n, page_size, fault_page, bits,
-        K.IN_BATCH if in_batch is None else in_batch, grid=-(-n // warps),
-        block=32 * warps, stream=stream,
-        shared_bytes=K.compress_shared_bytes(page_size, warps, bits))
+        K.IN_BATCH if in_batch is None else in_batch, work,
+        grid=resident_grid(stream.device, n, warps, smem), block=32 * warps, stream=stream,
+        shared_bytes=smem)
+
+
+def resident_grid(device: nova.Device, n: int, warps: int, shared_bytes: int) -> int:
+    """Blocks for a page kernel over n pages with `warps` pages per block: enough for one page
+    per warp, but no more than fit on the device at once (shared memory bounds them); the
+    kernels' warps then claim the remaining pages one at a time (their `work` counter), so a
+    warp whose pages were quick takes more instead of idling until its block retires."""
+    per_sm = min(K.SM_SHARED_BYTES // (shared_bytes + K.BLOCK_RESERVED), 32, 64 // warps)
+    return max(1, min(-(-n // warps), max(1, per_sm) * device.properties.multiprocessor_count))
+
+
+def _work_counter(stream: nova.Stream) -> nova.Buffer:
+    """The zeroed page counters (uint32[K.WORK_WORDS]) of one page-kernel launch on `stream`."""
+    nbytes = 4 * K.WORK_WORDS
+    work = stream.device.allocate(nbytes, stream=stream)
+    stream.device.memset(work, 0, nbytes, stream=stream)
+    return work.view(np.uint32, (K.WORK_WORDS,))
 
 
 def launch_scan(sizes: nova.Buffer, offsets: nova.Buffer, n: int, run: nova.Buffer,
@@ -111,8 +132,9 @@ def launch_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer
     """The blocks (at page stride in `staged`) to `payload` at `offsets`: device memory, or
     pinned host memory addressed from the device (unified addressing); only if `ready` was
     set by the scan."""
-    if payload.ptr % 4 or staged.ptr % 4:
-        raise ValueError("compaction needs 4-byte aligned staging and payload buffers")
+    if payload.ptr % 16 or staged.ptr % 4:
+        raise ValueError("compaction needs a 16-byte aligned payload and 4-byte aligned "
+                         "staging")
     K.compact_kernel.launch(view(staged, np.uint32, n * page_size // 4), sizes, offsets,
                             payload, view(payload, np.uint32, payload.nbytes // 4), n,
                             page_size, ready, grid=-(-n // COMPACT_WARPS),
@@ -134,12 +156,14 @@ def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.B
 
 def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Buffer,
                       dst32: nova.Buffer, status: nova.Buffer, n: int, page_size: int,
-                      stream: nova.Stream, kernel: str = "r3") -> None:
+                      stream: nova.Stream, warps: int | None = None) -> None:
     """decompress_pages_kernel over n pages: dst32 uint32[n * page_size / 4], status int32[n].
-    kernel="r2": the previous round's decompressor (A/B)."""
-    warps = K.warps_per_block(page_size)
-    fn = K.decompress_pages_kernel if kernel == "r3" else K.decompress_pages_kernel_r2
-    fn.launch(
-        payload, offsets, sizes, dst32, status, n, page_size, grid=-(-n // warps),
-        block=32 * warps, stream=stream,
-        shared_bytes=K.decompress_shared_bytes(page_size, warps))
+    `warps`: pages per block (default K.warps_per_block(page_size))."""
+    if warps is None:
+        warps = K.warps_per_block(page_size)
+    smem = K.decompress_shared_bytes(page_size, warps)
+    work = _work_counter(stream)
+    K.decompress_pages_kernel.launch(
+        payload, offsets, sizes, dst32, status, n, page_size, work,
+        grid=resident_grid(stream.device, n, warps, smem), block=32 * warps, stream=stream,
+        shared_bytes=smem)

@@ -28,8 +28,7 @@ the literals), then the lanes copy the literals and the match into the page in s
 repeats with period d, so lane k copies `out[op - d + k % d]`: every source byte was written
 before the copy started, no lane waits for another; matches of LONG_MATCH bytes or more as
 4-byte words from a multiple of d), and the page is written out 16 bytes per lane. Stored
-pages go to the output directly. `decompress_pages_kernel_r2` is the previous round's kernel
-(A/B). Every read
+pages go to the output directly. Every read
 of the block is checked against the block's length and every write against the page, with
 liblz4's own parsing limits, so any block liblz4's safe decoder rejects is rejected here too,
 and a malicious block can never read or write out of bounds: it only sets its page's status.
@@ -175,22 +174,53 @@ def write_sequence(dst, at, buf, anchor, lit, lb, off, ml, mb, seq, lane):
         k += 32
 
 
+CLAIM_GROUPS = 32
+"""Independent page counters of the page kernels (see claim_next)."""
+CLAIM_STRIDE = 8  # words between two counters: each in its own 32-byte sector
+WORK_WORDS = CLAIM_GROUPS * CLAIM_STRIDE
+"""uint32 words of a page kernel's `work` buffer (zero at the launch)."""
+
+
+@nova.func
+def claim_next(work, lane, group):
+    """The page kernels' work distribution: the grid covers the resident warps (launch
+    geometry: nova.lz4.device.resident_grid), each warp starts at its own page, and a warp that
+    is done takes the next unclaimed page beyond the grid's first pages, so warps whose pages
+    were quick never idle beside slow ones until their block retires. The pages beyond are
+    dealt to up to CLAIM_GROUPS counters (blocks take turns), so that no single address takes
+    every warp's atomic: with quick pages (zero pages decode at ~1 TB/s) one counter's atomics
+    bounded the kernel. Lane 0 claims at the top of a page, so the atomic's latency hides
+    behind that page's work; the caller broadcasts the claim at the end (next_page)."""
+    claim = nova.uint32(0)
+    if lane == 0:
+        claim = nova.atomic_add(work, group * CLAIM_STRIDE, nova.uint32(1))
+    return claim
+
+
+@nova.func
+def next_page(claim, grid_warps, group, groups):
+    """The page lane 0 claimed (claim_next), for every lane: page grid_warps + group +
+    groups * claim (counter `group` deals every groups-th page past the first grid's)."""
+    return grid_warps + group + groups * nova.int32(nova.shuffle_idx(claim, 0, members=FULL))
+
+
 @nova.kernel
 def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_bits,
-                          in_batch):
+                          in_batch, work):
     """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
     raw copy at i * page_size); sizes: uint32[n] (stored size | RAW); hash_bits: log2 of the
     hash table's entries (hash_log(page_size) by default: launch_compress); in_batch: how a
     position finds an earlier position of its own batch (the table cannot hold those yet):
     IN_BATCH_MATCH_ANY (any of them: match_any) or IN_BATCH_SHUFFLE (those 1, 2, 4 or 8 bytes
     back: four shuffles). Positions and lengths within a page are int32 (64-bit integer
-    arithmetic costs two instructions on the GPU)."""
+    arithmetic costs two instructions on the GPU). work: uint32[WORK_WORDS], zero at the
+    launch: the page counters of claim_next."""
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
-    if page >= n_pages:
-        return
-    assert page != fault_page, "nova.lz4: injected fault (test hook)"
+    grid_warps = nova.grid_dim(0) * nwarps
+    groups = min(nova.int32(CLAIM_GROUPS), nova.int32(nova.grid_dim(0)))
+    group = nova.int32(nova.block_id(0)) % groups
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
@@ -207,163 +237,168 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
     table = nova.dynamic_shared_array(nova.uint16, entries, toff)
     table32 = nova.dynamic_shared_array(nova.uint32, entries >> 1, toff)
     hshift = nova.uint32(32 - hlog)
+    while page < n_pages:
+        assert page != fault_page, "nova.lz4: injected fault (test hook)"
+        claim = claim_next(work, lane, group)
+        wbase = page * (page_size // 16) * 4
+        i = lane * 4
+        while i + 128 < nwords:  # two 16-byte loads in flight per lane, then their stores
+            w0 = src[wbase + i]
+            w1 = src[wbase + i + 1]
+            w2 = src[wbase + i + 2]
+            w3 = src[wbase + i + 3]
+            v0 = src[wbase + i + 128]
+            v1 = src[wbase + i + 129]
+            v2 = src[wbase + i + 130]
+            v3 = src[wbase + i + 131]
+            buf32[i] = w0
+            buf32[i + 1] = w1
+            buf32[i + 2] = w2
+            buf32[i + 3] = w3
+            buf32[i + 128] = v0
+            buf32[i + 129] = v1
+            buf32[i + 130] = v2
+            buf32[i + 131] = v3
+            i += 256
+        while i < nwords:
+            w0 = src[wbase + i]
+            w1 = src[wbase + i + 1]
+            w2 = src[wbase + i + 2]
+            w3 = src[wbase + i + 3]
+            buf32[i] = w0
+            buf32[i + 1] = w1
+            buf32[i + 2] = w2
+            buf32[i + 3] = w3
+            i += 128
+        j = lane
+        while j < entries >> 1:
+            table32[j] = nova.uint32(0)
+            j += 32
+        nova.syncwarp()
 
-    wbase = page * (page_size // 16) * 4
-    i = lane * 4
-    while i + 128 < nwords:  # two 16-byte loads in flight per lane, then their stores
-        w0 = src[wbase + i]
-        w1 = src[wbase + i + 1]
-        w2 = src[wbase + i + 2]
-        w3 = src[wbase + i + 3]
-        v0 = src[wbase + i + 128]
-        v1 = src[wbase + i + 129]
-        v2 = src[wbase + i + 130]
-        v3 = src[wbase + i + 131]
-        buf32[i] = w0
-        buf32[i + 1] = w1
-        buf32[i + 2] = w2
-        buf32[i + 3] = w3
-        buf32[i + 128] = v0
-        buf32[i + 129] = v1
-        buf32[i + 130] = v2
-        buf32[i + 131] = v3
-        i += 256
-    while i < nwords:
-        w0 = src[wbase + i]
-        w1 = src[wbase + i + 1]
-        w2 = src[wbase + i + 2]
-        w3 = src[wbase + i + 3]
-        buf32[i] = w0
-        buf32[i + 1] = w1
-        buf32[i + 2] = w2
-        buf32[i + 3] = w3
-        i += 128
-    j = lane
-    while j < entries >> 1:
-        table32[j] = nova.uint32(0)
-        j += 32
-    nova.syncwarp()
-
-    obase = page * page_size
-    limit = size - MF_LIMIT  # the last position a match may start at
-    mlimit = size - LAST_LITERALS  # matches end at or before this
-    below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
-    pos: nova.int32 = 0
-    anchor: nova.int32 = 0
-    op: nova.int32 = 0
-    raw = False
-    misses: nova.int32 = 0  # batches without a match since the last match
-    while pos <= limit:
-        p = pos + lane
-        # every lane loads (lanes past the limit at the limit): no divergent branch; a table
-        # entry is always a position inside the page (0 when empty)
-        inside = p <= limit
-        w = load_word_nc(buf32, min(p, limit))
-        h = (w * nova.uint32(HASH_MUL)) >> hshift
-        c = nova.int32(table[h])
-        wc = load_word_nc(buf32, c)
-        ok = inside and c < p and wc == w
-        # a nearer match inside this batch: the closest earlier valid lane with the same word
-        nvalid = min(limit - pos + 1, 32)
-        valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
-        if in_batch == IN_BATCH_MATCH_ANY:  # uniform: a kernel parameter
-            same = nova.match_any(w) & valid & below
-        else:
-            same = near_repeats(w, lane) & valid
-        if same != 0 and inside:
-            c = pos + 31 - nova.int32(nova.clz(same))
-            ok = True
-        found = nova.ballot(ok, members=FULL)
-        # every lane has read the table: insert the positions up to the first match (the
-        # next batch starts after the match, so later positions would be found as their own
-        # candidates there)
-        first = nova.int32(nova.ctz(found))  # 32 when there is no match
-        if inside and lane <= first:
-            table[h] = nova.uint16(p)
-        nova.syncwarp()  # ... and the next batch sees every insertion
-        if found == 0:
-            misses += 1
-            pos += 32 + 32 * (misses >> SKIP_SHIFT)
-            pending = pos - anchor
-            if op + 1 + pending + pending // 255 >= size:
-                raw = True  # the literals alone already fill the page
-                break
-            continue
-        s = pos + first
-        cand = nova.shuffle_idx(c, first, members=FULL)
-        # extend backwards over pending literals, 4 bytes per step, every lane alike (the
-        # loads broadcast; no warp vote): the equal bytes just below s and cand are the
-        # leading zero bytes of the XOR of the words before them. One step nearly always.
-        room = min(s - anchor, cand)
-        back: nova.int32 = 0
-        while back < room:
-            xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
-            eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
-            back += min(eq, room - back)
-            if eq < 4:
-                break
-        s -= back
-        cand -= back
-        # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no vote;
-        # most matches end there: the corpus' median match is 7 bytes), then 128 bytes per
-        # warp step. The words read start at most at s + maxlen + 3 = size - 2 (their high
-        # word may be the one after the page: see buf32); bytes past maxlen are cut by the
-        # min below.
-        maxlen = mlimit - s
-        mlen = MIN_MATCH + back
-        if mlen < maxlen:
-            x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
-            x1 = load_word_nc(buf32, s + mlen + 4) ^ load_word_nc(buf32, cand + mlen + 4)
-            if x0 != 0:
-                mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
-                maxlen = min(mlen, maxlen)  # ends the warp loop
-            elif x1 != 0:
-                mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
-                maxlen = min(mlen, maxlen)
+        obase = page * page_size
+        limit = size - MF_LIMIT  # the last position a match may start at
+        mlimit = size - LAST_LITERALS  # matches end at or before this
+        below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
+        pos: nova.int32 = 0
+        anchor: nova.int32 = 0
+        op: nova.int32 = 0
+        raw = False
+        misses: nova.int32 = 0  # batches without a match since the last match
+        while pos <= limit:
+            p = pos + lane
+            # every lane loads (lanes past the limit at the limit): no divergent branch; a table
+            # entry is always a position inside the page (0 when empty)
+            inside = p <= limit
+            w = load_word_nc(buf32, min(p, limit))
+            h = (w * nova.uint32(HASH_MUL)) >> hshift
+            c = nova.int32(table[h])
+            wc = load_word_nc(buf32, c)
+            ok = inside and c < p and wc == w
+            # a nearer match inside this batch: the closest earlier valid lane with the same word
+            nvalid = min(limit - pos + 1, 32)
+            valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
+            if in_batch == IN_BATCH_MATCH_ANY:  # uniform: a kernel parameter
+                same = nova.match_any(w) & valid & below
             else:
-                mlen += 8
-        while mlen < maxlen:
-            q = mlen + lane * 4
-            x = nova.uint32(0)
-            if q < maxlen:
-                x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
-            diff = nova.ballot(x != 0, members=FULL)
-            if diff != 0:
-                first_lane = nova.int32(nova.ctz(diff))
-                xl = nova.shuffle_idx(x, first_lane, members=FULL)
-                mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
+                same = near_repeats(w, lane) & valid
+            if same != 0 and inside:
+                c = pos + 31 - nova.int32(nova.clz(same))
+                ok = True
+            found = nova.ballot(ok, members=FULL)
+            # every lane has read the table: insert the positions up to the first match (the
+            # next batch starts after the match, so later positions would be found as their own
+            # candidates there)
+            first = nova.int32(nova.ctz(found))  # 32 when there is no match
+            if inside and lane <= first:
+                table[h] = nova.uint16(p)
+            nova.syncwarp()  # ... and the next batch sees every insertion
+            if found == 0:
+                misses += 1
+                pos += 32 + 32 * (misses >> SKIP_SHIFT)
+                pending = pos - anchor
+                if op + 1 + pending + pending // 255 >= size:
+                    raw = True  # the literals alone already fill the page
+                    break
+                continue
+            s = pos + first
+            cand = nova.shuffle_idx(c, first, members=FULL)
+            # extend backwards over pending literals, 4 bytes per step, every lane alike (the
+            # loads broadcast; no warp vote): the equal bytes just below s and cand are the
+            # leading zero bytes of the XOR of the words before them. One step nearly always.
+            room = min(s - anchor, cand)
+            back: nova.int32 = 0
+            while back < room:
+                xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
+                eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
+                back += min(eq, room - back)
+                if eq < 4:
+                    break
+            s -= back
+            cand -= back
+            # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no vote;
+            # most matches end there: the corpus' median match is 7 bytes), then 128 bytes per
+            # warp step. The words read start at most at s + maxlen + 3 = size - 2 (their high
+            # word may be the one after the page: see buf32); bytes past maxlen are cut by the
+            # min below.
+            maxlen = mlimit - s
+            mlen = MIN_MATCH + back
+            if mlen < maxlen:
+                x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
+                x1 = load_word_nc(buf32, s + mlen + 4) ^ load_word_nc(buf32, cand + mlen + 4)
+                if x0 != 0:
+                    mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
+                    maxlen = min(mlen, maxlen)  # ends the warp loop
+                elif x1 != 0:
+                    mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
+                    maxlen = min(mlen, maxlen)
+                else:
+                    mlen += 8
+            while mlen < maxlen:
+                q = mlen + lane * 4
+                x = nova.uint32(0)
+                if q < maxlen:
+                    x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
+                diff = nova.ballot(x != 0, members=FULL)
+                if diff != 0:
+                    first_lane = nova.int32(nova.ctz(diff))
+                    xl = nova.shuffle_idx(x, first_lane, members=FULL)
+                    mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
+                    break
+                mlen += 128
+            mlen = min(mlen, maxlen)
+            lit = s - anchor
+            ml = mlen - MIN_MATCH
+            lb = length_bytes(lit)
+            mb = length_bytes(ml)
+            seq = 1 + lb + lit + 2 + mb
+            if op + seq + 1 + LAST_LITERALS >= size:
+                raw = True
                 break
-            mlen += 128
-        mlen = min(mlen, maxlen)
-        lit = s - anchor
-        ml = mlen - MIN_MATCH
-        lb = length_bytes(lit)
-        mb = length_bytes(ml)
-        seq = 1 + lb + lit + 2 + mb
-        if op + seq + 1 + LAST_LITERALS >= size:
-            raw = True
-            break
-        write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq, lane)
-        op += seq
-        pos = s + mlen
-        anchor = pos
-        misses = 0
-    if not raw:
-        lit = size - anchor
-        lb = length_bytes(lit)
-        if op + 1 + lb + lit >= size:
-            raw = True
-        else:
-            write_sequence(dst, obase + op, buf, anchor, lit, lb, 0, 0, 0, 1 + lb + lit, lane)
-            op += 1 + lb + lit
-    if raw:
-        k = lane
-        while k < size:
-            dst[obase + k] = buf[k]
-            k += 32
-        op = size
-    if lane == 0:
-        sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
+            write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq, lane)
+            op += seq
+            pos = s + mlen
+            anchor = pos
+            misses = 0
+        if not raw:
+            lit = size - anchor
+            lb = length_bytes(lit)
+            if op + 1 + lb + lit >= size:
+                raw = True
+            else:
+                write_sequence(dst, obase + op, buf, anchor, lit, lb, 0, 0, 0, 1 + lb + lit, lane)
+                op += 1 + lb + lit
+        if raw:
+            k = lane
+            while k < size:
+                dst[obase + k] = buf[k]
+                k += 32
+            op = size
+        if lane == 0:
+            sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
+        # the next page: the one claimed at the top of this iteration
+        nova.syncwarp()  # every lane is done with the shared page
+        page = next_page(claim, grid_warps, group, groups)
 
 
 LONG_MATCH = 256  # matches this long take the word path (see decompress_pages_kernel)
@@ -371,10 +406,11 @@ PERIOD_MIN = 132  # the word path copies from a multiple of the offset >= this (
 
 
 @nova.kernel
-def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size):
+def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size, work):
     """src: uint8 payload; offsets: uint64[n + 1]; sizes: uint32[n] (stored size | RAW);
     dst: uint32[n * page_size / 4]; status: int32[n] (STATUS_*). A page with a nonzero
     status is left unwritten. Positions within a block and a page are int32.
+    work: uint32[WORK_WORDS], zero at the launch (claim_next).
 
     Per sequence, the loads that do not depend on each other are issued together: as soon as
     the literal length is known, the offset bytes and the byte after them (the next token, or
@@ -390,8 +426,9 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
-    if page >= n_pages:
-        return
+    grid_warps = nova.grid_dim(0) * nwarps
+    groups = min(nova.int32(CLAIM_GROUPS), nova.int32(nova.grid_dim(0)))
+    group = nova.int32(nova.block_id(0)) % groups
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
@@ -399,154 +436,158 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     out = nova.dynamic_shared_array(nova.uint8, size, pbase)
     out32 = nova.dynamic_shared_array(nova.uint32, nwords, pbase)
     total = len(src)
-    start = nova.int64(offsets[page])
-    stop = nova.int64(offsets[page + 1])
-    entry = sizes[page]
-    clen64 = nova.int64(entry & nova.uint32(LEN_MASK))
-    err: nova.int32 = STATUS_OK
-    written = False  # the page went straight to dst (a raw page), not through shared memory
-    wbase = page * (page_size // 16) * 4  # the page's first word in dst: a multiple of 4
-    if stop < start or stop - start != clen64 or stop > total:
-        err = STATUS_BAD_ENTRY
-    elif (entry & nova.uint32(RAW)) != 0:
-        if clen64 != page_size:
+    while page < n_pages:
+        claim = claim_next(work, lane, group)
+        start = nova.int64(offsets[page])
+        stop = nova.int64(offsets[page + 1])
+        entry = sizes[page]
+        clen64 = nova.int64(entry & nova.uint32(LEN_MASK))
+        err: nova.int32 = STATUS_OK
+        written = False  # the page went straight to dst (a raw page), not through shared memory
+        wbase = page * (page_size // 16) * 4  # the page's first word in dst: a multiple of 4
+        if stop < start or stop - start != clen64 or stop > total:
+            err = STATUS_BAD_ENTRY
+        elif (entry & nova.uint32(RAW)) != 0:
+            if clen64 != page_size:
+                err = STATUS_CORRUPT
+            else:  # a stored page: 4 byte loads (the block need not be aligned), one word store
+                rw = lane
+                while rw < nwords:
+                    rb = start + rw * 4
+                    dst[wbase + rw] = (nova.uint32(src[rb]) | (nova.uint32(src[rb + 1]) << 8)
+                                       | (nova.uint32(src[rb + 2]) << 16)
+                                       | (nova.uint32(src[rb + 3]) << 24))
+                    rw += 32
+                written = True
+        elif clen64 < 1:
             err = STATUS_CORRUPT
-        else:  # a stored page: 4 byte loads (the block need not be aligned), one word store
-            rw = lane
-            while rw < nwords:
-                rb = start + rw * 4
-                dst[wbase + rw] = (nova.uint32(src[rb]) | (nova.uint32(src[rb + 1]) << 8)
-                                   | (nova.uint32(src[rb + 2]) << 16)
-                                   | (nova.uint32(src[rb + 3]) << 24))
-                rw += 32
-            written = True
-    elif clen64 < 1:
-        err = STATUS_CORRUPT
-    else:
-        clen = nova.int32(clen64)
-        token = nova.int32(src[start])
-        ip: nova.int32 = 1
-        op: nova.int32 = 0
-        while True:
-            # token was read at ip - 1
-            lit = token >> 4
-            if lit == 15:
-                if ip >= clen - 15:
-                    err = STATUS_CORRUPT
-                    break
-                while True:
-                    b = nova.int32(src[start + ip])
-                    ip += 1
-                    lit += b
-                    if ip > clen - 15 or lit > size:
+        else:
+            clen = nova.int32(clen64)
+            token = nova.int32(src[start])
+            ip: nova.int32 = 1
+            op: nova.int32 = 0
+            while True:
+                # token was read at ip - 1
+                lit = token >> 4
+                if lit == 15:
+                    if ip >= clen - 15:
                         err = STATUS_CORRUPT
                         break
-                    if b != 255:
+                    while True:
+                        b = nova.int32(src[start + ip])
+                        ip += 1
+                        lit += b
+                        if ip > clen - 15 or lit > size:
+                            err = STATUS_CORRUPT
+                            break
+                        if b != 255:
+                            break
+                    if err != STATUS_OK:
                         break
-                if err != STATUS_OK:
-                    break
-            q = ip + lit  # the offset's position (when the sequence has a match)
-            # `|` rather than `or`: no short circuit, one branch (the operands are plain compares)
-            last = (op + lit > size - MF_LIMIT) | (q > clen - 8)
-            if last and ((q != clen) | (op + lit != size)):
-                err = STATUS_CORRUPT
-                break
-            d: nova.int32 = 0
-            nxt: nova.int32 = 0
-            if not last:  # q + 2 <= clen - 6: in the block. Loaded before the literals' stores
-                d = nova.int32(src[start + q]) | (nova.int32(src[start + q + 1]) << 8)
-                nxt = nova.int32(src[start + q + 2])
-            if lit <= 32:
-                if lane < lit:
-                    out[op + lane] = src[start + ip + lane]
-            else:
-                k = lane
-                while k < lit:
-                    out[op + k] = src[start + ip + k]
-                    k += 32
-            op += lit
-            if last:
-                break
-            ip = q + 3  # past the offset and nxt
-            ml = token & 15
-            if ml == 15:
-                b = nxt
-                ml += b
-                if ip > clen - 4 or ml > size:
+                q = ip + lit  # the offset's position (when the sequence has a match)
+                # `|` rather than `or`: no short circuit, one branch (plain compares)
+                last = (op + lit > size - MF_LIMIT) | (q > clen - 8)
+                if last and ((q != clen) | (op + lit != size)):
                     err = STATUS_CORRUPT
                     break
-                while b == 255:
-                    b = nova.int32(src[start + ip])
-                    ip += 1
+                d: nova.int32 = 0
+                nxt: nova.int32 = 0
+                if not last:  # q + 2 <= clen - 6: in the block. Loaded before the literals' stores
+                    d = nova.int32(src[start + q]) | (nova.int32(src[start + q + 1]) << 8)
+                    nxt = nova.int32(src[start + q + 2])
+                if lit <= 32:
+                    if lane < lit:
+                        out[op + lane] = src[start + ip + lane]
+                else:
+                    k = lane
+                    while k < lit:
+                        out[op + k] = src[start + ip + k]
+                        k += 32
+                op += lit
+                if last:
+                    break
+                ip = q + 3  # past the offset and nxt
+                ml = token & 15
+                if ml == 15:
+                    b = nxt
                     ml += b
                     if ip > clen - 4 or ml > size:
                         err = STATUS_CORRUPT
                         break
-                if err != STATUS_OK:
-                    break
-                if ip >= clen:
+                    while b == 255:
+                        b = nova.int32(src[start + ip])
+                        ip += 1
+                        ml += b
+                        if ip > clen - 4 or ml > size:
+                            err = STATUS_CORRUPT
+                            break
+                    if err != STATUS_OK:
+                        break
+                    if ip >= clen:
+                        err = STATUS_CORRUPT
+                        break
+                    nxt = nova.int32(src[start + ip])  # the next token
+                    ip += 1
+                ml += MIN_MATCH
+                if (d == 0) | (d > op) | (op + ml > size - LAST_LITERALS):
                     err = STATUS_CORRUPT
                     break
-                nxt = nova.int32(src[start + ip])  # the next token
-                ip += 1
-            ml += MIN_MATCH
-            if (d == 0) | (d > op) | (op + ml > size - LAST_LITERALS):
-                err = STATUS_CORRUPT
-                break
-            token = nxt
-            base = op - d
-            nova.syncwarp()  # the bytes this match copies are in place
-            if ml <= 32:
-                if lane < ml:
-                    j = lane
-                    if ml > d:  # overlapping: a run of period d (1, 2, 4, 8: no division)
-                        if (d & (d - 1)) == 0:
-                            j = lane & (d - 1)
-                        else:
-                            j = nova.int32(nova.uint32(lane) % nova.uint32(d))
-                    out[op + lane] = out[base + j]
-            elif ml < LONG_MATCH:
-                copy_periodic(out, op, base, d, ml, lane)
-            else:
-                period = d
-                if d < PERIOD_MIN:
-                    period = d * nova.int32(nova.uint32(PERIOD_MIN - 1 + d) // nova.uint32(d))
-                end = op + ml
-                a0 = (op + period - d + 3) & -4  # bytes before a0 byte by byte (< 135 bytes)
-                ae = end & -4
-                copy_periodic(out, op, base, d, a0 - op, lane)
-                cur = a0
-                while cur < ae:
-                    nova.syncwarp()  # everything before cur is in place
-                    p = cur + lane * 4
-                    if p < ae:
-                        s = p - period
-                        i = s >> 2
-                        sh = nova.uint32((s & 3) * 8)
-                        out32[p >> 2] = ((out32[i] >> sh)
-                                         | ((out32[i + 1] << nova.uint32(1))
-                                            << (nova.uint32(31) - sh)))
-                    cur += 128
-                nova.syncwarp()
-                if lane < end - ae:
-                    out[ae + lane] = out[ae + lane - period]
-            op += ml
-    nova.syncwarp()
-    if err == STATUS_OK and not written:
-        i = lane * 4  # v4 stores: wbase is a multiple of 4 words
-        while i < nwords:
-            w0 = out32[i]
-            w1 = out32[i + 1]
-            w2 = out32[i + 2]
-            w3 = out32[i + 3]
-            dst[wbase + i] = w0
-            dst[wbase + i + 1] = w1
-            dst[wbase + i + 2] = w2
-            dst[wbase + i + 3] = w3
-            i += 128
-    if lane == 0:
-        status[page] = err
-    nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
+                token = nxt
+                base = op - d
+                nova.syncwarp()  # the bytes this match copies are in place
+                if ml <= 32:
+                    if lane < ml:
+                        j = lane
+                        if ml > d:  # overlapping: a run of period d (1, 2, 4, 8: no division)
+                            if (d & (d - 1)) == 0:
+                                j = lane & (d - 1)
+                            else:
+                                j = nova.int32(nova.uint32(lane) % nova.uint32(d))
+                        out[op + lane] = out[base + j]
+                elif ml < LONG_MATCH:
+                    copy_periodic(out, op, base, d, ml, lane)
+                else:
+                    period = d
+                    if d < PERIOD_MIN:
+                        period = d * nova.int32(nova.uint32(PERIOD_MIN - 1 + d) // nova.uint32(d))
+                    end = op + ml
+                    a0 = (op + period - d + 3) & -4  # bytes before a0 byte by byte (< 135 bytes)
+                    ae = end & -4
+                    copy_periodic(out, op, base, d, a0 - op, lane)
+                    cur = a0
+                    while cur < ae:
+                        nova.syncwarp()  # everything before cur is in place
+                        p = cur + lane * 4
+                        if p < ae:
+                            s = p - period
+                            i = s >> 2
+                            sh = nova.uint32((s & 3) * 8)
+                            out32[p >> 2] = ((out32[i] >> sh)
+                                             | ((out32[i + 1] << nova.uint32(1))
+                                                << (nova.uint32(31) - sh)))
+                        cur += 128
+                    nova.syncwarp()
+                    if lane < end - ae:
+                        out[ae + lane] = out[ae + lane - period]
+                op += ml
+        nova.syncwarp()
+        if err == STATUS_OK and not written:
+            i = lane * 4  # v4 stores: wbase is a multiple of 4 words
+            while i < nwords:
+                w0 = out32[i]
+                w1 = out32[i + 1]
+                w2 = out32[i + 2]
+                w3 = out32[i + 3]
+                dst[wbase + i] = w0
+                dst[wbase + i + 1] = w1
+                dst[wbase + i + 2] = w2
+                dst[wbase + i + 3] = w3
+                i += 128
+        if lane == 0:
+            status[page] = err
+        # the next page: the one claimed at the top of this iteration
+        nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
+        page = next_page(claim, grid_warps, group, groups)
 
 
 @nova.func
@@ -571,125 +612,6 @@ def copy_periodic(out, op, base, d, n, lane):
         if r >= d:
             r -= d
         k += 32
-
-
-@nova.kernel
-def decompress_pages_kernel_r2(src, offsets, sizes, dst, status, n_pages, page_size):
-    """The previous round's decompressor (bench/lz4.py times it beside the default for A/B):
-    every copy byte by byte, a modulo per byte of an overlapping match, one load in flight at a
-    time. src: uint8 payload; offsets: uint64[n + 1]; sizes: uint32[n] (stored size | RAW);
-    dst: uint32[n * page_size / 4]; status: int32[n] (STATUS_*). A page with a nonzero
-    status is left unwritten. Positions within a block and a page are int32."""
-    warp = nova.thread_id(0) // 32
-    nwarps = nova.block_dim(0) // 32
-    page = nova.block_id(0) * nwarps + warp
-    if page >= n_pages:
-        return
-    lane = nova.int32(nova.lane_id())
-    size = nova.int32(page_size)
-    nwords = size >> 2
-    pbase = warp * (page_size // 16) * 16  # provably 16-byte aligned: v4 loads of the page
-    out = nova.dynamic_shared_array(nova.uint8, size, pbase)
-    out32 = nova.dynamic_shared_array(nova.uint32, nwords, pbase)
-    total = len(src)
-    start = nova.int64(offsets[page])
-    stop = nova.int64(offsets[page + 1])
-    entry = sizes[page]
-    clen64 = nova.int64(entry & nova.uint32(LEN_MASK))
-    err: nova.int32 = STATUS_OK
-    if stop < start or stop - start != clen64 or stop > total:
-        err = STATUS_BAD_ENTRY
-    elif (entry & nova.uint32(RAW)) != 0:
-        if clen64 != page_size:
-            err = STATUS_CORRUPT
-        else:
-            k = lane
-            while k < size:
-                out[k] = src[start + k]
-                k += 32
-    else:
-        clen = nova.int32(clen64)
-        ip: nova.int32 = 0
-        op: nova.int32 = 0
-        while True:
-            if ip >= clen:
-                err = STATUS_CORRUPT
-                break
-            token = nova.int32(src[start + ip])
-            ip += 1
-            lit = token >> 4
-            if lit == 15:
-                if ip >= clen - 15:
-                    err = STATUS_CORRUPT
-                    break
-                while True:
-                    b = nova.int32(src[start + ip])
-                    ip += 1
-                    lit += b
-                    if ip > clen - 15 or lit > size:
-                        err = STATUS_CORRUPT
-                        break
-                    if b != 255:
-                        break
-                if err != STATUS_OK:
-                    break
-            last = op + lit > size - MF_LIMIT or ip + lit > clen - 8
-            if last and (ip + lit != clen or op + lit != size):
-                err = STATUS_CORRUPT
-                break
-            k = lane
-            while k < lit:
-                out[op + k] = src[start + ip + k]
-                k += 32
-            ip += lit
-            op += lit
-            if last:
-                break
-            d = nova.int32(src[start + ip]) | (nova.int32(src[start + ip + 1]) << 8)
-            ip += 2
-            ml = token & 15
-            if ml == 15:
-                while True:
-                    b = nova.int32(src[start + ip])
-                    ip += 1
-                    ml += b
-                    if ip > clen - 4 or ml > size:
-                        err = STATUS_CORRUPT
-                        break
-                    if b != 255:
-                        break
-                if err != STATUS_OK:
-                    break
-            ml += MIN_MATCH
-            if d == 0 or d > op or op + ml > size - LAST_LITERALS:
-                err = STATUS_CORRUPT
-                break
-            nova.syncwarp()  # the bytes this match copies are in place
-            k = lane
-            base = op - d
-            dd = nova.uint32(d)
-            while k < ml:
-                kk = nova.uint32(k)
-                out[op + k] = out[base + nova.int32(kk % dd if kk >= dd else kk)]
-                k += 32
-            op += ml
-    nova.syncwarp()
-    if err == STATUS_OK:
-        wbase = page * (page_size // 16) * 4  # a multiple of 4 words: v4 stores
-        i = lane * 4
-        while i < nwords:
-            w0 = out32[i]
-            w1 = out32[i + 1]
-            w2 = out32[i + 2]
-            w3 = out32[i + 3]
-            dst[wbase + i] = w0
-            dst[wbase + i + 1] = w1
-            dst[wbase + i + 2] = w2
-            dst[wbase + i + 3] = w3
-            i += 128
-    if lane == 0:
-        status[page] = err
-    nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
 
 
 SM_SHARED_BYTES = 228 * 1024
@@ -766,17 +688,26 @@ def scan_sizes_kernel(sizes, offsets, n, run, ready):
         ready[0] = nova.uint32(1)
 
 
+@nova.func
+def funnel(lo, hi, shift):
+    """The 4 bytes at byte `shift / 8` (0..3) of the 8-byte pair lo, hi (little endian); the
+    shift is split so that it stays below 32 when shift is 0."""
+    return (lo >> shift) | ((hi << nova.uint32(1)) << (nova.uint32(31) - shift))
+
+
 @nova.kernel
 def compact_kernel(staged, sizes, offsets, payload, payload32, n_pages, page_size, ready):
     """Copy each page's stored bytes from its page-sized slot in `staged` (uint32 view; page
     starts are 4-byte aligned) to byte `offsets[i]` of the payload (one warp per page).
-    `payload` and `payload32` are byte and word views of one 4-byte aligned buffer: the bytes
-    before the first and after the last 4-byte boundary inside the page's range are stored one
-    by one (a neighbouring page's warp owns the rest of those words), the words in between
-    whole, each assembled from two aligned source words and a funnel shift: 128 bytes per warp
-    step instead of 32. Does nothing unless ready[0] is set: the compaction may run on another
-    stream than the scan (behind an event), and if the slot failed before its scan ran, its
-    offsets are stale and must not be used to write anywhere."""
+    `payload` and `payload32` are byte and word views of one 16-byte aligned buffer: the bytes
+    before the first and after the last 16-byte boundary inside the page's range are stored one
+    by one (a neighbouring page's warp owns the rest of those lines), the 16-byte chunks in
+    between whole (one v4 store per lane, each word assembled from two aligned source words and
+    a funnel shift): a warp step writes 512 aligned bytes. The payload is usually pinned host
+    memory written over PCIe, where whole aligned lines travel as full write packets and a
+    line split between two packets costs two. Does nothing unless ready[0] is set: the
+    compaction may run on another stream than the scan (behind an event), and if the slot
+    failed before its scan ran, its offsets are stale and must not be used to write anywhere."""
     lane = nova.int32(nova.lane_id())
     page = (nova.block_id(0) * nova.block_dim(0) + nova.thread_id(0)) // 32
     if page >= n_pages or ready[0] == nova.uint32(0):
@@ -784,25 +715,30 @@ def compact_kernel(staged, sizes, offsets, payload, payload32, n_pages, page_siz
     size = nova.int32(sizes[page] & nova.uint32(LEN_MASK))
     src = page * (page_size // 4)  # word index of the page's slot
     dst = nova.int64(offsets[page])
-    head = min(size, nova.int32((4 - (dst & 3)) & 3))
-    words = (size - head) >> 2
-    tail = size - head - 4 * words
+    head = min(size, nova.int32((16 - (dst & 15)) & 15))
+    chunks = (size - head) >> 4
+    tail = size - head - 16 * chunks
     if lane < head:
         w = staged[src + (lane >> 2)]
         payload[dst + lane] = nova.uint8(w >> nova.uint32(8 * (lane & 3)))
     if lane < tail:
-        b = head + 4 * words + lane
+        b = head + 16 * chunks + lane
         w = staged[src + (b >> 2)]
         payload[dst + b] = nova.uint8(w >> nova.uint32(8 * (b & 3)))
     shift = nova.uint32(8 * (head & 3))
-    first_word = (dst + head) >> 2
-    nsrc = nova.int32(page_size // 4)
+    first = ((dst + head) >> 4) * 4  # the first chunk's word: a multiple of 4 (v4 stores)
+    last_src = nova.int32(page_size // 4) - 1
     j = lane
-    while j < words:
-        b = head + 4 * j  # source byte of this word, within the page
-        i = b >> 2
-        lo = staged[src + i]
-        hi = staged[src + min(i + 1, nsrc - 1)]
-        payload32[first_word + j] = (lo >> shift) | ((hi << nova.uint32(1)) <<
-                                                     (nova.uint32(31) - shift))
+    while j < chunks:
+        i = (head >> 2) + 4 * j  # the chunk's first source word, within the page
+        w0 = staged[src + i]
+        w1 = staged[src + i + 1]
+        w2 = staged[src + i + 2]
+        w3 = staged[src + i + 3]
+        w4 = staged[src + min(i + 4, last_src)]
+        at = first + 4 * nova.int64(j)
+        payload32[at] = funnel(w0, w1, shift)
+        payload32[at + 1] = funnel(w1, w2, shift)
+        payload32[at + 2] = funnel(w2, w3, shift)
+        payload32[at + 3] = funnel(w3, w4, shift)
         j += 32
