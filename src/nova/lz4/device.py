@@ -9,7 +9,8 @@ cross PCIe on the way back, and the host never touches the payload page by page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,15 @@ class SlotScratch:
     event: nova.Event | None = None  # behind the slot's kernel (orders the status copy)
     stream: nova.Stream | None = None  # the slot's own compute stream (slot_streams)
     start_event: nova.Event | None = None  # the slot's H2D is done (slot_streams)
+    payload_dev: nova.Buffer | None = None  # the slot's compacted payload (copy-engine D2H)
+    total_event: nova.Event | None = None  # after the scan's total reached host_total
+    d2h_event: nova.Event | None = None  # after the payload's D2H (the buffer is free again)
+    d2h_queued: threading.Event = field(default_factory=threading.Event)
+    """Set when the copy-out thread has queued (or given up) the slot's last payload D2H:
+    only then does d2h_event stand for it."""
+
+    def __post_init__(self) -> None:
+        self.d2h_queued.set()  # nothing queued yet
 
     def grow(self, device: nova.Device, name: str, nbytes: int) -> nova.Buffer:
         """Device buffer `name`, reallocated when smaller than `nbytes`."""
@@ -59,12 +69,12 @@ class SlotScratch:
 
     def free(self) -> None:
         for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev",
-                     "sizes_dev", "ready_dev"):
+                     "sizes_dev", "ready_dev", "payload_dev"):
             buf = getattr(self, name)
             if buf is not None:
                 buf.free()
                 setattr(self, name, None)
-        for name in ("event", "start_event"):
+        for name in ("event", "start_event", "total_event", "d2h_event"):
             ev = getattr(self, name)
             if ev is not None:
                 ev.close()
