@@ -17,10 +17,9 @@ mixed), per class:
   (H2D, kernels, D2H on three streams, slots), and the pinned H2D bandwidth it is measured
   against.
 
-A/B in the same run: the compress kernel's options
-(--variants) and pages per block of the decompressor (--decompress-warps); end to
-end, the D2H path instead of direct writes, one compute stream, 3 slots (the previous default;
-now 6 on cuda) and slots of twice the pages. --timeline adds, end to end, the GPU time of every
+A/B in the same run: the compress kernel's options (--variants) and pages per block of the
+decompressor (--decompress-warps); end to end, one compute stream, 3 slots (6 by default on
+cuda) and slots of half the pages. --timeline adds, end to end, the GPU time of every
 stage of every compress slot (timing events: H2D, kernel, scan, compaction, D2H), so a run shows
 where the pipeline's time goes.
 
@@ -477,18 +476,15 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
 
     t_h2d, _ = wall(h2d, repeats)
     out: dict[str, Any] = {"h2d_gbps": pages.nbytes / t_h2d / 1e9}
-    # the default (direct writes, a stream per slot on cuda, 6 slots on cuda), then the A/B
-    # configurations: the D2H path, one compute stream, 3 slots (the previous default), slots
-    # of twice the pages
-    big = 2 * (per_slot or (16 << 20) // page)
-    for key, direct, slot_streams, n_slots, n_per in (("", True, None, slots, per_slot),
-                                                      ("d2h_", False, None, slots, per_slot),
-                                                      ("one_stream_", True, False, slots,
-                                                       per_slot),
-                                                      ("slots3_", True, None, 3, per_slot),
-                                                      ("big_", True, None, slots, big)):
+    # the default (a stream per slot on cuda, 6 slots of 32 MiB on cuda), then the A/B
+    # configurations: one compute stream, 3 slots, slots of half the pages
+    half = max(1, (per_slot or (32 << 20) // page) // 2)
+    for key, slot_streams, n_slots, n_per in (("", None, slots, per_slot),
+                                              ("one_stream_", False, slots, per_slot),
+                                              ("slots3_", None, 3, per_slot),
+                                              ("half_", None, slots, half)):
         with PageCompressor(page, dev.kind, slots=n_slots, pages_per_slot=n_per,
-                            direct_writes=direct, slot_streams=slot_streams) as comp:
+                            slot_streams=slot_streams) as comp:
             t_c, batch = wall(lambda comp=comp: comp.compress_pages(pinned), repeats)
             t_d, back = wall(lambda comp=comp, batch=batch: comp.decompress_pages(batch),
                              repeats)
@@ -503,17 +499,15 @@ def bench_end_to_end(dev: nova.Device, pages: np.ndarray, repeats: int, slots: i
             if not key:
                 out["pages_per_slot"], out["slots"] = comp.pages_per_slot, comp.slots
     if timeline:  # where the time goes: timing events around every stage of every slot
-        for key, direct in (("", True), ("d2h_", False)):
-            with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot,
-                                direct_writes=direct) as comp:
-                comp.compress_pages(pinned)  # warm-up (kernels loaded, scratch allocated)
-                comp.timeline = True
-                t0 = time.perf_counter()
-                comp.compress_pages(pinned)
-                wall_ms = (time.perf_counter() - t0) * 1e3
-                report = comp.timeline_report()
-                report["wall_ms"] = wall_ms
-                out[f"{key}timeline"] = report
+        with PageCompressor(page, dev.kind, slots=slots, pages_per_slot=per_slot) as comp:
+            comp.compress_pages(pinned)  # warm-up (kernels loaded, scratch allocated)
+            comp.timeline = True
+            t0 = time.perf_counter()
+            comp.compress_pages(pinned)
+            wall_ms = (time.perf_counter() - t0) * 1e3
+            report = comp.timeline_report()
+            report["wall_ms"] = wall_ms
+            out["timeline"] = report
     out["compress_vs_h2d"] = out["compress_gbps"] / out["h2d_gbps"]
     host.free()
     d.free()
@@ -715,20 +709,18 @@ def main(argv: list[str] | None = None) -> int:
             e = r["end_to_end"]
             print(f"\nend to end ({r['class']}, pinned host -> host, {e['slots']} slots of "
                   f"{e['pages_per_slot']} pages): compress {e['compress_gbps']:.2f} GB/s "
-                  f"(A/B: wait + D2H instead of direct writes {e['d2h_compress_gbps']:.2f}, "
-                  f"every slot on one compute stream {e['one_stream_compress_gbps']:.2f}, "
-                  f"3 slots {e['slots3_compress_gbps']:.2f}, slots of twice the pages "
-                  f"{e['big_compress_gbps']:.2f}), "
+                  f"(A/B: every slot on one compute stream {e['one_stream_compress_gbps']:.2f}, "
+                  f"3 slots {e['slots3_compress_gbps']:.2f}, slots of half the pages "
+                  f"{e['half_compress_gbps']:.2f}), "
                   f"decompress {e['decompress_gbps']:.2f} GB/s ("
                   f"3 slots {e['slots3_decompress_gbps']:.2f}, "
-                  f"big slots "
-                  f"{e['big_decompress_gbps']:.2f}); "
+                  f"half slots "
+                  f"{e['half_decompress_gbps']:.2f}); "
                   f"pinned H2D {e['h2d_gbps']:.2f} GB/s; compress = "
                   f"{100 * e['compress_vs_h2d']:.0f}% of H2D")
-            for key in ("", "d2h_"):
-                tl = e.get(f"{key}timeline")
-                if tl:
-                    print_timeline(key or "direct writes ", tl)
+            tl = e.get("timeline")
+            if tl:
+                print_timeline("default", tl)
     print(f"\nverification: {FAILURES if FAILURES else 'all outputs verified'}")
     report = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "device": dev.name,
               "kind": dev.kind, "host": platform.node(), "command": " ".join(sys.argv),

@@ -5,15 +5,16 @@ Compression of one call: the pages are cut into chunks of `pages_per_slot`; each
 item of a `nova.Pipeline` with `slots` slots (pinned staging, H2D on a copy-in stream, the
 kernels on a compute stream, D2H on a copy-out stream, events in between, back-pressure when
 every slot is busy, results in order). A slot's kernels are: compress (one warp per page, blocks
-at page stride in scratch) and a scan of the size table on the compute stream, then, on the
-copy-out stream behind an event, the compaction of the blocks straight into the call's pinned
-result payload (after the previous slot's) and a D2H of the size table; no host wait, no host
-copy (`direct_writes=False`: wait for the payload size, then D2H). On cuda each slot's compress
-kernel and scan run on a stream of the slot's own (`slot_streams`), so the next slot's kernel
-fills the SMs while this slot's last pages finish: one warp compresses one page, so a slot of
-4096 pages is only ~1.1 waves of resident warps on an H100, and on one stream the tail of every
-slot left most SMs idle. The scans stay in slot order (each waits for the previous slot's).
-Decompression: the chunk's
+at page stride in scratch), a scan of the size table and a compaction of the blocks into device
+memory; the size table and the payload's total come back behind an event, and a copy-out thread
+(not the thread queueing kernels) waits for that total and queues one copy-engine D2H of
+exactly the payload, after the previous slot's, into the call's pinned result: no host copy, and
+the PCIe transfer beside the H2D runs on the copy engines. (The compaction kernel writing the
+payload straight into pinned memory, which the device addresses, needs no hand-off, but the
+SMs' stores over PCIe slowed the H2D to ~33 GB/s end to end against ~50 with the compaction in
+device memory on an H100: scripts/lz4-pipeline-bound.py.) On cuda each slot's kernels run on a
+stream of the slot's own (`slot_streams`), so the next slot's kernel fills the SMs while this
+slot's last pages finish. Decompression: the chunk's
 payload goes up, its size table and offsets from pinned memory, the pages come back into the
 call's pinned result and the per-page statuses into a pinned status array.
 
@@ -47,6 +48,7 @@ import numpy as np
 import nova
 from nova.lz4 import cpu
 from nova.lz4 import device as D
+from nova.lz4 import kernels as K
 from nova.lz4.batch import (
     DEFAULT_PAGE_SIZE,
     CompressedBatch,
@@ -122,7 +124,7 @@ class PageCompressor:
     (cuda if usable, else liblz4 with a FallbackWarning). `slots`: pipeline depth;
     `pages_per_slot`: pages per chunk (default: 16 MiB of pages on cuda, 256 pages elsewhere).
     `slot_streams`: run each slot's compress kernel on a stream of its own so slots overlap
-    on the SMs (default: on cuda with direct_writes; the module docstring says why). A kernel
+    on the SMs (default: on cuda; the module docstring says why). A kernel
     fault there reaches the pipeline through cuda's sticky context error; on the CPU device
     (which keeps a failure per stream) use it only without inject_fault.
     `slots` defaults to 6 on cuda (3 elsewhere): a slot is held from its H2D until the host
@@ -135,7 +137,7 @@ class PageCompressor:
 
     def __init__(self, page_size: int = DEFAULT_PAGE_SIZE, device: str | None = None, *,
                  slots: int | None = None, pages_per_slot: int | None = None,
-                 inject_fault: int | None = None, direct_writes: bool = True,
+                 inject_fault: int | None = None,
                  slot_streams: bool | None = None, timeline: bool = False) -> None:
         self.page_size = check_page_size(page_size)
         self.backend, why = _resolve_backend(device)
@@ -153,7 +155,7 @@ class PageCompressor:
             warnings.warn(f"nova.lz4: {why}; using liblz4 on the CPU", FallbackWarning,
                           stacklevel=2)
         if pages_per_slot is None:
-            pages_per_slot = (16 << 20) // self.page_size if self.backend == "cuda" else 256
+            pages_per_slot = (32 << 20) // self.page_size if self.backend == "cuda" else 256
         if isinstance(pages_per_slot, bool) or not isinstance(pages_per_slot, int) or \
                 pages_per_slot < 1:
             raise Lz4ArgumentError(f"pages_per_slot must be a positive int, got "
@@ -161,10 +163,8 @@ class PageCompressor:
         self.slots = slots
         self.pages_per_slot = pages_per_slot
         self.inject_fault = inject_fault
-        self.direct_writes = direct_writes
         self.slot_streams = (self.backend == "cuda" if slot_streams is None
                              else bool(slot_streams))
-        self._scan_event: nova.Event | None = None  # the last slot's scan (slot_streams)
         self.fallbacks: list[str] = []  # the warning text of every fallback so far
         self._pipes: dict[str, nova.Pipeline] = {}
         self._scratch: dict[tuple[str, int], D.SlotScratch] = {}
@@ -175,13 +175,11 @@ class PageCompressor:
         self._out_payload = np.zeros(0, np.uint8)
         self._out_sizes = np.zeros(0, np.uint32)
         self._out_run = 0
-        self._payload_dev: nova.Buffer | None = None  # the pinned payload, as the device sees it
-        self._run_dev: nova.Buffer | None = None  # uint64[1]: payload position, slot to slot
         self._submitted: dict[str, int] = {}  # items submitted to each live pipeline
         self._meta_next = -1
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        # direct_writes=False: the copy-out thread and its work (_stage_copy_engine)
+        # the copy-out thread and its work (_stage_copy_engine)
         self._copy_queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._copy_futures: dict[int, Future] = {}  # first page of a chunk -> its D2H
         self._copier: threading.Thread | None = None
@@ -327,11 +325,6 @@ class PageCompressor:
             running = self._pipeline(kind)
             pipe: nova.Pipeline | None = running
             self._results_for(kind, n, True)
-            if kind == "compress" and self.direct_writes:
-                if self._run_dev is None:
-                    self._run_dev = running.device.allocate(8)
-                running.device.memset(self._run_dev, 0, 8, stream=running.compute_stream)
-                self._scan_event = None  # the first slot's scan follows the memset
         except nova.NovaError as exc:  # no usable device any more: all of it on the CPU
             pipe, failed = None, (0, exc)
             self._results_for(kind, n, False)
@@ -392,7 +385,6 @@ class PageCompressor:
                 dev = self._device()
                 host = dev.allocate_pinned(max(n * page, 1))
                 self._out_payload = host.numpy()
-                self._payload_dev = nova.Buffer.wrap(dev, host.ptr, host.nbytes, owner=host)
                 self._out_sizes = dev.allocate_pinned(max(4 * n, 4)).numpy(np.uint32)[:n]
             else:
                 self._out_payload = np.empty(n * page, np.uint8)
@@ -469,7 +461,7 @@ class PageCompressor:
 
     def _finish(self, kind: str, result: np.ndarray, lo: int, hi: int) -> Any:
         """The stages put every chunk's results in place; the Future only reports success
-        (with direct_writes=False, once the copy-out thread's D2H of the payload is done)."""
+        (for compression, once the copy-out thread's D2H of the payload is done)."""
         done = self._copy_futures.pop(lo, None) if kind == "compress" else None
         if done is not None:
             done.result().synchronize()
@@ -485,18 +477,12 @@ class PageCompressor:
 
     # --- the pipeline stages (run on the pipeline's compute thread) -------------------------
     def _compress_output(self, item: np.ndarray) -> tuple[tuple[int], Any]:
-        k = item.shape[0]  # the payload of the D2H path (direct writes need none)
-        return ((4,) if self.direct_writes else (k * self.page_size,)), np.uint8
+        return (4,), np.uint8  # the stage puts everything in place: nothing to copy back
 
     def _compress_stage(self, ctx: Any) -> int:
-        """Compress kernel, then a scan that places the slot's blocks after the previous slot's
-        (a device-side running position), then, on the copy-out stream behind an event, the
-        compaction kernel writes the payload straight into the call's pinned result (which the
-        device addresses directly: unified addressing) and the size table is copied next to it.
-        No host wait, no D2H of the payload: the compute stream goes on with the next slot.
-        Returns 0: the pipeline itself copies nothing back (its event after the copy-out
-        stream's work covers these). With direct_writes=False: wait for the payload size, then
-        D2H (the portable fallback)."""
+        """Compress kernel, scan and compaction of one slot (_stage_copy_engine: the payload's
+        D2H is queued by the copy-out thread). Returns 0: the pipeline itself copies nothing
+        back. With timeline=True the host time of the call is recorded."""
         t0 = time.perf_counter()
         try:
             return self._compress_stage_work(ctx)
@@ -513,8 +499,6 @@ class PageCompressor:
         offsets = D.view(scratch.grow(dev, "offsets", 8 * (k + 1)), np.uint64, k + 1)
         sizes = D.view(scratch.grow(dev, "sizes_dev", 4 * k), np.uint32, k)
         fault = 0 if ctx.index == self._fault_item else -1
-        if scratch.event is None:
-            scratch.event = dev.create_event()
         if self.slot_streams:
             # the slot's own stream: after this slot's H2D (the compute stream waited for it
             # and carries no kernels of ours), not after the previous slot's kernel
@@ -527,47 +511,27 @@ class PageCompressor:
             stream = scratch.stream
         self._tl_event(ctx.index, "k0", stream)
         D.launch_compress(D.view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
-                          stream, fault)
+                          stream, fault, work=scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS))
         self._tl_event(ctx.index, "k1", stream)
-        copy_out = self._pipes["compress"].copy_out_stream
-        if self.direct_writes:
-            assert self._run_dev is not None and self._payload_dev is not None
-            if scratch.ready_dev is None:
-                scratch.ready_dev = dev.allocate(4)
-                dev.memset(scratch.ready_dev, 0, 4, stream=stream)
-            ready = D.view(scratch.ready_dev, np.uint32, 1)
-            if self.slot_streams and self._scan_event is not None:
-                stream.wait(self._scan_event)  # the payload position comes from that scan
-            D.launch_scan(sizes, offsets, k, D.view(self._run_dev, np.uint64, 1), ready, stream)
-            self._tl_event(ctx.index, "s1", stream)
-            scratch.event.record(stream)
-            self._scan_event = scratch.event
-            copy_out.wait(scratch.event)
-            self._tl_event(ctx.index, "c0", copy_out)
-            D.launch_compact(staged, sizes, offsets, self._payload_dev, k, page, ready, copy_out)
-            self._tl_event(ctx.index, "c1", copy_out)
-            dev.memset(ready, 0, 4, stream=copy_out)  # the next use needs its own scan
-            dev.copy_dtoh(self._out_sizes[lo:hi], sizes, 4 * k, stream=copy_out)
-            self._tl_event(ctx.index, "d1", copy_out)
-            return 0
         return self._stage_copy_engine(ctx, scratch, stream, staged, sizes, offsets, lo, hi)
 
     def _stage_copy_engine(self, ctx: Any, scratch: D.SlotScratch, stream: nova.Stream,
                            staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
                            lo: int, hi: int) -> int:
-        """direct_writes=False: compact the slot's blocks into device memory, copy the size
+        """Compact the slot's blocks into device memory, copy the size
         table and the payload's size back, and hand the payload's D2H to the copy-out thread,
         which waits for the size (not this thread: the next slots' kernels go on being
         queued) and queues a copy-engine D2H of exactly the payload to its place in the result.
         The copy engine moves the bytes at full PCIe speed beside the H2D, where the SMs'
-        stores to pinned memory (direct writes) slowed the H2D (scripts/lz4-pipeline-bound.py:
+        stores to pinned memory slowed the H2D (scripts/lz4-pipeline-bound.py:
         ~33 GB/s end to end against ~50 with the compaction in device memory, H100)."""
         k, page, dev = ctx.item.shape[0], self.page_size, ctx.device
         payload = D.view(scratch.grow(dev, "payload_dev", k * page), np.uint8, k * page)
         scratch.d2h_queued.wait()  # the slot's previous payload D2H is queued ...
         if scratch.d2h_event is not None:
             stream.wait(scratch.d2h_event)  # ... and the compaction waits until it is done
-        D.launch_scan_compact(staged, sizes, offsets, payload, k, page, stream)
+        D.launch_scan_compact(staged, sizes, offsets, payload, k, page, stream,
+                              scalars=scratch.grow(dev, "scalars_dev", 16))
         self._tl_event(ctx.index, "s1", stream)
         total = scratch.grow_pinned(dev, "host_total", 8)
         host_total = total.numpy(np.uint64)[:1]
@@ -593,7 +557,7 @@ class PageCompressor:
             self._copier.start()
 
     def _copy_loop(self) -> None:
-        """The copy-out thread (direct_writes=False): per slot, in order, wait until the
+        """The copy-out thread: per slot, in order, wait until the
         payload's size is on the host, place the payload after the previous slot's, and queue
         its D2H; the slot's Future gets the event behind that copy."""
         while True:
@@ -650,7 +614,8 @@ class PageCompressor:
                             D.view(meta, np.uint64, k + 1, _header_bytes(k)),
                             D.view(meta, np.uint32, k),
                             D.view(ctx.output, np.uint32, k * page // 4),
-                            D.view(status, np.int32, k), k, page, stream)
+                            D.view(status, np.int32, k), k, page, stream,
+                            work=scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS))
         if scratch.event is None:
             scratch.event = dev.create_event()
         scratch.event.record(stream)
@@ -671,9 +636,10 @@ class PageCompressor:
     def timeline_report(self) -> dict[str, Any]:
         """Per-stage GPU times (ms) of the compress slots recorded since the last report (with
         timeline=True): for each slot, when (from the first H2D's start) and how long its H2D,
-        compress kernel, scan, compaction (direct writes; with direct_writes=False the host
-        wait ends at "compact" and the D2H follows) and the sizes' D2H ran, and totals: the
-        span, each stage's busy time, and the idle time of the H2D stream between slots."""
+        compress kernel, scan + compaction ("scan") and the D2H of its payload ("d2h": from
+        the size table's copy to the end of the payload's) ran, and totals: the span, each
+        stage's busy time, the idle time of the H2D stream between slots, and the host time of
+        submits and stage calls."""
         items, start, nbytes, host = self._tl, self._tl_start, self._tl_bytes, self._tl_host
         self._tl, self._tl_start, self._tl_bytes = {}, None, {}
         self._tl_host = {"submit": [], "stage": []}
@@ -705,9 +671,8 @@ class PageCompressor:
                 out[f"{name}_median_ms"] = float(np.median(vals))
         pages_b = sum(r.get("page_bytes", 0) for r in rows)
         stored_b = sum(r.get("stored_bytes", 0) for r in rows)
-        # GB/s while each stage ran (bytes moved: pages for H2D and the kernel, stored bytes for
-        # the compaction and the D2H path's payload copy; with direct writes the D2H stage is
-        # the size table alone)
+        # GB/s while each stage ran (bytes moved: pages for H2D and the kernel, stored bytes and
+        # the size table for the D2H)
         table_b = 4 * pages_b // self.page_size
         d2h_b = table_b if "compact_total_ms" in out else stored_b + table_b
         for name, moved in (("h2d", pages_b), ("kernel", pages_b), ("compact", stored_b),

@@ -33,11 +33,12 @@ class SlotScratch:
     meta_dev: nova.Buffer | None = None
     status_dev: nova.Buffer | None = None  # int32[k]: per-page decode status
     sizes_dev: nova.Buffer | None = None  # uint32[k]: the compress kernel's size table
-    ready_dev: nova.Buffer | None = None  # uint32[1]: the slot's scan ran (compact_kernel)
     event: nova.Event | None = None  # behind the slot's kernel (orders the status copy)
     stream: nova.Stream | None = None  # the slot's own compute stream (slot_streams)
     start_event: nova.Event | None = None  # the slot's H2D is done (slot_streams)
     payload_dev: nova.Buffer | None = None  # the slot's compacted payload (copy-engine D2H)
+    work_dev: nova.Buffer | None = None  # page-kernel counters (launch_compress/decompress)
+    scalars_dev: nova.Buffer | None = None  # the scan's position and flag (scan_compact)
     total_event: nova.Event | None = None  # after the scan's total reached host_total
     d2h_event: nova.Event | None = None  # after the payload's D2H (the buffer is free again)
     d2h_queued: threading.Event = field(default_factory=threading.Event)
@@ -69,7 +70,7 @@ class SlotScratch:
 
     def free(self) -> None:
         for name in ("staged", "offsets", "host_total", "meta", "meta_dev", "status_dev",
-                     "sizes_dev", "ready_dev", "payload_dev"):
+                     "sizes_dev", "payload_dev", "work_dev", "scalars_dev"):
             buf = getattr(self, name)
             if buf is not None:
                 buf.free()
@@ -94,16 +95,17 @@ def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 
 def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer, n: int,
                     page_size: int, stream: nova.Stream, fault_page: int = -1,
                     hash_bits: int | None = None, in_batch: int | None = None,
-                    warps: int | None = None) -> None:
+                    warps: int | None = None, work: nova.Buffer | None = None) -> None:
     """compress_pages_kernel over n pages: src32 uint32[n * page_size / 4] -> staged uint8
     (blocks at page stride) and sizes uint32[n]. hash_bits: the hash table's log2 entries
     (default K.hash_log(page_size)); the block shape follows from it unless `warps` (pages per
-    block) is given. in_batch: K.IN_BATCH_* (default K.IN_BATCH)."""
+    block) is given. in_batch: K.IN_BATCH_* (default K.IN_BATCH). work: uint32[K.WORK_WORDS]
+    device scratch for the page counters (zeroed here; default: a new one from the pool)."""
     bits = K.hash_log(page_size) if hash_bits is None else hash_bits
     if warps is None:
         warps = K.compress_warps_per_block(page_size, bits)
     smem = K.compress_shared_bytes(page_size, warps, bits)
-    work = _work_counter(stream)
+    work = _work_counter(stream, work)
     K.compress_pages_kernel.launch(
         src32, staged, sizes, n, page_size, fault_page, bits,
         K.IN_BATCH if in_batch is None else in_batch, work,
@@ -120,12 +122,16 @@ def resident_grid(device: nova.Device, n: int, warps: int, shared_bytes: int) ->
     return max(1, min(-(-n // warps), max(1, per_sm) * device.properties.multiprocessor_count))
 
 
-def _work_counter(stream: nova.Stream) -> nova.Buffer:
-    """The zeroed page counters (uint32[K.WORK_WORDS]) of one page-kernel launch on `stream`."""
+def _work_counter(stream: nova.Stream, work: nova.Buffer | None) -> nova.Buffer:
+    """The page counters (uint32[K.WORK_WORDS]) of one page-kernel launch on `stream`, zeroed
+    in stream order: `work` (a slot's scratch), or a new buffer from the pool."""
     nbytes = 4 * K.WORK_WORDS
-    work = stream.device.allocate(nbytes, stream=stream)
+    if work is None:
+        work = stream.device.allocate(nbytes, stream=stream)
+    elif work.nbytes < nbytes:
+        raise ValueError(f"page-kernel work scratch needs {nbytes} bytes, got {work.nbytes}")
     stream.device.memset(work, 0, nbytes, stream=stream)
-    return work.view(np.uint32, (K.WORK_WORDS,))
+    return view(work, np.uint32, K.WORK_WORDS)
 
 
 def launch_scan(sizes: nova.Buffer, offsets: nova.Buffer, n: int, run: nova.Buffer,
@@ -153,10 +159,13 @@ def launch_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer
 
 def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
                         payload: nova.Buffer, n: int, page_size: int,
-                        stream: nova.Stream) -> None:
+                        stream: nova.Stream, scalars: nova.Buffer | None = None) -> None:
     """offsets = exclusive scan of the stored sizes (offsets[n] = total); payload = the blocks
-    back to back from its start."""
-    scalars = nova.to_device(np.zeros(2, np.uint64), staged.device, stream=stream)
+    back to back from its start. `scalars`: 16 bytes of device scratch for the scan's running
+    position and ready flag (zeroed here; default: a new buffer from the pool)."""
+    if scalars is None:
+        scalars = staged.device.allocate(16, stream=stream)
+    staged.device.memset(scalars, 0, 16, stream=stream)
     launch_scan(sizes, offsets, n, view(scalars, np.uint64, 1), view(scalars, np.uint32, 1, 8),
                 stream)
     launch_compact(staged, sizes, offsets, payload, n, page_size,
@@ -166,13 +175,15 @@ def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.B
 
 def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Buffer,
                       dst32: nova.Buffer, status: nova.Buffer, n: int, page_size: int,
-                      stream: nova.Stream, warps: int | None = None) -> None:
+                      stream: nova.Stream, warps: int | None = None,
+                      work: nova.Buffer | None = None) -> None:
     """decompress_pages_kernel over n pages: dst32 uint32[n * page_size / 4], status int32[n].
-    `warps`: pages per block (default K.warps_per_block(page_size))."""
+    `warps`: pages per block (default K.warps_per_block(page_size)); `work`: as
+    launch_compress's."""
     if warps is None:
         warps = K.warps_per_block(page_size)
     smem = K.decompress_shared_bytes(page_size, warps)
-    work = _work_counter(stream)
+    work = _work_counter(stream, work)
     K.decompress_pages_kernel.launch(
         payload, offsets, sizes, dst32, status, n, page_size, work,
         grid=resident_grid(stream.device, n, warps, smem), block=32 * warps, stream=stream,
