@@ -26,6 +26,7 @@ from xdsl.ir import Operation
 
 from nova.ir import gpu
 from nova.ir.dialects.memref import AtomicRMWOp
+from nova.lang import fragments
 from nova.lang import types as T
 from nova.lang.intrinsics import WARP_SIZE, intrinsic_name
 from nova.lang.values import Const, TypeFault, Val, Value, is_number
@@ -679,6 +680,7 @@ def _register() -> dict[str, Any]:
     for n in ("popc", "clz", "ctz"):
         _INTRINSIC_PARAMS[n] = (("x", req),)
         table[n] = _bits
+    fragments.register(_INTRINSIC_PARAMS, table, req)
     return table
 
 

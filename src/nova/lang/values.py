@@ -42,7 +42,7 @@ class Val:
     """A run-time value of a Nova type (a scalar, or an array's memref)."""
 
     ssa: SSAValue
-    type: T.NovaType
+    type: T.ValueType
 
 
 Value = Const | Val
