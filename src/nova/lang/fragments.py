@@ -66,8 +66,9 @@ def _fragment(tr: Translator, value: Value | Tup, kind: str, what: str,
             value.type.kind != kind:
         hint = (f"nova.mma.load(..., '{kind}')" if kind != "c"
                 else "nova.mma.fill(...), nova.mma.load(..., 'c') or nova.mma.mma(...)")
-        raise tr.type_error(node, f"{what} must be a '{kind}' fragment (from {hint}), got "
-                            f"{tr.describe(value)}")
+        article = "an" if kind == "a" else "a"
+        raise tr.type_error(node, f"{what} must be {article} '{kind}' fragment (from {hint}), "
+                            f"got {tr.describe(value)}")
     return value
 
 

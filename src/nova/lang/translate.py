@@ -304,7 +304,7 @@ class Translator:
         vt = value.type if isinstance(value, Val) else None
         if isinstance(var, Var) or (var is not None and not isinstance(var, FragVar)):
             raise self.type_error(node, f"'{name}' holds a {self.describe_binding(var)} and is "
-                                  f"assigned a {self.describe(value)}; a variable keeps one "
+                                  f"assigned an {self.describe(value)}; a variable keeps one "
                                   "kind of value")
         if var is None:
             assert isinstance(vt, T.FragmentType)
