@@ -1,20 +1,22 @@
 """Tensor cores from Python kernels: a float16 matmul written with `nova.mma` against cuBLAS.
 
-The kernel (`make_mma_matmul`): a block of 8 warps computes a 128x128 tile of C = A @ B (float16
-A and B, float32 accumulation and output), stepping through K 32 at a time. Each warp owns a
-64x32 piece: 4x2 accumulator fragments, fed per 16-deep step by 4 A and 2 B fragments loaded
-from shared memory. The A (128x32) and B (32x128) tiles are double-buffered in shared memory,
-their rows padded by 8 elements (16 bytes) so the fragment loads hit distinct banks; the next
-tiles are read from global memory into registers (16-byte loads: the sizes are compile-time
-constants, so every chunk's alignment is known) while the warps multiply the current ones, then
-stored into the other buffer: one barrier per K step. The accumulators go straight to C.
+The kernel (`make_mma_matmul`): a block computes a 128x128 tile of C = A @ B (float16 A and B,
+float32 accumulation and output), stepping through K 32 at a time. Two warp layouts are measured:
+8 warps of 64x32 (4x2 accumulator fragments each, fed per 16-deep step by 4 A and 2 B fragments)
+and 4 warps of 64x64 (4x4 fragments: half the shared-memory reads per multiply). The A (128x32)
+and B (32x128) tiles are double-buffered in shared memory, their rows padded by 8 elements (16
+bytes) so the fragment loads hit distinct banks; the next tiles are read from global memory into
+registers (16-byte loads: the sizes are compile-time constants, so every chunk's alignment is
+known) while the warps multiply the current ones, then stored into the other buffer: one barrier
+per K step. The accumulators go straight to C. ptxas (sm_90): 64x32 uses 96 registers, no spills.
 
 Peers in the same run: cuBLAS through `cupy.matmul` on the same float16 arrays (its float16
 GEMM accumulates in float32), and `torch.matmul` when PyTorch sees the GPU. Every timed result is
-checked against a float32 product (C starts as NaN, so a kernel that writes nothing fails).
+checked against a float64 product of the same inputs (C starts as NaN before each kernel, so a
+kernel that leaves any element unwritten fails); the exit status is 1 when a check fails.
 
 Usage: python bench/python_mma.py [--device cuda] [--size 4096] [--repeat 20]
-On the CPU device (--device cpu; size capped at 256) it checks the kernel only.
+On the CPU device (--device cpu; size capped at 256) it checks the kernels only.
 Goal (issue 13): nova >= 0.6x cuBLAS at 4096^3 on an H100.
 """
 
@@ -34,19 +36,19 @@ import numpy as np
 import nova
 
 BM, BN, BK = 128, 128, 32           # block tile (M, N) and K step
-WARPS_M, WARPS_N = 2, 4             # 8 warps, each a WM x WN piece of the block tile
-WM, WN = BM // WARPS_M, BN // WARPS_N
-THREADS = 32 * WARPS_M * WARPS_N
 LDA, LDB = BK + 8, BN + 8           # padded shared rows (conflict-free fragment loads)
 A_STAGE, B_STAGE = BM * LDA, BK * LDB
 ROW_CHUNKS_A, ROW_CHUNKS_B = BK // 8, BN // 8   # 16-byte chunks (8 x float16) per tile row
-assert BM * BK == 2 * 8 * THREADS and BK * BN == 2 * 8 * THREADS  # two chunks of each per thread
+WARP_TILES = {"64x32": (2, 4), "64x64": (2, 2)}
+"""Warp tile (rows x columns of C per warp) -> the block's warps (along M, along N): 8 warps of
+4x2 accumulator fragments, or 4 warps of 4x4 (half the shared-memory reads per multiply, more
+registers per thread, fewer threads per block)."""
 
 
 @nova.func
 def fetch8(regs, r, src, s):
-    """regs[r:r+8] = src[s:s+8]: one 16-byte load when s is a multiple of 8 (r is a constant,
-    so `regs` stays in registers)."""
+    """regs[r:r+8] = src[s:s+8]: one 16-byte load when s is a multiple of 8 (r is a constant
+    once LLVM unrolls the callers' loops, so `regs` stays in registers)."""
     regs[r] = src[s]
     regs[r + 1] = src[s + 1]
     regs[r + 2] = src[s + 2]
@@ -70,42 +72,55 @@ def put8(dst, d, regs, r):
     dst[d + 7] = regs[r + 7]
 
 
-def make_mma_matmul(m: int, n: int, k: int) -> Any:
+def threads_of(warp_tile: str) -> int:
+    warps_m, warps_n = WARP_TILES[warp_tile]
+    return 32 * warps_m * warps_n
+
+
+def make_mma_matmul(m: int, n: int, k: int, warp_tile: str = "64x32") -> Any:
     """The kernel for C[m, n] = A[m, k] @ B[k, n] (row-major, passed flattened to 1-D), sizes
-    multiples of the block tile; launch with grid (n // BN, m // BM) and THREADS threads."""
+    multiples of the block tile; launch with grid (n // BN, m // BM) and threads_of(warp_tile)
+    threads. The sizes are compile-time constants: index arithmetic folds, and LLVM knows every
+    16-byte chunk's alignment (16-byte global loads and shared stores)."""
     if m % BM or n % BN or k % BK:
         raise ValueError(f"sizes must be multiples of ({BM}, {BN}, {BK}), got ({m}, {n}, {k})")
+    warps_m, warps_n = WARP_TILES[warp_tile]
+    threads = threads_of(warp_tile)
+    wm, wn = BM // warps_m, BN // warps_n
+    a_rows, b_rows = threads // ROW_CHUNKS_A, threads // ROW_CHUNKS_B  # tile rows per pass
+    a_passes, b_passes = BM // a_rows, BK // b_rows                    # chunks per thread
     k_steps = k // BK
 
     @nova.func
     def fetch(regs, a, b, m0, n0, k0, t):
-        """This thread's two 16-byte chunks of the A tile and two of the B tile at k0."""
+        """This thread's 16-byte chunks of the A and B tiles at k0 (constant-trip loops that
+        LLVM unrolls, so `regs` is indexed by constants and stays in registers)."""
         ar, ac = t // ROW_CHUNKS_A, (t % ROW_CHUNKS_A) * 8
         br, bc = t // ROW_CHUNKS_B, (t % ROW_CHUNKS_B) * 8
-        fetch8(regs, 0, a, (m0 + ar) * k + k0 + ac)
-        fetch8(regs, 8, a, (m0 + ar + BM // 2) * k + k0 + ac)
-        fetch8(regs, 16, b, (k0 + br) * n + n0 + bc)
-        fetch8(regs, 24, b, (k0 + br + BK // 2) * n + n0 + bc)
+        for i in range(a_passes):
+            fetch8(regs, 8 * i, a, (m0 + ar + i * a_rows) * k + k0 + ac)
+        for i in range(b_passes):
+            fetch8(regs, 8 * (a_passes + i), b, (k0 + br + i * b_rows) * n + n0 + bc)
 
     @nova.func
     def put(sa, sb, regs, stage, t):
         """The fetched chunks into shared-memory buffer `stage`."""
         ar, ac = t // ROW_CHUNKS_A, (t % ROW_CHUNKS_A) * 8
         br, bc = t // ROW_CHUNKS_B, (t % ROW_CHUNKS_B) * 8
-        put8(sa, stage * A_STAGE + ar * LDA + ac, regs, 0)
-        put8(sa, stage * A_STAGE + (ar + BM // 2) * LDA + ac, regs, 8)
-        put8(sb, stage * B_STAGE + br * LDB + bc, regs, 16)
-        put8(sb, stage * B_STAGE + (br + BK // 2) * LDB + bc, regs, 24)
+        for i in range(a_passes):
+            put8(sa, stage * A_STAGE + (ar + i * a_rows) * LDA + ac, regs, 8 * i)
+        for i in range(b_passes):
+            put8(sb, stage * B_STAGE + (br + i * b_rows) * LDB + bc, regs, 8 * (a_passes + i))
 
     @nova.kernel
-    def mma_matmul(c, a, b):
+    def mma_64x32(c, a, b):
         sa = nova.shared_array(2 * A_STAGE, nova.float16)
         sb = nova.shared_array(2 * B_STAGE, nova.float16)
-        regs = nova.local_array(32, nova.float16)
+        regs = nova.local_array(8 * (a_passes + b_passes), nova.float16)
         t = nova.thread_id(0)
         warp = t // 32
-        wm = (warp // WARPS_N) * WM
-        wn = (warp % WARPS_N) * WN
+        row0 = (warp // warps_n) * wm
+        col0 = (warp % warps_n) * wn
         m0 = nova.block_id(1) * BM
         n0 = nova.block_id(0) * BN
         fetch(regs, a, b, m0, n0, 0, t)
@@ -123,8 +138,8 @@ def make_mma_matmul(m: int, n: int, k: int) -> Any:
             stage = step % 2
             if step + 1 < k_steps:  # the next tiles travel while this step multiplies
                 fetch(regs, a, b, m0, n0, (step + 1) * BK, t)
-            sa0 = stage * A_STAGE + wm * LDA
-            sb0 = stage * B_STAGE + wn
+            sa0 = stage * A_STAGE + row0 * LDA
+            sb0 = stage * B_STAGE + col0
             for kk in range(0, BK, 16):
                 a0 = nova.mma.load(sa, sa0 + kk, "a", ld=LDA)
                 a1 = nova.mma.load(sa, sa0 + 16 * LDA + kk, "a", ld=LDA)
@@ -143,7 +158,7 @@ def make_mma_matmul(m: int, n: int, k: int) -> Any:
             if step + 1 < k_steps:
                 put(sa, sb, regs, 1 - stage, t)
             nova.syncthreads()
-        out = (m0 + wm) * n + n0 + wn
+        out = (m0 + row0) * n + n0 + col0
         nova.mma.store(c, out, c00, ld=n)
         nova.mma.store(c, out + 16, c01, ld=n)
         nova.mma.store(c, out + 16 * n, c10, ld=n)
@@ -153,7 +168,89 @@ def make_mma_matmul(m: int, n: int, k: int) -> Any:
         nova.mma.store(c, out + 48 * n, c30, ld=n)
         nova.mma.store(c, out + 48 * n + 16, c31, ld=n)
 
-    return mma_matmul
+    @nova.kernel
+    def mma_64x64(c, a, b):
+        sa = nova.shared_array(2 * A_STAGE, nova.float16)
+        sb = nova.shared_array(2 * B_STAGE, nova.float16)
+        regs = nova.local_array(8 * (a_passes + b_passes), nova.float16)
+        t = nova.thread_id(0)
+        warp = t // 32
+        row0 = (warp // warps_n) * wm
+        col0 = (warp % warps_n) * wn
+        m0 = nova.block_id(1) * BM
+        n0 = nova.block_id(0) * BN
+        fetch(regs, a, b, m0, n0, 0, t)
+        put(sa, sb, regs, 0, t)
+        nova.syncthreads()
+        c00 = nova.mma.fill(0.0)
+        c01 = nova.mma.fill(0.0)
+        c02 = nova.mma.fill(0.0)
+        c03 = nova.mma.fill(0.0)
+        c10 = nova.mma.fill(0.0)
+        c11 = nova.mma.fill(0.0)
+        c12 = nova.mma.fill(0.0)
+        c13 = nova.mma.fill(0.0)
+        c20 = nova.mma.fill(0.0)
+        c21 = nova.mma.fill(0.0)
+        c22 = nova.mma.fill(0.0)
+        c23 = nova.mma.fill(0.0)
+        c30 = nova.mma.fill(0.0)
+        c31 = nova.mma.fill(0.0)
+        c32 = nova.mma.fill(0.0)
+        c33 = nova.mma.fill(0.0)
+        for step in range(k_steps):
+            stage = step % 2
+            if step + 1 < k_steps:
+                fetch(regs, a, b, m0, n0, (step + 1) * BK, t)
+            sa0 = stage * A_STAGE + row0 * LDA
+            sb0 = stage * B_STAGE + col0
+            for kk in range(0, BK, 16):
+                a0 = nova.mma.load(sa, sa0 + kk, "a", ld=LDA)
+                a1 = nova.mma.load(sa, sa0 + 16 * LDA + kk, "a", ld=LDA)
+                a2 = nova.mma.load(sa, sa0 + 32 * LDA + kk, "a", ld=LDA)
+                a3 = nova.mma.load(sa, sa0 + 48 * LDA + kk, "a", ld=LDA)
+                b0 = nova.mma.load(sb, sb0 + kk * LDB, "b", ld=LDB)
+                b1 = nova.mma.load(sb, sb0 + kk * LDB + 16, "b", ld=LDB)
+                b2 = nova.mma.load(sb, sb0 + kk * LDB + 32, "b", ld=LDB)
+                b3 = nova.mma.load(sb, sb0 + kk * LDB + 48, "b", ld=LDB)
+                c00 = nova.mma.mma(a0, b0, c00)
+                c01 = nova.mma.mma(a0, b1, c01)
+                c02 = nova.mma.mma(a0, b2, c02)
+                c03 = nova.mma.mma(a0, b3, c03)
+                c10 = nova.mma.mma(a1, b0, c10)
+                c11 = nova.mma.mma(a1, b1, c11)
+                c12 = nova.mma.mma(a1, b2, c12)
+                c13 = nova.mma.mma(a1, b3, c13)
+                c20 = nova.mma.mma(a2, b0, c20)
+                c21 = nova.mma.mma(a2, b1, c21)
+                c22 = nova.mma.mma(a2, b2, c22)
+                c23 = nova.mma.mma(a2, b3, c23)
+                c30 = nova.mma.mma(a3, b0, c30)
+                c31 = nova.mma.mma(a3, b1, c31)
+                c32 = nova.mma.mma(a3, b2, c32)
+                c33 = nova.mma.mma(a3, b3, c33)
+            if step + 1 < k_steps:
+                put(sa, sb, regs, 1 - stage, t)
+            nova.syncthreads()
+        out = (m0 + row0) * n + n0 + col0
+        nova.mma.store(c, out, c00, ld=n)
+        nova.mma.store(c, out + 16, c01, ld=n)
+        nova.mma.store(c, out + 32, c02, ld=n)
+        nova.mma.store(c, out + 48, c03, ld=n)
+        nova.mma.store(c, out + 16 * n, c10, ld=n)
+        nova.mma.store(c, out + 16 * n + 16, c11, ld=n)
+        nova.mma.store(c, out + 16 * n + 32, c12, ld=n)
+        nova.mma.store(c, out + 16 * n + 48, c13, ld=n)
+        nova.mma.store(c, out + 32 * n, c20, ld=n)
+        nova.mma.store(c, out + 32 * n + 16, c21, ld=n)
+        nova.mma.store(c, out + 32 * n + 32, c22, ld=n)
+        nova.mma.store(c, out + 32 * n + 48, c23, ld=n)
+        nova.mma.store(c, out + 48 * n, c30, ld=n)
+        nova.mma.store(c, out + 48 * n + 16, c31, ld=n)
+        nova.mma.store(c, out + 48 * n + 32, c32, ld=n)
+        nova.mma.store(c, out + 48 * n + 48, c33, ld=n)
+
+    return mma_64x32 if warp_tile == "64x32" else mma_64x64
 
 
 def _timed(device: nova.Device, fn: Any, repeat: int) -> float:
@@ -237,22 +334,27 @@ def bench(device: nova.Device, size: int, repeat: int) -> dict[str, Any]:
     a = nova.to_device(a_host.reshape(-1), device)
     b = nova.to_device(b_host.reshape(-1), device)
     c = device.empty(size * size, np.float32)
-    device.memset(c, 0xFF, c.nbytes)  # NaN: a kernel that writes nothing fails the check
-    kern = make_mma_matmul(size, size, size)
     grid = (size // BN, size // BM)
     flops = 2.0 * size ** 3
-    t0 = time.perf_counter()
-    kern[grid, THREADS](c, a, b)
-    device.synchronize()
-    row: dict[str, Any] = {"size": size, "first_call_s": time.perf_counter() - t0}
-    t = _timed(device, lambda: kern[grid, THREADS](c, a, b), repeat)
-    row["nova_tflops"] = flops / t / 1e12
-    row["nova_ok"], row["nova_max_rel_err"] = check(c.numpy().reshape(size, size), want)
+    row: dict[str, Any] = {"size": size}
+    for tile in WARP_TILES:
+        device.memset(c, 0xFF, c.nbytes)  # NaN: a kernel that leaves any of C unwritten fails
+        kern, threads = make_mma_matmul(size, size, size, tile), threads_of(tile)
+        t0 = time.perf_counter()
+        kern[grid, threads](c, a, b)
+        device.synchronize()
+        row[f"nova_{tile}_first_call_s"] = time.perf_counter() - t0
+        t = _timed(device, lambda kern=kern, threads=threads: kern[grid, threads](c, a, b),
+                   repeat)
+        row[f"nova_{tile}_tflops"] = flops / t / 1e12
+        ok, err = check(c.numpy().reshape(size, size), want)
+        row[f"nova_{tile}_ok"], row[f"nova_{tile}_max_rel_err"] = ok, err
     if device.kind == "cuda":
         _peer(row, "cupy", lambda: _cupy_peer(a_host, b_host, want, flops, repeat))
         _peer(row, "torch", lambda: _torch_peer(a_host, b_host, want, flops, repeat))
         if isinstance(row.get("cublas_tflops"), float):
-            row["nova_vs_cublas"] = row["nova_tflops"] / row["cublas_tflops"]
+            for tile in WARP_TILES:
+                row[f"nova_{tile}_vs_cublas"] = row[f"nova_{tile}_tflops"] / row["cublas_tflops"]
     return row
 
 
@@ -277,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     path = out_dir / f"python_mma-{device.kind}-{date.today()}.json"
     path.write_text(json.dumps(results, indent=2))
     print(f"wrote {path}")
-    return 0 if row["nova_ok"] else 1
+    return 0 if all(row[f"nova_{tile}_ok"] for tile in WARP_TILES) else 1
 
 
 if __name__ == "__main__":

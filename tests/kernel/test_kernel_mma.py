@@ -185,6 +185,11 @@ def _err_ld_unaligned(out, a, b):
     nova.mma.store(out, (0, 0), nova.mma.fill(0.0), ld=18)
 
 
+def _err_ld_missing_1d(out, a, b):
+    s = nova.shared_array(512, nova.float16)
+    nova.mma.load(s, 0, "a")
+
+
 def _err_layout(out, a, b):
     nova.mma.load(a, (0, 0), "a", ld=16, layout="diag")
 
@@ -245,6 +250,7 @@ ERRORS = {
     _err_store_not_c: r"the stored value must be a 'c' fragment",
     _err_shape: r"shape must be \(16, 16, 16\)",
     _err_ld_missing: r"pass ld= ",
+    _err_ld_missing_1d: r"pass ld= ",
     _err_ld_runtime: r"ld must be a compile-time integer constant",
     _err_ld_small: r"ld=12 is not a valid leading dimension for float16: it must be at least 16",
     _err_ld_unaligned: r"ld=18 .* multiple of 4",

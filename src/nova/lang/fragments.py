@@ -103,10 +103,11 @@ def _lead_dimension(tr: Translator, name: str, array: Val, ld: Value | Tup,
     at = array.type
     assert isinstance(at, T.ArrayType)
     if isinstance(ld, Const) and ld.value is None:
-        if at.shape is None:
+        if at.shape is None or at.ndim < 2:
             raise tr.type_error(node, f"nova.{name}(): pass ld= (the elements between rows of "
-                                "the array, a compile-time constant) for an array whose size "
-                                "is only known at run time")
+                                "the tile, a compile-time constant): it defaults to the last "
+                                "dimension of arrays of static shape with 2 or more "
+                                "dimensions only")
         value = at.shape[-1]
     elif isinstance(ld, Const) and type(ld.value) is int:
         value = ld.value
