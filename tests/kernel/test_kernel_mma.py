@@ -181,6 +181,10 @@ def _err_ld_small(out, a, b):
     nova.mma.load(a, (0, 0), "a", ld=12)
 
 
+def _err_ld_huge(out, a, b):
+    nova.mma.load(a, (0, 0), "a", ld=1 << 40)
+
+
 def _err_ld_unaligned(out, a, b):
     nova.mma.store(out, (0, 0), nova.mma.fill(0.0), ld=18)
 
@@ -253,6 +257,7 @@ ERRORS = {
     _err_ld_missing_1d: r"pass ld= ",
     _err_ld_runtime: r"ld must be a compile-time integer constant",
     _err_ld_small: r"ld=12 is not a valid leading dimension for float16: it must be at least 16",
+    _err_ld_huge: r"ld=1099511627776 is not a valid leading dimension .* below 2\*\*31",
     _err_ld_unaligned: r"ld=18 .* multiple of 4",
     _err_layout: r"layout must be one of 'row', 'col'",
     _err_index_count: r"on a 2-d array needs 2 indices",

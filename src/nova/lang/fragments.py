@@ -115,10 +115,10 @@ def _lead_dimension(tr: Translator, name: str, array: Val, ld: Value | Tup,
         raise tr.type_error(node, f"nova.{name}(): ld must be a compile-time integer constant, "
                             f"got {tr.describe(ld)}")
     per_16_bytes = 16 // at.dtype.itemsize
-    if value < _TILE or value % per_16_bytes:
+    if value < _TILE or value % per_16_bytes or value >= 1 << 31:
         raise tr.type_error(node, f"nova.{name}(): ld={value} is not a valid leading dimension "
-                            f"for {at.dtype}: it must be at least {_TILE} and a multiple of "
-                            f"{per_16_bytes} (16 bytes; WMMA requires it)")
+                            f"for {at.dtype}: it must be at least {_TILE}, below 2**31 and a "
+                            f"multiple of {per_16_bytes} (16 bytes; WMMA requires it)")
     return value
 
 
