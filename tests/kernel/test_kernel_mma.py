@@ -280,3 +280,72 @@ def test_misuse_is_a_located_error(fn):
     with pytest.raises(KernelTypeError, match=ERRORS[fn]) as info:
         kern.mlir(F32_2D, F16_2D, F16_2D)
     assert "test_kernel_mma.py:" in str(info.value)  # file:line:col of the call
+
+
+# --- warp-collective calls only some lanes reach (nova.lang.lanes) -----------------------------
+
+def _div_if_thread(out, a, b):
+    t = nova.thread_id(0)
+    if t < a.shape[0]:
+        nova.mma.load(a, (0, 0), "a", ld=16)
+
+
+def _div_lane_return(out, a, b):
+    if nova.lane_id() == 0:
+        return
+    nova.mma.store(out, (0, 0), nova.mma.fill(0.0), ld=16)
+
+
+def _div_global_loop(out, a, b):
+    c = nova.mma.fill(0.0)
+    i = nova.global_id(0) * 2
+    while i < 64:
+        x = nova.mma.load(a, (0, 0), "a", ld=16)
+        c = nova.mma.mma(x, nova.mma.load(b, (0, 0), "b", ld=16), c)
+        i += 16
+
+
+@nova.func
+def _store_zero(out):
+    nova.mma.store(out, (0, 0), nova.mma.fill(0.0), ld=16)
+
+
+def _div_in_device_function(out, a, b):
+    if nova.thread_id(0) % 32 < 16:
+        _store_zero(out)
+
+
+DIVERGENT = {
+    _div_if_thread: r"test_kernel_mma.py:\d+:\d+ depends on the lane",
+    _div_lane_return: r"nova.mma.store\(\) is warp-collective",
+    _div_global_loop: r"nova.mma.load\(\) is warp-collective",
+    _div_in_device_function: r"nova.mma.store\(\) is warp-collective",
+}
+
+
+@pytest.mark.parametrize("fn", list(DIVERGENT), ids=lambda f: f.__name__.removeprefix("_div_"))
+def test_call_reached_by_some_lanes_is_an_error(fn):
+    with pytest.raises(KernelTypeError, match=DIVERGENT[fn]):
+        nova.kernel(fn).mlir(F32_2D, F16_2D, F16_2D)
+
+
+def _uniform_conditions(out, a, b):
+    """Warp-uniform conditions that mention lane-dependent values: no error."""
+    t = nova.thread_id(0)
+    warp = t // 32
+    lane = nova.lane_id()
+    c = nova.mma.fill(0.0)
+    if warp == 1 and t >= 32 and (t >> 5) < 4 and (t & ~31) != 64:
+        c = nova.mma.mma(nova.mma.load(a, (0, 0), "a", ld=16),
+                         nova.mma.load(b, (0, 0), "b", ld=16), c)
+    if nova.warp_any(lane == 3) and nova.thread_id(1) == 0 and t + 32 < 128:
+        nova.mma.store(out, (warp * 16, 0), c, ld=16)
+    for e in range(t, 256, 128):  # a lane-dependent loop is fine when it ends before the call
+        out[e // 16, e % 16] = 0.0
+    nova.syncthreads()
+    nova.mma.store(out, (0, 0), c, ld=16)
+
+
+def test_uniform_conditions_are_accepted():
+    text = nova.kernel(_uniform_conditions).mlir(F32_2D, F16_2D, F16_2D)
+    assert text.count("gpu.subgroup_mma_store_matrix") == 2

@@ -153,9 +153,23 @@ def _check_static_tile(tr: Translator, name: str, array: Val, items: list[Value]
                             "32-byte aligned tiles)")
 
 
+def _require_whole_warp(tr: Translator, name: str, node: ast.AST) -> None:
+    """Tensor-core loads, multiplies and stores are warp-collective: refuse one that the
+    analysis of nova.lang.lanes finds reachable by only some lanes of a warp."""
+    where = tr.divergence()
+    if where is not None:
+        raise tr.type_error(node, f"nova.{name}() is warp-collective (all 32 lanes of a warp "
+                            f"must execute it together), but here only some lanes may reach "
+                            f"it: the condition at {where.filename}:{where.line}:"
+                            f"{where.column} depends on the lane (thread_id(0), global_id(0) "
+                            "or lane_id()); make the condition warp-uniform, e.g. a warp "
+                            "index nova.thread_id(0) // 32, a block index or a loop counter")
+
+
 def _memory_operands(tr: Translator, name: str, v: dict, node: ast.AST
                      ) -> tuple[Val, list[Any], int, bool]:
     """(array, MLIR indices, leadDimension, transpose) of a load or store."""
+    _require_whole_warp(tr, name, node)
     array = _array(tr, name, v["array"], node)
     items = _index_items(tr, name, array, v["index"], node)
     ld = _lead_dimension(tr, name, array, v["ld"], node)
@@ -199,6 +213,7 @@ def fill(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
 
 
 def mma(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    _require_whole_warp(tr, name, node)
     a = _fragment(tr, v["a"], "a", f"nova.{name}(): the first operand", node)
     b = _fragment(tr, v["b"], "b", f"nova.{name}(): the second operand", node)
     c = _fragment(tr, v["c"], "c", f"nova.{name}(): the accumulator", node)

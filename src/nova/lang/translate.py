@@ -21,10 +21,12 @@ from xdsl.dialects import cf, memref
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
+from nova.errors import SourceLocation
 from nova.ir.gpu import CONTAINER_MODULE_ATTR, FuncOp, GPUModuleOp, ReturnOp
 from nova.lang import calls, expressions, statements
 from nova.lang import types as T
 from nova.lang.fragvars import FragmentGetOp, FragmentSetOp, promote_fragments
+from nova.lang.lanes import UNIFORM, LaneLevels
 from nova.lang.source import (
     FunctionSource,
     KernelSyntaxError,
@@ -78,6 +80,7 @@ class Frame:
     loops: list[tuple[Block, Block]] = field(default_factory=list)  # (continue, break)
     exit_block: Block | None = None
     result: Var | None = None
+    diverged: SourceLocation | None = None  # a lane-dependent return happened before this point
 
 
 _READS = frozenset({"memref.load", "memref.dim", "gpu.subgroup_mma_load_matrix"})
@@ -142,12 +145,14 @@ class Translator:
         self.call_stack: list[Any] = [self.src.func]
         self.workgroup: list[T.ArrayType] = []
         self.fragment_types: dict[int, Any] = {}
+        self.em.lanes = LaneLevels()
         self.entry = Block(arg_types=[t.mlir for t in self.arg_types])
         body = Block()
         self.blocks = [self.entry, body]
         self.em.block = body
         frame = self._frame(self.src, "k")
         self.frame = frame
+        self.active = [frame]
         params = self.src.tree.args
         self._check_params(self.src, len(self.arg_types))
         for arg, ty, ssa in zip(params.args, self.arg_types, self.entry.args, strict=True):
@@ -440,10 +445,12 @@ class Translator:
         frame.exit_block = self.new_block()
         self.frame = frame
         self.call_stack.append(device_func.py_func)
+        self.active.append(frame)
         try:
             self.stmts(src.tree.body)
             self.branch(frame.exit_block)
         finally:
+            self.active.pop()
             self.call_stack.pop()
             self.frame = caller
         self.em.block = frame.exit_block
@@ -451,8 +458,33 @@ class Translator:
             return Const(None)
         return self.read(frame.result)  # type: ignore[return-value]
 
+    # --- warp uniformity (nova.lang.lanes) --------------------------------------------------
+    def enter_branch(self, values: list[Value], node: ast.AST) -> bool:
+        """Before the body of a branch or loop controlled by `values`: True (and a divergent
+        region begins) when one of them may differ between the lanes of a warp."""
+        if all(not isinstance(v, Val) or self.em.lanes.of(v.ssa) == UNIFORM for v in values):
+            return False
+        self.em.lanes.regions.append(self.frame.src.location(node))
+        return True
+
+    def leave_branch(self, entered: bool) -> None:
+        if entered:
+            self.em.lanes.regions.pop()
+
+    def divergence(self) -> SourceLocation | None:
+        """Where the current point became reachable by only some lanes of a warp (the
+        condition of an enclosing branch, or of an earlier lane-dependent return), or None."""
+        if self.em.lanes.regions:
+            return self.em.lanes.regions[-1]
+        for frame in self.active:
+            if frame.diverged is not None:
+                return frame.diverged
+        return None
+
     def return_value(self, node: ast.Return) -> None:
         frame = self.frame
+        if self.em.lanes.regions and frame.diverged is None:
+            frame.diverged = self.em.lanes.regions[-1]
         if frame.key == "k":
             if node.value is not None:
                 v = self.expr(node.value)
