@@ -111,6 +111,30 @@ def test_half_accumulators_branches_and_device_functions(device):
     np.testing.assert_array_equal(out.astype(np.float32), np.vstack([want_even, want_odd]))
 
 
+@nova.kernel
+def _loop_with_break(out, a, b):
+    """A fragment carried around a `while True` loop left by `break`, then updated after it."""
+    c = nova.mma.fill(1.0)
+    k = 0
+    while True:
+        if k >= a.shape[1]:
+            break
+        c = nova.mma.mma(nova.mma.load(a, (0, k), "a", ld=64),
+                         nova.mma.load(b, (k, 0), "b", ld=16), c)
+        k += 16
+    c = nova.mma.mma(nova.mma.load(a, (0, 0), "a", ld=64), nova.mma.load(b, (0, 0), "b", ld=16),
+                     c)
+    nova.mma.store(out, (0, 0), c, ld=16)
+
+
+def test_fragment_through_break(device):
+    rng = np.random.default_rng(6)
+    a, b = _ints(rng, (16, 64)), _ints(rng, (64, 16))
+    out = np.zeros((16, 16), np.float32)
+    _loop_with_break.launch(out, a, b, grid=1, block=32, device=device)
+    np.testing.assert_array_equal(out, 1 + _ref(a, b) + _ref(a[:, :16], b[:16]))
+
+
 def test_mlir_uses_upstream_ops_and_block_arguments():
     text = P.mma_matmul.mlir(F32_2D, F16_2D, F16_2D)
     parse_mlir(text, "mma.mlir")
