@@ -83,6 +83,7 @@ _LAZY: dict[str, str] = {
     "float64": "nova.lang",
     "bool_": "nova.lang",
     "WARP_SIZE": "nova.lang",
+    "mma": "nova.lang",
 }
 
 

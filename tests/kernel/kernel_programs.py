@@ -1,6 +1,6 @@
 """The Python-kernel programs the suite checks against NumPy (and whose MLIR the golden tests
 pin down): block reduction, histogram, warp-shuffle scan, tiled matmul, a run-length encoder
-writing variable-length output per block, and 2-D/3-D grids.
+writing variable-length output per block, 2-D/3-D grids, and a tensor-core (nova.mma) matmul.
 
 Each `run_*` launches its kernel on `device` and returns (result, expected).
 """
@@ -210,3 +210,53 @@ def run_grid3d(device):
     grid3d.launch(out, grid=(2, 2, 3), block=(4, 3, 2), device=device)
     zz, yy, xx = np.indices(out.shape)
     return out, np.clip(xx + 10 * yy + 100 * zz, 0, 250)
+
+
+MMA_TILE = 16  # nova.mma fragments are 16x16 (x16)
+
+
+@nova.kernel
+def mma_matmul(c, a, b):
+    """c = a @ b on tensor cores (float16 in, float32 accumulators), any shape: a block of two
+    warps computes a 32x32 tile of c, each warp 16x32 (two accumulator fragments); the 32x16 and
+    16x32 tiles of a and b are staged in shared memory with zeros past the edges, and the result
+    goes through a shared tile so the store into c can be guarded element by element."""
+    sa = nova.shared_array((2 * MMA_TILE, MMA_TILE), nova.float16)
+    sb = nova.shared_array((MMA_TILE, 2 * MMA_TILE), nova.float16)
+    sc = nova.shared_array((2 * MMA_TILE, 2 * MMA_TILE), nova.float32)
+    t = nova.thread_id(0)
+    row0 = (t // 32) * MMA_TILE          # the warp's rows in the block's tile
+    m0 = nova.block_id(1) * 2 * MMA_TILE
+    n0 = nova.block_id(0) * 2 * MMA_TILE
+    m, k = a.shape
+    n = b.shape[1]
+    left = nova.mma.fill(0.0)
+    right = nova.mma.fill(0.0)
+    for k0 in range(0, k, MMA_TILE):
+        for e in range(t, 2 * MMA_TILE * MMA_TILE, 64):
+            r, q = e // MMA_TILE, e % MMA_TILE
+            sa[r, q] = a[m0 + r, k0 + q] if m0 + r < m and k0 + q < k else 0
+            r, q = e // (2 * MMA_TILE), e % (2 * MMA_TILE)
+            sb[r, q] = b[k0 + r, n0 + q] if k0 + r < k and n0 + q < n else 0
+        nova.syncthreads()
+        x = nova.mma.load(sa, (row0, 0), "a")
+        left = nova.mma.mma(x, nova.mma.load(sb, (0, 0), "b"), left)
+        right = nova.mma.mma(x, nova.mma.load(sb, (0, MMA_TILE), "b"), right)
+        nova.syncthreads()
+    nova.mma.store(sc, (row0, 0), left)
+    nova.mma.store(sc, (row0, MMA_TILE), right)
+    nova.syncthreads()
+    for e in range(t, 4 * MMA_TILE * MMA_TILE, 64):
+        r, q = e // (2 * MMA_TILE), e % (2 * MMA_TILE)
+        if m0 + r < m and n0 + q < n:
+            c[m0 + r, n0 + q] = sc[r, q]
+
+
+def run_mma_matmul(device, m: int = 50, k: int = 37, n: int = 41, seed: int = 5):
+    """Small integers: every product and sum is exact in float32, so the result is exact."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-4, 5, (m, k)).astype(np.float16)
+    b = rng.integers(-4, 5, (k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    mma_matmul.launch(c, a, b, grid=(-(-n // 32), -(-m // 32)), block=64, device=device)
+    return c, a.astype(np.float32) @ b.astype(np.float32)

@@ -114,6 +114,30 @@ GOLDEN = {
 // CHECK:        memref.store {{.*}}, %[[RES]][] : memref<i64>
 // CHECK:        arith.constant 250 : i64
 """),
+    "mma_matmul": (P.mma_matmul, (M32, nova.float16[:, :], nova.float16[:, :]), """
+// CHECK:      gpu.func @mma_matmul(%0: memref<?x?xf32>, %1: memref<?x?xf16>, %2: memref<?x?xf16>) workgroup(%3 : memref<32x16xf16, 3>, %4 : memref<16x32xf16, 3>, %5 : memref<32x32xf32, 3>) kernel {
+// Two float32 accumulators of zeros enter the k loop as block arguments (no memory slots).
+// CHECK:        [[ZERO:%[0-9]+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:   [[L0:%[0-9]+]] = gpu.subgroup_mma_constant_matrix [[ZERO]] : !gpu.mma_matrix<16x16xf32, "COp">
+// CHECK:        [[R0:%[0-9]+]] = gpu.subgroup_mma_constant_matrix {{%[0-9]+}} : !gpu.mma_matrix<16x16xf32, "COp">
+// CHECK:        cf.br ^bb2([[L0]], [[R0]] : !gpu.mma_matrix<16x16xf32, "COp">, !gpu.mma_matrix<16x16xf32, "COp">)
+// CHECK-NEXT: ^bb2([[L:%[0-9]+]]: !gpu.mma_matrix<16x16xf32, "COp">, [[R:%[0-9]+]]: !gpu.mma_matrix<16x16xf32, "COp">):
+// The loop's latch passes the updated accumulators back.
+// CHECK:        cf.br ^bb2([[L1:%[0-9]+]], [[R1:%[0-9]+]] : !gpu.mma_matrix<16x16xf32, "COp">, !gpu.mma_matrix<16x16xf32, "COp">)
+// After the loop: both accumulators go to the shared C tile (leadDimension from its shape).
+// CHECK:        gpu.subgroup_mma_store_matrix [[L]], %5[{{%[0-9]+}}, {{%[0-9]+}}] {leadDimension = 32 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<32x32xf32, 3>
+// CHECK:        gpu.subgroup_mma_store_matrix [[R]], %5[{{%[0-9]+}}, {{%[0-9]+}}] {leadDimension = 32 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<32x32xf32, 3>
+// CHECK-NEXT:   gpu.barrier
+// The loop body: one A fragment, two B fragments, two multiplies into the accumulators.
+// CHECK:        gpu.barrier
+// CHECK:        [[A:%[0-9]+]] = gpu.subgroup_mma_load_matrix %3[{{%[0-9]+}}, {{%[0-9]+}}] {leadDimension = 16 : index} : memref<32x16xf16, 3> -> !gpu.mma_matrix<16x16xf16, "AOp">
+// CHECK:        [[B0:%[0-9]+]] = gpu.subgroup_mma_load_matrix %4[{{%[0-9]+}}, {{%[0-9]+}}] {leadDimension = 32 : index} : memref<16x32xf16, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
+// CHECK-NEXT:   [[L1]] = gpu.subgroup_mma_compute [[A]], [[B0]], [[L]] : !gpu.mma_matrix<16x16xf16, "AOp">, !gpu.mma_matrix<16x16xf16, "BOp"> -> !gpu.mma_matrix<16x16xf32, "COp">
+// CHECK:        [[B1:%[0-9]+]] = gpu.subgroup_mma_load_matrix %4[{{%[0-9]+}}, {{%[0-9]+}}] {leadDimension = 32 : index} : memref<16x32xf16, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
+// CHECK-NEXT:   [[R1]] = gpu.subgroup_mma_compute [[A]], [[B1]], [[R]] : !gpu.mma_matrix<16x16xf16, "AOp">, !gpu.mma_matrix<16x16xf16, "BOp"> -> !gpu.mma_matrix<16x16xf32, "COp">
+// CHECK-NEXT:   gpu.barrier
+// CHECK-NOT:    nova_lang
+"""),
 }
 
 

@@ -6,6 +6,7 @@ docs/python-kernels.md describes the language subset, the type rules and the lau
 
 from __future__ import annotations
 
+from nova.lang import mma
 from nova.lang.aot import save_bundle
 from nova.lang.api import DeviceFunction, KernelFunction, func, kernel
 from nova.lang.intrinsics import *  # noqa: F403
@@ -32,6 +33,6 @@ from nova.lang.types import (
 __all__ = [
     "INTRINSIC_NAMES", "WARP_SIZE", "ArrayType", "DeviceFunction", "KernelCallError",
     "KernelFunction", "KernelSyntaxError", "KernelTypeError", "ScalarType", "bfloat16", "bool_",
-    "float16", "float32", "float64", "func", "int8", "int16", "int32", "int64", "kernel",
+    "float16", "float32", "float64", "func", "int8", "int16", "int32", "int64", "kernel", "mma",
     "save_bundle", "uint8", "uint16", "uint32", "uint64", *INTRINSIC_NAMES,
 ]

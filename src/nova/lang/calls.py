@@ -26,8 +26,10 @@ from xdsl.ir import Operation
 
 from nova.ir import gpu
 from nova.ir.dialects.memref import AtomicRMWOp
+from nova.lang import fragments
 from nova.lang import types as T
 from nova.lang.intrinsics import WARP_SIZE, intrinsic_name
+from nova.lang.lanes import LANE
 from nova.lang.values import Const, TypeFault, Val, Value, is_number
 
 if TYPE_CHECKING:
@@ -280,8 +282,14 @@ def _dim(tr: Translator, value: Value, node: ast.AST) -> str:
 
 def _index_query(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     if name == "lane_id":
-        return tr.em.from_index(tr.em.res(gpu.LaneIdOp()))
-    return tr.em.from_index(tr.em.res(_INDEX_OPS[name](_dim(tr, v["d"], node))))
+        res = tr.em.res(gpu.LaneIdOp())
+        tr.em.lanes.set(res, LANE)
+        return tr.em.from_index(res)
+    dim = _dim(tr, v["d"], node)
+    res = tr.em.res(_INDEX_OPS[name](dim))
+    if dim == "x" and name in ("thread_id", "global_id"):
+        tr.em.lanes.set(res, LANE)  # the lanes of a warp are consecutive x indices
+    return tr.em.from_index(res)
 
 
 def _syncthreads(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
@@ -679,6 +687,7 @@ def _register() -> dict[str, Any]:
     for n in ("popc", "clz", "ctz"):
         _INTRINSIC_PARAMS[n] = (("x", req),)
         table[n] = _bits
+    fragments.register(_INTRINSIC_PARAMS, table, req)
     return table
 
 

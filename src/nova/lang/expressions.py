@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from xdsl.dialects import memref
 
 from nova.lang import types as T
+from nova.lang.lanes import UNIFORM, VARYING, binary_level
 from nova.lang.values import Const, TypeFault, Val, Value, is_number
 
 if TYPE_CHECKING:
@@ -141,6 +142,27 @@ def _check_fold_size(op: str, a: Any, b: Any) -> None:
 
 def binary(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.AST) -> Value:
     """`a op b` under the promotion rules; constants fold in Python."""
+    return _lane_level(tr, op, a, b, _binary(tr, op, a, b, node))
+
+
+def _lane_level(tr: Translator, op: str, a: Value | Tup, b: Value | Tup,
+                result: Value) -> Value:
+    """Refine the warp-uniformity level of an arithmetic result (nova.lang.lanes)."""
+    if not isinstance(result, Val):
+        return result
+    levels = tr.em.lanes
+    la = levels.of(a.ssa) if isinstance(a, Val) else UNIFORM
+    lb = levels.of(b.ssa) if isinstance(b, Val) else UNIFORM
+    if la == lb == UNIFORM:
+        return result
+    ca = a.value if isinstance(a, Const) else None
+    cb = b.value if isinstance(b, Const) else None
+    found = binary_level(op, la, lb, ca, cb)
+    levels.set(result.ssa, VARYING if found is None else found)
+    return result
+
+
+def _binary(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.AST) -> Value:
     if isinstance(a, Const) and isinstance(b, Const) and is_number(a.value) \
             and is_number(b.value):
         try:
@@ -262,7 +284,7 @@ def compare(tr: Translator, op: str, a: Value | Tup, b: Value | Tup, node: ast.A
         except TypeError as exc:  # e.g. `min < 10`: a builtin is a Const too
             raise tr.type_error(node, f"cannot compare these constants: {exc}") from None
     x, y, ty = tr.common(a, b, node)  # type: ignore[arg-type]
-    return tr.em.compare(op, x, y, ty)
+    return _lane_level(tr, op, a, b, tr.em.compare(op, x, y, ty))
 
 
 def _compare(tr: Translator, node: ast.Compare) -> Value:

@@ -138,13 +138,17 @@ def _if(tr: Translator, stmt: ast.If) -> None:
     then, join = tr.new_block(), tr.new_block()
     other = tr.new_block() if stmt.orelse else join
     tr.cond_branch(cond, then, other)
-    tr.em.block = then
-    tr.stmts(stmt.body)
-    tr.branch(join)
-    if stmt.orelse:
-        tr.em.block = other
-        tr.stmts(stmt.orelse)
+    entered = tr.enter_branch([cond], stmt.test)
+    try:
+        tr.em.block = then
+        tr.stmts(stmt.body)
         tr.branch(join)
+        if stmt.orelse:
+            tr.em.block = other
+            tr.stmts(stmt.orelse)
+            tr.branch(join)
+    finally:
+        tr.leave_branch(entered)
     tr.em.block = join
 
 
@@ -170,9 +174,11 @@ def _while(tr: Translator, stmt: ast.While) -> None:
         tr.cond_branch(cond, body, done)
     tr.em.block = body
     tr.frame.loops.append((header, done))
+    entered = tr.enter_branch([cond], stmt.test)
     try:
         tr.stmts(stmt.body)
     finally:
+        tr.leave_branch(entered)
         tr.frame.loops.pop()
     tr.branch(header)
     tr.em.block = done
@@ -204,9 +210,11 @@ def _for(tr: Translator, stmt: ast.For) -> None:
     tr.em.block = body
     tr.assign_name(stmt.target.id, i, stmt.target)
     tr.frame.loops.append((latch, done))
+    entered = tr.enter_branch([start, stop, step], stmt.iter)
     try:
         tr.stmts(stmt.body)
     finally:
+        tr.leave_branch(entered)
         tr.frame.loops.pop()
     tr.branch(latch)
     tr.em.block = latch

@@ -21,9 +21,12 @@ from xdsl.dialects import cf, memref
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
+from nova.errors import SourceLocation
 from nova.ir.gpu import CONTAINER_MODULE_ATTR, FuncOp, GPUModuleOp, ReturnOp
 from nova.lang import calls, expressions, statements
 from nova.lang import types as T
+from nova.lang.fragvars import FragmentGetOp, FragmentSetOp, promote_fragments
+from nova.lang.lanes import UNIFORM, LaneLevels
 from nova.lang.source import (
     FunctionSource,
     KernelSyntaxError,
@@ -50,7 +53,15 @@ class Var:
     type: T.ScalarType
 
 
-Binding = Value | Tup | Var
+@dataclass
+class FragVar:
+    """A variable holding a tensor-core fragment (see fragvars: promoted to SSA values)."""
+
+    slot: int
+    type: T.FragmentType
+
+
+Binding = Value | Tup | Var | FragVar
 
 
 class _Retranslate(Exception):
@@ -69,9 +80,10 @@ class Frame:
     loops: list[tuple[Block, Block]] = field(default_factory=list)  # (continue, break)
     exit_block: Block | None = None
     result: Var | None = None
+    diverged: SourceLocation | None = None  # a lane-dependent return happened before this point
 
 
-_READS = frozenset({"memref.load", "memref.dim"})
+_READS = frozenset({"memref.load", "memref.dim", "gpu.subgroup_mma_load_matrix"})
 _VIEWS = frozenset({"memref.cast", "memref.subview", "memref.reinterpret_cast", "memref.view",
                     "memref.collapse_shape", "memref.expand_shape"})
 
@@ -132,12 +144,15 @@ class Translator:
         self.inline_count = 0
         self.call_stack: list[Any] = [self.src.func]
         self.workgroup: list[T.ArrayType] = []
+        self.fragment_types: dict[int, Any] = {}
+        self.em.lanes = LaneLevels()
         self.entry = Block(arg_types=[t.mlir for t in self.arg_types])
         body = Block()
         self.blocks = [self.entry, body]
         self.em.block = body
         frame = self._frame(self.src, "k")
         self.frame = frame
+        self.active = [frame]
         params = self.src.tree.args
         self._check_params(self.src, len(self.arg_types))
         for arg, ty, ssa in zip(params.args, self.arg_types, self.entry.args, strict=True):
@@ -153,6 +168,7 @@ class Translator:
         self.blocks.append(exit_block)
         self.em.block = self.entry
         self.em.op(cf.BranchOp(body))
+        promote_fragments(self.blocks, self.fragment_types)
         ftype = FunctionType.from_lists([t.mlir for t in self.arg_types], [])
         func = FuncOp(self.symbol, ftype, Region(self.blocks), kernel=True,
                       num_workgroup_attributions=len(self.workgroup))
@@ -184,9 +200,9 @@ class Translator:
             frame.scope[arg.arg] = value
             return
         if not isinstance(value, Val | Const) or (isinstance(value, Val) and \
-                not isinstance(value.type, T.ScalarType)):
+                isinstance(value.type, T.ArrayType)):
             raise self.type_error(arg, f"parameter '{arg.arg}' is reassigned; only scalar "
-                                  "parameters may be", frame.src)
+                                  "and fragment parameters may be", frame.src)
         prev, self.frame = self.frame, frame
         try:
             self.assign_name(arg.arg, value, arg)
@@ -242,6 +258,9 @@ class Translator:
     def read(self, binding: Binding) -> Value | Tup:
         if isinstance(binding, Var):
             return Val(self.em.res(memref.LoadOp.get(binding.slot, [])), binding.type)
+        if isinstance(binding, FragVar):
+            return Val(self.em.res(FragmentGetOp(binding.slot, binding.type.mlir)),
+                       binding.type)
         return binding
 
     def assign_name(self, name: str, value: Value | Tup, node: ast.AST,
@@ -249,6 +268,10 @@ class Translator:
         frame = self.frame
         if name in frame.direct and declared is None:
             frame.scope[name] = value
+            return
+        if (isinstance(value, Val) and isinstance(value.type, T.FragmentType)) or \
+                isinstance(frame.scope.get(name), FragVar):
+            self._assign_fragment(name, value, node)
             return
         if isinstance(value, Tup) or (isinstance(value, Val) and isinstance(value.type,
                                                                            T.ArrayType)):
@@ -278,6 +301,34 @@ class Translator:
             var = Var(self.slot(ty), ty)
             frame.scope[name] = var
         self.store_var(var, value, node)
+
+    def _assign_fragment(self, name: str, value: Value | Tup, node: ast.AST) -> None:
+        """Assign a fragment variable (its type is fixed by the first assignment)."""
+        frame = self.frame
+        var = frame.scope.get(name)
+        vt = value.type if isinstance(value, Val) else None
+        if isinstance(var, Var) or (var is not None and not isinstance(var, FragVar)):
+            raise self.type_error(node, f"'{name}' holds a {self.describe_binding(var)} and is "
+                                  f"assigned an {self.describe(value)}; a variable keeps one "
+                                  "kind of value")
+        if var is None:
+            assert isinstance(vt, T.FragmentType)
+            var = FragVar(len(self.fragment_types), vt)
+            self.fragment_types[var.slot] = vt.mlir
+            frame.scope[name] = var
+        elif vt != var.type:
+            raise self.type_error(node, f"'{name}' holds an {var.type} and is assigned "
+                                  f"{self.describe(value)}; a fragment variable keeps its "
+                                  "kind, dtype and layout")
+        assert isinstance(value, Val)
+        self.em.op(FragmentSetOp(var.slot, value.ssa))
+
+    def describe_binding(self, binding: Binding | None) -> str:
+        if isinstance(binding, Var):
+            return str(binding.type)
+        if isinstance(binding, FragVar):
+            return str(binding.type)
+        return self.describe(binding) if binding is not None else "nothing"
 
     def _widen(self, key: tuple[str, str], known: tuple[T.ScalarType, bool],
                vt: T.ScalarType, weak: bool) -> None:
@@ -394,10 +445,12 @@ class Translator:
         frame.exit_block = self.new_block()
         self.frame = frame
         self.call_stack.append(device_func.py_func)
+        self.active.append(frame)
         try:
             self.stmts(src.tree.body)
             self.branch(frame.exit_block)
         finally:
+            self.active.pop()
             self.call_stack.pop()
             self.frame = caller
         self.em.block = frame.exit_block
@@ -405,8 +458,33 @@ class Translator:
             return Const(None)
         return self.read(frame.result)  # type: ignore[return-value]
 
+    # --- warp uniformity (nova.lang.lanes) --------------------------------------------------
+    def enter_branch(self, values: list[Value], node: ast.AST) -> bool:
+        """Before the body of a branch or loop controlled by `values`: True (and a divergent
+        region begins) when one of them may differ between the lanes of a warp."""
+        if all(not isinstance(v, Val) or self.em.lanes.of(v.ssa) == UNIFORM for v in values):
+            return False
+        self.em.lanes.regions.append(self.frame.src.location(node))
+        return True
+
+    def leave_branch(self, entered: bool) -> None:
+        if entered:
+            self.em.lanes.regions.pop()
+
+    def divergence(self) -> SourceLocation | None:
+        """Where the current point became reachable by only some lanes of a warp (the
+        condition of an enclosing branch, or of an earlier lane-dependent return), or None."""
+        if self.em.lanes.regions:
+            return self.em.lanes.regions[-1]
+        for frame in self.active:
+            if frame.diverged is not None:
+                return frame.diverged
+        return None
+
     def return_value(self, node: ast.Return) -> None:
         frame = self.frame
+        if self.em.lanes.regions and frame.diverged is None:
+            frame.diverged = self.em.lanes.regions[-1]
         if frame.key == "k":
             if node.value is not None:
                 v = self.expr(node.value)

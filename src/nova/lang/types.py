@@ -197,7 +197,40 @@ class ArrayType:
         return f"{where}array({self.dtype}, {dims})"
 
 
+MMA_SHAPE = (16, 16, 16)
+"""The (m, n, k) of the tensor-core fragments kernels can use (WMMA's m16n16k16)."""
+FRAGMENT_KINDS = ("a", "b", "c")
+"""Fragment kinds: the multiplicands A (m x k) and B (k x n), the accumulator C (m x n)."""
+
+
+@dataclass(frozen=True)
+class FragmentType:
+    """A warp's tensor-core matrix fragment (`nova.mma`): `kind` 'a', 'b' or 'c', the element
+    type, and for A/B the layout the fragment was loaded with ('row' or 'col'; the tensor-core
+    multiply must know it, so it is part of the type; accumulators have none). The MLIR type is
+    upstream's opaque `!gpu.mma_matrix<16x16xT, "AOp"|"BOp"|"COp">`."""
+
+    kind: str
+    dtype: ScalarType
+    layout: str | None = None
+
+    @property
+    def mlir(self) -> Attribute:
+        from nova.ir.gpu.mma_ops import MMAMatrixType
+
+        rows, cols = {"a": (MMA_SHAPE[0], MMA_SHAPE[2]), "b": (MMA_SHAPE[2], MMA_SHAPE[1]),
+                      "c": (MMA_SHAPE[0], MMA_SHAPE[1])}[self.kind]
+        return MMAMatrixType((rows, cols), self.dtype.mlir, f"{self.kind.upper()}Op")
+
+    def __str__(self) -> str:
+        layout = f", {self.layout}-major" if self.layout else ""
+        return f"mma fragment ({self.kind}, {self.dtype}{layout})"
+
+
 NovaType = ScalarType | ArrayType
+"""The types of kernel parameters (signatures)."""
+ValueType = ScalarType | ArrayType | FragmentType
+"""The types of values inside a kernel."""
 
 
 def from_numpy_dtype(dtype: Any) -> ScalarType | None:

@@ -28,6 +28,7 @@ from nova.errors import SourceLocation
 from nova.ir.dialects.scf_arith_func import IndexCastUIOp
 from nova.ir.locations import set_location
 from nova.lang import types as T
+from nova.lang.lanes import LaneLevels
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Val:
     """A run-time value of a Nova type (a scalar, or an array's memref)."""
 
     ssa: SSAValue
-    type: T.NovaType
+    type: T.ValueType
 
 
 Value = Const | Val
@@ -64,11 +65,13 @@ class Emitter:
     def __init__(self) -> None:
         self.block: Block | None = None
         self.location: SourceLocation | None = None
+        self.lanes = LaneLevels()
 
     def op(self, op: Operation) -> Operation:
         assert self.block is not None, "emitting after a terminator"
         set_location(op, self.location)
         self.block.add_op(op)
+        self.lanes.emitted(op)
         return op
 
     def res(self, op: Operation) -> SSAValue:

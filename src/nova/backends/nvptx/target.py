@@ -437,12 +437,17 @@ class NvptxTarget(TargetBase):
         gv = ir.GlobalVariable(fe.module.module, arr, name, addrspace=3)
         gv.linkage = "internal"
         gv.initializer = ir.Constant(arr, ir.Undefined)
-        gv.align = 16
+        gv.align = 32 if _uses_mma(func_op) else 16  # WMMA tiles need 32-byte alignment
         ptr: ir.Value = M.opaque(fe.builder, gv)
         space = self.pointer_address_space(mlir_type)
         if space != 3:
             ptr = fe.builder.addrspacecast(ptr, ir.PointerType(addrspace=space))
         return M.identity_descriptor(fe.builder, mlir_type, ptr, sizes)
+
+
+def _uses_mma(func_op: Operation) -> bool:
+    """Whether a kernel uses tensor-core fragment ops (whose tiles must be 32-byte aligned)."""
+    return any(op.name.startswith("gpu.subgroup_mma_") for op in func_op.walk())
 
 
 def add_string_attribute(fn: ir.Function, key: str, value: str) -> None:

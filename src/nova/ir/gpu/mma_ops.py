@@ -519,8 +519,8 @@ def mma_lowering_error(op: IRDLOperation) -> str | None:
         if mem.element_type != frag.element_type:
             return (f"memref element type {mem.element_type} differs from the fragment's "
                     f"{frag.element_type}")
-        if len(op.indices) != mem.get_num_dims() or mem.get_num_dims() < 2:
-            return "expected one index per dimension of a memref of rank >= 2"
+        if len(op.indices) != mem.get_num_dims() or mem.get_num_dims() < 1:
+            return "expected one index per dimension of a memref of rank >= 1"
     if isinstance(op, SubgroupMmaElementwiseOp):
         return _elementwise_error(op)
     return None
