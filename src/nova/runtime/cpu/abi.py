@@ -15,6 +15,7 @@ import itertools
 import threading
 from _ctypes import CFuncPtr
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -52,6 +53,15 @@ def _store_pointer(out: int | None, value: int) -> None:
     if not out:
         raise RuntimeFailure("null out-pointer passed to the runtime")
     ctypes.c_void_p.from_address(out).value = value or None
+
+
+def _span(array: np.ndarray) -> tuple[int, int]:
+    """[low, high) byte offsets, from the array's data pointer, of the memory it spans."""
+    if array.size == 0:
+        return 0, 0
+    low = sum(min(0, (n - 1) * st) for n, st in zip(array.shape, array.strides, strict=True))
+    high = sum(max(0, (n - 1) * st) for n, st in zip(array.shape, array.strides, strict=True))
+    return low, high + array.itemsize
 
 
 class CpuAbi:
@@ -375,14 +385,37 @@ class CpuAbi:
 
     # --- what the executor needs -------------------------------------------------------------
     def stage_in(self, array: np.ndarray) -> tuple[int, object]:
-        """Device address for a host array: the array itself (host memory is device memory)."""
-        return array.ctypes.data, None
+        """Device address for a host array: the array itself when it already lies in the
+        device's guarded memory (a returned result), else a copy of the memory it spans in a
+        pool buffer, so that an out-of-bounds store by the program never reaches the Python
+        heap (docs/device-layer.md, "Memory isolation on the cpu device")."""
+        address = array.ctypes.data
+        low, high = _span(array)
+        if high == low or self.device.host_memory_in_place(address + low, high - low):
+            return address, None
+        buffer = self.device.allocate(high - low)
+        ctypes.memmove(buffer.ptr, address + low, high - low)
+        return buffer.ptr - low, (buffer, array, low)
 
     def stage_out(self, token: object) -> None:
-        """Nothing to copy back on the cpu device."""
+        """Copy a staged array's elements back (the call has synchronized); read-only arrays
+        stay as they are."""
+        if token is None:
+            return
+        buffer, array, low = cast("tuple[Buffer, np.ndarray, int]", token)
+        if not array.flags.writeable:
+            return
+        if array.flags.c_contiguous:
+            ctypes.memmove(array.ctypes.data, buffer.ptr, array.nbytes)
+            return
+        raw = (ctypes.c_char * buffer.nbytes).from_address(buffer.ptr)
+        np.copyto(array, np.ndarray(array.shape, array.dtype, buffer=raw, offset=-low,
+                                    strides=array.strides))
 
     def release(self, token: object) -> None:
-        """Nothing staged on the cpu device."""
+        """Give a staged copy back to the pool."""
+        if token is not None:
+            cast("tuple[Buffer, np.ndarray, int]", token)[0].free()
 
     def fetch(self, address: int, nbytes: int) -> bytes:
         """Bytes at a device address (after the default stream drained)."""

@@ -152,6 +152,9 @@ class CpuDevice(Device):
 
         return HostHeap(self.arena)
 
+    def host_memory_in_place(self, address: int, nbytes: int) -> bool:
+        return self.arena.owns(address) and self.arena.owns(address + max(nbytes, 1) - 1)
+
     def explain_address(self, address: int) -> str | None:
         """Where a faulting address lies relative to the device's memory (for fault reports):
         before or past which allocation, or None outside the arena."""
