@@ -409,7 +409,7 @@ class CpuAbi:
             ctypes.memmove(array.ctypes.data, buffer.ptr, array.nbytes)
             return
         raw = (ctypes.c_char * buffer.nbytes).from_address(buffer.ptr)
-        np.copyto(array, np.ndarray(array.shape, array.dtype, buffer=raw, offset=-low,
+        np.copyto(array, np.ndarray(array.shape, array.dtype, buffer=memoryview(raw), offset=-low,
                                     strides=array.strides))
 
     def release(self, token: object) -> None:
