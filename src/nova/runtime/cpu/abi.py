@@ -398,19 +398,24 @@ class CpuAbi:
         return buffer.ptr - low, (buffer, array, low)
 
     def stage_out(self, token: object) -> None:
-        """Copy a staged array's elements back (the call has synchronized); read-only arrays
-        stay as they are."""
+        """Copy a staged array's elements back, in order on the default stream (after the
+        call's work, which the executor's synchronize then waits for); read-only arrays stay
+        as they are."""
         if token is None:
             return
         buffer, array, low = cast("tuple[Buffer, np.ndarray, int]", token)
         if not array.flags.writeable:
             return
-        if array.flags.c_contiguous:
-            ctypes.memmove(array.ctypes.data, buffer.ptr, array.nbytes)
-            return
-        raw = (ctypes.c_char * buffer.nbytes).from_address(buffer.ptr)
-        np.copyto(array, np.ndarray(array.shape, array.dtype, buffer=memoryview(raw), offset=-low,
-                                    strides=array.strides))
+
+        def copy_back() -> None:
+            if array.flags.c_contiguous:
+                ctypes.memmove(array.ctypes.data, buffer.ptr, array.nbytes)
+                return
+            raw = (ctypes.c_char * buffer.nbytes).from_address(buffer.ptr)
+            np.copyto(array, np.ndarray(array.shape, array.dtype, buffer=memoryview(raw),
+                                        offset=-low, strides=array.strides))
+
+        self._enqueue(self.device.default_stream, copy_back, "copy of a staged argument back")
 
     def release(self, token: object) -> None:
         """Give a staged copy back to the pool."""
