@@ -3,7 +3,8 @@
 saxpy (one load pair and a store per thread: the worst case on the CPU device, where checked
 kernels run their threads as fibers) and a row sum (512 loads per thread: the per-access compare
 dominates). Device arrays, so only the kernels are timed; best of `--reps` launches, each waited
-for. Prints one line per setting; never asserts. docs/debugging.md records the numbers.
+for. Prints one line per setting. The outputs are cleared before each setting and checked after
+it (exit 1 on a wrong result: bench/checks.py). docs/debugging.md records the numbers.
 
     python bench/bounds_check.py [--device cpu|cuda] [--reps 20]
 """
@@ -11,10 +12,12 @@ for. Prints one line per setting; never asserts. docs/debugging.md records the n
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
 import numpy as np
+from checks import finish, record
 
 import nova
 from nova.runtime.device import Device
@@ -59,7 +62,7 @@ def best_launch(dev: Device, kern: Any, args: tuple[Any, ...], grid: int, block:
     return best
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--reps", type=int, default=20)
@@ -72,11 +75,16 @@ def main() -> None:
     sums = dev.empty(ROWS, "float32")
     for check in (False, True):
         saxpy, rowsum = kernels(check)
+        dev.memset(out, 0, out.nbytes)
+        dev.memset(sums, 0, sums.nbytes)
         a = best_launch(dev, saxpy, (out, x, y, np.float32(2)), N // 256, 256, args.reps)
         b = best_launch(dev, rowsum, (sums, m), ROWS // 128, 128, args.reps)
+        record(f"saxpy check_bounds={check}", bool((out.numpy() == 3).all()))
+        record(f"rowsum check_bounds={check}", bool((sums.numpy() == COLS).all()))
         print(f"{dev.kind} check_bounds={check}: saxpy {N} f32 {a * 1e3:.3f} ms, "
               f"rowsum {ROWS}x{COLS} f32 {b * 1e3:.3f} ms")
+    return finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

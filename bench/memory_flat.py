@@ -25,6 +25,7 @@ import argparse
 import gc
 import json
 import platform
+import sys
 import time
 from collections.abc import Callable
 from datetime import date
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from checks import finish, record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,7 +195,7 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
     return rows
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="all", choices=("all", "cpu", "cuda"))
     parser.add_argument("--calls", type=int, default=10_000)
@@ -233,6 +235,10 @@ def main() -> None:
           "mem_info, cuda only); pool use: Nova pool bytes in use after; raw alloc: "
           "pool allocations from the device during the measured calls")
 
+    for r in rows:
+        record(f"{r['device']} {r['case']}: result", bool(r["result_ok"]))
+    if finish():
+        return 1  # no result file for wrong results
     report = {"benchmark": "memory_flat", "date": date.today().isoformat(),
               "python": platform.python_version(), "machine": platform.machine(),
               "calls": args.calls, "warmup": args.warmup, "n": args.n, "skipped": skipped,
@@ -241,7 +247,8 @@ def main() -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -33,6 +33,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import checks
 import numpy as np
 
 import nova
@@ -471,6 +472,12 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in results[section].items():
             text = f"{value:.4g}" if isinstance(value, float) else str(value)
             print(f"  {key:32s} {text}")
+    for section in ("bandwidth", "matmul", "latency"):
+        for key, value in results[section].items():
+            if key.endswith("_ok"):
+                checks.record(f"{section} {key}", bool(value))
+    if checks.finish():
+        return 1  # no result file for wrong results
     out_dir = Path(__file__).parent / "results"
     out_dir.mkdir(exist_ok=True)
     path = out_dir / f"python_kernels-{device.kind}-{date.today()}.json"

@@ -161,8 +161,8 @@ def _array(value: Any, device: Device, staged: list[Staged],
                                 f"passed to a launch on {device.kind}:{device.index}")
         return value.ptr, value.shape
     if isinstance(value, np.ndarray):
-        if (device.host_memory_is_device_memory and value.flags.c_contiguous
-                and value.flags.writeable):
+        if (value.flags.c_contiguous and value.flags.writeable
+                and device.host_memory_in_place(value.ctypes.data, value.nbytes)):
             staged.append(Staged(value, None, False))  # host memory is device memory
             return value.ctypes.data, value.shape
         host = value if value.flags.c_contiguous else np.ascontiguousarray(value)

@@ -196,6 +196,13 @@ class Device(ABC):
     """Whether a host address is a device address (the cpu device): a launch may then pass a
     writable C-contiguous NumPy array's own memory instead of staging a copy."""
 
+    def host_memory_in_place(self, address: int, nbytes: int) -> bool:
+        """Whether kernels may use the host memory [address, address + nbytes) in place rather
+        than a staged copy. The cpu device accepts only its own guarded memory (a returned
+        result, a Buffer's): an out-of-bounds store through anything else could reach the
+        Python heap (docs/device-layer.md, "Memory isolation on the cpu device")."""
+        return self.host_memory_is_device_memory
+
     def __init__(self, kind: DeviceKind, index: int) -> None:
         self.kind = kind
         self.index = index

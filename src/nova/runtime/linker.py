@@ -24,6 +24,12 @@ from nova.errors import BundleFormatError
 from nova.runtime.native_support import host_target_machine
 
 _LINK_LOCK = threading.Lock()
+LINK_LOCK = _LINK_LOCK
+"""Held while any object is linked (`add_symbol` bindings are process wide): other JIT links that
+resolve libc's heap functions (the cpu device's kernel objects) take it too."""
+HEAP_SYMBOLS = ("malloc", "aligned_alloc", "free")
+"""libc's heap functions, which a device may rebind for host code (the cpu device's guarded
+heap); every other link resolves them to libc's, restored after each link."""
 _SYSTEM_LIBRARIES = (("libc.so.6", "c"), ("libm.so.6", "m"), ("libgcc_s.so.1", "gcc_s"))
 """(glibc soname, short name for find_library when the soname does not load)."""
 
@@ -138,11 +144,20 @@ class LinkedObject:
         return address
 
 
+def _libc_heap() -> dict[str, int]:
+    libc = ctypes.CDLL(None)
+    return {n: ctypes.cast(getattr(libc, n), ctypes.c_void_p).value or 0 for n in HEAP_SYMBOLS}
+
+
+_LIBC_HEAP = _libc_heap()
+
+
 def link_object(obj: bytes, bindings: Mapping[str, int], name: str = "<bundle>") -> LinkedObject:
-    """Check, bind (`llvm.add_symbol`) and link `obj`; returns the live engine holding its code."""
+    """Check, bind (`llvm.add_symbol`) and link `obj`; returns the live engine holding its code.
+    `bindings` may rebind HEAP_SYMBOLS for this object; they are libc's again afterwards."""
     check_symbols(obj, bindings, name)
     with _LINK_LOCK:
-        for symbol, address in bindings.items():
+        for symbol, address in {**_LIBC_HEAP, **bindings}.items():
             llvm.add_symbol(symbol, address)
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), host_target_machine())
         try:
@@ -150,4 +165,7 @@ def link_object(obj: bytes, bindings: Mapping[str, int], name: str = "<bundle>")
             engine.finalize_object()
         except RuntimeError as exc:
             raise BundleFormatError(f"{name}: cannot link host object: {exc}") from None
+        finally:
+            for symbol, address in _LIBC_HEAP.items():
+                llvm.add_symbol(symbol, address)
     return LinkedObject(engine, name)

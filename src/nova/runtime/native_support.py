@@ -122,6 +122,14 @@ def unwind_symbols() -> dict[str, int]:
     return {"nova_rt_call_entry": native.call_entry, "nova_rt_raise": native.raise_}
 
 
+def unwind_key() -> int:
+    """The pthread key holding the thread's unwind frames (a fault guard restores it after a
+    fault skipped `nova_rt_call_entry`'s epilogue)."""
+    native = native_unwind()
+    return ctypes.c_uint.from_address(
+        native.engine.get_global_value_address("nova_unwind_key")).value
+
+
 _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_void_p)
 

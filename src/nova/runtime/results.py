@@ -10,7 +10,8 @@ distinct `allocated` pointer of a call's memref results into one of three kinds:
 * a runtime allocation (`gpu.alloc` -> nova_rt_mem_alloc): the device ABI hands it over
   (`take_allocation`), so the module no longer frees it at `close()`;
 * anything else came from the host code's heap (`memref.alloc` -> malloc/aligned_alloc) and is
-  freed with libc `free`.
+  freed with libc `free` (on the cpu device host code's heap is the guarded arena's
+  `nova.runtime.cpu.host_heap`, registered with `register_heap`, which frees it instead).
 
 An allocation handed over becomes a `ResultMemory`. When the device can address it from the host
 (the cpu device; host-heap memory on any device) the NumPy arrays returned view it without a copy
@@ -54,6 +55,24 @@ class ResultStats:
 
 _lock = threading.RLock()  # a finalizer may run (gc) on a thread already holding it
 _counts = {"adopted": 0, "released": 0}
+_heaps: list[tuple[Callable[[int], bool], Callable[[int], None]]] = []
+
+
+def register_heap(owns: Callable[[int], bool], free: Callable[[int], None]) -> None:
+    """Declare a heap host code may allocate from instead of libc's (the cpu device's guarded
+    host-code heap): a returned memref whose memory `owns` is freed with its `free`."""
+    with _lock:
+        _heaps.append((owns, free))
+
+
+def _heap_free(address: int) -> Callable[[], None]:
+    """How to free host-heap memory at `address`: its registered heap's free, else libc's."""
+    with _lock:
+        heaps = list(_heaps)
+    for owns, free in heaps:
+        if owns(address):
+            return lambda: free(address)
+    return lambda: _libc_free(address)
 
 
 def stats() -> ResultStats:
@@ -92,8 +111,9 @@ class ResultMemory:
 
     @classmethod
     def host_heap(cls, address: int) -> ResultMemory:
-        """Memory from the host code's malloc/aligned_alloc (freed with libc free)."""
-        return cls(address, lambda: _libc_free(address), True)
+        """Memory from the host code's malloc/aligned_alloc (freed with libc free, or by the heap
+        registered for it)."""
+        return cls(address, _heap_free(address), True)
 
     @property
     def alive(self) -> bool:

@@ -15,15 +15,23 @@ import itertools
 import threading
 from _ctypes import CFuncPtr
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
 from nova.abi import ABI_BY_NAME, DeviceModuleDescriptor
 from nova.bundle.format import Kernel, Manifest
-from nova.errors import NovaError, RuntimeFailure
+from nova.errors import KernelFault, NovaError, RuntimeFailure
+from nova.runtime.cpu import fault_guard
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
-from nova.runtime.native_support import call_entry_function, guarded_callback, record_error
+from nova.runtime.native_support import (
+    call_entry_function,
+    guarded_callback,
+    record_error,
+    unwind_key,
+    unwind_symbols,
+)
 from nova.runtime.results import ResultMemory
 from nova.runtime.stream import Event, Stream
 
@@ -47,6 +55,15 @@ def _store_pointer(out: int | None, value: int) -> None:
     ctypes.c_void_p.from_address(out).value = value or None
 
 
+def _span(array: np.ndarray) -> tuple[int, int]:
+    """[low, high) byte offsets, from the array's data pointer, of the memory it spans."""
+    if array.size == 0:
+        return 0, 0
+    low = sum(min(0, (n - 1) * st) for n, st in zip(array.shape, array.strides, strict=True))
+    high = sum(max(0, (n - 1) * st) for n, st in zip(array.shape, array.strides, strict=True))
+    return low, high + array.itemsize
+
+
 class CpuAbi:
     """Runtime ABI callbacks of one program on the cpu device."""
 
@@ -62,11 +79,15 @@ class CpuAbi:
         self._module_handles: dict[int, int] = {}  # descriptor address -> handle
         self._function_handles: dict[tuple[int, str], int] = {}
         self._callbacks: dict[str, CFuncPtr] = {
-            name: ABI_BY_NAME[name].ctypes_prototype()(
-                guarded_callback(name, getattr(self, "_" + name.removeprefix("nova_rt_"))))
+            name: ABI_BY_NAME[name].ctypes_prototype()(fault_guard.outside_guard(
+                guarded_callback(name, getattr(self, "_" + name.removeprefix("nova_rt_")))))
             for name in CPU_ABI_NAMES
         }
         self._call_native = call_entry_function()
+        self._guard = fault_guard.guard()
+        self._call_entry_address = unwind_symbols()["nova_rt_call_entry"]
+        self._unwind_key = unwind_key()
+        self._heap = getattr(device, "host_heap", None)  # the cpu device's; a test double: none
         # Stream bookkeeping, shared by every thread calling this program: guarded by _lock,
         # which is never held across blocking stream work (close drains, synchronize waits).
         self._lock = threading.Lock()
@@ -77,7 +98,7 @@ class CpuAbi:
     def call_entry(self, entry: int, args: object, results: object) -> int:
         """Run an entry (`nova_rt_call_entry`); then join the streams it left open (see
         `_join_open_streams`). Returns the entry's status, or 1 if only the join failed."""
-        status = self._call_native(entry, args, results)
+        status = self._call_guarded(entry, args, results)
         if self._streams:  # a hint read without the lock; the join takes it
             try:
                 self._join_open_streams()
@@ -86,6 +107,21 @@ class CpuAbi:
                     f"joining the streams the call left open failed: {exc}"))
                 status = status or 1
         return status
+
+    def _call_guarded(self, entry: int, args: object, results: object) -> int:
+        """`nova_rt_call_entry` under the fault guard: a fault in host code (an out-of-bounds
+        store into the guard around a buffer) is recorded as a KernelFault and the call fails
+        with status 1, instead of killing the process."""
+        if self._guard is None:
+            return int(self._call_native(entry, args, results))
+        record = fault_guard.FaultRecord()
+        status = int(self._guard.entry(self._call_entry_address, entry, args, results,
+                                       ctypes.addressof(record), self._unwind_key))
+        if status != fault_guard.FAULT_STATUS:
+            return status
+        explain = getattr(self.device, "explain_address", lambda address: None)
+        record_error(KernelFault(fault_guard.describe_host_fault(record, explain)))
+        return 1
 
     def _join_open_streams(self) -> None:
         """Streams this thread's call created and did not destroy (async tokens never waited):
@@ -139,8 +175,9 @@ class CpuAbi:
 
     def symbols(self) -> dict[str, int]:
         """ABI name -> callback address (valid while this object lives)."""
-        return {n: ctypes.cast(cb, ctypes.c_void_p).value or 0
-                for n, cb in self._callbacks.items()}
+        heap = self._heap.symbols() if self._heap is not None else {}
+        return heap | {n: ctypes.cast(cb, ctypes.c_void_p).value or 0
+                       for n, cb in self._callbacks.items()}
 
     # --- handles -----------------------------------------------------------------------------
     def _new_handle(self) -> int:
@@ -348,14 +385,42 @@ class CpuAbi:
 
     # --- what the executor needs -------------------------------------------------------------
     def stage_in(self, array: np.ndarray) -> tuple[int, object]:
-        """Device address for a host array: the array itself (host memory is device memory)."""
-        return array.ctypes.data, None
+        """Device address for a host array: the array itself when it already lies in the
+        device's guarded memory (a returned result), else a copy of the memory it spans in a
+        pool buffer, so that an out-of-bounds store by the program never reaches the Python
+        heap (docs/device-layer.md, "Memory isolation on the cpu device")."""
+        address = array.ctypes.data
+        low, high = _span(array)
+        if high == low or self.device.host_memory_in_place(address + low, high - low):
+            return address, None
+        buffer = self.device.allocate(high - low)
+        ctypes.memmove(buffer.ptr, address + low, high - low)
+        return buffer.ptr - low, (buffer, array, low)
 
     def stage_out(self, token: object) -> None:
-        """Nothing to copy back on the cpu device."""
+        """Copy a staged array's elements back, in order on the default stream (after the
+        call's work, which the executor's synchronize then waits for); read-only arrays stay
+        as they are."""
+        if token is None:
+            return
+        buffer, array, low = cast("tuple[Buffer, np.ndarray, int]", token)
+        if not array.flags.writeable:
+            return
+
+        def copy_back() -> None:
+            if array.flags.c_contiguous:
+                ctypes.memmove(array.ctypes.data, buffer.ptr, array.nbytes)
+                return
+            raw = (ctypes.c_char * buffer.nbytes).from_address(buffer.ptr)
+            np.copyto(array, np.ndarray(array.shape, array.dtype, buffer=memoryview(raw),
+                                        offset=-low, strides=array.strides))
+
+        self._enqueue(self.device.default_stream, copy_back, "copy of a staged argument back")
 
     def release(self, token: object) -> None:
-        """Nothing staged on the cpu device."""
+        """Give a staged copy back to the pool."""
+        if token is not None:
+            cast("tuple[Buffer, np.ndarray, int]", token)[0].free()
 
     def fetch(self, address: int, nbytes: int) -> bytes:
         """Bytes at a device address (after the default stream drained)."""

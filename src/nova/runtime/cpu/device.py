@@ -2,9 +2,11 @@
 x86-64 CPU objects of device modules run with GPU semantics.
 
 It implements the same `Device` contract as cuda so programs, tests and the executor run unchanged
-on machines without a GPU. Memory comes from libc `aligned_alloc` (256-byte aligned, like
-cuMemAlloc) through the same caching pool; fresh allocations are filled with 0xCD when
-`config.poison_memory` (NOVA_POISON=1) is on, to expose reads of uninitialized device memory.
+on machines without a GPU. Memory comes from the device's `GuardedArena` (nova.runtime.cpu.arena:
+page-aligned mappings surrounded by no-access guards, in address space reserved away from the
+Python heap) through the same caching pool; host code's own heap (`memref.alloc`) comes from the
+same arena (`HostHeap`). Fresh allocations are filled with 0xCD when `config.poison_memory`
+(NOVA_POISON=1) is on, to expose reads of uninitialized device memory.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from nova import config
-from nova.errors import DeviceError, OutOfMemoryError
+from nova.errors import DeviceError
+from nova.runtime.cpu.arena import GuardedArena
 from nova.runtime.cpu.module import BlockRun, CpuFunction, CpuModule
 from nova.runtime.cpu.stream import CpuEvent, CpuStream
 from nova.runtime.device import (
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
     from nova.bundle.format import Manifest
     from nova.bundle.reader import Bundle
     from nova.runtime.cpu.abi import CpuAbi
+    from nova.runtime.cpu.host_heap import HostHeap
     from nova.runtime.graph import CaptureRequest, RecordedGraph
 
 ALIGNMENT = 256
@@ -50,12 +54,6 @@ MAX_SHARED_OPTIN = 227 * 1024  # what sm_90 allows with opt-in; kernels are writ
 INLINE_KERNEL_THREADS = 4096
 """Launches of at most this many GPU threads (grid x block) may run on a thread that
 synchronizes their stream instead of its worker (CpuStream.enqueue's `inline`): no hand-off."""
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.aligned_alloc.restype = ctypes.c_void_p
-_libc.aligned_alloc.argtypes = (ctypes.c_size_t, ctypes.c_size_t)
-_libc.free.restype = None
-_libc.free.argtypes = (ctypes.c_void_p,)
 
 
 def _cpuinfo() -> dict[str, str]:
@@ -105,6 +103,7 @@ class CpuDevice(Device):
         buffer.ready_stream().synchronize()
 
     def __init__(self) -> None:
+        self.arena = GuardedArena("cpu:0")
         super().__init__(DeviceKind.CPU, 0)
         self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
         self._helpers = (ThreadPoolExecutor(self.workers - 1, thread_name_prefix="nova-cpu-block")
@@ -141,13 +140,38 @@ class CpuDevice(Device):
 
     # --- memory ------------------------------------------------------------------------------
     def _raw_alloc(self, size: int) -> int:
-        ptr = _libc.aligned_alloc(ALIGNMENT, -(-size // ALIGNMENT) * ALIGNMENT)
-        if not ptr:
-            raise OutOfMemoryError(f"cpu:0: the host is out of memory for {size} bytes")
-        return ptr
+        return self.arena.allocate(size)  # page-aligned (ALIGNMENT and more); OutOfMemoryError
 
     def _raw_free(self, ptr: int) -> None:
-        _libc.free(ptr)
+        self.arena.free(ptr)
+
+    @cached_property
+    def host_heap(self) -> HostHeap:
+        """The heap host code linked for this device allocates from (malloc/free rebound)."""
+        from nova.runtime.cpu.host_heap import HostHeap
+
+        return HostHeap(self.arena)
+
+    def host_memory_in_place(self, address: int, nbytes: int) -> bool:
+        return self.arena.owns(address) and self.arena.owns(address + max(nbytes, 1) - 1)
+
+    def explain_address(self, address: int) -> str | None:
+        """Where a faulting address lies relative to the device's memory (for fault reports):
+        before or past which allocation, or None outside the arena."""
+        if not self.arena.owns(address):
+            return None
+        hit = self.arena.locate(address)
+        if hit is None:
+            return ("in the no-access guard of the cpu device's memory, next to no live "
+                    "allocation: a use after free, or an index far out of bounds")
+        start, size = hit
+        if address < start:
+            return (f"{start - address} bytes before the start of the cpu device allocation "
+                    f"at {start:#x} ({size} bytes mapped): an out-of-bounds access")
+        if address >= start + size:
+            return (f"{address - start - size} bytes past the end of the cpu device allocation "
+                    f"at {start:#x} ({size} bytes mapped): an out-of-bounds access")
+        return f"inside the cpu device allocation at {start:#x} ({size} bytes mapped)"
 
     _raw_alloc_host = _raw_alloc
     _raw_free_host = _raw_free

@@ -53,6 +53,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from nova.abi import CpuLaunch
 
@@ -85,6 +86,8 @@ UCONTEXT_RSP_OFFSET = 160
 UCONTEXT_RIP_OFFSET = 168
 
 GUARDED_CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+GUARDED_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32)
 
 
 class FaultRecord(ctypes.Structure):
@@ -115,7 +118,8 @@ def _install_calls() -> str:
     return "\n".join(lines)
 
 
-# The per-thread state, mapped on first use: { i32 active, ptr jmpbuf, ptr launch, ptr altstack }
+# The per-thread state, mapped on first use: { i32 active, ptr jmpbuf, ptr record, ptr altstack }
+# (record: where the handler writes the FaultRecord)
 _IR = f"""
 %State = type {{ i32, ptr, ptr, ptr }}
 %Actions = type [32 x [{SIGACTION_BYTES} x i8]]  ; the replaced sigaction of each signal number
@@ -150,9 +154,8 @@ check:
   br i1 %inside, label %caught, label %chain
 caught:
   store volatile i32 0, ptr %st
-  %launch.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
-  %launch = load volatile ptr, ptr %launch.at
-  %rec = getelementptr inbounds i8, ptr %launch, i64 {_ERROR_OFFSET}
+  %rec.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
+  %rec = load volatile ptr, ptr %rec.at
   store volatile i64 {FAULT_MAGIC}, ptr %rec
   %rec.sig = getelementptr inbounds i8, ptr %rec, i64 8
   store volatile i32 %sig, ptr %rec.sig
@@ -298,7 +301,7 @@ done:
   ret ptr %new
 }}
 
-; ---- the guarded call ------------------------------------------------------------------------
+; ---- the guarded calls ------------------------------------------------------------------------
 define i32 @nova_cpu_guarded_call(ptr %kernel, ptr %params, ptr %launch) noinline {{
 entry:
   %jb = alloca [{SIGJMP_BUF_BYTES} x i8], align 16
@@ -309,13 +312,14 @@ unguarded:
   %r0 = call i32 %kernel(ptr %params, ptr %launch)
   ret i32 %r0
 guard:
+  %record = getelementptr inbounds i8, ptr %launch, i64 {_ERROR_OFFSET}
   %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
-  %launch.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
+  %rec.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
   %prev.active = load volatile i32, ptr %st
   %prev.jb = load volatile ptr, ptr %jb.at
-  %prev.launch = load volatile ptr, ptr %launch.at
+  %prev.rec = load volatile ptr, ptr %rec.at
   store volatile ptr %jb, ptr %jb.at
-  store volatile ptr %launch, ptr %launch.at
+  store volatile ptr %record, ptr %rec.at
   %jumped = call i32 @__sigsetjmp(ptr %jb, i32 0) returns_twice
   %first = icmp eq i32 %jumped, 0
   br i1 %first, label %run, label %faulted
@@ -324,13 +328,62 @@ run:
   %r = call i32 %kernel(ptr %params, ptr %launch)
   store volatile i32 %prev.active, ptr %st
   store volatile ptr %prev.jb, ptr %jb.at
-  store volatile ptr %prev.launch, ptr %launch.at
+  store volatile ptr %prev.rec, ptr %rec.at
   ret i32 %r
 faulted:
   store volatile i32 %prev.active, ptr %st
   store volatile ptr %prev.jb, ptr %jb.at
-  store volatile ptr %prev.launch, ptr %launch.at
+  store volatile ptr %prev.rec, ptr %rec.at
   ret i32 {FAULT_STATUS}
+}}
+
+; Host code: `i32 call_entry(target, args, results)` (nova_rt_call_entry) guarded the same way, the
+; FaultRecord written at %record. A fault skips nova_rt_call_entry's own epilogue, so the unwind
+; frame list (pthread key %unwind_key) is put back as it was before the call.
+define i32 @nova_cpu_guarded_entry(ptr %call_entry, ptr %target, ptr %args, ptr %results,
+                                   ptr %record, i32 %unwind_key) noinline {{
+entry:
+  %jb = alloca [{SIGJMP_BUF_BYTES} x i8], align 16
+  %st = call ptr @nova_fg_thread_state()
+  %none = icmp eq ptr %st, null
+  br i1 %none, label %unguarded, label %guard
+unguarded:
+  %r0 = call i32 %call_entry(ptr %target, ptr %args, ptr %results)
+  ret i32 %r0
+guard:
+  %frames = call ptr @pthread_getspecific(i32 %unwind_key)
+  %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
+  %rec.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
+  %prev.active = load volatile i32, ptr %st
+  %prev.jb = load volatile ptr, ptr %jb.at
+  %prev.rec = load volatile ptr, ptr %rec.at
+  store volatile ptr %jb, ptr %jb.at
+  store volatile ptr %record, ptr %rec.at
+  %jumped = call i32 @__sigsetjmp(ptr %jb, i32 0) returns_twice
+  %first = icmp eq i32 %jumped, 0
+  br i1 %first, label %run, label %faulted
+run:
+  store volatile i32 1, ptr %st
+  %r = call i32 %call_entry(ptr %target, ptr %args, ptr %results)
+  store volatile i32 %prev.active, ptr %st
+  store volatile ptr %prev.jb, ptr %jb.at
+  store volatile ptr %prev.rec, ptr %rec.at
+  ret i32 %r
+faulted:
+  store volatile i32 %prev.active, ptr %st
+  store volatile ptr %prev.jb, ptr %jb.at
+  store volatile ptr %prev.rec, ptr %rec.at
+  %restored = call i32 @pthread_setspecific(i32 %unwind_key, ptr %frames)
+  ret i32 {FAULT_STATUS}
+}}
+
+; The calling thread's state (mapped on first use; null if that failed): Python code called back
+; from guarded host code clears its `active` word for the duration, so a fault in the interpreter
+; is never jumped out of (it crashes as it would without Nova).
+define ptr @nova_cpu_fault_state() {{
+entry:
+  %st = call ptr @nova_fg_thread_state()
+  ret ptr %st
 }}
 
 ; ---- installation (once per process; 0 on success) ----------------------------------------
@@ -375,6 +428,11 @@ class FaultGuard:
     engine: object  # the llvmlite ExecutionEngine owning the code (kept alive here)
     call: Callable[..., int]
     address: int
+    entry: Callable[..., int]
+    """`entry(call_entry, target, args, results, record, unwind_key)`: host code through
+    `nova_rt_call_entry`, guarded; FAULT_STATUS with a FaultRecord at `record` on a fault."""
+    state: Callable[[], int | None]
+    """The calling thread's guard state (its first i32 is the `active` word), or None."""
 
 
 _lock = threading.Lock()
@@ -408,7 +466,9 @@ def _compile() -> FaultGuard:
         raise DeviceError("cannot install the CPU device's fault handlers (sigaction or "
                           "pthread_key_create failed)")
     address = engine.get_function_address("nova_cpu_guarded_call")
-    return FaultGuard(engine, GUARDED_CALL(address), address)
+    entry = GUARDED_ENTRY(engine.get_function_address("nova_cpu_guarded_entry"))
+    state = ctypes.CFUNCTYPE(ctypes.c_void_p)(engine.get_function_address("nova_cpu_fault_state"))
+    return FaultGuard(engine, GUARDED_CALL(address), address, entry, state)
 
 
 def guard() -> FaultGuard | None:
@@ -498,9 +558,11 @@ def block_coordinates(linear: int, grid: tuple[int, int, int]) -> tuple[int, int
     return linear % grid[0], (linear // grid[0]) % grid[1], linear // (grid[0] * grid[1])
 
 
-def describe_fault(launch: CpuLaunch, begin: int, end: int) -> str:
+def describe_fault(launch: CpuLaunch, begin: int, end: int,
+                   explain: Callable[[int], str | None] = lambda address: None) -> str:
     """A complete message for a fault caught in blocks [begin, end) of a launch (the caller
-    prefixes the kernel's name)."""
+    prefixes the kernel's name); `explain(address)` names the device allocation a faulting
+    address is next to, when it knows one."""
     record = fault_record(launch)
     if record is None:
         return (f"the kernel crashed (no details recorded) in blocks [{begin}, {end}); memory it "
@@ -516,6 +578,8 @@ def describe_fault(launch: CpuLaunch, begin: int, end: int) -> str:
                      "stack into the guard zone below it: deep recursion, or large allocas or "
                      "private arrays; kernels with barriers run each GPU thread on a small fiber "
                      "stack, raise NOVA_CPU_STACK_KIB)")
+        elif where := explain(record.address):
+            text += f" ({where})"
         elif abs(record.address - record.sp) <= _STACK_WINDOW:
             text += (" next to the stack pointer: probably a stack overflow (a large alloca or "
                      "private array, or deep recursion; kernels with barriers run each GPU thread "
@@ -530,3 +594,54 @@ def describe_fault(launch: CpuLaunch, begin: int, end: int) -> str:
         text += f" in one of the blocks with linear ids [{begin}, {end})"
     return (text + ". The kernel stopped part-way: memory it wrote may be inconsistent; the cpu "
             "device remains usable.")
+
+
+# ---- Python called back from guarded host code -------------------------------------------------
+
+_local = threading.local()
+
+
+def _active_word() -> ctypes.c_int32 | None:
+    """This thread's `active` word (cached per thread), or None without a guard."""
+    try:
+        return _local.word
+    except AttributeError:
+        g = guard()
+        address = g.state() if g is not None else None
+        _local.word = ctypes.c_int32.from_address(address) if address else None
+        return _local.word
+
+
+def outside_guard(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, run with the thread's guard inactive: a callback from guarded host code into Python
+    must never be jumped out of (that would skip interpreter frames); a fault there crashes as it
+    would without Nova. Kernels it launches inline guard themselves again."""
+
+    def unguarded(*args: Any) -> Any:
+        word = _active_word()
+        if word is None or not word.value:
+            return fn(*args)
+        word.value = 0
+        try:
+            return fn(*args)
+        finally:
+            word.value = 1
+
+    return unguarded
+
+
+def describe_host_fault(record: FaultRecord, explain: Callable[[int], str | None]) -> str:
+    """A message for a fault caught in host code (`explain(address)` names the allocation an
+    address is next to, when it knows one)."""
+    sig = record.signal
+    name = _NAMES.get(sig, f"signal {sig}")
+    code = _CODES.get(sig, {}).get(record.code)
+    text = f"{_WHAT.get(sig, 'fault')} in host code ({name}{': ' + code if code else ''})"
+    if sig in (SIGSEGV, SIGBUS):
+        text += f" at address {record.address:#x}"
+        where = explain(record.address)
+        if where:
+            text += f" ({where})"
+    return (text + f" (pc {record.pc:#x}). The call stopped part-way: memory it wrote may be "
+            "inconsistent; the cpu device remains usable (--check-bounds reports "
+            "out-of-bounds accesses exactly).")

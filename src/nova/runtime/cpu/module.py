@@ -28,6 +28,7 @@ from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams
+from nova.runtime.linker import LINK_LOCK
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
@@ -91,13 +92,15 @@ class CpuModule(DeviceModule):
         self.digest = image_digest(images.cpu_object)
         check_elf_object(images.cpu_object, images.name)
         try:
-            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
-            engine.add_object_file(llvm.ObjectFileRef.from_data(images.cpu_object))
-            engine.finalize_object()
+            with LINK_LOCK:  # libc's malloc/free, never a host object's rebinding (linker)
+                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+                engine.add_object_file(llvm.ObjectFileRef.from_data(images.cpu_object))
+                engine.finalize_object()
         except Exception as exc:  # llvmlite raises RuntimeError with LLVM's message
             raise DeviceError(f"cannot load the CPU object of device module {images.name!r}: "
                               f"{exc}") from exc
         self._engine = engine
+        self.explain_address = device.explain_address
         fault_guard.guard()  # install the fault handlers before any kernel of the module runs
 
     @property
@@ -121,6 +124,7 @@ class CpuFunction(DeviceFunction):
     def __init__(self, module: CpuModule, name: str, kernel: Kernel | None, address: int) -> None:
         super().__init__(module, name, kernel, address)
         self.entry = KERNEL_PROTOTYPE(address)
+        self.explain_address = module.explain_address
 
 
 DYNAMIC_SHARED_ALIGN = 32
@@ -226,7 +230,8 @@ class BlockRun:
                 else:
                     status = self.function.entry(params, launch_ptr)
                 if status == fault_guard.FAULT_STATUS and guard is not None:
-                    failure = fault_guard.describe_fault(launch, begin, end)
+                    failure = fault_guard.describe_fault(
+                        launch, begin, end, self.function.explain_address)
                     fault_guard.release_after_fault(launch)
                 elif status != 0:
                     text = launch.error.decode("utf-8", "replace") or "no message"
