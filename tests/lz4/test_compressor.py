@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lz4_helpers import CUDA_REASON, CUDA_USABLE
 
 import nova
@@ -22,9 +24,23 @@ from nova.lz4 import (
     PageCompressor,
 )
 from nova.lz4 import cpu as cpu_codec
-from nova.lz4.compressor import FallbackWarning
+from nova.lz4.compressor import TAPER_MIN_PAGES, FallbackWarning, chunk_bounds
 
 PAGE = 4096
+
+
+@given(st.integers(0, 200_000), st.integers(64, 20_000))
+def test_chunk_bounds_cover_every_page_once(n, k):
+    """Chunks are contiguous, cover 0..n exactly, hold at most k pages; GPU-sized slots taper
+    at the end (each of the last chunks at most half of what was left), small ones never."""
+    bounds = chunk_bounds(n, k)
+    assert [lo for lo, _ in bounds] == ([0] if n else []) + [hi for _, hi in bounds[:-1]]
+    assert (bounds[-1][1] if bounds else 0) == n
+    assert all(0 < hi - lo <= k for lo, hi in bounds)
+    if k < TAPER_MIN_PAGES:
+        assert all(hi - lo == k for lo, hi in bounds[:-1])
+    elif n >= 4 * k:
+        assert bounds[-1][1] - bounds[-1][0] <= k // 2
 
 
 def _stamped(pages: np.ndarray, n: int) -> np.ndarray:

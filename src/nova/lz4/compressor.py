@@ -83,6 +83,28 @@ class DecompressResult:
         return np.flatnonzero(self.status)
 
 
+TAPER_MIN_PAGES = 1024
+"""Slots of at least this many pages taper at the end of a call (chunk_bounds)."""
+
+
+def chunk_bounds(n: int, k: int) -> list[tuple[int, int]]:
+    """The page ranges of a call's chunks: k pages each, except that with GPU-sized slots
+    (k >= TAPER_MIN_PAGES) the last 2k pages go in halving chunks (down to k/8): the pipeline's
+    tail, from the last H2D to the last copy-out, is one chunk's kernel and D2H with the H2D
+    idle, so a small last chunk keeps it short (~1.8 ms for a 32 MiB slot on an H100)."""
+    out: list[tuple[int, int]] = []
+    lo = 0
+    while lo < n:
+        rest = n - lo
+        size = k
+        if k >= TAPER_MIN_PAGES and rest < 2 * k:
+            size = max(k // 8, rest // 2)
+        size = min(size, rest)
+        out.append((lo, lo + size))
+        lo += size
+    return out
+
+
 def _header_bytes(k: int) -> int:
     """Bytes of a k-entry size table padded to 16: what follows it (offsets; a payload that
     the compaction kernel writes with 16-byte stores) stays aligned."""
@@ -318,7 +340,7 @@ class PageCompressor:
     # --- the chunked pipeline run (both directions) -----------------------------------------
     def _run_chunks(self, kind: str, data: Any, n: int) -> Any:
         k = self.pages_per_slot
-        bounds = [(lo, min(lo + k, n)) for lo in range(0, n, k)]
+        bounds = chunk_bounds(n, k)
         results: list[Any] = [None] * len(bounds)
         failed: tuple[int, BaseException] | None = None
         try:
