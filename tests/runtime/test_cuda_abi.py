@@ -507,7 +507,16 @@ def test_null_stream_allocation_orders_this_threads_open_streams(
         assert alloc(ctypes.addressof(out), 64, None, 0) == 1
         assert take_error().call == "cuStreamWaitEvent"
         assert "cuEventDestroy_v2" in driver.names()
+        # ... and the allocation the caller never sees is given back
+        assert driver.calls[-1] == ("cuMemFreeAsync", (0xABC000, DEFAULT_STREAM))
+        assert out.value is None
         assert alloc(ctypes.addressof(out), 64, None, 0) == 0
+        driver.calls.clear()
+        driver.queued["cuEventRecord"] = [1]  # the event is destroyed, the failure reported
+        assert alloc(ctypes.addressof(out), 64, None, 0) == 1
+        assert take_error().call == "cuEventRecord"
+        assert driver.names() == ["cuMemAllocFromPoolAsync", "cuEventCreate", "cuEventRecord",
+                                  "cuEventDestroy_v2", "cuMemFreeAsync"]
     finally:
         driver._effect = original
         for slot in (*mine, theirs):
