@@ -198,3 +198,29 @@ def test_a_stream_opened_before_a_synchronous_alloc_sees_it(program: Any) -> Non
     for _ in range(5):
         program.stream_opened_before(nova.to_device(x, device), out)
         np.testing.assert_array_equal(out.numpy(), x * 3)
+
+
+@pytest.mark.gpu
+def test_cuda_gpu_alloc_keeps_its_pool_memory_reserved(cuda_device: Any) -> None:
+    """On the GPU, gpu.alloc draws from the device's stream-ordered pool, whose memory stays
+    reserved across synchronizations (the default pool's threshold 0 unmapped it at each one,
+    and every call mapped fresh memory) and does not grow with the calls."""
+    module = nova.compile(PROGRAM, device=cuda_device)
+    try:
+        assert cuda_device.ordered_pool_handle
+        x = np.zeros(1 << 22, dtype=np.float32)  # 16 MiB: chunks of its own in the pool
+        buf = nova.to_device(x, cuda_device)
+        cuda_device.synchronize()
+        in_use = cuda_device.ordered_pool_usage()[0]  # other tests' programs may have leaked
+        module.reuse_loop(buf, 3)
+        cuda_device.synchronize()
+        used, reserved = cuda_device.ordered_pool_usage()
+        assert used == in_use and reserved >= in_use + x.nbytes
+        module.reuse_loop(buf, 200)
+        cuda_device.synchronize()
+        assert cuda_device.ordered_pool_usage() == (in_use, reserved)
+        np.testing.assert_array_equal(buf.numpy(), x + 203)
+        cuda_device.pool.empty_cache()  # trims the stream-ordered pool too
+        assert cuda_device.ordered_pool_usage()[1] < reserved
+    finally:
+        module.close()
