@@ -4,16 +4,20 @@ Three entry points of one compiled program, each called `--calls` times after `-
 
 - `step(x)`: one kernel (x[i] += 1) on a device-resident Buffer: nothing should be allocated.
 - `alloc_step(x)`: gpu.alloc inside the program, copy in, kernel, copy out, gpu.dealloc: every
-  call allocates and frees device memory (cuMemAllocAsync/FreeAsync on cuda, the pool on cpu).
+  call allocates and frees device memory (cuMemAllocFromPoolAsync/cuMemFreeAsync on the device's
+  stream-ordered pool on cuda, the caching pool on cpu).
+- `scratch_step(x, d)`: the same copies and kernel on a preallocated scratch Buffer `d`, so
+  `alloc_step / scratch_step` is the cost of allocating and freeing alone (`step` does no
+  copies).
 - `step(host)` with a NumPy array: the executor stages it to the device and back every call.
 
 For each, host RSS (/proc/self/status) and device memory are sampled before, every `--calls/10`
-calls, and after: cuda `mem_info()` free bytes and the driver's default memory pool (used and
-reserved, cuMemPoolGetAttribute) on cuda, and Nova's caching pool (`device.pool.stats()`) on
+calls, and after: cuda `mem_info()` free bytes and the memory pool gpu.alloc draws from (used
+and reserved, cuMemPoolGetAttribute) on cuda, and Nova's caching pool (`device.pool.stats()`) on
 both (on cpu device memory is host memory, so RSS covers it; `mem_info()` there is the whole
 system's and is not reported as growth). The result is checked once (x counts the calls) and
-reported, as are the growth per 1000 calls and the time per call. Prints a table and writes
-JSON; never asserts.
+reported, as are the growth per 1000 calls and the time per call, and the ratios of
+`alloc_step` to `step` and to `scratch_step`. Prints a table and writes JSON; never asserts.
 
     python bench/memory_flat.py [--device cpu|cuda|all] [--calls 10000] [--warmup 200] [--n 4096]
                                 [--json bench/results/memory_flat-<date>.json]
@@ -86,6 +90,30 @@ module attributes {gpu.container_module} {
     gpu.dealloc %d : memref<?xf32>
     return
   }
+
+  func.func @scratch_step(%x: memref<?xf32>, %d: memref<?xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %one = arith.constant 1.0 : f32
+    %n = memref.dim %x, %c0 : memref<?xf32>
+    %nb = arith.ceildivui %n, %c256 : index
+    gpu.memcpy %d, %x : memref<?xf32>, memref<?xf32>
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %nb, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      %base = arith.muli %bx, %sx : index
+      %i = arith.addi %base, %tx : index
+      %ok = arith.cmpi ult, %i, %n : index
+      scf.if %ok {
+        %v = memref.load %d[%i] : memref<?xf32>
+        %w = arith.addf %v, %one : f32
+        memref.store %w, %d[%i] : memref<?xf32>
+      }
+      gpu.terminator
+    }
+    gpu.memcpy %x, %d : memref<?xf32>, memref<?xf32>
+    return
+  }
 }
 """
 
@@ -103,12 +131,15 @@ def rss_bytes() -> int:
 
 
 def driver_pool(device: Any) -> dict[str, int] | None:
-    """Used and reserved bytes of the CUDA device's default memory pool (what gpu.alloc's
-    cuMemAllocAsync draws from), or None on cpu / when the query fails."""
+    """Used and reserved bytes of the CUDA memory pool gpu.alloc draws from (the device's
+    stream-ordered pool, else the default pool), or None on cpu / when the query fails."""
     driver = getattr(device, "driver", None)
     if driver is None:
         return None
     try:
+        usage = getattr(device, "ordered_pool_usage", lambda: None)()
+        if usage is not None:
+            return {"used": int(usage[0]), "reserved": int(usage[1])}
         raw = driver.raw
         pool = driver.call("cuDeviceGetDefaultMemPool", device.cu_device)
         attr = raw.CUmemPool_attribute
@@ -178,10 +209,12 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
     mod = nova.compile(PROGRAM, device=kind)
     rows = []
     buf = device.to_device(np.zeros(n, np.float32))
+    scratch = device.to_device(np.zeros(n, np.float32))
     host = np.zeros(n, np.float32)
     cases: list[tuple[str, Callable[[], None], Callable[[], np.ndarray]]] = [
         ("step(device buffer)", lambda: mod.step(buf), buf.numpy),
         ("alloc_step(device buffer)", lambda: mod.alloc_step(buf), buf.numpy),
+        ("scratch_step(device buffers)", lambda: mod.scratch_step(buf, scratch), buf.numpy),
         ("step(numpy array)", lambda: mod.step(host), lambda: host),
     ]
     for name, call, value in cases:
@@ -219,16 +252,21 @@ def main() -> int:
         return f"{'n/a':>9}" if value is None else f"{value / 2**20:+9.3f}"
 
     print(f"\nMemory over {args.calls} calls (after {args.warmup} warm-up calls), n = {args.n}")
-    head = (f"{'device':<6} {'case':<27} {'us/call':>8} {'RSS MiB':>9} {'RSS/1k':>9} "
+    head = (f"{'device':<6} {'case':<28} {'us/call':>8} {'RSS MiB':>9} {'RSS/1k':>9} "
             f"{'dev/1k':>9} {'pool use':>9} {'raw alloc':>9} {'ok':>3}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['device']:<6} {r['case']:<27} {r['us_per_call']:8.1f} "
+        print(f"{r['device']:<6} {r['case']:<28} {r['us_per_call']:8.1f} "
               f"{r['rss_after'] / 2**20:9.1f} {mib(r['rss_growth_per_1000_calls'])} "
               f"{mib(r['device_used_growth_per_1000_calls'])} "
               f"{r['pool_in_use_after'] / 2**20:9.3f} {r['pool_raw_allocs_during']:>9} "
               f"{'yes' if r['result_ok'] else 'NO':>3}")
+    for kind in dict.fromkeys(r["device"] for r in rows):
+        us = {r["case"]: r["us_per_call"] for r in rows if r["device"] == kind}
+        alloc = us["alloc_step(device buffer)"]
+        print(f"{kind}: alloc_step / step = {alloc / us['step(device buffer)']:.2f}x, "
+              f"alloc_step / scratch_step = {alloc / us['scratch_step(device buffers)']:.2f}x")
     for kind, reason in skipped.items():
         print(f"{kind}: skipped ({reason})")
     print("RSS/1k, dev/1k: growth in MiB per 1000 calls (host RSS; device memory in use from "

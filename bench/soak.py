@@ -173,12 +173,16 @@ def rss_bytes() -> int:
 
 
 def driver_pool_used(device: Any) -> int | None:
-    """Bytes in use in the CUDA device's default memory pool (gpu.alloc's cuMemAllocAsync), or
-    None on cpu / when the driver cannot say."""
+    """Bytes in use in the CUDA memory pool gpu.alloc draws from (the device's stream-ordered
+    pool, `CudaDevice.ordered_pool_usage`, else the default pool), or None on cpu / when the
+    driver cannot say."""
     driver = getattr(device, "driver", None)
     if driver is None:
         return None
     try:
+        usage = device.ordered_pool_usage()
+        if usage is not None:
+            return int(usage[0])
         pool = driver.call("cuDeviceGetDefaultMemPool", device.cu_device)
         attr = driver.raw.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_CURRENT
         return int(driver.call("cuMemPoolGetAttribute", pool, attr))

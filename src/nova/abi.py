@@ -24,6 +24,15 @@ Conventions (all C calling convention, x86-64 SysV):
   not used); scalars are passed by value of their LLVM type (index → i64); a 1-D vector by value
   as one `<N x T>`, its slot holding LLVM's alloc size of it (`<3 x i32>`: 16 bytes, aligned 16;
   the manifest's `KernelParam.size`/`align`).
+- Device memory is stream-ordered and never makes the host wait: `nova_rt_mem_alloc` memory may be
+  used by work enqueued on `stream` after the call (other streams must be ordered after it, by
+  events), `nova_rt_mem_free` releases it once the work enqueued on `stream` before it has run,
+  and the runtime may hand a freed block to a later allocation ordered after the free (on cuda a
+  memory pool of the device that keeps freed memory; on cpu the device pool, per stream). An
+  allocation on the null stream is also ordered before later work on every stream the calling
+  thread's program has open, so a synchronous `gpu.alloc`/`gpu.dealloc` needs no host
+  synchronization. Host code may touch only `host_shared` memory, at once (cuda: managed memory,
+  not stream-ordered; its free waits for `stream`; cpu: memory no queued work uses).
 """
 
 from __future__ import annotations
@@ -162,9 +171,11 @@ ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
     # --- memory -----------------------------------------------------------------------------
     _fn("nova_rt_mem_alloc", I32,
         "Allocate `size` bytes of device memory (host_shared != 0: managed memory visible to "
-        "host code) ordered on `stream`; *out = device pointer.",
+        "host code) ordered on `stream` (null: also before later work of the calling thread's "
+        "open streams), never waiting; *out = device pointer.",
         ("out", P), ("size", I64), ("stream", P), ("host_shared", I32)),
-    _fn("nova_rt_mem_free", I32, "Free memory from nova_rt_mem_alloc, ordered on `stream`.",
+    _fn("nova_rt_mem_free", I32, "Free memory from nova_rt_mem_alloc, ordered on `stream` "
+        "(reusable by allocations ordered after the free; no host wait but for managed memory).",
         ("pointer", P), ("stream", P)),
     _fn("nova_rt_memcpy", I32, "Copy `size` bytes (any direction, unified addressing) on stream.",
         ("dst", P), ("src", P), ("size", I64), ("stream", P)),

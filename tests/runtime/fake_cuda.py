@@ -27,6 +27,7 @@ ATTRIBUTES = {
     "MAX_GRID_DIM_Y": 65535, "MAX_GRID_DIM_Z": 65535, "MAX_SHARED_MEMORY_PER_BLOCK": 49152,
     "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448, "CLOCK_RATE": 1980000,
     "MEMORY_CLOCK_RATE": 2619000, "GLOBAL_MEMORY_BUS_WIDTH": 5120, "L2_CACHE_SIZE": 52428800,
+    "MEMORY_POOLS_SUPPORTED": 1,
 }
 
 
@@ -47,6 +48,9 @@ class FakeDriver:
         self.pending_fault = False
         self.lost = False
         self.current: Any = None
+        self.attributes = dict(ATTRIBUTES)
+        self.mem_pools: dict[int, dict[str, Any]] = {}  # handle -> attributes set, trims
+        self.capturing: set[int] = set()  # streams cuStreamIsCapturing reports as capturing
         self._ids = itertools.count(0x1000, 0x10)
 
     def __getattr__(self, name: str) -> Any:
@@ -75,7 +79,7 @@ class FakeDriver:
         return (OK,)
 
     def cuDeviceGetAttribute(self, attr: Any, dev: Any) -> tuple:
-        return OK, ATTRIBUTES[attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_")]
+        return OK, self.attributes[attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_")]
 
     def cuDeviceGetName(self, length: int, dev: Any) -> tuple:
         return OK, b"Fake H100".ljust(length, b"\0")
@@ -116,6 +120,38 @@ class FakeDriver:
             return (R.CUDA_ERROR_INVALID_VALUE,)
         self.used -= len(buf) - 256
         return (OK,)
+
+    # --- stream-ordered memory pools (bookkeeping only: compiled code allocates from them) ---
+    def cuMemPoolCreate(self, props: Any) -> tuple:
+        self._log("cuMemPoolCreate")
+        handle = next(self._ids)
+        self.mem_pools[handle] = {"props": (props.allocType, props.location.type,
+                                            props.location.id, props.handleTypes),
+                                  "trims": []}
+        return OK, real.CUmemoryPool(handle)
+
+    def cuMemPoolSetAttribute(self, pool: Any, attr: Any, value: Any) -> tuple:
+        self.mem_pools[int(pool)][attr.name] = int(value)
+        return (OK,)
+
+    def cuMemPoolGetAttribute(self, pool: Any, attr: Any) -> tuple:
+        values = {"CU_MEMPOOL_ATTR_USED_MEM_CURRENT": 0,
+                  "CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT": 2 << 20}
+        return OK, real.cuuint64_t(values[attr.name])
+
+    def cuMemPoolTrimTo(self, pool: Any, keep: int) -> tuple:
+        self._log("cuMemPoolTrimTo")
+        self.mem_pools[int(pool)]["trims"].append(keep)
+        return (OK,)
+
+    def cuMemPoolDestroy(self, pool: Any) -> tuple:
+        self.mem_pools.pop(int(pool), None)
+        return (OK,)
+
+    def cuStreamIsCapturing(self, stream: Any) -> tuple:
+        status = real.CUstreamCaptureStatus
+        return OK, (status.CU_STREAM_CAPTURE_STATUS_ACTIVE if int(stream) in self.capturing
+                    else status.CU_STREAM_CAPTURE_STATUS_NONE)
 
     def cuMemAllocHost(self, size: int) -> tuple:
         buf = (ctypes.c_char * max(size, 1))()

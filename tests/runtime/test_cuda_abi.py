@@ -34,6 +34,7 @@ class MockDriver:
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.results: dict[str, int] = {}
+        self.queued: dict[str, list[int]] = {}  # results of the next calls, before `results`
         self.managed = False
         self.current_context = CONTEXT
         self.cluster_seen: tuple[int, ...] = ()
@@ -47,11 +48,14 @@ class MockDriver:
         def mock(*args: Any) -> int:
             self.calls.append((name, args))
             self._effect(name, args)
+            if self.queued.get(name):
+                return self.queued[name].pop(0)
             return self.results.get(name, 0)
         return mock
 
     def _effect(self, name: str, args: tuple[Any, ...]) -> None:
-        if name in ("cuStreamCreate", "cuEventCreate", "cuMemAllocAsync", "cuMemAllocManaged"):
+        if name in ("cuStreamCreate", "cuEventCreate", "cuMemAllocAsync", "cuMemAllocManaged",
+                    "cuMemAllocFromPoolAsync"):
             ctypes.c_void_p.from_address(args[0]).value = 0xABC000
         elif name == "cuPointerGetAttribute":
             ctypes.c_int32.from_address(args[0]).value = int(self.managed)
@@ -91,6 +95,7 @@ def native(mock_driver: MockDriver) -> cuda_abi.NativeCudaAbi:
 def driver(mock_driver: MockDriver) -> MockDriver:
     mock_driver.calls.clear()
     mock_driver.results.clear()
+    mock_driver.queued.clear()
     mock_driver.managed = False
     mock_driver.current_context = CONTEXT
     clear_error()
@@ -377,3 +382,143 @@ def test_streams_of_another_thread_stay_open(native: Any, driver: MockDriver) ->
     finally:
         destroy(out.value)
         _drain_free_list(native)
+
+
+# --- stream-ordered allocation from the device's pool -----------------------------------------
+POOL = 0x9001
+_SYNCS = {"cuStreamSynchronize", "cuEventSynchronize", "cuCtxSynchronize"}
+
+
+@pytest.fixture
+def pooled(native: Any, driver: MockDriver):
+    """The native module allocating from a (mock) pool, as native_for sets it up."""
+    native.set_mem_pool(POOL)
+    yield native
+    native.set_mem_pool(0)
+    native.set_reclaim(None)
+
+
+def test_allocation_draws_from_the_pool_without_waiting(pooled: Any, driver: MockDriver) -> None:
+    alloc, free = abi(pooled, "nova_rt_mem_alloc"), abi(pooled, "nova_rt_mem_free")
+    out = ctypes.c_void_p()
+    assert alloc(ctypes.addressof(out), 256, 0x77, 0) == 0
+    assert driver.calls == [("cuMemAllocFromPoolAsync", (ctypes.addressof(out), 256, POOL, 0x77))]
+    assert out.value == 0xABC000
+    assert alloc(ctypes.addressof(out), 256, None, 0) == 0  # null: the default stream
+    assert driver.calls[-1][1][3] == DEFAULT_STREAM
+    assert free(out.value, None) == 0
+    assert driver.calls[-1] == ("cuMemFreeAsync", (0xABC000, DEFAULT_STREAM))
+    assert not _SYNCS & set(driver.names())
+    assert alloc(ctypes.addressof(out), 64, None, 1) == 0  # managed memory is not pooled
+    assert driver.calls[-1][0] == "cuMemAllocManaged"
+
+
+def test_out_of_memory_reclaims_then_retries_once(pooled: Any, driver: MockDriver) -> None:
+    seen: list[int] = []
+
+    def reclaim(stream: int) -> bool:
+        seen.append(stream)
+        return True
+
+    pooled.set_reclaim(reclaim)
+    alloc = abi(pooled, "nova_rt_mem_alloc")
+    out = ctypes.c_void_p()
+    driver.queued["cuMemAllocFromPoolAsync"] = [2]  # CUDA_ERROR_OUT_OF_MEMORY, then success
+    assert alloc(ctypes.addressof(out), 1 << 20, 0x77, 0) == 0
+    assert seen == [0x77] and driver.names() == ["cuMemAllocFromPoolAsync"] * 2
+    assert out.value == 0xABC000 and take_error() is None
+    # still out of memory after reclaiming: the second failure is reported
+    driver.calls.clear()
+    driver.queued["cuMemAllocFromPoolAsync"] = [2, 2]
+    assert alloc(ctypes.addressof(out), 1 << 20, None, 0) == 1
+    error = take_error()
+    assert isinstance(error, CudaError)
+    assert (error.call, error.error_name) == ("cuMemAllocFromPoolAsync",
+                                              "CUDA_ERROR_OUT_OF_MEMORY")
+    assert seen == [0x77, DEFAULT_STREAM] and len(driver.calls) == 2
+
+
+def test_no_retry_when_reclaim_declines_or_fails(pooled: Any, driver: MockDriver) -> None:
+    alloc = abi(pooled, "nova_rt_mem_alloc")
+    out = ctypes.c_void_p()
+
+    def broken(stream: int) -> bool:
+        raise RuntimeError("reclaiming failed")
+
+    for reclaim in (None, lambda stream: False, broken):
+        pooled.set_reclaim(reclaim)
+        driver.calls.clear()
+        driver.queued["cuMemAllocFromPoolAsync"] = [2]
+        assert alloc(ctypes.addressof(out), 64, None, 0) == 1
+        assert driver.names() == ["cuMemAllocFromPoolAsync"]
+        error = take_error()
+        assert isinstance(error, CudaError) and error.code == 2
+    # other failures never reclaim
+    calls: list[int] = []
+    pooled.set_reclaim(lambda stream: bool(calls.append(stream)) or True)
+    driver.queued["cuMemAllocFromPoolAsync"] = [1]
+    assert alloc(ctypes.addressof(out), 64, None, 0) == 1
+    assert calls == [] and take_error().error_name == "CUDA_ERROR_INVALID_VALUE"
+
+
+def test_null_stream_allocation_orders_this_threads_open_streams(
+        pooled: Any, driver: MockDriver) -> None:
+    """A synchronous gpu.alloc (the null stream) no longer blocks the host: the streams this
+    thread's program has open wait for an event recorded on the default stream after the
+    allocation instead, so their later work sees it, as after a host synchronization."""
+    import threading
+
+    handles = iter(range(0x7000, 0x8000, 0x10))
+
+    def distinct(name: str, args: tuple[Any, ...]) -> None:
+        if name == "cuStreamCreate":
+            ctypes.c_void_p.from_address(args[0]).value = next(handles)
+
+    original = driver._effect
+    driver._effect = lambda name, args: (original(name, args), distinct(name, args))
+    create, destroy = abi(pooled, "nova_rt_stream_create"), abi(pooled, "nova_rt_stream_destroy")
+    alloc = abi(pooled, "nova_rt_mem_alloc")
+    _drain_free_list(pooled)
+    mine = [ctypes.c_void_p(), ctypes.c_void_p()]
+    theirs = ctypes.c_void_p()
+    try:
+        out = ctypes.c_void_p()
+        assert alloc(ctypes.addressof(out), 64, None, 0) == 0  # nothing open: one call
+        assert driver.names() == ["cuMemAllocFromPoolAsync"]
+        for slot in mine:
+            assert create(ctypes.addressof(slot)) == 0
+        worker = threading.Thread(target=lambda: create(ctypes.addressof(theirs)))
+        worker.start()
+        worker.join()
+        driver.calls.clear()
+        assert alloc(ctypes.addressof(out), 64, None, 0) == 0
+        assert driver.names() == ["cuMemAllocFromPoolAsync", "cuEventCreate", "cuEventRecord",
+                                  "cuStreamWaitEvent", "cuStreamWaitEvent", "cuEventDestroy_v2"]
+        assert driver.calls[2] == ("cuEventRecord", (0xABC000, DEFAULT_STREAM))
+        waiters = {args[0] for name, args in driver.calls if name == "cuStreamWaitEvent"}
+        assert waiters == {mine[0].value, mine[1].value}  # not the other thread's stream
+        driver.calls.clear()
+        assert alloc(ctypes.addressof(out), 64, mine[0].value, 0) == 0  # on a stream: ordered
+        assert alloc(ctypes.addressof(out), 64, None, 1) == 0  # managed: not stream-ordered
+        assert driver.names() == ["cuMemAllocFromPoolAsync", "cuMemAllocManaged"]
+        # a failed wait is reported after the registry is unlocked (a later call still works)
+        driver.calls.clear()
+        driver.queued["cuStreamWaitEvent"] = [1]
+        assert alloc(ctypes.addressof(out), 64, None, 0) == 1
+        assert take_error().call == "cuStreamWaitEvent"
+        assert "cuEventDestroy_v2" in driver.names()
+        # ... and the allocation the caller never sees is given back
+        assert driver.calls[-1] == ("cuMemFreeAsync", (0xABC000, DEFAULT_STREAM))
+        assert out.value is None
+        assert alloc(ctypes.addressof(out), 64, None, 0) == 0
+        driver.calls.clear()
+        driver.queued["cuEventRecord"] = [1]  # the event is destroyed, the failure reported
+        assert alloc(ctypes.addressof(out), 64, None, 0) == 1
+        assert take_error().call == "cuEventRecord"
+        assert driver.names() == ["cuMemAllocFromPoolAsync", "cuEventCreate", "cuEventRecord",
+                                  "cuEventDestroy_v2", "cuMemFreeAsync"]
+    finally:
+        driver._effect = original
+        for slot in (*mine, theirs):
+            destroy(slot.value)
+        _drain_free_list(pooled)

@@ -223,3 +223,84 @@ def test_cuda_array_interface_and_dlpack_round_trip(gpu, fake):
 
     gc.collect()
     assert not dlpack._exported
+
+
+# --- the stream-ordered pool of compiled code (gpu.alloc) ------------------------------------
+def test_ordered_pool_keeps_freed_memory(gpu, fake):
+    """gpu.alloc's pool is the device's own, on this device, and its release threshold is
+    "never": freed memory stays mapped for the next allocation instead of going back to the
+    driver at every synchronization (the default pool's threshold 0 cost ~120 us a call)."""
+    handle = gpu.ordered_pool_handle
+    assert handle and handle == gpu.ordered_pool_handle  # created once
+    pool = fake.mem_pools[handle]
+    raw = fake
+    assert pool["props"] == (raw.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED,
+                             raw.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, 0,
+                             raw.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE)
+    assert pool["CU_MEMPOOL_ATTR_RELEASE_THRESHOLD"] == 2**64 - 1
+    assert fake.calls.count("cuMemPoolCreate") == 1
+    assert gpu.ordered_pool_usage() == (0, 2 << 20)
+
+
+def test_without_memory_pools_the_default_pool_serves(gpu, fake):
+    fake.attributes["MEMORY_POOLS_SUPPORTED"] = 0
+    assert gpu.ordered_pool_handle == 0 and gpu.ordered_pool_usage() is None
+    assert "cuMemPoolCreate" not in fake.calls
+    gpu.pool.empty_cache()  # nothing to trim
+
+
+def test_empty_cache_trims_the_ordered_pool(gpu, fake):
+    gpu.pool.empty_cache()
+    assert not fake.mem_pools  # never created just to be trimmed
+    handle = gpu.ordered_pool_handle
+    gpu.allocate(4096).free()
+    gpu.pool.empty_cache()
+    assert fake.mem_pools[handle]["trims"] == [0]
+    assert fake.calls.index("cuCtxSynchronize") < fake.calls.index("cuMemPoolTrimTo")
+
+
+def test_pool_oom_trims_the_ordered_pool_before_retrying(gpu, fake):
+    handle = gpu.ordered_pool_handle
+    gpu.allocate(fake.capacity // 2).free()  # cached by Nova's pool
+    fake.calls.clear()
+    big = gpu.allocate(fake.capacity // 2 + 4096)  # only fits after the cache is released
+    assert fake.mem_pools[handle]["trims"] == [0]
+    assert fake.calls.index("cuMemPoolTrimTo") < len(fake.calls) - 1
+    big.free()
+
+
+def test_reclaim_for_ordered_alloc(gpu, fake):
+    """What an out-of-memory gpu.alloc calls before its one retry: synchronize, release Nova's
+    pool cache, trim; not while the stream is being captured (no retry then)."""
+    handle = gpu.ordered_pool_handle
+    gpu.allocate(4096).free()
+    assert gpu.pool.stats().bytes_cached
+    stream = gpu.create_stream()
+    fake.capturing.add(stream.handle)
+    fake.calls.clear()
+    assert gpu.reclaim_for_ordered_alloc(stream.handle) is False
+    assert "cuCtxSynchronize" not in fake.calls and gpu.pool.stats().bytes_cached
+    fake.capturing.clear()
+    assert gpu.reclaim_for_ordered_alloc(stream.handle) is True
+    assert "cuCtxSynchronize" in fake.calls and not gpu.pool.stats().bytes_cached
+    assert fake.mem_pools[handle]["trims"]
+    stream.close()
+
+
+def test_python_side_allocation_never_synchronizes(gpu, fake):
+    """Buffers allocated and freed on a stream (and used by another one) never wait: the pool
+    reuses a block on its stream at once, and a block another stream used once that stream's
+    recorded event completed."""
+    stream = gpu.create_stream()
+    other = gpu.create_stream()
+    gpu.allocate(1024, stream=stream).free()
+    fake.calls.clear()
+    for _ in range(10):
+        buf = gpu.allocate(1024, stream=stream)
+        buf.record_stream(other)
+        buf.free()
+        gpu.allocate(1024, stream=stream).free()
+    assert not {"cuCtxSynchronize", "cuStreamSynchronize", "cuMemAlloc", "cuMemFree"} & set(
+        fake.calls)
+    stream.close()
+    other.close()

@@ -132,3 +132,43 @@ def test_blocks_used_on_other_streams_wait_for_their_events():
     pool.release(pool.allocate(600, 1), [FlagEvent()])
     pool.empty_cache()  # synchronizes: every pending block is released
     assert pool.stats().pending_blocks == 0 and mem.syncs == 1
+
+
+def test_trim_runs_after_the_cache_is_released():
+    """`trim` lets the device give back what its other allocators cache (cuda: the
+    stream-ordered pool of compiled code): on the out-of-memory retry, after the synchronize and
+    the cache release, and in every empty_cache."""
+    mem = FakeMemory(1 << 20)
+    order: list[str] = []
+    pool = MemoryPool("test pool", mem.alloc, mem.free, lambda: order.append("sync"),
+                      trim=lambda: order.append(f"trim with {len(mem.live)} live"))
+    pool.empty_cache()
+    assert order == ["trim with 0 live"]  # nothing cached: no synchronize, still a trim
+    order.clear()
+    pool.release(pool.allocate(600 << 10))  # cached
+    big = pool.allocate(600 << 10, stream_key=7)  # does not fit beside the cached block
+    assert order == ["sync", "trim with 0 live"]
+    order.clear()
+    pool.release(big)
+    pool.empty_cache()
+    assert order == ["sync", "trim with 0 live"]
+
+
+def test_allocate_and_release_never_synchronize():
+    """Stream-ordered reuse needs no waiting: cycles of allocation and release on streams, and
+    releases held back by other streams' events, never call `synchronize`."""
+    pool, mem = make()
+
+    class Event:
+        done = False
+
+        def query(self) -> bool:
+            return self.done
+
+    held = Event()
+    for i in range(50):
+        block = pool.allocate(1000 + i % 3, stream_key=i % 2)
+        pool.release(block, [held] if i == 10 else ())
+    held.done = True
+    assert pool.allocate(1000, stream_key=0).ptr  # collects the held block on the way
+    assert mem.syncs == 0 and pool.stats().pending_blocks == 0

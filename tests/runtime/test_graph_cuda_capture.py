@@ -196,3 +196,25 @@ def test_driver_failures_pass_through_as_statuses(capture) -> None:
     error = take_error()
     assert isinstance(error, CudaError) and error.call == "cuEventRecord"
     assert "graph capture" in "".join(getattr(error, "__notes__", []))
+
+
+def test_null_stream_allocation_orders_the_live_streams_after_it(capture) -> None:
+    """A synchronous gpu.alloc no longer blocks the host: while capturing, the streams the
+    program has open wait for the capture stream (where the allocation node is) instead."""
+    cap, fn, mock = capture
+    a, b = _create_stream(fn), _create_stream(fn)
+    mock.calls.clear()
+    out = ctypes.c_void_p()
+    assert fn("nova_rt_mem_alloc")(ctypes.addressof(out), 64, None, 0) == 0
+    names = [n for n, _ in mock.calls]
+    assert "cuStreamSynchronize" not in names and "cuEventSynchronize" not in names
+    record = _calls(mock, "cuEventRecord")[0][1]
+    assert record[1] == ORIGIN
+    assert {w[1][0] for w in _calls(mock, "cuStreamWaitEvent") if w[1][1] == record[0]} == {a, b}
+    mock.calls.clear()
+    fn("nova_rt_mem_alloc")(ctypes.addressof(out), 64, a, 0)  # on a stream: nothing more
+    fn("nova_rt_mem_alloc")(ctypes.addressof(out), 64, None, 1)  # managed: not stream-ordered
+    assert _calls(mock, "cuEventRecord", "cuStreamWaitEvent") == []
+    cap.finish()
+    cap.release_deferred()
+    cap.close()

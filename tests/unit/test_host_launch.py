@@ -261,11 +261,11 @@ def test_vecadd_example_end_to_end_on_the_trace_runtime() -> None:
     assert engine.call("main") == 0
     sync = "nova_rt_stream_synchronize"
     assert runtime.names() == [
-        "nova_rt_mem_alloc", sync, "nova_rt_mem_alloc", sync, "nova_rt_mem_alloc", sync,
+        "nova_rt_mem_alloc", "nova_rt_mem_alloc", "nova_rt_mem_alloc",
         "nova_rt_memcpy", sync, "nova_rt_memcpy", sync,
         "nova_rt_module_load", "nova_rt_module_get_function", "nova_rt_launch", sync,
         "nova_rt_memcpy", sync, "nova_rt_print_memref_f32",
-        "nova_rt_mem_free", sync, "nova_rt_mem_free", sync, "nova_rt_mem_free", sync]
+        "nova_rt_mem_free", "nova_rt_mem_free", "nova_rt_mem_free"]
     launch_call = runtime.of("nova_rt_launch")[0]
     assert launch_call.args[1:7] == (1, 1, 1, 128, 1, 1)
     a_dev, b_dev = (ctypes.addressof(b) for b in runtime.buffers[:2])

@@ -210,7 +210,7 @@ class Device(ABC):
         self._default_stream: Stream | None = None
         self._modules: dict[str, DeviceModule] = {}
         self.pool = MemoryPool(f"{kind}:{index} device pool", self._raw_alloc, self._raw_free,
-                               self._sync_for_pool)
+                               self._sync_for_pool, trim=self._trim_other_caches)
         self.pinned_pool = MemoryPool(f"{kind}:{index} pinned host pool", self._raw_alloc_host,
                                       self._raw_free_host, self._sync_for_pool)
 
@@ -313,6 +313,11 @@ class Device(ABC):
 
     def _sync_for_pool(self) -> None:
         self.synchronize()
+
+    def _trim_other_caches(self) -> None:
+        """Give back device memory cached outside `self.pool` (called by the pool on memory
+        pressure and by `pool.empty_cache()`; devices with such caches override it)."""
+        return None
 
     # --- memory ------------------------------------------------------------------------------
     def allocate(self, nbytes: int, *, stream: Stream | None = None) -> Buffer:

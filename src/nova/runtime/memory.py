@@ -57,7 +57,8 @@ class Buffer:
         self._used_on: set[Stream] = set()
 
     @classmethod
-    def _from_pool(cls, device: Device, block: Block, nbytes: int, stream: Stream) -> Buffer:
+    def _from_pool(cls, device: Device, block: Block, nbytes: int,
+                   stream: Stream | None) -> Buffer:
         buf = cls(device, block.ptr, nbytes, stream=stream)
         buf._finalizer = weakref.finalize(buf, _release, device.pool.release, block,
                                           buf._used_on)

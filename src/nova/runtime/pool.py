@@ -3,9 +3,11 @@
 Why a pool: device allocation (cuMemAlloc) synchronizes and costs tens of microseconds, and programs
 allocate the same sizes over and over. Freed blocks are cached per (stream, size class) and reused
 by later allocations on the same stream, which is safe without any synchronization because work on
-one stream runs in order (the PyTorch rule). A block is never handed to another stream while cached,
-so no event bookkeeping is needed; when memory runs out the pool synchronizes the device, frees its
-whole cache and retries once before raising `OutOfMemoryError`.
+one stream runs in order (the PyTorch rule): allocation and free are stream-ordered and never wait.
+A block is never handed to another stream while cached; a block that other streams used
+(`release(after=events)`) waits, unsynchronized, until their events completed. When memory runs
+out the pool synchronizes the device, frees its whole cache, lets the device trim its other
+caches (`trim`) and retries once before raising `OutOfMemoryError`.
 """
 
 from __future__ import annotations
@@ -71,16 +73,20 @@ class MemoryPool:
 
     `alloc` must raise OutOfMemoryError when the device is out of memory. `synchronize` is called
     before the cache is released on memory pressure (cached blocks may still be read by work the
-    streams have not finished). `limit` caps the bytes in use (None: no cap); the pool also keeps
-    the bytes it reserves within the limit by dropping cache first.
+    streams have not finished). `trim` gives back what other allocators of the device cache (cuda:
+    the stream-ordered pool of compiled code); it runs after the cache was released, on memory
+    pressure and in `empty_cache`. `limit` caps the bytes in use (None: no cap); the pool also
+    keeps the bytes it reserves within the limit by dropping cache first.
     """
 
     def __init__(self, name: str, alloc: Callable[[int], int], free: Callable[[int], None],
-                 synchronize: Callable[[], None] = lambda: None, limit: int | None = None) -> None:
+                 synchronize: Callable[[], None] = lambda: None, limit: int | None = None,
+                 trim: Callable[[], None] = lambda: None) -> None:
         self.name = name
         self._alloc = alloc
         self._free = free
         self._synchronize = synchronize
+        self._trim = trim
         self._lock = threading.RLock()
         self._cache: dict[tuple[int | None, int], list[int]] = {}
         self._pending: list[tuple[Block, tuple[Any, ...]]] = []
@@ -159,6 +165,7 @@ class MemoryPool:
         self._synchronize()
         self._collect_pending(all_done=True)
         self._release_cache()
+        self._trim()
         try:
             return self._alloc(size)
         except OutOfMemoryError as second:
@@ -211,12 +218,14 @@ class MemoryPool:
                         self._raw_free(ptr)
 
     def empty_cache(self) -> None:
-        """Synchronize the device and return every cached block to it."""
+        """Synchronize the device and return every cached block to it (and let the device trim
+        its other caches)."""
         with self._lock:
             if self._cached or self._pending:
                 self._synchronize()
                 self._collect_pending(all_done=True)
                 self._release_cache()
+            self._trim()
 
     def _release_cache(self) -> None:
         # popitem, not iteration: a garbage-collected Buffer's finalizer may re-enter `release`

@@ -10,7 +10,8 @@ on first use, so a program loads a module once however many launches it makes.
 Async tokens are streams (upstream gpu-to-llvm's scheme): an async op runs on the stream of its
 first dependency, after that stream waits on an event recorded on each other dependency's stream;
 its token is that stream. A synchronous op runs on the default (null) stream after the null stream
-waits for every dependency, and the host synchronizes the null stream afterwards.
+waits for every dependency, and the host synchronizes the null stream afterwards, except for
+`gpu.alloc` and `gpu.dealloc`, which the runtime orders without the host waiting (docs/abi.md).
 """
 
 from __future__ import annotations

@@ -84,7 +84,12 @@ class GpuOpLowering:
         deps = [fe.lookup(d) for d in _deps(op)]
         return self.device.stream_for(fe.builder, deps, is_async), is_async
 
-    def _end(self, fe: FunctionEmitter, op: Operation, stream: ir.Value, is_async: bool) -> None:
+    def _end(self, fe: FunctionEmitter, op: Operation, stream: ir.Value, is_async: bool,
+             host_sync: bool = True) -> None:
+        """Bind the op's token; a synchronous op then blocks the host, unless `host_sync` is
+        False (allocation and free: the runtime orders them without the host waiting)."""
+        if not is_async and not host_sync:
+            return
         token = self.device.finish(fe.builder, stream, is_async)
         result = _token_result(op)
         if result is not None and token is not None:
@@ -163,7 +168,9 @@ class GpuOpLowering:
         Device memory is stream-ordered on the op's stream. Managed (host_shared) memory is not:
         the runtime allocates it at once, which is correct for an async op too (fresh memory has
         no prior users); its token is still the stream that joined every dependency, so work
-        ordered after the token runs after them."""
+        ordered after the token runs after them. A synchronous alloc does not block the host:
+        on the null stream the runtime also orders it before later work of the thread's open
+        streams (docs/abi.md), which is all a host synchronization gave device memory."""
         memref_result = next(r for r in op.results if not is_token(r.type))
         ty = memref_result.type
         if not isinstance(ty, MemRefType):
@@ -180,15 +187,17 @@ class GpuOpLowering:
         stream, is_async = self._begin(fe, op)
         pointer = self.device.alloc(fe.builder, nbytes, stream, host_shared)
         fe.bind(memref_result, M.identity_descriptor(fe.builder, ty, pointer, sizes))
-        self._end(fe, op, stream, is_async)
+        self._end(fe, op, stream, is_async, host_sync=False)
 
     def dealloc(self, fe: FunctionEmitter, op: Operation) -> None:
-        """`gpu.dealloc %m` -> nova_rt_mem_free(allocated pointer)."""
+        """`gpu.dealloc %m` -> nova_rt_mem_free(allocated pointer), stream-ordered: a
+        synchronous dealloc frees on the null stream without blocking the host (the memory is
+        reused only by allocations ordered after the free)."""
         (buffer,) = _data_operands(op)
         desc = fe.lookup_memref(buffer)
         stream, is_async = self._begin(fe, op)
         self.device.free(fe.builder, desc.allocated, stream)
-        self._end(fe, op, stream, is_async)
+        self._end(fe, op, stream, is_async, host_sync=False)
 
     def memcpy(self, fe: FunctionEmitter, op: Operation) -> None:
         """`gpu.memcpy %dst, %src` of contiguous memrefs -> nova_rt_memcpy (bytes of `src`)."""

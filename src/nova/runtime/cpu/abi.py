@@ -76,6 +76,7 @@ class CpuAbi:
         self._streams: dict[int, Stream] = {}
         self._events: dict[int, Event] = {}
         self._allocations: dict[int, Buffer] = {}
+        self._idle_blocks: set[int] = set()  # allocations from _allocate_idle
         self._module_handles: dict[int, int] = {}  # descriptor address -> handle
         self._function_handles: dict[tuple[int, str], int] = {}
         self._callbacks: dict[str, CFuncPtr] = {
@@ -312,19 +313,60 @@ class CpuAbi:
         if size == 0:
             _store_pointer(out, 0)
             return
-        buffer = self.device.allocate(size, stream=self._stream(stream))
+        target = self._stream(stream)
+        if host_shared:
+            buffer = self._allocate_idle(size)
+            self._idle_blocks.add(buffer.ptr)
+        else:
+            buffer = self.device.allocate(size, stream=target)
+            if not stream:
+                self._order_open_streams_after(target)
         self._allocations[buffer.ptr] = buffer
         _store_pointer(out, buffer.ptr)
 
+    def _allocate_idle(self, size: int) -> Buffer:
+        """Memory no queued work uses (host code may touch it at once, unlike stream-ordered
+        memory, which the pool may hand out while the work of its stream before the free still
+        runs): the pool's blocks of no stream, which are given back only once their stream
+        reached the free (`_mem_free`)."""
+        return Buffer._from_pool(self.device, self.device.pool.allocate(size, None), size, None)
+
+    def _order_open_streams_after(self, source: Stream) -> None:
+        """A null-stream allocation (a synchronous gpu.alloc, which no longer blocks the host):
+        this thread's open streams wait for `source`'s work so far (one event), so their later
+        work comes after the allocation, as it did after a host synchronization."""
+        if not self._streams:  # a hint read without the lock
+            return
+        me = threading.get_ident()
+        with self._lock:
+            mine = [self._streams[h] for h, owner in self._owners.items() if owner == me]
+        if not mine:
+            return
+        event = self.device.create_event()
+        event.record(source)
+        for stream in mine:
+            stream.wait(event)
+        event.close()
+
     def _mem_free(self, pointer: int | None, stream: int | None) -> None:
+        """Stream-ordered and never waiting: work enqueued before the free may still use the
+        memory, and the device pool hands the block only to later allocations ordered after it
+        (on the buffer's own stream; freed on another stream, once that stream has run the work
+        enqueued so far). Host-shared memory (`_allocate_idle`) goes back to the pool only when
+        the stream reaches the free."""
         if not pointer:
             return
+        target = self._stream(stream)
         buffer = self._allocations.pop(pointer, None)
         if buffer is None:
             raise RuntimeFailure(f"nova_rt_mem_free: {pointer:#x} was not allocated by "
                                  "nova_rt_mem_alloc (or was freed already)")
-        # Stream-ordered: work enqueued before the free may still use the memory.
-        self._enqueue(self._stream(stream), buffer.free, "free")
+        if pointer in self._idle_blocks:
+            self._idle_blocks.discard(pointer)
+            self._enqueue(target, buffer.free, "free", inline=True)
+            return
+        buffer.record_stream(target)
+        buffer.free()
 
     def _memcpy(self, dst: int | None, src: int | None, size: int, stream: int | None) -> None:
         if size == 0:
@@ -375,13 +417,14 @@ class CpuAbi:
         """See `_host_register`."""
 
     @staticmethod
-    def _enqueue(stream: Stream, work: Callable[[], None], what: str) -> None:
+    def _enqueue(stream: Stream, work: Callable[[], None], what: str,
+                 inline: bool = False) -> None:
         enqueue = getattr(stream, "enqueue", None)
         if enqueue is None:
             stream.synchronize()
             work()
         else:
-            enqueue(work, what)
+            enqueue(work, what, inline=inline)
 
     # --- what the executor needs -------------------------------------------------------------
     def stage_in(self, array: np.ndarray) -> tuple[int, object]:
@@ -433,6 +476,7 @@ class CpuAbi:
         live runtime allocations. The call has synchronized: no work still uses it."""
         with self._lock:
             buffer = self._allocations.pop(address, None)
+            self._idle_blocks.discard(address)
         if buffer is None:
             return None
         return ResultMemory(address, buffer.free, host_addressable=True)
@@ -470,6 +514,7 @@ class CpuAbi:
         self._streams.clear()
         self._events.clear()
         self._allocations.clear()
+        self._idle_blocks.clear()
         self._functions.clear()
         self._modules.clear()
         self._module_handles.clear()

@@ -119,7 +119,8 @@ class CpuRecorder(CpuAbi):
 
     def _mem_alloc(self, out: int, size: int, stream: int | None, host_shared: int) -> None:
         self._vs(stream)
-        super()._mem_alloc(out, size, None, host_shared)
+        # allocated now, used by replays on other streams than the default one: idle memory
+        super()._mem_alloc(out, size, None, 1)
 
     def _mem_free(self, pointer: int | None, stream: int | None) -> None:
         self._vs(stream)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -31,7 +31,9 @@ from nova.runtime.cuda.native import (
     ERROR_CALLBACK_GLOBAL,
     FORGET_STREAM,
     LAST_FUNCTION_GLOBAL,
+    MEM_POOL_GLOBAL,
     NATIVE_ABI_NAMES,
+    RECLAIM_CALLBACK_GLOBAL,
     native_ir,
 )
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
@@ -51,6 +53,7 @@ STICKY_ERRORS: frozenset[int] = frozenset({214, 700, 702, 710, 714, 715, 716, 71
 """CUresults after which the context is unusable (illegal address, trap, assert, ...)."""
 
 _ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
+_RECLAIM_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_void_p)
 _MEMCPY_TYPE = ABI_BY_NAME["nova_rt_memcpy"].ctypes_prototype()
@@ -88,9 +91,30 @@ class NativeCudaAbi:
     context_at: int
     on_error: Any  # the ctypes error callback (kept alive here)
     device: Any = None
+    mem_pool_at: int = 0
+    reclaim_at: int = 0
+    on_reclaim: Any = None  # the ctypes reclaim callback (kept alive here)
 
     def set_default_stream(self, handle: int) -> None:
         ctypes.c_void_p.from_address(self.default_stream_at).value = handle or None
+
+    def set_mem_pool(self, handle: int) -> None:
+        """The CUmemoryPool `nova_rt_mem_alloc` allocates from (0: the device's default pool)."""
+        ctypes.c_void_p.from_address(self.mem_pool_at).value = handle or None
+
+    def set_reclaim(self, reclaim: Callable[[int], bool] | None) -> None:
+        """What an allocation that ran out of memory calls before its one retry: `reclaim(stream)`
+        frees other caches and says whether retrying may help. Called from native code: it must
+        not raise (an exception counts as False)."""
+        def impl(stream: int | None) -> int:
+            try:
+                return int(bool(reclaim(stream or 0))) if reclaim is not None else 0
+            except BaseException:  # never unwind through C frames; the OOM is then reported
+                return 0
+
+        self.on_reclaim = None if reclaim is None else _RECLAIM_TYPE(impl)
+        address = ctypes.cast(self.on_reclaim, ctypes.c_void_p).value if self.on_reclaim else None
+        ctypes.c_void_p.from_address(self.reclaim_at).value = address
 
     def set_context(self, handle: int) -> None:
         ctypes.c_void_p.from_address(self.context_at).value = handle or None
@@ -162,6 +186,8 @@ def compile_native(device: Any = None, prefix: str = "",
         context_at=engine.get_global_value_address(CONTEXT_GLOBAL),
         on_error=on_error,
         device=device,
+        mem_pool_at=engine.get_global_value_address(MEM_POOL_GLOBAL),
+        reclaim_at=engine.get_global_value_address(RECLAIM_CALLBACK_GLOBAL),
     )
     ctypes.c_void_p.from_address(
         engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = ctypes.cast(
@@ -181,6 +207,8 @@ def native_for(device: Any) -> NativeCudaAbi:
         native = compile_native(device)
         native.set_context(device.context_handle)
         native.set_default_stream(device.default_stream.handle)
+        native.set_mem_pool(device.ordered_pool_handle)
+        native.set_reclaim(device.reclaim_for_ordered_alloc)
         with _compile_lock:
             native = _natives.setdefault(id(device), native)
     return native

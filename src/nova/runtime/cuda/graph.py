@@ -168,6 +168,12 @@ class CudaCaptureAbi:
         pointer = ctypes.c_void_p.from_address(out).value or 0 if out else 0
         if not status and pointer:
             (self.managed if host_shared else self.ordered).add(pointer)
+            if not stream and not host_shared and self.live:
+                # a null-stream allocation comes before later work of the open streams (the
+                # native ABI's rule; the capture stream stands in for the null stream here)
+                event = self._record(self.origin)
+                for live in sorted(self.live):
+                    self._wait(live, event)
         return status
 
     def _mem_free(self, pointer: int | None, stream: int | None) -> int:

@@ -29,6 +29,7 @@ DRIVER_FUNCTIONS: dict[str, str] = {
     "cuEventRecord": "i32 (ptr, ptr)",
     "cuEventSynchronize": "i32 (ptr)",
     "cuMemAllocAsync": "i32 (ptr, i64, ptr)",
+    "cuMemAllocFromPoolAsync": "i32 (ptr, i64, ptr, ptr)",
     "cuMemAllocManaged": "i32 (ptr, i64, i32)",
     "cuMemFreeAsync": "i32 (ptr, ptr)",
     "cuMemFree_v2": "i32 (ptr)",
@@ -242,7 +243,7 @@ def _functions(prefix: str) -> list[str]:
     b.call("cuEventSynchronize", "ptr %event")
     out.append(_define("nova_rt_event_synchronize", "ptr %event", b))
 
-    out.append(_mem_alloc(body()))
+    out.append(_mem_alloc(body(), body()))
     out.append(_mem_free(body()))
 
     b = body()
@@ -274,7 +275,20 @@ def _functions(prefix: str) -> list[str]:
     return out
 
 
-def _mem_alloc(b: _Body) -> str:
+MEM_POOL_GLOBAL = "nova_mem_pool"
+"""The CUmemoryPool `gpu.alloc` draws from (the device's stream-ordered pool, whose release
+threshold keeps freed memory cached); null: the device's default pool (cuMemAllocAsync)."""
+RECLAIM_CALLBACK_GLOBAL = "nova_cuda_reclaim"
+"""`i32 reclaim(stream)`, called only when an allocation from the pool ran out of memory: frees
+what other allocators of the device cache (nonzero: retry the allocation once). Null: no retry."""
+
+
+def _mem_alloc(b: _Body, follow: _Body) -> str:
+    """Stream-ordered allocation from the device's pool, never waiting: memory freed on a
+    stream is reused by later allocations ordered after the free (the driver's pool tracks
+    that, across streams too). Out of memory: reclaim, then one retry. An allocation on the null
+    stream (a synchronous `gpu.alloc`) is also ordered before the thread's open streams' later
+    work (`nova_streams_follow`), as a host synchronization used to do."""
     b("  store ptr null, ptr %out")  # a zero-byte allocation is the null pointer
     b.return_if_zero("%size")
     b("  %is.shared = icmp ne i32 %host_shared, 0")
@@ -283,8 +297,107 @@ def _mem_alloc(b: _Body) -> str:
     b.call("cuMemAllocManaged", f"ptr %out, i64 %size, i32 {CU_MEM_ATTACH_GLOBAL}")
     b("  ret i32 0")
     b("ordered:")
-    b.call("cuMemAllocAsync", f"ptr %out, i64 %size, ptr {b.stream()}")
-    return _define("nova_rt_mem_alloc", "ptr %out, i64 %size, ptr %stream, i32 %host_shared", b)
+    s = b.stream()
+    b(f"  %pool = load ptr, ptr @{MEM_POOL_GLOBAL}")
+    b("  %have.pool = icmp ne ptr %pool, null")
+    b("  br i1 %have.pool, label %from.pool, label %default.pool")
+    b("default.pool:")
+    b.call("cuMemAllocAsync", f"ptr %out, i64 %size, ptr {s}")
+    b("  br label %allocated")
+    b("from.pool:")
+    args = f"ptr %out, i64 %size, ptr %pool, ptr {s}"
+    b(f"  %first = call i32 @{b.prefix}cuMemAllocFromPoolAsync({args})")
+    b(f"  %out.of.memory = icmp eq i32 %first, {CUDA_ERROR_OUT_OF_MEMORY}")
+    b(f"  %reclaim.fn = load ptr, ptr @{RECLAIM_CALLBACK_GLOBAL}")
+    b("  %can.reclaim = icmp ne ptr %reclaim.fn, null")
+    b("  %try.reclaim = and i1 %out.of.memory, %can.reclaim")
+    b("  br i1 %try.reclaim, label %reclaiming, label %first.result")
+    b("reclaiming:")
+    b(f"  %reclaimed = call i32 %reclaim.fn(ptr {s})")
+    b("  %retry = icmp ne i32 %reclaimed, 0")
+    b("  br i1 %retry, label %second.try, label %first.result")
+    b("second.try:")
+    b.call("cuMemAllocFromPoolAsync", args)
+    b("  br label %allocated")
+    b("first.result:")
+    b.check("%first", "cuMemAllocFromPoolAsync")
+    b("  br label %allocated")
+    b("allocated:")
+    b("  %on.null = icmp eq ptr %stream, null")
+    b("  br i1 %on.null, label %publish, label %finished")
+    b("publish:")
+    b(f"  %followed = call i32 @nova_streams_follow(ptr {s})")
+    b("  %follow.ok = icmp eq i32 %followed, 0")
+    b("  br i1 %follow.ok, label %finished, label %unwind")
+    b("unwind:")  # the failure is reported; the caller raises and never sees the pointer
+    b("  %orphan = load ptr, ptr %out")
+    b(f"  %orphan.freed = call i32 @{b.prefix}cuMemFreeAsync(ptr %orphan, ptr {s})")
+    b("  store ptr null, ptr %out")
+    b("  ret i32 1")
+    b("finished:")
+    b("  ret i32 0")
+    return "\n".join([f"@{MEM_POOL_GLOBAL} = global ptr null",
+                      f"@{RECLAIM_CALLBACK_GLOBAL} = global ptr null",
+                      _streams_follow(follow),
+                      _define("nova_rt_mem_alloc",
+                              "ptr %out, i64 %size, ptr %stream, i32 %host_shared", b)])
+
+
+def _streams_follow(b: _Body) -> str:
+    """`nova_streams_follow(source)`: every stream the calling thread's program has open waits
+    for the work enqueued so far on `source` (one event; nothing when no stream is open)."""
+    b(f"  %open = load atomic i64, ptr @{OPEN_COUNT_GLOBAL} monotonic, align 8")
+    b("  %none.open = icmp eq i64 %open, 0")
+    b("  br i1 %none.open, label %nothing, label %some")
+    b("nothing:")
+    b("  ret i32 0")
+    b("some:")
+    b("  %event.slot = alloca ptr, align 8")
+    b.call("cuEventCreate", f"ptr %event.slot, i32 {CU_EVENT_DISABLE_TIMING}")
+    b("  %event = load ptr, ptr %event.slot")
+    b(f"  %recorded = call i32 @{b.prefix}cuEventRecord(ptr %event, ptr %source)")
+    b("  %record.ok = icmp eq i32 %recorded, 0")
+    b("  br i1 %record.ok, label %record.done, label %record.failed")
+    b("record.failed:")
+    b(f"  %dropped = call i32 @{b.prefix}cuEventDestroy_v2(ptr %event)")
+    b.check("%recorded", "cuEventRecord")
+    b("  ret i32 1")  # (check returned already: the status was nonzero)
+    b("record.done:")
+    b("  %thread = call i64 @pthread_self()")
+    b("  call void @nova_streams_lock()")  # the driver calls below cannot fail out of the loop
+    b(f"  %count = load i64, ptr @{OPEN_COUNT_GLOBAL}")
+    b("  %array = load ptr, ptr @nova_open_streams")
+    b("  br label %scan")
+    b("scan:")
+    b("  br label %loop")
+    b("loop:")
+    b("  %i = phi i64 [0, %scan], [%i.next, %next]")
+    b("  %status = phi i32 [0, %scan], [%status.next, %next]")
+    b("  %end = icmp eq i64 %i, %count")
+    b("  br i1 %end, label %scanned, label %test")
+    b("test:")
+    b("  %owner.slot = getelementptr {ptr, i64}, ptr %array, i64 %i, i32 1")
+    b("  %owner = load i64, ptr %owner.slot")
+    b("  %mine = icmp eq i64 %owner, %thread")
+    b("  br i1 %mine, label %wait, label %next")
+    b("wait:")
+    b("  %stream.slot = getelementptr {ptr, i64}, ptr %array, i64 %i, i32 0")
+    b("  %open.stream = load ptr, ptr %stream.slot")
+    b(f"  %waited = call i32 @{b.prefix}cuStreamWaitEvent(ptr %open.stream, ptr %event, i32 0)")
+    b("  %no.failure.yet = icmp eq i32 %status, 0")
+    b("  %status.wait = select i1 %no.failure.yet, i32 %waited, i32 %status")
+    b("  br label %next")
+    b("next:")
+    b("  %status.next = phi i32 [%status, %test], [%status.wait, %wait]")
+    b("  %i.next = add i64 %i, 1")
+    b("  br label %loop")
+    b("scanned:")
+    b("  call void @nova_streams_unlock()")
+    b("  %destroyed = call i32 @" + b.prefix + "cuEventDestroy_v2(ptr %event)")
+    b.check("%status", "cuStreamWaitEvent")
+    b.check("%destroyed", "cuEventDestroy_v2")
+    return _define("nova_streams_follow", "ptr %source", b).replace(
+        "define i32 @nova_streams_follow", "define internal i32 @nova_streams_follow")
 
 
 def _mem_free(b: _Body) -> str:
