@@ -99,7 +99,12 @@ def _base_plan(graph: Graph, group: KernelGroup, node: Node) -> tuple[LibraryPla
         return None, "operand batch dims broadcast partly"
     if min(m, n, k) < 1:
         return None, "empty product"
-    return LibraryPlan(m=m, n=n, k=k, dtype=to.dtype, batch=max(1, math.prod(out_batch)),
+    batch = max(1, math.prod(out_batch))
+    if batch > 1 and b_stride == 0 and not trans_a:
+        # a shared B (a Linear on a 3-D input): one GEMM of batch*m rows, the batches of A
+        # and D being consecutive rows
+        m, batch, a_stride = m * batch, 1, 0
+    return LibraryPlan(m=m, n=n, k=k, dtype=to.dtype, batch=batch,
                        a_stride=a_stride, b_stride=b_stride, trans_a=trans_a, trans_b=trans_b,
                        alpha=float(node.attrs.get("alpha", 1.0))), ""
 
@@ -175,9 +180,11 @@ def select_library(graph: Graph, plan: FusionPlan, policy: str,
         node = group.anchor
         if node is None or node.op != "MatMul":
             continue
-        base, why = _base_plan(graph, group, node)
         shape = _shape(graph, node)
         wanted, reason = _wanted(graph, node, policy)
+        if wanted and group.prologue:
+            out[-1:-1] = _materialise_prologue(graph, group, node)
+        base, why = _base_plan(graph, group, node)
         if not wanted or base is None:
             choices.append(GemmChoice(node.outputs[0], "nova", shape, reason if not wanted
                                       else f"not expressible as a library GEMM: {why}"))
@@ -195,6 +202,28 @@ def select_library(graph: Graph, plan: FusionPlan, policy: str,
                                   [nd.op for nd in matched]))
     plan.kernels = out
     return choices
+
+
+def _materialise_prologue(graph: Graph, group: KernelGroup, node: Node) -> list[KernelGroup]:
+    """Pointwise kernels writing the MatMul operands that its prologue computed while loading
+    (attention's head split and merge): the library reads dense operands. A prologue node
+    feeding both operands is computed by both kernels."""
+    producers = {o: nd for nd in group.prologue for o in nd.outputs}
+    groups = []
+    for operand in dict.fromkeys(node.inputs):
+        if operand not in producers:
+            continue
+        needed: set[int] = set()
+        stack = [operand]
+        while stack:
+            producer = producers.get(stack.pop())
+            if producer is not None and id(producer) not in needed:
+                needed.add(id(producer))
+                stack.extend(producer.inputs)
+        groups.append(KernelGroup(operand, None, [nd for nd in group.prologue
+                                                  if id(nd) in needed]))
+    group.prologue = []
+    return groups
 
 
 def _shape(graph: Graph, node: Node) -> tuple[int, int, int, int]:
