@@ -140,7 +140,7 @@ def test_unavailable_library(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(type(device), "gemm_library",
                         lambda self: ("cublaslt", "libcublasLt.so.13 cannot be loaded", True))
     g, _, _ = _one_linear("none")
-    with pytest.raises(ModelError, match="gemm='library': libcublasLt.so.13 cannot be loaded"):
+    with pytest.raises(ModelError, match=r"gemm='library': libcublasLt\.so\.13 cannot be loaded"):
         nm.compile(g, device="cpu", gemm="library")(np.zeros((20, 16), np.float32))
     fallback = nm.compile(g, device="cpu")  # auto: generated kernels, documented fallback
     fallback(np.zeros((20, 16), np.float32))

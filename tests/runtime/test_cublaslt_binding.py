@@ -110,7 +110,7 @@ def test_create_plan_sets_descriptors_and_algorithm() -> None:
 
 def test_no_algorithm_is_a_clear_error() -> None:
     plan = LibraryPlan(m=3, n=3, k=3, dtype="float32")
-    with pytest.raises(lt.LibraryCallError, match="no algorithm.*gemm='nova'"):
+    with pytest.raises(lt.LibraryCallError, match=r"no algorithm.*gemm='nova'"):
         lt.create_plan(lt.CublasLtApi(FakeLt(heuristics=0)), 1, plan, 0, 0, 0)
 
 

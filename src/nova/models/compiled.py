@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from nova.abi import LIBRARY_PLANS_KEY
 from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
 from nova.models.passes.library import check_policy
 from nova.models.pipeline import Lowered, lower, validate
 from nova.models.weights_section import append_section, encode, read_section
-from nova.abi import LIBRARY_PLANS_KEY
 from nova.runtime.device import DeviceKind
 
 SIGNATURE_KEY = "nova.models.signature"

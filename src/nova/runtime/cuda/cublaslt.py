@@ -89,7 +89,7 @@ def candidate_paths() -> list[Path]:
         found.append(Path(env))
     roots: list[str] = []
     try:
-        import nvidia  # the namespace package of NVIDIA's wheels
+        import nvidia  # type: ignore[import-not-found]  # NVIDIA's wheels' namespace
 
         roots += list(getattr(nvidia, "__path__", []))
     except ImportError:
@@ -367,6 +367,10 @@ def native_ir(prefix: str = "") -> str:
     for name, signature in LIBRARY_FUNCTIONS.items():
         result, params = signature.split(" ", 1)
         decls.append(f"declare {result} @{prefix}{name}{params}")
+    set_args = f"ptr %desc, i32 {DESC_BIAS_POINTER}, ptr %bias.cell, i64 8"
+    matmul_args = ("ptr %handle, ptr %desc, ptr %alpha, ptr %a, ptr %la, ptr %b, ptr %lb, "
+                   "ptr %beta, ptr %c, ptr %lc, ptr %d, ptr %ld, ptr %algo, ptr %ws, i64 %wss, "
+                   "ptr %s")
     return f"""
 @{ERROR_CALLBACK_GLOBAL} = global ptr null
 @name.matmul = private unnamed_addr constant [15 x i8] c"cublasLtMatmul\\00"
@@ -407,7 +411,7 @@ set.bias:
   %bias.value = call ptr @operand(ptr %operands, i32 %bias.slot)
   %bias.cell = alloca ptr, align 8
   store ptr %bias.value, ptr %bias.cell
-  %set.status = call i32 @{prefix}cublasLtMatmulDescSetAttribute(ptr %desc, i32 {DESC_BIAS_POINTER}, ptr %bias.cell, i64 8)
+  %set.status = call i32 @{prefix}cublasLtMatmulDescSetAttribute({set_args})
   %set.ok = icmp eq i32 %set.status, 0
   br i1 %set.ok, label %matmul, label %set.failed
 set.failed:
@@ -448,7 +452,7 @@ matmul:
   %d.slot.at = getelementptr {p}, ptr %plan, i32 0, i32 16
   %d.slot = load i32, ptr %d.slot.at
   %d = call ptr @operand(ptr %operands, i32 %d.slot)
-  %status = call i32 @{prefix}cublasLtMatmul(ptr %handle, ptr %desc, ptr %alpha, ptr %a, ptr %la, ptr %b, ptr %lb, ptr %beta, ptr %c, ptr %lc, ptr %d, ptr %ld, ptr %algo, ptr %ws, i64 %wss, ptr %s)
+  %status = call i32 @{prefix}cublasLtMatmul({matmul_args})
   store atomic i32 0, ptr %lock release, align 4
   %ok = icmp eq i32 %status, 0
   br i1 %ok, label %done, label %failed
