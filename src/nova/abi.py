@@ -184,9 +184,10 @@ ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
         "handle. Host code calls it once per plan and caches the handle.",
         ("out", P), ("index", I64)),
     _fn("nova_rt_library_call", I32,
-        "Run a prepared plan on `stream` (non-blocking, capturable): `operands` points to the "
-        "plan's device pointers, one per entry of its `operands` list, in that order.",
-        ("plan", P), ("operands", P), ("stream", P)),
+        "Run a prepared plan on `stream` (non-blocking, capturable): `operands` points to "
+        "`num_operands` device pointers, one per entry of the plan's `operands` list, in that "
+        "order (another count is an error).",
+        ("plan", P), ("operands", P), ("num_operands", I64), ("stream", P)),
     # --- runner utilities (mlir-runner's text, exactly) -----------------------------------
     _fn("nova_rt_print_memref_f32", CType.VOID, "printMemrefF32", ("rank", I64), ("desc", P)),
     _fn("nova_rt_print_memref_f64", CType.VOID, "printMemrefF64", ("rank", I64), ("desc", P)),

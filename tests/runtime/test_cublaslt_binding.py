@@ -161,7 +161,7 @@ class MockNative:
             ("cublasLtMatmul", "cublasLtMatmulDescSetAttribute"), self._keep, strict=True)}
         self.native = lt.compile_native(lambda address: "the mock GEMM", "mock_", symbols)
         self.call = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
-                                     ctypes.c_void_p)(self.native.call)
+                                     ctypes.c_int64, ctypes.c_void_p)(self.native.call)
 
 
 def _native_plan(plan: LibraryPlan) -> lt.NativePlan:
@@ -175,7 +175,7 @@ def test_native_call_passes_swapped_operands_bias_and_stream() -> None:
     plan = LibraryPlan(m=4, n=8, k=2, dtype="float16", alpha=2.0, bias=True, residual=True)
     native = _native_plan(plan)
     operands = (ctypes.c_void_p * 5)(0xA0, 0xB0, 0xB1A5, 0xC0, 0xD0D)  # a, b, bias, c, d
-    assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), None) == 0
+    assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), 5, None) == 0
     assert mock.biases == [0xB1A5]
     (args,) = mock.matmuls
     handle, desc, _, a, la, b, lb, _, c, lc, d, ld, algo, ws, wss, stream, alpha, beta = args
@@ -187,7 +187,7 @@ def test_native_call_passes_swapped_operands_bias_and_stream() -> None:
     assert (ws, wss, stream) == (0x5000, 4096, 0x99)  # null stream: the device's default
     assert (alpha, beta) == (2.0, 1.0)
     assert native.lock == 0
-    mock.call(ctypes.addressof(native), ctypes.addressof(operands), 0x5757)
+    mock.call(ctypes.addressof(native), ctypes.addressof(operands), 5, 0x5757)
     assert mock.matmuls[-1][15] == 0x5757
 
 
@@ -195,7 +195,7 @@ def test_native_call_without_bias_or_residual_writes_d_as_c() -> None:
     mock = MockNative()
     native = _native_plan(LibraryPlan(m=4, n=8, k=2, dtype="float32"))
     operands = (ctypes.c_void_p * 3)(0xA0, 0xB0, 0xD0D)
-    assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), None) == 0
+    assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), 3, None) == 0
     assert mock.biases == []
     args = mock.matmuls[0]
     assert (args[3], args[5], args[8], args[10]) == (0xB0, 0xA0, 0xD0D, 0xD0D)
@@ -207,9 +207,19 @@ def test_native_call_failure_reports_and_unlocks() -> None:
     native = _native_plan(LibraryPlan(m=4, n=8, k=2, dtype="float32"))
     operands = (ctypes.c_void_p * 3)(0xA0, 0xB0, 0xD0D)
     take_error()
-    assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), None) == 1
+    assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), 3, None) == 1
     error = take_error()
     assert isinstance(error, lt.LibraryCallError)
     assert "cublasLtMatmul failed: CUBLAS_STATUS_EXECUTION_FAILED" in str(error)
     assert "the mock GEMM" in str(error)
     assert native.lock == 0
+
+
+def test_native_call_rejects_a_wrong_operand_count() -> None:
+    mock = MockNative()
+    native = _native_plan(LibraryPlan(m=4, n=8, k=2, dtype="float32"))
+    operands = (ctypes.c_void_p * 3)(0xA0, 0xB0, 0xD0D)
+    take_error()
+    assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), 2, None) == 1
+    assert "wrong operand count" in str(take_error())
+    assert mock.matmuls == [] and native.lock == 0

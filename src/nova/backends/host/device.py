@@ -144,7 +144,8 @@ class HostDevice:
             slot = gep(builder, array, ir.ArrayType(PTR, max(1, len(pointers))),
                        [ir.Constant(I32, 0), ir.Constant(I32, i)])
             builder.store(pointer, slot)
-        self.abi.call_checked(builder, "nova_rt_library_call", [plan, array, NULL])
+        self.abi.call_checked(builder, "nova_rt_library_call",
+                              [plan, array, ir.Constant(I64, len(pointers)), NULL])
 
     # --- launches -----------------------------------------------------------------------------
     def launch(self, builder: ir.IRBuilder, function: ir.Value, config: LaunchConfig,

@@ -367,11 +367,15 @@ class CpuAbi:
             self._plan_handles[index] = handle
         _store_pointer(out, handle)
 
-    def _library_call(self, plan: int | None, operands: int | None, stream: int | None) -> None:
+    def _library_call(self, plan: int | None, operands: int | None, num_operands: int,
+                      stream: int | None) -> None:
         found = self._plans.get(plan or 0)
         if found is None:
             raise RuntimeFailure(f"nova_rt_library_call: invalid plan handle {plan or 0:#x}")
         count = len(found.operands)
+        if num_operands != count:
+            raise RuntimeFailure(f"nova_rt_library_call: {num_operands} operands passed, the plan "
+                                 f"takes {count} ({', '.join(found.operands)})")
         if not operands:
             raise RuntimeFailure("nova_rt_library_call: null operand array")
         pointers = [p or 0 for p in (ctypes.c_void_p * count).from_address(operands)]

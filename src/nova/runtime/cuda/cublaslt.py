@@ -74,7 +74,13 @@ class LibraryCallError(DeviceError):
     """A cuBLASLt call failed; names the call, the status and the plan."""
 
 
+STATUS_BAD_COUNT = -1
+"""The status the native call reports when the host passed the wrong number of operands."""
+
+
 def status_name(code: int) -> str:
+    if code == STATUS_BAD_COUNT:
+        return "wrong operand count"
     return STATUS_NAMES.get(code, f"CUBLAS_STATUS_{code}")
 
 
@@ -177,11 +183,12 @@ class NativePlan(ctypes.Structure):
         ("slot_c", ctypes.c_int32),
         ("slot_d", ctypes.c_int32),
         ("lock", ctypes.c_int32),
+        ("num_operands", ctypes.c_int64),
     )
 
 
 PLAN_LLVM = "{ ptr, ptr, ptr, ptr, ptr, ptr, [8 x i64], ptr, i64, ptr, float, float, i32, i32, " \
-            "i32, i32, i32, i32 }"
+            "i32, i32, i32, i32, i64 }"
 
 
 class HeuristicResult(ctypes.Structure):
@@ -336,6 +343,7 @@ def create_plan(api: CublasLtApi, handle: int, plan: LibraryPlan, workspace: int
     native.slot_bias, native.slot_c = setup.slots["bias"], setup.slots["c"]
     native.slot_d = setup.slots["d"]
     native.lock = 0
+    native.num_operands = len(plan.operands)
     return native
 
 
@@ -375,6 +383,7 @@ def native_ir(prefix: str = "") -> str:
 @{ERROR_CALLBACK_GLOBAL} = global ptr null
 @name.matmul = private unnamed_addr constant [15 x i8] c"cublasLtMatmul\\00"
 @name.bias = private unnamed_addr constant [31 x i8] c"cublasLtMatmulDescSetAttribute\\00"
+@name.count = private unnamed_addr constant [21 x i8] c"nova_rt_library_call\\00"
 {chr(10).join(decls)}
 
 define internal ptr @operand(ptr %operands, i32 %slot) alwaysinline {{
@@ -392,8 +401,16 @@ entry:
   ret i32 1
 }}
 
-define i32 @{CALL_NAME}(ptr %plan, ptr %operands, ptr %stream) {{
+define i32 @{CALL_NAME}(ptr %plan, ptr %operands, i64 %num, ptr %stream) {{
 entry:
+  %want.at = getelementptr {p}, ptr %plan, i32 0, i32 18
+  %want = load i64, ptr %want.at
+  %count.ok = icmp eq i64 %num, %want
+  br i1 %count.ok, label %start, label %bad.count
+bad.count:
+  %r0 = call i32 @fail(ptr @name.count, i32 {STATUS_BAD_COUNT}, ptr %plan)
+  ret i32 1
+start:
   %lock = getelementptr {p}, ptr %plan, i32 0, i32 17
   br label %spin
 spin:
