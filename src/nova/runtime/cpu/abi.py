@@ -448,3 +448,5 @@ class CpuAbi:
         self._modules.clear()
         self._module_handles.clear()
         self._function_handles.clear()
+        self._plans.clear()
+        self._plan_handles.clear()

@@ -88,7 +88,8 @@ def status_name(code: int) -> str:
 
 def candidate_paths() -> list[Path]:
     """Where libcublasLt.so.13 may be: $NOVA_CUBLASLT, the nvidia wheels' lib folders (the
-    `nvidia` namespace package: `cublas/lib`, `cu13/lib`), torch's lib folder."""
+    `nvidia` namespace package: `cublas/lib`, `cu13/lib`), torch's lib folder, the CUDA
+    toolkit ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda)."""
     found: list[Path] = []
     env = os.environ.get(ENV_PATH)
     if env:
@@ -111,6 +112,10 @@ def candidate_paths() -> list[Path]:
             found.append(Path(spec.origin).parent / "lib" / LIBRARY_SONAME)
     except (ImportError, ValueError):
         pass
+    toolkits = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for toolkit in dict.fromkeys(t for t in toolkits if t):
+        for sub in ("lib64", "targets/x86_64-linux/lib"):
+            found.append(Path(toolkit) / sub / LIBRARY_SONAME)
     return found
 
 
