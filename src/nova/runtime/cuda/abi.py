@@ -225,7 +225,7 @@ class CudaAbi:
         its native call compiled, only when the manifest lists plans; a missing library fails
         the load here, saying where it looked."""
         try:
-            self.library_plans = library_plans(self.manifest.extra)
+            self.library_plans = library_plans(getattr(self.manifest, "extra", None) or {})
         except ValueError as exc:
             raise RuntimeFailure(f"this program's library plans are malformed: {exc}") from None
         self.library_call = 0
