@@ -11,22 +11,23 @@ from host_trace import HostJit, TraceRuntime, memref_of, param_i64
 from nova.backends.host.lower import lower_host
 from nova.ir.parser import parse_mlir
 
-SOURCE = """
-module {
+TAIL = "memref<2xf32, strided<[1], offset: 2>>"
+SOURCE = f"""
+module {{
   func.func private @__nova_library_0(memref<8xf32>, memref<4xf32>, memref<2xf32>)
-  func.func private @__nova_library_1(memref<4xf32>, memref<2xf32, strided<[1], offset: 2>>)
-  func.func @main(%a: memref<8xf32>, %b: memref<4xf32>, %d: memref<2xf32>) {
+  func.func private @__nova_library_1(memref<4xf32>, {TAIL})
+  func.func @main(%a: memref<8xf32>, %b: memref<4xf32>, %d: memref<2xf32>) {{
     %c0 = arith.constant 0 : index
     %c3 = arith.constant 3 : index
     %c1 = arith.constant 1 : index
-    scf.for %i = %c0 to %c3 step %c1 {
+    scf.for %i = %c0 to %c3 step %c1 {{
       func.call @__nova_library_0(%a, %b, %d) : (memref<8xf32>, memref<4xf32>, memref<2xf32>) -> ()
-    }
-    %tail = memref.subview %a[2] [2] [1] : memref<8xf32> to memref<2xf32, strided<[1], offset: 2>>
-    func.call @__nova_library_1(%b, %tail) : (memref<4xf32>, memref<2xf32, strided<[1], offset: 2>>) -> ()
+    }}
+    %tail = memref.subview %a[2] [2] [1] : memref<8xf32> to {TAIL}
+    func.call @__nova_library_1(%b, %tail) : (memref<4xf32>, {TAIL}) -> ()
     return
-  }
-}
+  }}
+}}
 """
 
 
