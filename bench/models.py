@@ -14,7 +14,12 @@ synchronised at the end; the time per forward is reported in milliseconds. Nova 
 --out). Never asserts: a failing runner prints its error in its cell.
 
     python bench/models.py [--device cuda] [--rows mlp-b1,enc-b8] [--dtypes fp16,fp32]
-                           [--seconds 1.0] [--out bench/results/models-<card>.md]
+                           [--seconds 1.0] [--gemm auto|nova|library]
+                           [--out bench/results/models-<card>.md]
+
+--gemm is Nova's GEMM backend policy (docs/models.md "Libraries"): `auto` (default) gives large
+GEMMs to cuBLASLt, `nova` keeps every GEMM a generated kernel, `library` forces cuBLASLt; the
+`gemm` column says where the row's MatMuls ran (backend x count).
     python bench/models.py --device cpu --quick      # small shapes, to debug without a GPU
 """
 
@@ -132,7 +137,8 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a64 - b64) / max(np.linalg.norm(b64), 1e-30))
 
 
-def run_row(row: Row, dtype: str, device: str, seconds: float) -> dict[str, Any]:
+def run_row(row: Row, dtype: str, device: str, seconds: float,
+            gemm: str = "auto") -> dict[str, Any]:
     import torch
 
     tdev = "cuda" if device == "cuda" else "cpu"
@@ -163,7 +169,7 @@ def run_row(row: Row, dtype: str, device: str, seconds: float) -> dict[str, Any]
                 result[name] = f"error: {type(exc).__name__}: {str(exc)[:80]}"
     try:
         start = time.perf_counter()
-        model = nm.compile(row.example.graph, device=device, dtype=ndtype)
+        model = nm.compile(row.example.graph, device=device, dtype=ndtype, gemm=gemm)
         x_dev = nova.to_device(x_np.astype(nm.graph.numpy_dtype(ndtype)), device)
         out = model(x_dev)
         model.synchronize()
@@ -179,6 +185,7 @@ def run_row(row: Row, dtype: str, device: str, seconds: float) -> dict[str, Any]
         result["nova graph"] = _time(captured.launch, model.device.synchronize, seconds)
         (spec,) = model._cache.values()
         result["kernels"] = len(spec.lowered.plan.kernels)
+        result["gemm"] = gemm_summary(spec.lowered.program.gemm)
     except Exception as exc:
         traceback.print_exc()
         result["nova"] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
@@ -190,16 +197,24 @@ def run_row(row: Row, dtype: str, device: str, seconds: float) -> dict[str, Any]
     return result
 
 
+def gemm_summary(choices: list[Any]) -> str:
+    """Where a row's MatMuls ran, e.g. `cublaslt x4` or `nova x1, cublaslt x3`."""
+    counts: dict[str, int] = {}
+    for choice in choices:
+        counts[choice.backend] = counts.get(choice.backend, 0) + 1
+    return ", ".join(f"{name} x{n}" for name, n in sorted(counts.items())) or "-"
+
+
 COLUMNS = ["nova", "nova graph", "eager", "torch.compile default",
            "torch.compile reduce-overhead"]
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    head = ["row", "dtype", "kernels", *[c + " ms" for c in COLUMNS], "nova best / best peer",
+    head = ["row", "dtype", "steps", "gemm", *[c + " ms" for c in COLUMNS], "nova best / best peer",
             "nova err"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
-        cells = [r["row"], r["dtype"], str(r.get("kernels", "-"))]
+        cells = [r["row"], r["dtype"], str(r.get("kernels", "-")), str(r.get("gemm", "-"))]
         for c in COLUMNS:
             v = r.get(c, "-")
             cells.append(f"{v:.4f}" if isinstance(v, float) else str(v))
@@ -220,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtypes", default="fp16,fp32")
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--quick", action="store_true", help="small shapes (cpu debugging)")
+    ap.add_argument("--gemm", default="auto", choices=("auto", "nova", "library"),
+                    help="Nova's GEMM backend policy")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     all_rows = rows(args.quick)
@@ -227,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.rows.split(","):
         for dtype in args.dtypes.split(","):
             print(f"== {name} {dtype}", flush=True)
-            results.append(run_row(all_rows[name], dtype, args.device, args.seconds))
+            results.append(run_row(all_rows[name], dtype, args.device, args.seconds,
+                                   args.gemm))
             print(results[-1], flush=True)
     card = nova.get_device(args.device).name
     import torch

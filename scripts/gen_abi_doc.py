@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from nova import abi
@@ -34,6 +35,14 @@ def render() -> str:
               f"`CpuLaunch` (`{abi.CPU_LAUNCH_LLVM}`):", "",
               (abi.CpuLaunch.__doc__ or "").strip(), "",
               "\n".join(f"- `{n}`" for n, _ in abi.CpuLaunch._fields_), ""]
+    lines += ["## Library plans", "",
+              f"`nova_rt_library_plan` reads the manifest's `extra[\"{abi.LIBRARY_PLANS_KEY}\"]`, "
+              "a JSON list of `LibraryPlan` objects (fields below); "
+              f"`func.call @{abi.LIBRARY_CALL_PREFIX}<i>` in MLIR refers to plan `i`.", "",
+              (abi.LibraryPlan.__doc__ or "").strip(), "",
+              "\n".join(f"- `{n}`: {f.type} = `{f.default!r}`" if f.default is not
+                        dataclasses.MISSING else f"- `{n}`: {f.type}"
+                        for n, f in abi.LibraryPlan.__dataclass_fields__.items()), ""]
     return "\n".join(lines)
 
 

@@ -188,6 +188,17 @@ ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
     _fn("nova_rt_host_register", I32, "Page-lock host memory for device access.",
         ("pointer", P), ("size", I64)),
     _fn("nova_rt_host_unregister", I32, "Undo nova_rt_host_register.", ("pointer", P)),
+    # --- library calls (cuBLASLt on cuda, NumPy on cpu; docs/models.md "Libraries") ---------
+    _fn("nova_rt_library_plan", I32,
+        "Prepare library plan `index` of the program's manifest (`extra[\"nova.library.plans\"]`, "
+        "a JSON list of `LibraryPlan`s): descriptors, algorithm choice, workspace; *out = plan "
+        "handle. Host code calls it once per plan and caches the handle.",
+        ("out", P), ("index", I64)),
+    _fn("nova_rt_library_call", I32,
+        "Run a prepared plan on `stream` (non-blocking, capturable): `operands` points to "
+        "`num_operands` device pointers, one per entry of the plan's `operands` list, in that "
+        "order (another count is an error).",
+        ("plan", P), ("operands", P), ("num_operands", I64), ("stream", P)),
     # --- runner utilities (mlir-runner's text, exactly) -----------------------------------
     _fn("nova_rt_print_memref_f32", CType.VOID, "printMemrefF32", ("rank", I64), ("desc", P)),
     _fn("nova_rt_print_memref_f64", CType.VOID, "printMemrefF64", ("rank", I64), ("desc", P)),
@@ -290,3 +301,109 @@ CPU_LAUNCH_LLVM = ("{ [3 x i64], [3 x i64], [3 x i64], i64, i64, ptr, i64, [512 
 """The same struct as LLVM IR, for the CPU kernel lowering."""
 
 CPU_KERNEL_RESULT = CType.I32
+
+
+# --- library calls ------------------------------------------------------------------------------
+
+LIBRARY_PLANS_KEY = "nova.library.plans"
+"""Manifest `extra` key: a JSON list of `LibraryPlan.to_json()` objects; host code refers to plan
+`i` by its position."""
+
+LIBRARY_CALL_PREFIX = "__nova_library_"
+"""An MLIR program calls library plan `i` as `func.call @__nova_library_<i>(memrefs...)` of a
+body-less `func.func private @__nova_library_<i>`; the host lowering turns the call into
+`nova_rt_library_plan` (first use, handle cached) + `nova_rt_library_call` with the memrefs' data
+pointers in order."""
+
+LIBRARY_ACTIVATIONS = ("none", "relu", "gelu_tanh")
+LIBRARY_DTYPES = ("float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class LibraryPlan:
+    """One library GEMM, in row-major terms (what NumPy and the program see):
+
+        D[b] = act(alpha * op(A[b]) @ op(B[b]) + bias + C[b])     for b < batch
+
+    op(A) is [m, k] (A stored [k, m] when `trans_a`), op(B) is [k, n] (B stored [n, k] when
+    `trans_b`); `bias` (when present) is a length-n vector broadcast over rows; `C` (when
+    `residual`) has D's shape and layout. `a_stride`/`b_stride` are the element strides between
+    batches (0: the operand is shared by every batch); C and D are dense (stride m*n). Every
+    operand has storage type `dtype`; products accumulate in fp32 (never TF32), `gelu_tanh` is
+    the tanh approximation. `operands` names the pointers a call passes, in order (a subset of
+    a, b, bias, c, d in that order)."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    batch: int = 1
+    a_stride: int = 0
+    b_stride: int = 0
+    trans_a: bool = False
+    trans_b: bool = False
+    alpha: float = 1.0
+    bias: bool = False
+    residual: bool = False
+    activation: str = "none"
+    kind: str = "gemm"
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        return ("a", "b", *(("bias",) if self.bias else ()), *(("c",) if self.residual else ()),
+                "d")
+
+    def to_json(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, data: Any) -> LibraryPlan:
+        """A validated plan; a malformed entry is a `ValueError` saying what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a library plan must be a JSON object, got {type(data).__name__}")
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown library plan field(s): {', '.join(sorted(unknown))}")
+        try:
+            plan = cls(**data)
+        except TypeError as exc:
+            raise ValueError(f"library plan: {exc}") from None
+        plan.check()
+        return plan
+
+    def check(self) -> None:
+        if self.kind != "gemm":
+            raise ValueError(f"library plan kind '{self.kind}' is not supported (only 'gemm')")
+        ints = {"m": self.m, "n": self.n, "k": self.k, "batch": self.batch}
+        for name, value in ints.items():
+            if type(value) is not int or value < 1:
+                raise ValueError(f"library plan: {name} must be a positive integer, got {value!r}")
+        for name, value in (("a_stride", self.a_stride), ("b_stride", self.b_stride)):
+            if type(value) is not int or value < 0:
+                raise ValueError(f"library plan: {name} must be a non-negative integer, got "
+                                 f"{value!r}")
+        if self.dtype not in LIBRARY_DTYPES:
+            raise ValueError(f"library plan: dtype '{self.dtype}' is not supported "
+                             f"({', '.join(LIBRARY_DTYPES)})")
+        if self.activation not in LIBRARY_ACTIVATIONS:
+            raise ValueError(f"library plan: activation '{self.activation}' is not supported "
+                             f"({', '.join(LIBRARY_ACTIVATIONS)})")
+        if not isinstance(self.alpha, int | float):
+            raise ValueError(f"library plan: alpha must be a number, got {self.alpha!r}")
+
+
+def library_plans(extra: dict[str, str]) -> list[LibraryPlan]:
+    """The library plans a manifest's `extra` records (none when the key is absent);
+    `ValueError` for a malformed list."""
+    import json
+
+    text = extra.get(LIBRARY_PLANS_KEY)
+    if text is None:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"manifest '{LIBRARY_PLANS_KEY}' is not valid JSON: {exc}") from None
+    if not isinstance(data, list):
+        raise ValueError(f"manifest '{LIBRARY_PLANS_KEY}' must be a JSON list")
+    return [LibraryPlan.from_json(d) for d in data]

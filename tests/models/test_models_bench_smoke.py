@@ -28,5 +28,8 @@ def test_bench_models_quick_cpu(tmp_path: Path) -> None:
     assert result["nova ok"], result
     assert isinstance(result["nova"], float) and isinstance(result["nova graph"], float)
     assert isinstance(result["eager"], float)
-    text = bench.table([result])
-    assert "| mlp-b1 | fp32 |" in text
+    assert result["gemm"] == "nova x3"  # auto on the cpu device: generated kernels
+    forced = bench.run_row(rows["mlp-b1"], "fp32", "cpu", seconds=0.01, gemm="library")
+    assert forced["nova ok"] and forced["gemm"] == "numpy x3", forced
+    text = bench.table([result, forced])
+    assert "| mlp-b1 | fp32 |" in text and "numpy x3" in text

@@ -218,3 +218,26 @@ def test_null_stream_allocation_orders_the_live_streams_after_it(capture) -> Non
     cap.finish()
     cap.release_deferred()
     cap.close()
+
+
+def test_library_calls_go_to_the_capture_stream(native: cuda_abi.NativeCudaAbi,
+                                                mock: HandleDriver) -> None:
+    """A cuBLASLt call (nova_rt_library_call) is recorded like a launch: on the capture stream
+    for the null stream, on its own stream otherwise, counted among the kernels."""
+    seen: list[tuple[int, int, int]] = []
+    proto = ABI_BY_NAME["nova_rt_library_call"].ctypes_prototype()
+
+    def library_call(plan: int, operands: int, count: int, stream: int | None) -> int:
+        seen.append((plan, count, stream or 0))
+        return 0
+
+    keep = proto(library_call)
+    device = SimpleNamespace(driver=PyDriver())
+    base = cuda_abi.CudaAbi(device, None, native=native)  # type: ignore[arg-type]
+    base.library_call = ctypes.cast(keep, ctypes.c_void_p).value or 0
+    cap = CudaCaptureAbi(device, None, ORIGIN, base=base)
+    call = proto(cap.symbols()["nova_rt_library_call"])
+    assert call(0x9A, 0x10, 3, None) == 0
+    assert call(0x9A, 0x10, 3, 0x5150) == 0
+    assert seen == [(0x9A, 3, ORIGIN), (0x9A, 3, 0x5150)]
+    assert cap.kernels == 2

@@ -29,6 +29,7 @@ HANDLE_BASES = {
     "nova_rt_module_get_function": 0x2000,
     "nova_rt_stream_create": 0x3000,
     "nova_rt_event_create": 0x4000,
+    "nova_rt_library_plan": 0x5000,
 }
 """Fake handles are BASE + 1, BASE + 2, ... so a trace shows which object each call uses."""
 
@@ -139,6 +140,10 @@ def _captured_memory(name: str, args: tuple) -> tuple[bytes, ...]:
         array, count = args[-2], int(args[-1])
         pointers = (ctypes.c_uint64 * count).from_address(array) if count else ()
         return tuple(ctypes.string_at(p, 8) for p in pointers)
+    if name == "nova_rt_library_call":
+        array, count = args[1], int(args[2])
+        pointers = (ctypes.c_uint64 * count).from_address(array) if count else ()
+        return tuple(int(p).to_bytes(8, "little") for p in pointers)
     if name.startswith("nova_rt_print_memref"):
         rank, desc = int(args[0]), args[1]
         return tuple(ctypes.string_at(desc + 8 * i, 8) for i in range(3 + 2 * rank))

@@ -144,8 +144,10 @@ module attributes {gpu.container_module} {
   gpu.module @m {
     gpu.func @k(%a: memref<4xf32>) kernel { gpu.return }
   }
+  func.func private @__nova_library_0(memref<4xf32>)
   func.func @main(%h: memref<4xf32>, %v: f32) {
     %c1 = arith.constant 1 : index
+    func.call @__nova_library_0(%h) : (memref<4xf32>) -> ()
     %u = memref.cast %h : memref<4xf32> to memref<*xf32>
     gpu.host_register %u : memref<*xf32>
     %t0 = gpu.wait async

@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from nova.abi import LIBRARY_PLANS_KEY
 from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
+from nova.models.passes.library import check_policy
 from nova.models.pipeline import Lowered, lower, validate
 from nova.models.weights_section import append_section, encode, read_section
 from nova.runtime.device import DeviceKind
@@ -70,6 +72,7 @@ class CompiledModel:
         self.dtype = dtype
         self.device = nova.get_device(device)
         self.compile_options = compile_options
+        check_policy(str(compile_options.get("gemm", "auto")))
         self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
         if not graph.symbols():
             self.specialise({})
@@ -111,9 +114,14 @@ class CompiledModel:
         options = {"ptx": on_gpu, "cubin": on_gpu, "cpu_image": not on_gpu,
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))
-        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores)
-        options["manifest_extra"] = ((SIGNATURE_KEY, json.dumps(
-            self._signature(bindings, lowered), sort_keys=True)),)
+        policy, library = self._gemm_policy(str(options.pop("gemm", "auto")))
+        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library)
+        extra = [(SIGNATURE_KEY, json.dumps(self._signature(bindings, lowered),
+                                            sort_keys=True))]
+        if lowered.program.library_plans:
+            extra.append((LIBRARY_PLANS_KEY, json.dumps(
+                [p.to_json() for p in lowered.program.library_plans], sort_keys=True)))
+        options["manifest_extra"] = tuple(extra)
         bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
                                    make_options(**options))
         module = nova.load(bundle, device=self.device)
@@ -124,6 +132,17 @@ class CompiledModel:
         self._cache[key] = spec
         return spec
 
+    def _gemm_policy(self, policy: str) -> tuple[str, str]:
+        """The policy passes/library.py applies, and the library's name: `auto` becomes `nova`
+        where the device does not prefer its library (the cpu device) or cannot load it (cuda
+        without cuBLASLt); `library` where it cannot load is an error saying why."""
+        name, problem, preferred = self.device.gemm_library()
+        if policy == "library" and problem is not None:
+            raise ModelError(f"gemm='library': {problem}")
+        if policy == "auto" and (problem is not None or not preferred):
+            return "nova", name
+        return policy, name
+
     def _signature(self, bindings: dict[str, int], lowered: Lowered) -> dict[str, Any]:
         """What the manifest records about the model (see docs/models.md)."""
         g = lowered.graph
@@ -133,6 +152,7 @@ class CompiledModel:
             "outputs": [_type_json(n, g.type_of(o)) for n, o in zip(self.graph.outputs,
                                                                     g.outputs, strict=True)],
             "weights": list(lowered.program.weights),
+            "gemm": [c.to_json() for c in lowered.program.gemm],
         }
 
     def save(self, path: str | Path) -> None:

@@ -16,6 +16,7 @@ from nova.models.errors import ModelError, UnsupportedOpError
 from nova.models.graph import Graph, dtype_name
 from nova.models.ops import check_node
 from nova.models.passes.fusion import FusionPlan, plan_fusion
+from nova.models.passes.library import select_library
 from nova.models.passes.propagate import bind_symbols, eliminate_dead_code, propagate
 from nova.models.passes.rewrite import (
     canonicalize,
@@ -81,7 +82,12 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
 
 
 def lower(graph: Graph, bindings: dict[str, int], dtype: str = "float32",
-          tensor_cores: bool = True) -> Lowered:
+          tensor_cores: bool = True, gemm: str = "nova", library: str = "library") -> Lowered:
+    """`gemm`: the GEMM backend policy (passes/library.py: nova, library, auto); `library`
+    names the library the device binds library calls to (recorded in the choices)."""
     g = optimize(graph, bindings, dtype)
     plan = plan_fusion(g)
-    return Lowered(g, plan, generate_program(g, plan, tensor_cores))
+    choices = select_library(g, plan, gemm, library)
+    program = generate_program(g, plan, tensor_cores)
+    program.gemm = choices
+    return Lowered(g, plan, program)

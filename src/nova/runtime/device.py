@@ -239,6 +239,13 @@ class Device(ABC):
         """Arrange for `fn` to be handed to the callback dispatcher (nova.runtime.callbacks)
         once `stream` reaches this point; `future` receives its outcome."""
 
+    def gemm_library(self) -> tuple[str, str | None, bool]:
+        """(name, problem, preferred) of the library this device binds `nova_rt_library_call`
+        to: `problem` is None when it is usable, else why not; `preferred` says whether model
+        compilation's `auto` GEMM policy should give large GEMMs to it. A device that does not
+        override this binds no library."""
+        return "none", f"the {self.kind} device binds no library calls", False
+
     @property
     @abstractmethod
     def dlpack_device(self) -> tuple[int, int]:

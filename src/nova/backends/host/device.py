@@ -30,6 +30,8 @@ from nova.backends.host.abi import I32, I64, PTR, AbiCalls
 from nova.backends.host.memref import entry_alloca, gep
 
 NULL = ir.Constant(PTR, None)
+LIBRARY_PLAN_HANDLE_PREFIX = "__nova_libplan_"
+"""Private global caching the handle of library plan `i`: `__nova_libplan_<i>`."""
 FUNCTION_HANDLE_PREFIX = "__nova_fnhandle_"
 """Private global caching the function handle of kernel `k` of module `m`: `__nova_fnhandle_m.k`."""
 
@@ -63,6 +65,7 @@ class HostDevice:
         self._module_loaders: dict[str, ir.Function] = {}
         self._kernel_getters: dict[tuple[str, str], ir.Function] = {}
         self.used_device_modules: list[str] = []
+        self._plan_getters: dict[int, ir.Function] = {}
 
     # --- modules and kernels ------------------------------------------------------------------
     def module_handle(self, builder: ir.IRBuilder, module_name: str) -> ir.Value:
@@ -121,6 +124,29 @@ class HostDevice:
             fill(builder, handle)
         builder.ret(builder.load(handle, typ=PTR, name="handle"))
         return fn
+
+    # --- library calls ---------------------------------------------------------------------------
+    def library_call(self, builder: ir.IRBuilder, index: int, pointers: Sequence[ir.Value]) -> None:
+        """Run library plan `index` on the default stream: its handle comes from
+        `nova_rt_library_plan` on first use (cached in a private global), the operands are a
+        stack array of the data pointers."""
+        getter = self._plan_getters.get(index)
+        if getter is None:
+            handle = _private_pointer_global(self.module, f"{LIBRARY_PLAN_HANDLE_PREFIX}{index}")
+            getter = self._cached_handle_function(
+                f"__nova_get_library_plan.{index}", handle,
+                lambda b, out: self.abi.call_checked(b, "nova_rt_library_plan",
+                                                     [out, ir.Constant(I64, index)]))
+            self._plan_getters[index] = getter
+        plan = builder.call(getter, [], name=f"plan{index}")
+        array = entry_alloca(builder, ir.ArrayType(PTR, max(1, len(pointers))),
+                             name=f"library{index}.operands")
+        for i, pointer in enumerate(pointers):
+            slot = gep(builder, array, ir.ArrayType(PTR, max(1, len(pointers))),
+                       [ir.Constant(I32, 0), ir.Constant(I32, i)])
+            builder.store(pointer, slot)
+        self.abi.call_checked(builder, "nova_rt_library_call",
+                              [plan, array, ir.Constant(I64, len(pointers)), NULL])
 
     # --- launches -----------------------------------------------------------------------------
     def launch(self, builder: ir.IRBuilder, function: ir.Value, config: LaunchConfig,

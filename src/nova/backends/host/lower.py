@@ -108,7 +108,7 @@ class HostTarget(TargetBase):
         self.device = HostDevice(self.abi)
         table: dict[str, Handler] = {}
         table.update(GpuOpLowering(self.device).handlers())
-        table.update(RunnerCalls(self.abi).handlers())
+        table.update(RunnerCalls(self.abi, self.device).handlers())
         self.handlers = table
 
     # --- hooks ----------------------------------------------------------------------------------

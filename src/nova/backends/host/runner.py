@@ -9,10 +9,14 @@ sign-extended to i64 and printed with printI64, except i1, which is zero-extende
 punctuation (a newline by default). A 1-D vector prints as `( a, b, c )`
 (ops_vector.expand_print). `vector.print str "..."` prints the text as is. A call of any
 other function that the module only declares cannot be resolved at run time (compiled host code
-may call nothing but the runtime ABI and libc), so it is rejected at the call.
+may call nothing but the runtime ABI and libc), so it is rejected at the call, except library
+plans: `func.call @__nova_library_<i>(memrefs...)` (`abi.LIBRARY_CALL_PREFIX`) runs plan `i` of the
+manifest through `nova_rt_library_plan` (once, handle cached) and `nova_rt_library_call`.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from llvmlite import ir
 from xdsl.dialects.builtin import (
@@ -22,6 +26,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IndexType,
     IntegerType,
+    MemRefType,
     Signedness,
     SymbolRefAttr,
     UnrankedMemRefType,
@@ -29,14 +34,18 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
-from nova.abi import ABI_BY_NAME, RUNNER_UTILS
+from nova.abi import ABI_BY_NAME, LIBRARY_CALL_PREFIX, RUNNER_UTILS
 from nova.backends.host.abi import AbiCalls, function_type
+from nova.backends.host.memref import data_pointer
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text
 from nova.backends.llvm.ops_func import lower_call
 from nova.backends.llvm.ops_vector import expand_print
 from nova.backends.llvm.target import Handler
 from nova.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from nova.backends.host.device import HostDevice
 
 _PUNCTUATION = {
     "newline": "nova_rt_print_newline",
@@ -50,8 +59,9 @@ _PUNCTUATION = {
 class RunnerCalls:
     """func.call and vector.print handlers for the host target."""
 
-    def __init__(self, abi: AbiCalls) -> None:
+    def __init__(self, abi: AbiCalls, device: HostDevice | None = None) -> None:
         self.abi = abi
+        self.device = device
 
     def handlers(self) -> dict[str, Handler]:
         return {"func.call": self.call, "vector.print": self.vector_print}
@@ -66,6 +76,9 @@ class RunnerCalls:
         func_op = fe.module.func_ops.get(name)
         if func_op is not None and func_op.regions and func_op.regions[0].blocks:
             lower_call(fe, op)
+            return
+        if name.startswith(LIBRARY_CALL_PREFIX) and self.device is not None:
+            self.library_call(fe, op, name)
             return
         abi_name = RUNNER_UTILS.get(name)
         if abi_name is None:
@@ -91,6 +104,27 @@ class RunnerCalls:
                 f"signature ({ABI_BY_NAME[abi_name].doc}: {list(map(str, expected))} after "
                 "lowering)", fe.location(op))
         self.abi.call(fe.builder, abi_name, args)
+
+    def library_call(self, fe: FunctionEmitter, op: Operation, name: str) -> None:
+        """`func.call @__nova_library_<i>(%m0, %m1, ...)`: run library plan `i` on the default
+        stream with the memrefs' first-element addresses as its operands."""
+        assert self.device is not None
+        index = name.removeprefix(LIBRARY_CALL_PREFIX)
+        if not index.isdigit():
+            raise UnsupportedError(f"@{name}: a library call is named {LIBRARY_CALL_PREFIX}<plan "
+                                   "index>", fe.location(op))
+        if op.results:
+            raise UnsupportedError(f"@{name} returns nothing, but the call expects "
+                                   f"{len(op.results)} result(s)", fe.location(op))
+        pointers: list[ir.Value] = []
+        for i, value in enumerate(op.operands):
+            ty = value.type
+            if not isinstance(ty, MemRefType):
+                raise UnsupportedError(f"@{name}: operand #{i} is {ty}; library calls take "
+                                       "ranked memrefs", fe.location(op))
+            desc = fe.lookup_memref(value)
+            pointers.append(data_pointer(fe.builder, desc, T.element_size(ty.element_type)))
+        self.device.library_call(fe.builder, int(index), pointers)
 
     # --- vector.print -----------------------------------------------------------------------------
     def vector_print(self, fe: FunctionEmitter, op: Operation) -> None:

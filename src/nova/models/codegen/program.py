@@ -10,8 +10,9 @@ both cheap); every launch goes on the default stream in order, exactly as seed 0
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from nova.abi import LIBRARY_CALL_PREFIX, LibraryPlan
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.matmul import conv_kernel, matmul_kernel, small_m_kernel, small_m_rows
 from nova.models.codegen.pointwise import pointwise_kernel
@@ -21,6 +22,7 @@ from nova.models.codegen.text import Body, memref_type
 from nova.models.errors import UnsupportedOpError
 from nova.models.graph import Graph
 from nova.models.passes.fusion import FusionPlan, KernelGroup
+from nova.models.passes.library import GemmChoice
 
 MODULE = "nova_model"
 
@@ -34,6 +36,22 @@ class Program:
     weights: list[str]
     outputs: list[str]
     kernels: list[GeneratedKernel]
+    library_plans: list[LibraryPlan] = field(default_factory=list)
+    """Plans of the library calls, by index (the manifest's `nova.library.plans`)."""
+    gemm: list[GemmChoice] = field(default_factory=list)
+    """Where each MatMul runs (set by the pipeline; recorded in the manifest)."""
+
+
+@dataclass
+class LibraryStep:
+    """A library call of @forward: plan `index`, with these buffers as operands."""
+
+    index: int
+    buffers: list[str]
+    plan: LibraryPlan
+
+
+Step = GeneratedKernel | LibraryStep
 
 
 def generate_kernel(graph: Graph, plan: FusionPlan, group: KernelGroup, name: str,
@@ -61,56 +79,31 @@ def generate_kernel(graph: Graph, plan: FusionPlan, group: KernelGroup, name: st
 def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) -> Program:
     """The MLIR module (host @forward + gpu.module) of a typed, fused graph. `tensor_cores`:
     fp16 GEMMs use WMMA (for the GPU; the cpu device emulates WMMA correctly but slowly, and its
-    object takes seconds per kernel to compile, so cpu-only programs use CUDA-core tiles)."""
-    kernels = [generate_kernel(graph, plan, g, f"k{i}_{_slug(g)}", tensor_cores)
-               for i, g in enumerate(plan.kernels)]
+    object takes seconds per kernel to compile, so cpu-only programs use CUDA-core tiles).
+    Groups given to a library (`group.library`) become `func.call @__nova_library_<i>`."""
+    steps: list[Step] = []
+    plans: list[LibraryPlan] = []
+    for i, g in enumerate(plan.kernels):
+        if g.library is not None:
+            steps.append(LibraryStep(len(plans), [plan.buffer_of(t) for t in g.library.tensors],
+                                     g.library.plan))
+            plans.append(g.library.plan)
+        else:
+            steps.append(generate_kernel(graph, plan, g, f"k{i}_{_slug(g)}", tensor_cores))
+    kernels = [s for s in steps if isinstance(s, GeneratedKernel)]
     outputs = list(graph.outputs)
     inputs = list(graph.inputs)
-    read = {buf for k in kernels for buf in k.buffers}
+    read = {buf for k in steps for buf in k.buffers}
     weights = [w for w in graph.weights if w in read]
-    external = set(inputs) | set(weights) | set(outputs)
-    # last kernel reading each internal buffer
-    last_use: dict[str, int] = {}
-    for i, k in enumerate(kernels):
-        for buf in k.buffers:
-            last_use[buf] = i
-
-    body = Body("h")
-    args: dict[str, str] = {}
-    sig = []
-    for kind, names in (("in", inputs), ("w", weights), ("out", outputs)):
-        for j, name in enumerate(names):
-            ref = f"%{kind}{j}"
-            args[name] = ref
-            t = graph.type_of(name)
-            sig.append(f"{ref}: {memref_type(t.numel(), t.dtype)}")
-    one = body.ix(1)
-    live: dict[str, str] = dict(args)
-    for i, (group, k) in enumerate(zip(plan.kernels, kernels, strict=True)):
-        root = plan.buffer_of(group.root)
-        if root not in live:
-            t = graph.type_of(root)
-            live[root] = body.op(f"gpu.alloc () : {memref_type(t.numel(), t.dtype)}", "buf")
-        operands = []
-        for buf in k.buffers:
-            t = graph.type_of(buf)
-            operands.append(f"{live[buf]} : {memref_type(t.numel(), t.dtype)}")
-        operands += [f"{body.ix(v)} : index" for v in k.scalars]
-        gx, gy, gz = (body.ix(v) for v in k.grid)
-        bx, by, bz = (body.ix(v) for v in k.block)
-        body.line(f"gpu.launch_func @{MODULE}::@{k.name} blocks in ({gx}, {gy}, {gz}) "
-                  f"threads in ({bx}, {by}, {bz}) args({', '.join(operands)})")
-        for buf in k.buffers:
-            if last_use.get(buf) == i and buf not in external:
-                t = graph.type_of(buf)
-                body.line(f"gpu.dealloc {live[buf]} : {memref_type(t.numel(), t.dtype)}")
-    del one
+    body, sig = _host_body(graph, plan, steps, inputs, weights, outputs)
     kernel_text = "\n".join(_indent(t, 2) for k in kernels for t in (k.globals, k.text) if t)
+    declarations = [f"  func.func private @{LIBRARY_CALL_PREFIX}{s.index}("
+                    f"{', '.join(_buffer_type(graph, b) for b in s.buffers)})"
+                    for s in steps if isinstance(s, LibraryStep)]
     mlir = "\n".join([
         "module attributes {gpu.container_module} {",
-        f"  gpu.module @{MODULE} {{",
-        kernel_text,
-        "  }",
+        *([f"  gpu.module @{MODULE} {{", kernel_text, "  }"] if kernels else []),
+        *declarations,
         f"  func.func @forward({', '.join(sig)}) {{",
         _indent(body.text(), 1),
         "    return",
@@ -118,7 +111,51 @@ def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) 
         "}",
         "",
     ])
-    return Program(mlir, inputs, weights, outputs, kernels)
+    return Program(mlir, inputs, weights, outputs, kernels, plans)
+
+
+def _buffer_type(graph: Graph, buffer: str) -> str:
+    t = graph.type_of(buffer)
+    return memref_type(t.numel(), t.dtype)
+
+
+def _host_body(graph: Graph, plan: FusionPlan, steps: list[Step], inputs: list[str],
+               weights: list[str], outputs: list[str]) -> tuple[Body, list[str]]:
+    """@forward's body: allocations before each step's output, launches / library calls in
+    order, deallocations after each buffer's last use; and the signature."""
+    external = set(inputs) | set(weights) | set(outputs)
+    last_use: dict[str, int] = {}
+    for i, k in enumerate(steps):
+        for buf in k.buffers:
+            last_use[buf] = i
+    body = Body("h")
+    live: dict[str, str] = {}
+    sig = []
+    for kind, names in (("in", inputs), ("w", weights), ("out", outputs)):
+        for j, name in enumerate(names):
+            ref = f"%{kind}{j}"
+            live[name] = ref
+            sig.append(f"{ref}: {_buffer_type(graph, name)}")
+    body.ix(1)  # the constant 1 first, as before library steps existed (stable MLIR text)
+    for i, (group, k) in enumerate(zip(plan.kernels, steps, strict=True)):
+        root = plan.buffer_of(group.root)
+        if root not in live:
+            live[root] = body.op(f"gpu.alloc () : {_buffer_type(graph, root)}", "buf")
+        operands = [f"{live[buf]} : {_buffer_type(graph, buf)}" for buf in k.buffers]
+        if isinstance(k, LibraryStep):
+            refs = ", ".join(live[buf] for buf in k.buffers)
+            types = ", ".join(_buffer_type(graph, buf) for buf in k.buffers)
+            body.line(f"func.call @{LIBRARY_CALL_PREFIX}{k.index}({refs}) : ({types}) -> ()")
+        else:
+            operands += [f"{body.ix(v)} : index" for v in k.scalars]
+            gx, gy, gz = (body.ix(v) for v in k.grid)
+            bx, by, bz = (body.ix(v) for v in k.block)
+            body.line(f"gpu.launch_func @{MODULE}::@{k.name} blocks in ({gx}, {gy}, {gz}) "
+                      f"threads in ({bx}, {by}, {bz}) args({', '.join(operands)})")
+        for buf in dict.fromkeys(k.buffers):
+            if last_use.get(buf) == i and buf not in external:
+                body.line(f"gpu.dealloc {live[buf]} : {_buffer_type(graph, buf)}")
+    return body, sig
 
 
 def _indent(text: str, levels: int) -> str:

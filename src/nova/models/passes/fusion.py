@@ -19,10 +19,14 @@ returned in an order that respects data dependencies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nova.models.graph import Graph, Node
 from nova.models.ops import get_op
 from nova.models.ops.elementwise import BINARY, COMPARE, UNARY
+
+if TYPE_CHECKING:
+    from nova.models.passes.library import LibraryCall
 
 ELEMENTWISE = frozenset([*UNARY, *BINARY, *COMPARE, "Gelu", "LeakyRelu", "Clip", "Where",
                          "Cast"])
@@ -41,6 +45,8 @@ class KernelGroup:
     prologue: list[Node] = field(default_factory=list)
     """Index maps (Transpose, Reshape, Slice, Cast, ...) a MatMul anchor applies while loading
     its operands, instead of a copy kernel before it."""
+    library: LibraryCall | None = None
+    """Set when the group runs as a library call (passes/library.py), not a generated kernel."""
 
     @property
     def kind(self) -> str:
@@ -48,6 +54,8 @@ class KernelGroup:
 
     def describe(self) -> str:
         head = f"{self.kind}[{self.anchor.op}]" if self.anchor else "pointwise"
+        if self.library is not None:
+            head = f"library[{self.anchor.op if self.anchor else '?'}]"
         if self.prologue:
             head += f"({'+'.join(n.op for n in self.prologue)})"
         ops = "+".join(n.op for n in self.nodes)

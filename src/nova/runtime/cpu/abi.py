@@ -19,10 +19,11 @@ from typing import cast
 
 import numpy as np
 
-from nova.abi import ABI_BY_NAME, DeviceModuleDescriptor
+from nova.abi import ABI_BY_NAME, DeviceModuleDescriptor, LibraryPlan, library_plans
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import KernelFault, NovaError, RuntimeFailure
 from nova.runtime.cpu import fault_guard
+from nova.runtime.cpu.library import run_gemm
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
 from nova.runtime.native_support import (
@@ -42,6 +43,7 @@ CPU_ABI_NAMES: tuple[str, ...] = (
     "nova_rt_event_destroy", "nova_rt_event_record", "nova_rt_event_synchronize",
     "nova_rt_mem_alloc", "nova_rt_mem_free", "nova_rt_memcpy", "nova_rt_memset32",
     "nova_rt_memset16", "nova_rt_memset8", "nova_rt_host_register", "nova_rt_host_unregister",
+    "nova_rt_library_plan", "nova_rt_library_call",
 )
 
 
@@ -79,6 +81,8 @@ class CpuAbi:
         self._idle_blocks: set[int] = set()  # allocations from _allocate_idle
         self._module_handles: dict[int, int] = {}  # descriptor address -> handle
         self._function_handles: dict[tuple[int, str], int] = {}
+        self._plans: dict[int, LibraryPlan] = {}  # handle -> plan
+        self._plan_handles: dict[int, int] = {}  # manifest index -> handle
         self._callbacks: dict[str, CFuncPtr] = {
             name: ABI_BY_NAME[name].ctypes_prototype()(fault_guard.outside_guard(
                 guarded_callback(name, getattr(self, "_" + name.removeprefix("nova_rt_")))))
@@ -426,6 +430,41 @@ class CpuAbi:
         else:
             enqueue(work, what, inline=inline)
 
+    # --- library calls -----------------------------------------------------------------------
+    def _library_plan(self, out: int, index: int) -> None:
+        """Plan `index` of the manifest, run by NumPy (nova.runtime.cpu.library)."""
+        handle = self._plan_handles.get(index)
+        if handle is None:
+            try:
+                plans = library_plans(self.manifest.extra)
+            except ValueError as exc:
+                raise RuntimeFailure(f"nova_rt_library_plan: {exc}") from None
+            if not 0 <= index < len(plans):
+                raise RuntimeFailure(f"nova_rt_library_plan: plan {index} does not exist (the "
+                                     f"manifest lists {len(plans)})")
+            handle = self._new_handle()
+            self._plans[handle] = plans[index]
+            self._plan_handles[index] = handle
+        _store_pointer(out, handle)
+
+    def _library_call(self, plan: int | None, operands: int | None, num_operands: int,
+                      stream: int | None) -> None:
+        found = self._plans.get(plan or 0)
+        if found is None:
+            raise RuntimeFailure(f"nova_rt_library_call: invalid plan handle {plan or 0:#x}")
+        count = len(found.operands)
+        if num_operands != count:
+            raise RuntimeFailure(f"nova_rt_library_call: {num_operands} operands passed, the plan "
+                                 f"takes {count} ({', '.join(found.operands)})")
+        if not operands:
+            raise RuntimeFailure("nova_rt_library_call: null operand array")
+        pointers = [p or 0 for p in (ctypes.c_void_p * count).from_address(operands)]
+
+        def work() -> None:
+            run_gemm(found, pointers)
+
+        self._submit_task(stream, work, f"library GEMM {found.m}x{found.n}x{found.k}")
+
     # --- what the executor needs -------------------------------------------------------------
     def stage_in(self, array: np.ndarray) -> tuple[int, object]:
         """Device address for a host array: the array itself when it already lies in the
@@ -519,3 +558,5 @@ class CpuAbi:
         self._modules.clear()
         self._module_handles.clear()
         self._function_handles.clear()
+        self._plans.clear()
+        self._plan_handles.clear()

@@ -83,6 +83,12 @@ class CpuDevice(Device):
     def images_may_print(self, bundle: Bundle) -> bool:
         return cpu_images_may_print(bundle)
 
+    def gemm_library(self) -> tuple[str, str | None, bool]:
+        """NumPy (nova.runtime.cpu.library): always usable, not preferred, so the `auto` GEMM
+        policy keeps testing the generated kernels on the cpu device (force it with
+        gemm='library')."""
+        return "numpy", None, False
+
     def record_graph(self, request: CaptureRequest) -> RecordedGraph:
         from nova.runtime.cpu.graph import record
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import llvmlite.binding as llvm
 
-from nova.abi import ABI_BY_NAME, DEVICE_MODULE_PREFIX, DeviceModuleDescriptor
+from nova.abi import ABI_BY_NAME, DEVICE_MODULE_PREFIX, DeviceModuleDescriptor, library_plans
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import CudaError, DeviceError, RuntimeFailure, cuda_error
 from nova.runtime.cuda.native import (
@@ -246,11 +246,40 @@ class CudaAbi:
         self._staging: dict[int, list[int]] = {}  # nbytes -> cached managed blocks
         self._free = _FREE_TYPE(self.native.addresses["nova_rt_mem_free"])
         self._sync = _SYNC_TYPE(self.native.addresses["nova_rt_stream_synchronize"])
+        self._init_library()
+
+    def _init_library(self) -> None:
+        """cuBLASLt for programs with library plans (nova.runtime.cuda.cublaslt): loaded, and
+        its native call compiled, only when the manifest lists plans; a missing library fails
+        the load here, saying where it looked."""
+        try:
+            self.library_plans = library_plans(getattr(self.manifest, "extra", None) or {})
+        except ValueError as exc:
+            raise RuntimeFailure(f"this program's library plans are malformed: {exc}") from None
+        self.library_call = 0
+        self._library: Any = None
+        if not self.library_plans:
+            return
+        from nova.runtime.cuda.cublaslt import runtime_for
+
+        self._library = runtime_for(self.device)
+        self.library_call = self._library.native.call
+        self._callbacks["nova_rt_library_plan"] = \
+            ABI_BY_NAME["nova_rt_library_plan"].ctypes_prototype()(
+                guarded_callback("nova_rt_library_plan", self._library_plan))
+
+    def _library_plan(self, out: int, index: int) -> None:
+        if not 0 <= index < len(self.library_plans):
+            raise RuntimeFailure(f"nova_rt_library_plan: plan {index} does not exist (the "
+                                 f"manifest lists {len(self.library_plans)})")
+        _store_pointer(out, self._library.plan(self.library_plans[index]))
 
     def symbols(self) -> dict[str, int]:
         symbols = dict(self.native.addresses)
         for name, callback in self._callbacks.items():
             symbols[name] = ctypes.cast(callback, ctypes.c_void_p).value or 0
+        if self.library_call:
+            symbols["nova_rt_library_call"] = self.library_call
         return symbols
 
     def preload(self, linked: Any) -> None:
@@ -260,6 +289,8 @@ class CudaAbi:
         serialize streams that must run concurrently. The host code's own first-use loads then
         find the cached modules."""
         scratch = ctypes.c_void_p()
+        for index in range(len(self.library_plans)):  # descriptors + heuristics now, not mid-run
+            self._library_plan(ctypes.addressof(scratch), index)
         for listed in self.manifest.modules:
             descriptor = linked.global_address(f"{DEVICE_MODULE_PREFIX}{listed.name}")
             self._module_load(ctypes.addressof(scratch), descriptor)

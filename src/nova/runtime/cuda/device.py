@@ -64,6 +64,13 @@ class CudaDevice(Device):
 
         return CudaAbi(self, manifest)
 
+    def gemm_library(self) -> tuple[str, str | None, bool]:
+        """cuBLASLt (nova.runtime.cuda.cublaslt), preferred for large GEMMs when it loads."""
+        from nova.runtime.cuda.cublaslt import unavailable_reason
+
+        problem = unavailable_reason()
+        return "cublaslt", problem, problem is None
+
     def check_bundle(self, manifest: Manifest, name: str) -> None:
         check_arch(manifest, self, name)
         check_gpu_images(manifest, self, name)

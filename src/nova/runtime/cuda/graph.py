@@ -57,6 +57,13 @@ class CudaCaptureAbi:
         self.ordered: set[int] = set()  # stream-ordered allocations made during the capture
         self.kernels = 0
         self._callbacks: dict[str, Any] = {}
+        if getattr(self.base, "library_call", 0):  # cuBLASLt calls: on the capture stream
+            self.native["nova_rt_library_call"] = \
+                ABI_BY_NAME["nova_rt_library_call"].ctypes_prototype()(self.base.library_call)
+            self._callbacks["nova_rt_library_call"] = \
+                ABI_BY_NAME["nova_rt_library_call"].ctypes_prototype()(
+                    self._guard("nova_rt_library_call",
+                                self._passthrough("nova_rt_library_call")))
         for name in self.base.native.addresses:
             impl = getattr(self, "_" + name.removeprefix("nova_rt_"), None)
             if impl is None and name in _STREAM_OPS:
@@ -98,8 +105,8 @@ class CudaCaptureAbi:
         def impl(*args: Any) -> int:
             if where >= 0:
                 args = (*args[:where], self._map(args[where]), *args[where + 1:])
-            if name.startswith("nova_rt_launch"):
-                self.kernels += 1
+            if name.startswith("nova_rt_launch") or name == "nova_rt_library_call":
+                self.kernels += 1  # a library call enqueues kernels too
             return int(native(*args))
 
         return impl
