@@ -31,6 +31,7 @@ from nova.runtime.cuda.native import (
     ERROR_CALLBACK_GLOBAL,
     FORGET_STREAM,
     LAST_FUNCTION_GLOBAL,
+    LAUNCH_PACKED,
     NATIVE_ABI_NAMES,
     native_ir,
 )
@@ -84,6 +85,7 @@ class NativeCudaAbi:
     addresses: dict[str, int]
     call_entry: int
     forget_stream: int  # runtime.cuda.native.FORGET_STREAM
+    launch_packed: int  # runtime.cuda.native.LAUNCH_PACKED
     default_stream_at: int
     context_at: int
     on_error: Any  # the ctypes error callback (kept alive here)
@@ -158,6 +160,7 @@ def compile_native(device: Any = None, prefix: str = "",
         addresses={n: engine.get_function_address(n) for n in NATIVE_ABI_NAMES},
         call_entry=engine.get_function_address(CALL_ENTRY),
         forget_stream=engine.get_function_address(FORGET_STREAM),
+        launch_packed=engine.get_function_address(LAUNCH_PACKED),
         default_stream_at=engine.get_global_value_address(DEFAULT_STREAM_GLOBAL),
         context_at=engine.get_global_value_address(CONTEXT_GLOBAL),
         on_error=on_error,

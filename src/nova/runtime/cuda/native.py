@@ -67,6 +67,13 @@ FORGET_STREAM = "nova_streams_forget"
 does not join it): graph capture joins the streams it creates into the capture stream itself."""
 FREE_STREAMS = 64
 """How many streams programs are done with the native module keeps for reuse."""
+LAUNCH_PACKED = "nova_cuda_launch_packed"
+"""`i32 nova_cuda_launch_packed(fixed, header, stream, slots)`: make the device's context current,
+then launch `fixed`'s kernel (`fixed`: the words CUfunction, slot count) with `header`'s
+configuration (words gx, gy, gz, bx, by, bz, shared_bytes) on `stream` (null: the default
+stream) and parameters `slots` (8-byte words; the `void**` array over them is built on the native
+stack), through `nova_rt_launch` (same checks, same error path). Launchers of Python kernels
+(nova.runtime.cuda.launcher) call it once per launch with bytes objects packed by `struct`."""
 CALL_ENTRY = "nova_cuda_call_entry"
 """`i32 nova_cuda_call_entry(entry, args, results)`: make the device's context current on this
 thread (cheap when it already is), then `nova_rt_call_entry`."""
@@ -271,7 +278,56 @@ def _functions(prefix: str) -> list[str]:
     out.append(_define("nova_rt_host_unregister", "ptr %pointer", b))
 
     out.append(_make_current(body()))
+    out.append(_launch_packed(body()))
     return out
+
+
+def _ensure_current(b: _Body) -> None:
+    """Make `@nova_cuda_context` current on the calling thread unless it already is."""
+    n = next(b.counter)
+    b(f"  %current{n} = alloca ptr, align 8")
+    b.call("cuCtxGetCurrent", f"ptr %current{n}")
+    b(f"  %have{n} = load ptr, ptr %current{n}")
+    b(f"  %want{n} = load ptr, ptr @{CONTEXT_GLOBAL}")
+    b(f"  %same{n} = icmp eq ptr %have{n}, %want{n}")
+    b(f"  br i1 %same{n}, label %current.ok{n}, label %switch{n}")
+    b(f"switch{n}:")
+    b.call("cuCtxSetCurrent", f"ptr %want{n}")
+    b(f"  br label %current.ok{n}")
+    b(f"current.ok{n}:")
+
+
+def _launch_packed(b: _Body) -> str:
+    _ensure_current(b)
+    b("  br label %prepare")
+    b("prepare:")
+    b("  %function = load ptr, ptr %fixed, align 8")
+    b("  %count.at = getelementptr i64, ptr %fixed, i64 1")
+    b("  %count = load i64, ptr %count.at, align 8")
+    for i, word in enumerate((*_DIMS, "shared")):
+        b(f"  %{word}.at = getelementptr i64, ptr %header, i64 {i}")
+        b(f"  %{word} = load i64, ptr %{word}.at, align 1")
+    b("  %shared.32 = trunc i64 %shared to i32")
+    b("  %array = alloca ptr, i64 %count, align 8")
+    b("  br label %fill")
+    b("fill:")
+    b("  %i = phi i64 [0, %prepare], [%i.next, %fill.one]")
+    b("  %more = icmp ult i64 %i, %count")
+    b("  br i1 %more, label %fill.one, label %filled")
+    b("fill.one:")
+    b("  %slot = getelementptr i64, ptr %slots, i64 %i")
+    b("  %entry = getelementptr ptr, ptr %array, i64 %i")
+    b("  store ptr %slot, ptr %entry, align 8")
+    b("  %i.next = add i64 %i, 1")
+    b("  br label %fill")
+    b("filled:")
+    b("  %none = icmp eq i64 %count, 0")
+    b("  %params = select i1 %none, ptr null, ptr %array")
+    dims = ", ".join(f"i64 %{d}" for d in _DIMS)
+    b(f"  %status = call i32 @nova_rt_launch(ptr %function, {dims}, i32 %shared.32, "
+      "ptr %stream, ptr %params, i64 %count)")
+    b("  ret i32 %status")
+    return _define(LAUNCH_PACKED, "ptr %fixed, ptr %header, ptr %stream, ptr %slots", b)
 
 
 def _mem_alloc(b: _Body) -> str:
