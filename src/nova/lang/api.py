@@ -208,17 +208,16 @@ class KernelFunction:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise ArgumentError(f"{self.__name__}[grid, block] (optionally [grid, block, "
                                 f"stream, shared_bytes]), got {config!r}")
-        try:
+        plain = _plain_config(config)
+        if plain:
             found = self._configured.get(config)
-        except TypeError:  # a list, a stream without hash: not kept
-            found = None
-        if found is not None:
-            return found
+            if found is not None:
+                return found
         grid, block, *rest = config
         stream = rest[0] if rest else None
         shared = rest[1] if len(rest) > 1 else 0
         configured = _Configured(self, grid, block, stream, shared)
-        if stream is None and _plain_config(grid, block, shared):
+        if plain:
             if len(self._configured) >= _KEPT_CONFIGURED:
                 self._configured.clear()
             self._configured[config] = configured
@@ -331,11 +330,16 @@ _KEPT_CONFIGURED = 64
 """`kern[grid, block]` objects kept per kernel (emptied when full)."""
 
 
-def _plain_config(grid: Any, block: Any, shared: Any) -> bool:
-    """Whether `kern[grid, block, None, shared]` may be kept and found again by its key: ints
-    and tuples of ints only (`True == 1` must not find `1`'s entry)."""
+def _plain_config(config: tuple[Any, ...]) -> bool:
+    """Whether `kern[config]` may be kept and found again by its key: `[grid, block]` of ints
+    or tuples of ints (`True == 1` must not find `1`'s entry; streams are not keys)."""
+    if len(config) != 2:
+        return False
+    grid, block = config
+    if type(grid) is int and type(block) is int:
+        return True
     return all(type(v) is int or (type(v) is tuple and all(type(d) is int for d in v))
-               for v in (grid, block, shared))
+               for v in config)
 
 
 def _dims(value: Any, what: str) -> Any:

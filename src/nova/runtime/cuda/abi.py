@@ -67,6 +67,11 @@ _kernel_names: dict[int, str] = {}
 _compile_lock = threading.Lock()
 
 
+def remember_kernel_name(function: int, name: str) -> None:
+    """Let native-path errors about CUfunction `function` name its kernel."""
+    _kernel_names[function] = name
+
+
 def error_name(code: int) -> str:
     """The CUresult's enum name (`CUDA_ERROR_ILLEGAL_ADDRESS`), without needing a GPU."""
     try:
@@ -263,7 +268,7 @@ class CudaAbi:
         function = loaded.get_function(kernel_name, kernel)
         self._allow_dynamic_shared(function)
         self._functions[function.handle] = function
-        _kernel_names[function.handle] = kernel_name
+        remember_kernel_name(function.handle, kernel_name)
         _store_pointer(out, function.handle)
 
     def _allow_dynamic_shared(self, function: DeviceFunction) -> None:

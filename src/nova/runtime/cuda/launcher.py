@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 from nova.errors import cuda_error
+from nova.runtime.cuda.abi import remember_kernel_name
 from nova.runtime.launcher import LaunchConfig, Launcher
 from nova.runtime.native_support import take_error
 
@@ -39,6 +40,7 @@ class CudaLauncher(Launcher):
     def __init__(self, device: CudaDevice, function: DeviceFunction, slot_format: str,
                  native_launch: int) -> None:
         super().__init__(device, function, slot_format)
+        remember_kernel_name(function.handle, self.name)  # for the native path's errors
         self._fixed = (ctypes.c_uint64 * 2)(function.handle, self.slot_count)
         self._fixed_address = ctypes.addressof(self._fixed)
         self._native = PACKED_LAUNCH(native_launch)
