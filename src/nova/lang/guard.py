@@ -114,7 +114,8 @@ def _array(w: _Writer, k: int, ty: T.ArrayType) -> list[str]:
     w(f"    s{k} = a{k}.shape")
     w(f"    if len(s{k}) != {ty.ndim}:")
     w("        return None")
-    w(f"    p{k} = a{k}.ptr")
+    # Buffer.ptr's checks (freed, or a view of a freed base) only when they can fail
+    w(f"    p{k} = a{k}._ptr if a{k}._base is None and not a{k}._freed else a{k}.ptr")
     w("else:")
     w(f"    r{k} = cuda_array(a{k}, {d}, {ty.ndim}, dev, stream)")
     w(f"    if r{k} is None:")
