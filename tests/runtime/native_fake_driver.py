@@ -96,12 +96,10 @@ class NativeFakeDriver:
     def fail_with(self, code: int) -> None:
         self._fail.value = code
 
-    def bind(self, device: Any) -> cuda_abi.NativeCudaAbi:
-        """Compile the device's native ABI module against this driver and make the device's
+    def bind(self, device: Any) -> cuda_abi.NativeLaunch:
+        """Compile the device's launch module against this driver and make the device's
         launchers use it (device: a CudaDevice on tests' fake bindings)."""
-        native = cuda_abi.compile_native(device, PREFIX, self.symbols)
-        native.set_context(device.context_handle)
-        native.set_default_stream(device.default_stream.handle)
+        native = cuda_abi.compile_launch(device, PREFIX, self.symbols)
         device.native_launch = native.launch_packed
         device._native_fake_keepalive = (self, native)
         return native

@@ -167,10 +167,21 @@ def test_launch_dimension_overflow_never_reaches_the_driver(native: Any,
     assert error.code == 1 and error.kernel == "big"
 
 
-def test_packed_launch_builds_the_parameter_array(native: Any, driver: MockDriver) -> None:
-    """nova_cuda_launch_packed: header words, stream and the void** over the slots it builds."""
+class _LaunchDevice:
+    """What compile_launch reads of a device."""
+
+    context_handle = CONTEXT
+
+    class default_stream:  # stands for the stream object
+        handle = DEFAULT_STREAM
+
+
+def test_packed_launch_builds_the_parameter_array(driver: MockDriver) -> None:
+    """nova_cuda_launch_packed (the launch module): header words, stream and the void** over the
+    slots it builds, the context switch, the dimension check."""
+    module = cuda_abi.compile_launch(_LaunchDevice(), PREFIX, driver.symbols())
     launch = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p,
-                              ctypes.c_char_p)(native.launch_packed)
+                              ctypes.c_char_p)(module.launch_packed)
     seen: list[list[int]] = []
     driver.results.clear()
 

@@ -100,7 +100,7 @@ def _value_bytes(value: Any, param: KernelParam | None, name: str, index: int) -
     elif isinstance(value, _CTYPES_VALUES):
         raw = bytes(memoryview(value).cast("B"))
     elif isinstance(value, _buffer_types or _buffers()):
-        raw = _POINTER.pack(value.ptr)
+        raw = _POINTER.pack(value.ptr)  # type: ignore[attr-defined]  # a (Host)Buffer
     elif isinstance(value, np.generic):
         raw = value.tobytes()
     elif isinstance(value, bool | int):

@@ -31,8 +31,10 @@ from nova.runtime.cuda.native import (
     ERROR_CALLBACK_GLOBAL,
     FORGET_STREAM,
     LAST_FUNCTION_GLOBAL,
+    LAUNCH_DRIVER_FUNCTIONS,
     LAUNCH_PACKED,
     NATIVE_ABI_NAMES,
+    launch_ir,
     native_ir,
 )
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
@@ -90,7 +92,6 @@ class NativeCudaAbi:
     addresses: dict[str, int]
     call_entry: int
     forget_stream: int  # runtime.cuda.native.FORGET_STREAM
-    launch_packed: int  # runtime.cuda.native.LAUNCH_PACKED
     default_stream_at: int
     context_at: int
     on_error: Any  # the ctypes error callback (kept alive here)
@@ -165,7 +166,6 @@ def compile_native(device: Any = None, prefix: str = "",
         addresses={n: engine.get_function_address(n) for n in NATIVE_ABI_NAMES},
         call_entry=engine.get_function_address(CALL_ENTRY),
         forget_stream=engine.get_function_address(FORGET_STREAM),
-        launch_packed=engine.get_function_address(LAUNCH_PACKED),
         default_stream_at=engine.get_global_value_address(DEFAULT_STREAM_GLOBAL),
         context_at=engine.get_global_value_address(CONTEXT_GLOBAL),
         on_error=on_error,
@@ -175,6 +175,51 @@ def compile_native(device: Any = None, prefix: str = "",
         engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = ctypes.cast(
             on_error, ctypes.c_void_p).value
     return native
+
+
+@dataclass
+class NativeLaunch:
+    """The JIT-compiled launch module of one device (`native.launch_ir`): `launch_packed` is
+    the address of `nova_cuda_launch_packed`."""
+
+    engine: llvm.ExecutionEngine
+    launch_packed: int
+    on_error: Any  # the ctypes error callback (kept alive here)
+
+
+def compile_launch(device: Any, prefix: str = "",
+                   driver_symbols: Mapping[str, int] | None = None) -> NativeLaunch:
+    """JIT-compile the launch module for `device` (its context and default stream set), bound
+    to libcuda, or to `driver_symbols` (`<prefix>cuX` -> address) in tests."""
+    if driver_symbols is None:
+        try:
+            llvm.load_library_permanently("libcuda.so.1")
+        except RuntimeError as exc:
+            raise DeviceError(f"cannot load the CUDA driver library libcuda.so.1: {exc}") from None
+    else:
+        missing = [n for n in LAUNCH_DRIVER_FUNCTIONS if prefix + n not in driver_symbols]
+        if missing:
+            raise DeviceError(f"driver symbols missing: {', '.join(missing)}")
+    last: list[int] = []
+
+    def on_error_impl(call: int | None, code: int, function: int | None) -> None:
+        last_function = ctypes.c_void_p.from_address(last[0]).value if last else None
+        _report(device, ctypes.string_at(call) if call else b"?", code, function, last_function)
+
+    on_error = _ERROR_CALLBACK_TYPE(on_error_impl)
+    with _compile_lock:
+        for name, address in (driver_symbols or {}).items():
+            llvm.add_symbol(name, address)
+        module = llvm.parse_assembly(launch_ir(prefix))
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, host_target_machine())
+        engine.finalize_object()
+    last.append(engine.get_global_value_address(LAST_FUNCTION_GLOBAL))
+    for name, value in ((ERROR_CALLBACK_GLOBAL, ctypes.cast(on_error, ctypes.c_void_p).value),
+                        (CONTEXT_GLOBAL, device.context_handle),
+                        (DEFAULT_STREAM_GLOBAL, device.default_stream.handle)):
+        ctypes.c_void_p.from_address(engine.get_global_value_address(name)).value = value or None
+    return NativeLaunch(engine, engine.get_function_address(LAUNCH_PACKED), on_error)
 
 
 _natives: dict[int, NativeCudaAbi] = {}

@@ -236,12 +236,21 @@ class CudaDevice(Device):
     by the first `launcher` call; 0 while the device runs on substitute driver bindings (tests'
     fake driver), whose launchers then go through `_launch`. Tests bind it to a mock driver."""
 
+    def _native_launch_module(self) -> None:
+        """Compile the launch module (nova.runtime.cuda.native.launch_ir) for this device."""
+        if self.driver.raw is not sys.modules.get("cuda.bindings.driver"):
+            self.native_launch = 0  # substitute bindings: launch through them
+            return
+        from nova.runtime.cuda.abi import compile_launch
+
+        self._launch_module = compile_launch(self)
+        self.native_launch = self._launch_module.launch_packed
+
     def launcher(self, function: DeviceFunction, slot_format: str) -> Launcher:
         if self.native_launch is None:
-            from nova.runtime.cuda.abi import native_for
-
-            real = self.driver.raw is sys.modules.get("cuda.bindings.driver")
-            self.native_launch = native_for(self).launch_packed if real else 0
+            with self._lock:
+                if self.native_launch is None:
+                    self._native_launch_module()
         if not self.native_launch:
             return super().launcher(function, slot_format)
         from nova.runtime.cuda.launcher import CudaLauncher

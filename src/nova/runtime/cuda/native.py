@@ -73,7 +73,8 @@ then launch `fixed`'s kernel (`fixed`: the words CUfunction, slot count) with `h
 configuration (words gx, gy, gz, bx, by, bz, shared_bytes) on `stream` (null: the default
 stream) and parameters `slots` (8-byte words; the `void**` array over them is built on the native
 stack), through `nova_rt_launch` (same checks, same error path). Launchers of Python kernels
-(nova.runtime.cuda.launcher) call it once per launch with bytes objects packed by `struct`."""
+(nova.runtime.cuda.launcher) call it once per launch with bytes objects packed by `struct`; it
+lives in the small module of `launch_ir`."""
 CALL_ENTRY = "nova_cuda_call_entry"
 """`i32 nova_cuda_call_entry(entry, args, results)`: make the device's context current on this
 thread (cheap when it already is), then `nova_rt_call_entry`."""
@@ -154,14 +155,7 @@ def _functions(prefix: str) -> list[str]:
     def body() -> _Body:
         return _Body(prefix, counter)
 
-    b = body()
-    dims, status = _launch_dims(b, _DIMS)
-    b.check(status, "cuLaunchKernel", "%function")
-    s = b.stream()
-    b(f"  store ptr %function, ptr @{LAST_FUNCTION_GLOBAL}")
-    b.call("cuLaunchKernel", f"ptr %function, {', '.join(dims)}, i32 %shared, ptr {s}, "
-           "ptr %params, ptr null", "%function")
-    out.append(_define("nova_rt_launch", f"ptr %function, {_GRID_BLOCK}, {_LAUNCH_TAIL}", b))
+    out.append(_rt_launch(body()))
 
     b = body()
     _, status = _launch_dims(b, (*_DIMS, "cx", "cy", "cz"))
@@ -278,8 +272,17 @@ def _functions(prefix: str) -> list[str]:
     out.append(_define("nova_rt_host_unregister", "ptr %pointer", b))
 
     out.append(_make_current(body()))
-    out.append(_launch_packed(body()))
     return out
+
+
+def _rt_launch(b: _Body) -> str:
+    dims, status = _launch_dims(b, _DIMS)
+    b.check(status, "cuLaunchKernel", "%function")
+    s = b.stream()
+    b(f"  store ptr %function, ptr @{LAST_FUNCTION_GLOBAL}")
+    b.call("cuLaunchKernel", f"ptr %function, {', '.join(dims)}, i32 %shared, ptr {s}, "
+           "ptr %params, ptr null", "%function")
+    return _define("nova_rt_launch", f"ptr %function, {_GRID_BLOCK}, {_LAUNCH_TAIL}", b)
 
 
 def _ensure_current(b: _Body) -> None:
@@ -615,39 +618,60 @@ none:
 """
 
 
-def native_ir(prefix: str = "") -> str:
-    """The LLVM IR module implementing the native part of the cuda ABI."""
+_HELPERS_IR = [
+    "define internal void @nova_cuda_fail(ptr %call, i32 %result, ptr %function) noinline {",
+    "entry:",
+    f"  %callback = load ptr, ptr @{ERROR_CALLBACK_GLOBAL}",
+    "  call void %callback(ptr %call, i32 %result, ptr %function)",
+    "  ret void",
+    "}",
+    "define internal ptr @nova_cuda_stream(ptr %stream) alwaysinline {",
+    "entry:",
+    "  %none = icmp eq ptr %stream, null",
+    f"  %default = load ptr, ptr @{DEFAULT_STREAM_GLOBAL}",
+    "  %chosen = select i1 %none, ptr %default, ptr %stream",
+    "  ret ptr %chosen",
+    "}",
+    "",
+]
+
+
+def _head(prefix: str, driver: list[str]) -> list[str]:
+    """The globals every module defines and the declarations of the `driver` functions."""
     head = [
         f"@{ERROR_CALLBACK_GLOBAL} = global ptr null",
         f"@{DEFAULT_STREAM_GLOBAL} = global ptr null",
         f"@{CONTEXT_GLOBAL} = global ptr null",
         f"@{LAST_FUNCTION_GLOBAL} = global ptr null",
-        "declare i32 @nova_rt_call_entry(ptr, ptr, ptr)",
     ]
-    for name, signature in DRIVER_FUNCTIONS.items():
-        result, params = signature.split(" ", 1)
+    for name in driver:
+        result, params = DRIVER_FUNCTIONS[name].split(" ", 1)
         head.append(f"declare {result} @{prefix}{name}{params}")
         text = name.encode()
         head.append(f'@name.{name} = private unnamed_addr constant [{len(text) + 1} x i8] '
                     f'c"{name}\\00"')
-    head.append(_REGISTRY_IR)
-    head += [
-        "define internal void @nova_cuda_fail(ptr %call, i32 %result, ptr %function) noinline {",
-        "entry:",
-        f"  %callback = load ptr, ptr @{ERROR_CALLBACK_GLOBAL}",
-        "  call void %callback(ptr %call, i32 %result, ptr %function)",
-        "  ret void",
-        "}",
-        "define internal ptr @nova_cuda_stream(ptr %stream) alwaysinline {",
-        "entry:",
-        "  %none = icmp eq ptr %stream, null",
-        f"  %default = load ptr, ptr @{DEFAULT_STREAM_GLOBAL}",
-        "  %chosen = select i1 %none, ptr %default, ptr %stream",
-        "  ret ptr %chosen",
-        "}",
-        "",
-    ]
+    return head
+
+
+def native_ir(prefix: str = "") -> str:
+    """The LLVM IR module implementing the native part of the cuda ABI."""
+    head = _head(prefix, list(DRIVER_FUNCTIONS))
+    head += ["declare i32 @nova_rt_call_entry(ptr, ptr, ptr)", _REGISTRY_IR, *_HELPERS_IR]
     return "\n".join(head) + "\n".join(_functions(prefix))
+
+
+LAUNCH_DRIVER_FUNCTIONS = ["cuCtxGetCurrent", "cuCtxSetCurrent", "cuLaunchKernel"]
+"""The driver entry points `launch_ir`'s module calls."""
+
+
+def launch_ir(prefix: str = "") -> str:
+    """A small module for Python kernels' launches alone: `nova_rt_launch` and `LAUNCH_PACKED`
+    (the same code as in `native_ir`'s module, with its own globals). Small, so that the first
+    launch of a process compiles it in milliseconds (the whole ABI module takes far longer)."""
+    counter = itertools.count()
+    head = [*_head(prefix, LAUNCH_DRIVER_FUNCTIONS), *_HELPERS_IR]
+    body = [_rt_launch(_Body(prefix, counter)), _launch_packed(_Body(prefix, counter))]
+    return "\n".join(head) + "\n".join(body)
 
 
 NATIVE_ABI_NAMES: tuple[str, ...] = (
