@@ -113,6 +113,8 @@ def test_guard_refuses_what_the_general_path_rejects(cpu_device):
         kern[1, 8](freed, np.float32(1), x, x)
     with pytest.raises(NovaError, match="grid must be"):
         kern[True, 8](x, np.float32(1), x, x)  # True == 1 must not find 1's configuration
+    with pytest.raises(NovaError, match="grid must be"):
+        kern[1.0, 8](x, np.float32(1), x, x)
     with pytest.raises(ArgumentError, match="too many threads"):
         kern[1, 2048](x, np.float32(1), x, x)
     with pytest.raises(ArgumentError, match="exceeds the device limit"):

@@ -205,14 +205,19 @@ class KernelFunction:
 
     # --- launching ------------------------------------------------------------------------------
     def __getitem__(self, config: Any) -> _Configured:
+        try:
+            found = self._configured.get(config)
+        except TypeError:  # unhashable (lists)
+            found = None
+        # only plain-int configurations are stored; an equal key of other types (True, 1.0)
+        # must not find one
+        if found is not None and ((type(config[0]) is int and type(config[1]) is int)
+                                  or _plain_config(config)):
+            return found
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise ArgumentError(f"{self.__name__}[grid, block] (optionally [grid, block, "
                                 f"stream, shared_bytes]), got {config!r}")
         plain = _plain_config(config)
-        if plain:
-            found = self._configured.get(config)
-            if found is not None:
-                return found
         grid, block, *rest = config
         stream = rest[0] if rest else None
         shared = rest[1] if len(rest) > 1 else 0

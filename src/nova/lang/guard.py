@@ -91,7 +91,8 @@ def _strides(k: int, ndim: int) -> list[str]:
 class _Writer:
     """Accumulates the guard's source and the constants it refers to."""
 
-    def __init__(self, launcher: Launcher) -> None:
+    def __init__(self, launcher: Launcher, miss: str) -> None:
+        self.miss = miss  # the statement that ends a mismatch
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"Buffer": Buffer, "cuda_array": cuda_array,
                                     "bf16": _bfloat16_bits, "_NUMBERS": (int, float, np.generic),
@@ -110,16 +111,16 @@ def _array(w: _Writer, k: int, ty: T.ArrayType) -> list[str]:
     d = w.const(f"D{k}", ty.dtype.np_dtype)
     w(f"if type(a{k}) is Buffer:")
     w(f"    if a{k}.device is not dev or (a{k}.dtype is not {d} and a{k}.dtype != {d}):")
-    w("        return None")
+    w(f"        {w.miss}")
     w(f"    s{k} = a{k}.shape")
     w(f"    if len(s{k}) != {ty.ndim}:")
-    w("        return None")
+    w(f"        {w.miss}")
     # Buffer.ptr's checks (freed, or a view of a freed base) only when they can fail
     w(f"    p{k} = a{k}._ptr if a{k}._base is None and not a{k}._freed else a{k}.ptr")
     w("else:")
     w(f"    r{k} = cuda_array(a{k}, {d}, {ty.ndim}, dev, stream)")
     w(f"    if r{k} is None:")
-    w("        return None")
+    w(f"        {w.miss}")
     w(f"    p{k}, s{k} = r{k}")
     sizes = [f"s{k}[{e}]" for e in range(ty.ndim)]
     return [f"p{k}", f"p{k}", "0", *sizes, *_strides(k, ty.ndim)]
@@ -131,7 +132,7 @@ def _scalar(w: _Writer, k: int, ty: T.ScalarType, exact: bool) -> str:
         w(f"if type(a{k}) not in {allowed}:")
     else:  # converted to the parameter's type by its struct code (range-checked there)
         w(f"if not isinstance(a{k}, _NUMBERS):")
-    w("    return None")
+    w(f"    {w.miss}")
     return f"bf16(a{k})" if ty is T.bfloat16 else f"a{k}"
 
 
@@ -140,10 +141,10 @@ def _facts(w: _Writer, arrays: list[tuple[int, T.ArrayType]], exact: bool) -> No
     for k, ty in arrays:
         if exact:
             w(f"if ((p{k} & 15) == 0) is not {ty.align == 16}:")
-            w("    return None")
+            w(f"    {w.miss}")
         elif ty.align == 16:
             w(f"if p{k} & 15:")
-            w("    return None")
+            w(f"    {w.miss}")
     if len(arrays) < 2 or not (exact or any(ty.noalias for _, ty in arrays)):
         return
     for k, ty in arrays:
@@ -158,19 +159,17 @@ def _facts(w: _Writer, arrays: list[tuple[int, T.ArrayType]], exact: bool) -> No
         any_overlap = " or ".join(overlaps[k])
         if ty.noalias:
             w(f"if {any_overlap}:")
-            w("    return None")
+            w(f"    {w.miss}")
         elif exact:
             w(f"if not ({any_overlap}):")
-            w("    return None")
+            w(f"    {w.miss}")
 
 
-def guard_source(sig: tuple[T.NovaType, ...], exact: bool,
-                 launcher: Launcher) -> tuple[str, dict[str, Any]]:
-    """The source of the guard of `sig` and its globals (see the module docstring)."""
-    w = _Writer(launcher)
+def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool) -> str:
+    """Write the checks of `sig`'s arguments `args`; returns the packing expression."""
     names = [f"a{k}" for k in range(len(sig))]
     w(f"if len(args) != {len(sig)}:")
-    w("    return None")
+    w(f"    {w.miss}")
     if names:
         w(f"{', '.join(names)}, = args")
     values: list[str] = []
@@ -183,18 +182,50 @@ def guard_source(sig: tuple[T.NovaType, ...], exact: bool,
             assert isinstance(ty, T.ScalarType)
             values.append(_scalar(w, k, ty, exact))
     _facts(w, arrays, exact)
+    return f"pack({', '.join(values)})"
+
+
+def guard_source(sig: tuple[T.NovaType, ...], exact: bool,
+                 launcher: Launcher) -> tuple[str, dict[str, Any]]:
+    """The source of the guard of `sig` and its globals (see the module docstring)."""
+    w = _Writer(launcher, "return None")
+    packed = _body(w, sig, exact)
     w("try:")
-    w(f"    return pack({', '.join(values)})")
+    w(f"    return {packed}")
     w("except struct_error as exc:")
     w("    raise pack_error(exc) from None")
     return "\n".join(["def guard(args, dev, stream):", *w.lines, ""]), w.env
 
 
+def _compile(source: str, env: dict[str, Any], name: str, what: str) -> Any:
+    code = compile(source, f"<nova launch {what}>", "exec")
+    exec(code, env)  # our own generated source, built from a signature
+    fn = env[name]
+    fn.__doc__ = source  # the generated code, for debugging
+    return fn
+
+
 def make_guard(sig: tuple[T.NovaType, ...], exact: bool, launcher: Launcher) -> Guard:
     """The guard of `sig`, packing with `launcher`'s slot format (see the module docstring)."""
     source, env = guard_source(sig, exact, launcher)
-    code = compile(source, f"<nova launch guard {'exact' if exact else 'prepared'}>", "exec")
-    exec(code, env)  # our own generated source, built from a signature
-    guard: Guard = env["guard"]
-    guard.__doc__ = source  # the generated code, for debugging
+    guard: Guard = _compile(source, env, "guard", "guard " + ("exact" if exact else "prepared"))
     return guard
+
+
+def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
+                       stream: Any, bound: Callable[[bytes], None],
+                       fallback: Callable[[tuple[Any, ...]], None]) -> Callable[..., None]:
+    """`__call__(self, *args)` of a prepared launch: the not-exact guard of `sig` on `device`
+    and `stream` with the launch (`bound(slots)`) in the same function, and `fallback(args)` for
+    arguments it does not take (nova.lang.prepared) — one Python frame per launch."""
+    w = _Writer(launcher, "return fallback(args)")
+    w.env.update(dev=device, stream=stream, bound=bound, fallback=fallback)
+    packed = _body(w, sig, False)
+    w("try:")
+    w(f"    slots = {packed}")
+    w("except struct_error as exc:")
+    w("    raise pack_error(exc) from None")
+    w("bound(slots)")
+    source = "\n".join(["def __call__(self, *args):", *w.lines, ""])
+    call: Callable[..., None] = _compile(source, w.env, "__call__", "prepared call")
+    return call

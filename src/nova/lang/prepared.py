@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nova.lang.guard import make_guard
+from nova.lang.guard import make_prepared_call
 from nova.runtime.device import Device
 
 if TYPE_CHECKING:
@@ -28,10 +28,12 @@ if TYPE_CHECKING:
 
 class PreparedLaunch:
     """See the module docstring. `signature` is the prepared signature, `launcher` the device's
-    launcher of its function, `config` the validated configuration."""
+    launcher of its function, `config` the validated configuration. Each instance gets a class
+    of its own whose `__call__` is generated for its signature (nova.lang.guard), so a launch
+    runs one Python frame of Nova code before the native call."""
 
-    __slots__ = ("_guard", "_launch", "block", "config", "device", "grid", "kernel", "launcher",
-                 "shared_bytes", "signature", "stream")
+    __slots__ = ("block", "config", "device", "grid", "kernel", "launcher", "shared_bytes",
+                 "signature", "stream")
 
     def __init__(self, kernel: KernelFunction, plan: LaunchPlan, grid: Any, block: Any,
                  stream: Any, shared_bytes: int) -> None:
@@ -42,16 +44,20 @@ class PreparedLaunch:
         self.grid, self.block, self.shared_bytes = grid, block, shared_bytes
         self.config = self.launcher.config(grid, block, shared_bytes)
         self.stream = stream
-        self._guard = make_guard(plan.sig, False, self.launcher)
-        self._launch = self.launcher.bind(self.config, stream)  # checks the stream
+        bound = self.launcher.bind(self.config, stream)  # checks the stream
+        call = make_prepared_call(plan.sig, self.launcher, self.device, stream, bound,
+                                  self._fallback)
+        self.__class__ = type("PreparedLaunch", (PreparedLaunch,),
+                              {"__slots__": (), "__call__": call, "__doc__": self.__doc__})
 
     def __call__(self, *args: Any) -> None:
-        slots = self._guard(args, self.device, self.stream)
-        if slots is None:
-            self.kernel.launch(*args, grid=self.grid, block=self.block, stream=self.stream,
-                               shared_bytes=self.shared_bytes, device=self.device)
-            return
-        self._launch(slots)
+        """Launch (replaced per instance by the generated call, see the class docstring)."""
+        raise NotImplementedError
+
+    def _fallback(self, args: tuple[Any, ...]) -> None:
+        """Launch arguments the prepared signature does not take, as `kern.launch` would."""
+        self.kernel.launch(*args, grid=self.grid, block=self.block, stream=self.stream,
+                           shared_bytes=self.shared_bytes, device=self.device)
 
     def __repr__(self) -> str:
         sig = ", ".join(str(t) for t in self.signature)
