@@ -44,8 +44,10 @@ def cuda_array(value: Any, dtype: np.dtype, ndim: int, device: Device,
     """(data pointer, shape) of a C-contiguous `__cuda_array_interface__` array of `dtype` and
     rank `ndim` for a launch on cuda `device` (its producer stream waited for when launching on
     the default stream, as the general path does), else None."""
+    if device.kind is not DeviceKind.CUDA:
+        return None
     cai = getattr(value, "__cuda_array_interface__", None)
-    if cai is None or device.kind is not DeviceKind.CUDA:
+    if cai is None:
         return None
     typestr = cai["typestr"]
     dt = _TYPESTR_DTYPES.get(typestr)
