@@ -122,3 +122,30 @@ def test_substitute_bindings_launch_through_the_python_driver(gpu, fake):
     assert type(launcher) is Launcher
     assert [(r["grid"], r["block"]) for r in fake.launches] == [((1, 1, 1), (8, 1, 1)),
                                                                 ((2, 1, 1), (4, 1, 1))]
+
+
+class _ForeignArray:
+    """A CUDA array of another library (the interface only): over a Nova buffer's memory."""
+
+    def __init__(self, buf, strides=None, stream=None) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": buf.shape, "typestr": "<f4", "data": (buf.ptr, False), "version": 3,
+            "strides": strides, "stream": stream}
+
+
+def test_cuda_array_interface_arguments_take_the_guard_path(gpu, fake, native, monkeypatch):
+    kern = KernelFunction(_add, device=gpu)  # a foreign array does not say its device
+    buf = gpu.to_device(np.zeros(40, np.float32))
+    kern[1, 64](_ForeignArray(buf), np.float32(1))
+    from nova.lang import api
+
+    monkeypatch.setattr(api, "arg_type", None)  # the general path would fail now
+    kern[1, 64](_ForeignArray(buf), np.float32(2))
+    assert native.last()[0] == 2 and native.last()[11:16] == [buf.ptr, buf.ptr, 0, 40, 1]
+    waits = fake.calls.count("cuStreamWaitEvent")
+    kern[1, 64](_ForeignArray(buf, stream=gpu.create_stream().handle), np.float32(2))
+    assert fake.calls.count("cuStreamWaitEvent") == waits + 1  # the producer stream is waited for
+    monkeypatch.undo()
+    with pytest.raises(nova.NovaError, match="C-contiguous"):
+        kern[1, 64](_ForeignArray(gpu.to_device(np.zeros((4, 4), np.float32)).view(
+            np.float32, (4, 4)), strides=(4, 16)), np.float32(1))
