@@ -397,7 +397,8 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
 
     res.run("peer", f"cuda.bindings cuLaunchKernel loop x{n}", "us/kernel",
             lambda: counted(loop, n, repeats, x.numpy))
-    arg.value = _zeros(dev).ptr  # the rows below count on a buffer of their own
+    spare = _zeros(dev)  # the rows below count on a buffer of their own (kept alive here)
+    arg.value = spare.ptr
 
     def one_call() -> dict[str, float]:
         def run() -> None:
@@ -464,6 +465,7 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
 
     res.run("peer", f"numba-cuda @cuda.jit loop x{n}", "us/kernel", numba_loop)
     cu.cuStreamDestroy(stream)
+    spare.free()
     res.run("peer", f"native C++ cuLaunchKernel loop x{n} (nvcc)", "us/kernel",
             lambda: native_loop(n, repeats))
     res.run("peer", f"native C++ loop x{n}, memref-shaped params (5)", "us/kernel",
