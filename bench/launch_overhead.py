@@ -7,11 +7,19 @@
 (b) Python -> compiled-entry call overhead for a one-kernel program on device-resident buffers
     (goal <= 10 us), beside an entry that launches nothing and, on cuda, the native floor: C++
     calling cuLaunchKernel + cuStreamSynchronize per call (bench/peers/launch_loop.cu "sync").
+(py) Python kernels (issue 13): host time per launch of a cached `@nova.kernel` launch
+    (`add1[1, 32](x)` on a device Buffer; goal <= 5 us) and of a prepared launch
+    (`run = add1.prepare(x, grid=1, block=32)`, then `run(x)`; goal <= 3.5 us), each a loop of N
+    launches and one synchronize.
 Peers (cuda only, same process, same tiny kernel): a cuda.bindings cuLaunchKernel loop from
-Python, a CuPy RawKernel loop, a CUDA graph of N launches captured with cuda.bindings, and Nova's
-device-layer `Device.launch` from Python.
+Python, a CuPy RawKernel loop, a numba-cuda `@cuda.jit` loop, a CUDA graph of N launches captured
+with cuda.bindings, and Nova's device-layer `Device.launch` from Python.
 
-Prints a table and writes JSON (never asserts). Runs on the cpu device too (smaller defaults), to
+Every launch loop (Nova's and the peers') runs a kernel that adds 1 to each of 32 counters; after
+timing, the counters must equal the number of launches the loop made, or the row says WRONG.
+
+Prints a table and writes JSON; exits 1 when a verified loop did not run all its launches. Runs
+on the cpu device too (smaller defaults; Python kernels only, the peers need cuda), to
 debug the script without a GPU:
 
     python bench/launch_overhead.py [--device cuda|cpu] [--kernels 1000] [--calls 2000]
@@ -142,10 +150,13 @@ class Results:
             row["median_us"] = per_unit["median"] * 1e6
         self.rows.append(row)
 
-    def run(self, section: str, name: str, unit: str, body: Callable[[], dict[str, float]],
+    def run(self, section: str, name: str, unit: str, body: Callable[[], Any],
             goal: float | None = None) -> None:
+        """Time `body` (it returns the per-unit times, or (times, note) for a verified loop)."""
         try:
-            self.add(section, name, body(), unit, goal)
+            out = body()
+            times, note = out if isinstance(out, tuple) else (out, "")
+            self.add(section, name, times, unit, goal, note)
         except Exception as exc:  # a peer that is missing or fails: report, never abort
             detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
             self.add(section, name, None, unit, goal, note=f"error: {detail}")
@@ -162,9 +173,64 @@ class Results:
             tail = r["unit"] + (f"  {r['note']}" if r["note"] else "")
             print(f"{r['section']:<8} {r['name']:<48} {lo} {med} {goal}  {tail}")
 
+    def wrong(self) -> list[str]:
+        """Rows whose launches did not all run."""
+        return [r["name"] for r in self.rows if r["note"].startswith("WRONG")]
+
 
 def per(n: int, t: dict[str, float]) -> dict[str, float]:
     return {k: v / n for k, v in t.items()}
+
+
+def counted(run: Callable[[], Any], n: int, repeats: int,
+            read: Callable[[], np.ndarray]) -> tuple[dict[str, float], str]:
+    """Time `run` (n launches of a kernel adding 1 to 32 counters, then a synchronize) and check
+    that the counters read back equal the launches made (warm-up included)."""
+    times = per(n, measure(run, repeats))
+    expected = n * (repeats + 1)
+    got = np.asarray(read()).ravel()
+    if got.shape == (32,) and np.all(got == expected):
+        return times, f"verified: {expected} launches ran"
+    return times, f"WRONG: counters {got[:3].tolist()}... != {expected} launches"
+
+
+def _zeros(dev: Any) -> Any:
+    return dev.to_device(np.zeros(32, np.float32))
+
+
+# --- Python kernels (issue 13) -----------------------------------------------------------------
+def bench_python_kernels(res: Results, dev: Any, n: int, repeats: int) -> None:
+    """A cached `@nova.kernel` launch and a prepared launch, verified like the peers."""
+    import nova
+
+    @nova.kernel
+    def add1(x):  # type: ignore[no-untyped-def]
+        i = nova.thread_id(0)
+        x[i] += 1.0
+
+    def cached() -> tuple[dict[str, float], str]:
+        x = _zeros(dev)
+
+        def run() -> None:
+            for _ in range(n):
+                add1[1, 32](x)
+            dev.synchronize()
+        return counted(run, n, repeats, x.numpy)
+
+    res.run("py", f"nova @kernel cached launch add1[1, 32](x) x{n}", "us/launch", cached,
+            goal=5.0)
+
+    def prepared() -> tuple[dict[str, float], str]:
+        x = _zeros(dev)
+        launch = add1.prepare(x, grid=1, block=32)
+
+        def run() -> None:
+            for _ in range(n):
+                launch(x)
+            dev.synchronize()
+        return counted(run, n, repeats, x.numpy)
+
+    res.run("py", f"nova @kernel prepared launch run(x) x{n}", "us/launch", prepared, goal=3.5)
 
 
 # --- Nova --------------------------------------------------------------------------------------
@@ -288,7 +354,7 @@ def bench_device_layer(res: Results, dev: Any, n: int, repeats: int) -> None:
     kernel = Kernel("add1", (), (KernelParam("ptr", 8, 0),))
     module = dev.load_module(ModuleImages("bench_peer", ptx=PEER_PTX))
     fn = module.get_function("add1", kernel)
-    x = dev.to_device(np.zeros(32, np.float32))
+    x = _zeros(dev)
     stream = dev.create_stream()
 
     def run() -> None:
@@ -297,7 +363,7 @@ def bench_device_layer(res: Results, dev: Any, n: int, repeats: int) -> None:
         stream.synchronize()
 
     res.run("peer", f"nova Device.launch from Python x{n}", "us/kernel",
-            lambda: per(n, measure(run, repeats)))
+            lambda: counted(run, n, repeats, x.numpy))
 
 
 # --- peers (cuda only) -------------------------------------------------------------------------
@@ -318,7 +384,7 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
     dev.driver.make_current()
     kernel = Kernel("add1", (), (KernelParam("ptr", 8, 0),))
     fn = dev.load_module(ModuleImages("bench_peer", ptx=PEER_PTX)).get_function("add1", kernel)
-    x = dev.to_device(np.zeros(32, np.float32))
+    x = _zeros(dev)
     arg = ctypes.c_void_p(x.ptr)
     params = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
     address = ctypes.addressof(params)
@@ -330,7 +396,9 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
         _check(cu.cuStreamSynchronize(stream))
 
     res.run("peer", f"cuda.bindings cuLaunchKernel loop x{n}", "us/kernel",
-            lambda: per(n, measure(loop, repeats)))
+            lambda: counted(loop, n, repeats, x.numpy))
+    spare = _zeros(dev)  # the rows below count on a buffer of their own (kept alive here)
+    arg.value = spare.ptr
 
     def one_call() -> dict[str, float]:
         def run() -> None:
@@ -374,10 +442,30 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
                     k((1,), (32,), (y,))
             s.synchronize()
 
-        return per(n, measure(run, repeats))
+        return counted(run, n, repeats, y.get)
 
     res.run("peer", f"CuPy RawKernel loop x{n}", "us/kernel", cupy_loop)
+
+    def numba_loop() -> tuple[dict[str, float], str]:
+        from numba import cuda
+
+        @cuda.jit
+        def add1(x):  # type: ignore[no-untyped-def]
+            x[cuda.threadIdx.x] += 1.0
+
+        y = cuda.to_device(np.zeros(32, np.float32))
+        s = cuda.stream()
+
+        def run() -> None:
+            for _ in range(n):
+                add1[1, 32, s](y)
+            s.synchronize()
+
+        return counted(run, n, repeats, y.copy_to_host)
+
+    res.run("peer", f"numba-cuda @cuda.jit loop x{n}", "us/kernel", numba_loop)
     cu.cuStreamDestroy(stream)
+    spare.free()
     res.run("peer", f"native C++ cuLaunchKernel loop x{n} (nvcc)", "us/kernel",
             lambda: native_loop(n, repeats))
     res.run("peer", f"native C++ loop x{n}, memref-shaped params (5)", "us/kernel",
@@ -434,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     n = args.kernels or (1000 if gpu else 200)
     calls = args.calls or (2000 if gpu else 200)
     res = Results()
+    bench_python_kernels(res, dev, n, args.repeats)
     bench_nova(res, dev, n, calls, args.repeats)
     if gpu:
         res.run("b", "native C++ launch + sync per call (nvcc)", "us/call",
@@ -442,9 +531,13 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: native_loop(calls, args.repeats, memref=True, sync=True))
         bench_device_layer(res, dev, n, args.repeats)
         bench_cuda_peers(res, dev, n, args.repeats)
+    skipped = [] if gpu else ["peers (CuPy, numba-cuda, cuda.bindings, native C++, "
+                              "Device.launch of PTX): they need a cuda device"]
     print(f"device: {dev.kind}:{dev.index} {dev.name!r}; {n} kernels per entry, {calls} calls, "
           f"{args.repeats} repeats (min and median of the repeats)")
     res.print()
+    for line in skipped:
+        print(f"skipped: {line}")
     path = args.json or (Path(__file__).parent / "results" / f"launch_overhead-{dev.kind}.json")
     record = {
         "benchmark": "launch_overhead",
@@ -453,10 +546,15 @@ def main(argv: list[str] | None = None) -> int:
         "host": {"python": platform.python_version(), "machine": platform.machine()},
         "kernels": n, "calls": calls, "repeats": args.repeats,
         "rows": res.rows,
+        "skipped": skipped,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1))
     print(f"wrote {path}")
+    bad = res.wrong()
+    if bad:
+        print(f"WRONG results (launches missing): {', '.join(bad)}")
+        return 1
     return 0
 
 

@@ -58,10 +58,10 @@ def test_signatures_are_inferred_and_cached_per_signature(cpu_device, monkeypatc
     plan = kern._plans[(cpu_device, kern.signature(np.zeros(1, np.float32),
                                                    np.zeros(1, np.float32), np.float32(1)),
                         kern.check_bounds)]
-    before = plan.address
+    before = plan.launcher
     kern.launch(np.zeros(3, np.float32), np.ones(3, np.float32), np.float32(1), grid=1,
                 block=32, device=cpu_device)
-    assert plan.address == before  # the packed parameter block is reused
+    assert plan.launcher is before  # the launcher (and its checked configurations) is reused
 
 
 def test_disk_cache_is_used_by_a_fresh_kernel_object(cpu_device, tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ checks are tested exactly as the GPU would see them.
 from __future__ import annotations
 
 import ctypes
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -169,6 +170,57 @@ def test_launch_dimension_overflow_never_reaches_the_driver(native: Any,
     error = take_error()
     assert isinstance(error, CudaError)
     assert error.code == 1 and error.kernel == "big"
+
+
+class _LaunchDevice:
+    """What compile_launch reads of a device."""
+
+    context_handle = CONTEXT
+
+    class default_stream:  # stands for the stream object
+        handle = DEFAULT_STREAM
+
+
+def test_packed_launch_builds_the_parameter_array(driver: MockDriver) -> None:
+    """nova_cuda_launch_packed (the launch module): header words, stream and the void** over the
+    slots it builds, the context switch, the dimension check."""
+    module = cuda_abi.compile_launch(_LaunchDevice(), PREFIX, driver.symbols())
+    launch = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p,
+                              ctypes.c_char_p)(module.launch_packed)
+    seen: list[list[int]] = []
+    driver.results.clear()
+
+    def effect(name: str, args: tuple[Any, ...]) -> None:
+        if name == "cuLaunchKernel" and args[9]:
+            pointers = (ctypes.c_void_p * 3).from_address(args[9])
+            seen.append([ctypes.c_int64.from_address(p).value for p in pointers])
+    real_effect = driver._effect
+    driver._effect = lambda name, args: (effect(name, args), real_effect(name, args))  # type: ignore[method-assign]
+    try:
+        fixed = (ctypes.c_uint64 * 2)(0xF00, 3)
+        header = struct.pack("<7q", 2, 3, 4, 32, 1, 1, 256)
+        slots = struct.pack("<3q", 11, -22, 33)
+        assert launch(ctypes.addressof(fixed), header, 0x5555, slots) == 0
+        name, args = driver.calls[-1]
+        assert name == "cuLaunchKernel" and args[0] == 0xF00
+        assert args[1:9] == (2, 3, 4, 32, 1, 1, 256, 0x5555)
+        assert seen == [[11, -22, 33]]
+        assert launch(ctypes.addressof(fixed), header, None, slots) == 0
+        assert driver.calls[-1][1][8] == DEFAULT_STREAM  # null: the default stream
+        empty = (ctypes.c_uint64 * 2)(0xF00, 0)
+        assert launch(ctypes.addressof(empty), header, None, b"") == 0
+        assert driver.calls[-1][1][9] is None  # no parameters: a null array
+        driver.current_context = 0x99  # another context is current: switch first
+        assert launch(ctypes.addressof(fixed), header, None, slots) == 0
+        assert ("cuCtxSetCurrent", (CONTEXT,)) in driver.calls
+        big = struct.pack("<7q", 1 << 32, 1, 1, 1, 1, 1, 0)
+        before = len(driver.calls)
+        assert launch(ctypes.addressof(fixed), big, None, slots) == 1
+        assert all(n != "cuLaunchKernel" for n, _ in driver.calls[before:])
+        error = take_error()
+        assert isinstance(error, CudaError) and error.code == 1
+    finally:
+        driver._effect = real_effect  # type: ignore[method-assign]
 
 
 def test_cluster_launch_builds_launch_config(native: Any, driver: MockDriver) -> None:

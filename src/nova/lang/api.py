@@ -13,14 +13,17 @@
 
 Argument types are inferred at each launch (array dtype and rank, scalar types); each signature is
 compiled once per device (and bounds-check setting) and cached in memory (a `LaunchPlan`) and on
-disk (compiler.py).
+disk (compiler.py). Launches with device arrays that match a recent signature only run its guard
+(nova.lang.guard) and its launcher (nova.runtime.launcher); `kern.prepare(...)` gives a launcher
+for one signature and configuration (nova.lang.prepared).
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nova import config
 from nova.errors import ArgumentError
@@ -44,6 +47,9 @@ from nova.lang.source import FunctionSource
 from nova.runtime.device import Device, ModuleImages
 from nova.runtime.memory import Buffer
 from nova.runtime.selection import get_device
+
+if TYPE_CHECKING:
+    from nova.lang.prepared import PreparedLaunch
 
 Signature = tuple[T.NovaType, ...]
 
@@ -90,8 +96,7 @@ class _Configured:
         self.stream, self.shared_bytes = stream, shared_bytes
 
     def __call__(self, *args: Any) -> None:
-        self.kernel.launch(*args, grid=self.grid, block=self.block, stream=self.stream,
-                           shared_bytes=self.shared_bytes)
+        self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_bytes, None)
 
 
 class KernelFunction:
@@ -109,6 +114,8 @@ class KernelFunction:
         self._check_bounds = check_bounds
         self._source: FunctionSource | None = None
         self._plans: dict[tuple[Device, Signature, bool], LaunchPlan] = {}
+        self._recent: dict[tuple[Device, bool], list[LaunchPlan]] = {}
+        self._configured: dict[Any, _Configured] = {}
         self._modules: dict[Signature, tuple[Any, str]] = {}
         self._images: dict[tuple[Signature, str, str, bool], CompiledImages] = {}
         self._lock = threading.RLock()
@@ -198,13 +205,28 @@ class KernelFunction:
 
     # --- launching ------------------------------------------------------------------------------
     def __getitem__(self, config: Any) -> _Configured:
+        try:
+            found = self._configured.get(config)
+        except TypeError:  # unhashable (lists)
+            found = None
+        # only plain-int configurations are stored; an equal key of other types (True, 1.0)
+        # must not find one
+        if found is not None and ((type(config[0]) is int and type(config[1]) is int)
+                                  or _plain_config(config)):
+            return found
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise ArgumentError(f"{self.__name__}[grid, block] (optionally [grid, block, "
                                 f"stream, shared_bytes]), got {config!r}")
+        plain = _plain_config(config)
         grid, block, *rest = config
         stream = rest[0] if rest else None
         shared = rest[1] if len(rest) > 1 else 0
-        return _Configured(self, grid, block, stream, shared)
+        configured = _Configured(self, grid, block, stream, shared)
+        if plain:
+            if len(self._configured) >= _KEPT_CONFIGURED:
+                self._configured.clear()
+            self._configured[config] = configured
+        return configured
 
     def _plan(self, device: Device, sig: Signature, check_bounds: bool) -> LaunchPlan:
         with self._lock:
@@ -219,48 +241,118 @@ class KernelFunction:
                 self._plans[(device, sig, check_bounds)] = plan
             return plan
 
+    def _launch_device(self, args: tuple[Any, ...], stream: Any,
+                       device: str | Device | None) -> Device:
+        """The device a launch runs on (see `launch`)."""
+        if stream is not None and hasattr(stream, "device"):
+            return stream.device
+        if device is None and self._device is None:
+            # like CuPy and PyTorch ops, follow the data: the first Nova Buffer's device, else
+            # the default (NOVA_DEVICE / auto)
+            first = args[0] if args else None
+            if type(first) is Buffer:
+                return first.device
+            return next((a.device for a in args if type(a) is Buffer), None) or _default_device()
+        return get_device(device if device is not None else self._device)
+
     def launch(self, *args: Any, grid: int | Sequence[int], block: int | Sequence[int],
                stream: Any = None, shared_bytes: int = 0,
                device: str | Device | None = None) -> None:
         """Launch on `device` (default: the kernel's, else the device of the first Nova Buffer
         argument, else NOVA_DEVICE/auto). NumPy arrays are
         copied in and back (the call then waits for the kernel); device arrays are used in place
-        and the launch is asynchronous on `stream` (default: the device's default stream)."""
-        if stream is not None and hasattr(stream, "device"):
-            dev = stream.device
-        elif device is None and self._device is None:
-            # like CuPy and PyTorch ops, follow the data: the first Nova Buffer's device, else
-            # the default (NOVA_DEVICE / auto)
-            dev = next((a.device for a in args if type(a) is Buffer), None) or _default_device()
+        and the launch is asynchronous on `stream` (default: the device's default stream).
+        Arguments that a recent signature's guard accepts launch without re-inferring anything
+        (nova.lang.guard); the rest take `_launch_general`."""
+        self._launch(args, grid, block, stream, shared_bytes, device)
+
+    def _launch(self, args: tuple[Any, ...], grid: Any, block: Any, stream: Any,
+                shared_bytes: int, device: str | Device | None) -> None:
+        """`launch`, with positional arguments (`kern[grid, block](...)` calls it)."""
+        first = args[0] if args else None
+        if type(first) is Buffer and stream is None and device is None and self._device is None:
+            dev = first.device
         else:
-            dev = get_device(device if device is not None else self._device)
+            dev = self._launch_device(args, stream, device)
         if type(grid) is not int:
             grid = _dims(grid, "grid")
         if type(block) is not int:
             block = _dims(block, "block")
+        checked = self._check_bounds
+        if checked is None:
+            checked = config.get().check_bounds
+        for plan in self._recent.get((dev, checked), ()):
+            slots = plan.guard(args, dev, stream)
+            if slots is not None:
+                launcher = plan.launcher
+                launcher.launch(launcher.config(grid, block, shared_bytes), stream, slots)
+                return
+        self._launch_general(dev, checked, args, grid, block, stream, shared_bytes)
+
+    def _launch_general(self, dev: Device, checked: bool, args: tuple[Any, ...], grid: Any,
+                        block: Any, stream: Any, shared_bytes: int) -> None:
+        """Infer the signature, stage NumPy arrays, launch, and remember the plan for the guard
+        path when no argument needed staging."""
         staged: list[Staged] = []
         try:
             base = tuple(map(arg_type, args))
             spans: list[tuple[int, int, int]] = []
             values = slot_values(dev, base, args, staged, stream, spans)
             sig = refine(base, spans)
-            checked = self.check_bounds
             plan = self._plans.get((dev, sig, checked)) or self._plan(dev, sig, checked)
-            with plan.lock:
-                plan.pack(values)
-                dev.launch(plan.function, grid, block, plan.address, shared_bytes, stream)
+            launcher = plan.launcher
+            launcher.launch(launcher.config(grid, block, shared_bytes), stream,
+                            launcher.pack_values(values))
             finish_staged(dev, staged, stream)
         finally:
             for s in staged:
                 if s.buffer is not None:
                     s.buffer.free()
+        if not staged:
+            key = (dev, checked)
+            recent = [p for p in self._recent.get(key, ()) if p is not plan]
+            self._recent[key] = [plan, *recent][:_RECENT_PLANS]
+
+    def prepare(self, *args: Any, grid: int | Sequence[int], block: int | Sequence[int],
+                stream: Any = None, shared_bytes: int = 0,
+                device: str | Device | None = None) -> PreparedLaunch:
+        """A launcher of this kernel for one signature and configuration, for launch loops:
+        `run = kern.prepare(x, y, 2.0, grid=g, block=b)` then `run(x, y, 2.0)` as often as
+        wanted. `args` are example arguments or types, as for `signature`; the kernel is
+        compiled and the configuration and stream checked here, once. See nova.lang.prepared."""
+        from nova.lang.prepared import PreparedLaunch
+
+        dev = self._launch_device(args, stream, device)
+        sig = self.signature(*args)
+        checked = self.check_bounds
+        return PreparedLaunch(self, self._plan(dev, sig, checked), _dims(grid, "grid"),
+                              _dims(block, "block"), stream, shared_bytes)
+
+
+_RECENT_PLANS = 4
+"""Signatures per (device, bounds checking) whose guards a launch tries before inferring."""
+_KEPT_CONFIGURED = 64
+"""`kern[grid, block]` objects kept per kernel (emptied when full)."""
+
+
+def _plain_config(config: tuple[Any, ...]) -> bool:
+    """Whether `kern[config]` may be kept and found again by its key: `[grid, block]` of ints
+    or tuples of ints (`True == 1` must not find `1`'s entry; streams are not keys)."""
+    if len(config) != 2:
+        return False
+    grid, block = config
+    if type(grid) is int and type(block) is int:
+        return True
+    return all(type(v) is int or (type(v) is tuple and all(type(d) is int for d in v))
+               for v in config)
 
 
 def _dims(value: Any, what: str) -> Any:
-    """Accept NumPy integers (and lists) for grid/block sizes; Device.launch validates."""
-    import operator
-
+    """Accept NumPy integers (and lists) for grid/block sizes; Device.check_launch validates."""
     try:
+        if isinstance(value, bool) or (isinstance(value, tuple | list) and any(
+                isinstance(v, bool) for v in value)):
+            raise TypeError
         if isinstance(value, tuple | list):
             return tuple(operator.index(v) for v in value)
         return operator.index(value)

@@ -4,19 +4,19 @@
 and back around the launch), Nova `Buffer`s, objects with `__cuda_array_interface__` (CuPy,
 PyTorch CUDA tensors; used in place), Python/NumPy scalars. Arrays must be C-contiguous.
 
-A `LaunchPlan` is made once per (device, signature): the loaded function, one parameter block of
-8-byte slots (one per expanded parameter, abi.py's layout) and the `void**` array over it, and a
-`struct` format that writes every slot in one `pack_into`. A cached launch therefore only resolves
-arguments, packs, and calls `Device.launch` with the parameter address.
+A `LaunchPlan` is made once per (device, signature): the loaded function, the device's
+`Launcher` for it (the `struct` that packs the 8-byte parameter slots, one per expanded parameter
+in abi.py's layout, into one bytes object, and the configurations already validated) and a
+generated guard (nova.lang.guard). A cached launch with device arrays runs the guard (type,
+dtype, rank, device, alignment and overlap checks, then the slot values) and the launcher;
+NumPy arguments (staged) and anything the guard does not recognise take the general path here
+(`slot_values`, `refine`), which gives the errors.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import struct
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -93,39 +93,33 @@ class Staged:
     copy_back: bool
 
 
-@dataclass
+def slot_format(sig: tuple[T.NovaType, ...]) -> str:
+    """The `struct` format (no byte-order prefix) of a signature's parameter slots: an array
+    expands to allocated, aligned, offset, sizes..., strides... (abi.py's layout)."""
+    parts = []
+    for ty in sig:
+        if isinstance(ty, T.ArrayType):
+            parts.append("QQq" + "q" * (2 * ty.ndim))
+        else:
+            parts.append(_SLOT_FORMATS[ty.name])
+    return "".join(parts)
+
+
 class LaunchPlan:
-    """Everything a cached launch reuses (see the module docstring)."""
+    """Everything a cached launch of one signature on one device reuses: the loaded function,
+    its `Launcher` (the parameter record, validated configurations; nova.runtime.launcher) and
+    the launch guard (nova.lang.guard), which turns arguments of the signature's kinds straight
+    into slot values."""
 
-    device: Device
-    function: DeviceFunction
-    sig: tuple[T.NovaType, ...]
-    fmt: struct.Struct = field(init=False)
-    storage: ctypes.Array = field(init=False)
-    pointers: ctypes.Array = field(init=False)
-    address: int = field(init=False)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    def __init__(self, device: Device, function: DeviceFunction,
+                 sig: tuple[T.NovaType, ...]) -> None:
+        from nova.lang.guard import make_guard
 
-    def __post_init__(self) -> None:
-        parts = ["<"]
-        for ty in self.sig:
-            if isinstance(ty, T.ArrayType):
-                parts.append("QQq" + "q" * (2 * ty.ndim))
-            else:
-                parts.append(_SLOT_FORMATS[ty.name])
-        self.fmt = struct.Struct("".join(parts))
-        count = self.fmt.size // 8
-        self.storage = (ctypes.c_uint64 * max(count, 1))()
-        base = ctypes.addressof(self.storage)
-        self.pointers = (ctypes.c_void_p * max(count, 1))(*(base + 8 * i for i in range(count)))
-        self.address = ctypes.addressof(self.pointers) if count else 0
-
-    def pack(self, values: list[Any]) -> None:
-        try:
-            self.fmt.pack_into(self.storage, 0, *values)
-        except struct.error as exc:
-            raise ArgumentError(f"launch of @{self.function.name}: an argument does not fit its "
-                                f"type ({exc})") from None
+        self.device = device
+        self.function = function
+        self.sig = sig
+        self.launcher = device.launcher(function, slot_format(sig))
+        self.guard = make_guard(sig, True, self.launcher)
 
 
 def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ...],

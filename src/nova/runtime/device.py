@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from nova.bundle.format import Manifest
     from nova.bundle.reader import Bundle
     from nova.runtime.graph import CaptureRequest, RecordedGraph
+    from nova.runtime.launcher import Launcher
     from nova.runtime.memory import Buffer, HostBuffer
 
 Dim3 = tuple[int, int, int]
@@ -486,6 +487,15 @@ class Device(ABC):
                stream: Stream | None = None, cluster: int | Sequence[int] | None = None) -> None:
         """Launch `function` (non-blocking). `params` is a void** address (int) or a list of
         ctypes values / ints / floats / Buffers, one per expanded kernel parameter."""
+        g, b, c = self.check_launch(function, grid, block, shared_bytes, cluster)
+        self._launch(function, g, b, params, shared_bytes, self._stream(stream), c)
+
+    def check_launch(self, function: DeviceFunction, grid: int | Sequence[int],
+                     block: int | Sequence[int], shared_bytes: int = 0,
+                     cluster: int | Sequence[int] | None = None) -> tuple[Dim3, Dim3, Dim3 | None]:
+        """Validate a launch configuration of `function` on this device (ArgumentError naming
+        the kernel): the (grid, block, cluster) shapes it launches with. `launch` runs it on
+        every call; a `Launcher` once per configuration."""
         if not isinstance(function, DeviceFunction) or function.module.device is not self:
             raise ArgumentError(f"{function!r} is not a function loaded on {self!r}")
         name = function.name
@@ -503,7 +513,16 @@ class Device(ABC):
                                 "(too many threads per block)")
         _check_limits(name, "block", b, props.max_block_dim)
         _check_limits(name, "grid", g, props.max_grid_dim)
-        self._launch(function, g, b, params, shared_bytes, self._stream(stream), c)
+        return g, b, c
+
+    def launcher(self, function: DeviceFunction, slot_format: str) -> Launcher:
+        """A `Launcher` of `function` whose parameters are 8-byte slots packed with the `struct`
+        format `slot_format` (no byte-order prefix): repeated launches validate their
+        configuration once and pack every parameter in one call (nova.runtime.launcher).
+        Devices return their own subclass where they launch faster than `_launch`."""
+        from nova.runtime.launcher import Launcher
+
+        return Launcher(self, function, slot_format)
 
 
 def numpy_dtype(dtype: Any) -> np.dtype:

@@ -27,6 +27,7 @@ import numpy as np
 from nova.bundle.format import Kernel, KernelParam
 from nova.errors import ArgumentError
 
+_POINTER = struct.Struct("<Q")
 _INT_FORMATS = {"i1": "<B", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "ptr": "<Q"}
 _FLOAT_FORMATS = {"half": "<e", "float": "<f", "double": "<d"}
 
@@ -76,17 +77,30 @@ def _vector_bytes(value: Any, param: KernelParam, name: str, index: int) -> byte
     return raw + bytes(param.size - len(raw))
 
 
-def _value_bytes(value: Any, param: KernelParam | None, name: str, index: int) -> bytes:
-    from nova.runtime.memory import Buffer, HostBuffer
+_CTYPES_VALUES = (ctypes._SimpleCData, ctypes.Structure, ctypes.Array)
+_VECTOR_VALUES = (np.ndarray, list, tuple)
+_buffer_types: tuple[type, ...] = ()
 
+
+def _buffers() -> tuple[type, ...]:
+    """(Buffer, HostBuffer), imported on first use (memory imports the device layer)."""
+    global _buffer_types
+    if not _buffer_types:
+        from nova.runtime.memory import Buffer, HostBuffer
+
+        _buffer_types = (Buffer, HostBuffer)
+    return _buffer_types
+
+
+def _value_bytes(value: Any, param: KernelParam | None, name: str, index: int) -> bytes:
     llvm = param.llvm_type if param is not None else None
     if param is not None and llvm is not None and llvm.startswith("<") and \
-            isinstance(value, np.ndarray | list | tuple):
+            isinstance(value, _VECTOR_VALUES):
         raw = _vector_bytes(value, param, name, index)
-    elif isinstance(value, ctypes._SimpleCData | ctypes.Structure | ctypes.Array):
+    elif isinstance(value, _CTYPES_VALUES):
         raw = bytes(memoryview(value).cast("B"))
-    elif isinstance(value, Buffer | HostBuffer):
-        raw = struct.pack("<Q", value.ptr)
+    elif isinstance(value, _buffer_types or _buffers()):
+        raw = _POINTER.pack(value.ptr)  # type: ignore[attr-defined]  # a (Host)Buffer
     elif isinstance(value, np.generic):
         raw = value.tobytes()
     elif isinstance(value, bool | int):

@@ -111,6 +111,11 @@ class Stream(ABC):
     def close(self) -> None:
         """Release the stream (waits for its work first). Later use raises DeviceError."""
 
+    @property
+    @abstractmethod
+    def closed(self) -> bool:
+        """Whether `close` was called."""
+
     def __enter__(self) -> Stream:
         return self
 

@@ -172,7 +172,7 @@ class CpuAbi:
         the lock. Called with the lock held."""
         surplus = []
         for stream in streams:
-            if len(self._free) < FREE_STREAMS and not stream.closed:  # type: ignore[attr-defined]
+            if len(self._free) < FREE_STREAMS and not stream.closed:
                 self._free.append(stream)
             else:
                 surplus.append(stream)

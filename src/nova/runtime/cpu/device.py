@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from nova.runtime.cpu.abi import CpuAbi
     from nova.runtime.cpu.host_heap import HostHeap
     from nova.runtime.graph import CaptureRequest, RecordedGraph
+    from nova.runtime.launcher import Launcher
 
 ALIGNMENT = 256
 POISON_BYTE = 0xCD
@@ -254,15 +255,25 @@ class CpuDevice(Device):
     def _launch(self, function: DeviceFunction, grid: Dim3, block: Dim3, params: Any,
                 shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None:
         assert isinstance(function, CpuFunction)
-        limit = self.properties.max_shared_memory_per_block_optin
-        static = function.kernel.static_shared_bytes if function.kernel is not None else 0
-        if shared_bytes + static > limit:
-            raise DeviceError(f"launch of @{function.name}: {shared_bytes} bytes of dynamic "
-                              f"shared memory (+{static} static) exceed the {limit} bytes a "
-                              f"block may use")
+        self.check_shared(function, shared_bytes)
         packed = pack_params(params, function.kernel, function.name)
         run = BlockRun(function, grid, block, cluster, shared_bytes, packed, self._helpers,
                        self.workers)
         threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
         self._cpu_stream(stream).enqueue(run.run, f"kernel @{function.name}",
                                          inline=threads <= INLINE_KERNEL_THREADS)
+
+    def check_shared(self, function: DeviceFunction, shared_bytes: int) -> None:
+        """DeviceError when a block of `function` would need more shared memory than a block
+        may use (the dynamic bytes plus the kernel's static shared memory)."""
+        limit = self.properties.max_shared_memory_per_block_optin
+        static = function.kernel.static_shared_bytes if function.kernel is not None else 0
+        if shared_bytes + static > limit:
+            raise DeviceError(f"launch of @{function.name}: {shared_bytes} bytes of dynamic "
+                              f"shared memory (+{static} static) exceed the {limit} bytes a "
+                              f"block may use")
+
+    def launcher(self, function: DeviceFunction, slot_format: str) -> Launcher:
+        from nova.runtime.cpu.launcher import CpuLauncher
+
+        return CpuLauncher(self, function, slot_format)

@@ -31,9 +31,12 @@ from nova.runtime.cuda.native import (
     ERROR_CALLBACK_GLOBAL,
     FORGET_STREAM,
     LAST_FUNCTION_GLOBAL,
+    LAUNCH_DRIVER_FUNCTIONS,
+    LAUNCH_PACKED,
     MEM_POOL_GLOBAL,
     NATIVE_ABI_NAMES,
     RECLAIM_CALLBACK_GLOBAL,
+    launch_ir,
     native_ir,
 )
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
@@ -67,6 +70,11 @@ _kernel_names: dict[int, str] = {}
 """CUfunction -> kernel name, for error messages (written once per kernel, read on errors)."""
 
 _compile_lock = threading.Lock()
+
+
+def remember_kernel_name(function: int, name: str) -> None:
+    """Let native-path errors about CUfunction `function` name its kernel."""
+    _kernel_names[function] = name
 
 
 def error_name(code: int) -> str:
@@ -195,6 +203,51 @@ def compile_native(device: Any = None, prefix: str = "",
     return native
 
 
+@dataclass
+class NativeLaunch:
+    """The JIT-compiled launch module of one device (`native.launch_ir`): `launch_packed` is
+    the address of `nova_cuda_launch_packed`."""
+
+    engine: llvm.ExecutionEngine
+    launch_packed: int
+    on_error: Any  # the ctypes error callback (kept alive here)
+
+
+def compile_launch(device: Any, prefix: str = "",
+                   driver_symbols: Mapping[str, int] | None = None) -> NativeLaunch:
+    """JIT-compile the launch module for `device` (its context and default stream set), bound
+    to libcuda, or to `driver_symbols` (`<prefix>cuX` -> address) in tests."""
+    if driver_symbols is None:
+        try:
+            llvm.load_library_permanently("libcuda.so.1")
+        except RuntimeError as exc:
+            raise DeviceError(f"cannot load the CUDA driver library libcuda.so.1: {exc}") from None
+    else:
+        missing = [n for n in LAUNCH_DRIVER_FUNCTIONS if prefix + n not in driver_symbols]
+        if missing:
+            raise DeviceError(f"driver symbols missing: {', '.join(missing)}")
+    last: list[int] = []
+
+    def on_error_impl(call: int | None, code: int, function: int | None) -> None:
+        last_function = ctypes.c_void_p.from_address(last[0]).value if last else None
+        _report(device, ctypes.string_at(call) if call else b"?", code, function, last_function)
+
+    on_error = _ERROR_CALLBACK_TYPE(on_error_impl)
+    with _compile_lock:
+        for name, address in (driver_symbols or {}).items():
+            llvm.add_symbol(name, address)
+        module = llvm.parse_assembly(launch_ir(prefix))
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, host_target_machine())
+        engine.finalize_object()
+    last.append(engine.get_global_value_address(LAST_FUNCTION_GLOBAL))
+    for name, value in ((ERROR_CALLBACK_GLOBAL, ctypes.cast(on_error, ctypes.c_void_p).value),
+                        (CONTEXT_GLOBAL, device.context_handle),
+                        (DEFAULT_STREAM_GLOBAL, device.default_stream.handle)):
+        ctypes.c_void_p.from_address(engine.get_global_value_address(name)).value = value or None
+    return NativeLaunch(engine, engine.get_function_address(LAUNCH_PACKED), on_error)
+
+
 _natives: dict[int, NativeCudaAbi] = {}
 
 
@@ -319,7 +372,7 @@ class CudaAbi:
         function = loaded.get_function(kernel_name, kernel)
         self._allow_dynamic_shared(function)
         self._functions[function.handle] = function
-        _kernel_names[function.handle] = kernel_name
+        remember_kernel_name(function.handle, kernel_name)
         _store_pointer(out, function.handle)
 
     def _allow_dynamic_shared(self, function: DeviceFunction) -> None:

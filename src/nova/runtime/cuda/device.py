@@ -9,6 +9,7 @@ same context; streams, events and functions expose their raw handles as ints (`.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from concurrent.futures import Future
 from functools import cached_property
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from nova.bundle.reader import Bundle
     from nova.runtime.cuda.abi import CudaAbi
     from nova.runtime.graph import CaptureRequest, RecordedGraph
+    from nova.runtime.launcher import Launcher
     from nova.runtime.memory import Buffer
 
 _NEVER_RELEASE = 2**64 - 1
@@ -287,12 +289,7 @@ class CudaDevice(Device):
         else:
             packed = pack_params(params, function.kernel, name)
             address = packed.address
-        if shared_bytes > function.max_dynamic_shared:
-            attr = self.driver.raw.CUfunction_attribute
-            self.driver.call("cuFuncSetAttribute", function.cu,
-                             attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes,
-                             kernel=name)
-            function.max_dynamic_shared = shared_bytes
+        self.opt_in_shared(function, shared_bytes)
         if cluster is None:
             self.driver.call("cuLaunchKernel", function.cu, *grid, *block, shared_bytes, s.cu,
                              address, 0, kernel=name)
@@ -302,6 +299,43 @@ class CudaDevice(Device):
                              function.cu, address, 0, kernel=name)
         s.last_kernel = name
         del packed  # kept alive until the driver has copied the values
+
+    def opt_in_shared(self, function: DeviceFunction, shared_bytes: int) -> None:
+        """Let `function` use `shared_bytes` of dynamic shared memory: above 48 KiB a kernel
+        must opt in (cuFuncSetAttribute), once per size it has not allowed yet."""
+        assert isinstance(function, CudaFunction)
+        if shared_bytes > function.max_dynamic_shared:
+            attr = self.driver.raw.CUfunction_attribute
+            self.driver.call("cuFuncSetAttribute", function.cu,
+                             attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes,
+                             kernel=function.name)
+            function.max_dynamic_shared = shared_bytes
+
+    native_launch: int | None = None
+    """The address of this device's `nova_cuda_launch_packed` (nova.runtime.cuda.native), set
+    by the first `launcher` call; 0 while the device runs on substitute driver bindings (tests'
+    fake driver), whose launchers then go through `_launch`. Tests bind it to a mock driver."""
+
+    def _native_launch_module(self) -> None:
+        """Compile the launch module (nova.runtime.cuda.native.launch_ir) for this device."""
+        if self.driver.raw is not sys.modules.get("cuda.bindings.driver"):
+            self.native_launch = 0  # substitute bindings: launch through them
+            return
+        from nova.runtime.cuda.abi import compile_launch
+
+        self._launch_module = compile_launch(self)
+        self.native_launch = self._launch_module.launch_packed
+
+    def launcher(self, function: DeviceFunction, slot_format: str) -> Launcher:
+        if self.native_launch is None:
+            with self._lock:
+                if self.native_launch is None:
+                    self._native_launch_module()
+        if not self.native_launch:
+            return super().launcher(function, slot_format)
+        from nova.runtime.cuda.launcher import CudaLauncher
+
+        return CudaLauncher(self, function, slot_format, self.native_launch)
 
     def _cluster_config(self, name: str, grid: Dim3, block: Dim3, cluster: Dim3,
                         shared_bytes: int, stream: CudaStream) -> Any:

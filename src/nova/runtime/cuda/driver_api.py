@@ -128,13 +128,17 @@ class CudaDriver:
         """Call a driver function; raise CudaError on failure (codes in `allow` are returned as
         the first result instead, e.g. CUDA_ERROR_NOT_READY for queries)."""
         if self.context_lost:
-            raise cuda_error(name, *self._lost_error,
-                            f"not attempted: {self._lost_by} destroyed the context",
-                            kernel=kernel, context_lost=True)
+            self.fail_fast(name, kernel)
         if current and self.context is not None:
             self.make_current()
         out = getattr(self.raw, name)(*args)
         return self._check(name, out, kernel, allow)
+
+    def fail_fast(self, name: str, kernel: str | None = None) -> None:
+        """Raise the CudaError of a call not attempted because the context is lost."""
+        raise cuda_error(name, *self._lost_error,
+                        f"not attempted: {self._lost_by} destroyed the context",
+                        kernel=kernel, context_lost=True)
 
     def _check(self, name: str, out: Any, kernel: str | None, allow: tuple[int, ...]) -> Any:
         err = out[0]

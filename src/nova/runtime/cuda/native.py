@@ -68,6 +68,14 @@ FORGET_STREAM = "nova_streams_forget"
 does not join it): graph capture joins the streams it creates into the capture stream itself."""
 FREE_STREAMS = 64
 """How many streams programs are done with the native module keeps for reuse."""
+LAUNCH_PACKED = "nova_cuda_launch_packed"
+"""`i32 nova_cuda_launch_packed(fixed, header, stream, slots)`: make the device's context current,
+then launch `fixed`'s kernel (`fixed`: the words CUfunction, slot count) with `header`'s
+configuration (words gx, gy, gz, bx, by, bz, shared_bytes) on `stream` (null: the default
+stream) and parameters `slots` (8-byte words; the `void**` array over them is built on the native
+stack), through `nova_rt_launch` (same checks, same error path). Launchers of Python kernels
+(nova.runtime.cuda.launcher) call it once per launch with bytes objects packed by `struct`; it
+lives in the small module of `launch_ir`."""
 CALL_ENTRY = "nova_cuda_call_entry"
 """`i32 nova_cuda_call_entry(entry, args, results)`: make the device's context current on this
 thread (cheap when it already is), then `nova_rt_call_entry`."""
@@ -148,14 +156,7 @@ def _functions(prefix: str) -> list[str]:
     def body() -> _Body:
         return _Body(prefix, counter)
 
-    b = body()
-    dims, status = _launch_dims(b, _DIMS)
-    b.check(status, "cuLaunchKernel", "%function")
-    s = b.stream()
-    b(f"  store ptr %function, ptr @{LAST_FUNCTION_GLOBAL}")
-    b.call("cuLaunchKernel", f"ptr %function, {', '.join(dims)}, i32 %shared, ptr {s}, "
-           "ptr %params, ptr null", "%function")
-    out.append(_define("nova_rt_launch", f"ptr %function, {_GRID_BLOCK}, {_LAUNCH_TAIL}", b))
+    out.append(_rt_launch(body()))
 
     b = body()
     _, status = _launch_dims(b, (*_DIMS, "cx", "cy", "cz"))
@@ -281,6 +282,64 @@ threshold keeps freed memory cached); null: the device's default pool (cuMemAllo
 RECLAIM_CALLBACK_GLOBAL = "nova_cuda_reclaim"
 """`i32 reclaim(stream)`, called only when an allocation from the pool ran out of memory: frees
 what other allocators of the device cache (nonzero: retry the allocation once). Null: no retry."""
+
+
+def _rt_launch(b: _Body) -> str:
+    dims, status = _launch_dims(b, _DIMS)
+    b.check(status, "cuLaunchKernel", "%function")
+    s = b.stream()
+    b(f"  store ptr %function, ptr @{LAST_FUNCTION_GLOBAL}")
+    b.call("cuLaunchKernel", f"ptr %function, {', '.join(dims)}, i32 %shared, ptr {s}, "
+           "ptr %params, ptr null", "%function")
+    return _define("nova_rt_launch", f"ptr %function, {_GRID_BLOCK}, {_LAUNCH_TAIL}", b)
+
+
+def _ensure_current(b: _Body) -> None:
+    """Make `@nova_cuda_context` current on the calling thread unless it already is."""
+    n = next(b.counter)
+    b(f"  %current{n} = alloca ptr, align 8")
+    b.call("cuCtxGetCurrent", f"ptr %current{n}")
+    b(f"  %have{n} = load ptr, ptr %current{n}")
+    b(f"  %want{n} = load ptr, ptr @{CONTEXT_GLOBAL}")
+    b(f"  %same{n} = icmp eq ptr %have{n}, %want{n}")
+    b(f"  br i1 %same{n}, label %current.ok{n}, label %switch{n}")
+    b(f"switch{n}:")
+    b.call("cuCtxSetCurrent", f"ptr %want{n}")
+    b(f"  br label %current.ok{n}")
+    b(f"current.ok{n}:")
+
+
+def _launch_packed(b: _Body) -> str:
+    _ensure_current(b)
+    b("  br label %prepare")
+    b("prepare:")
+    b("  %function = load ptr, ptr %fixed, align 8")
+    b("  %count.at = getelementptr i64, ptr %fixed, i64 1")
+    b("  %count = load i64, ptr %count.at, align 8")
+    for i, word in enumerate((*_DIMS, "shared")):
+        b(f"  %{word}.at = getelementptr i64, ptr %header, i64 {i}")
+        b(f"  %{word} = load i64, ptr %{word}.at, align 1")
+    b("  %shared.32 = trunc i64 %shared to i32")
+    b("  %array = alloca ptr, i64 %count, align 8")
+    b("  br label %fill")
+    b("fill:")
+    b("  %i = phi i64 [0, %prepare], [%i.next, %fill.one]")
+    b("  %more = icmp ult i64 %i, %count")
+    b("  br i1 %more, label %fill.one, label %filled")
+    b("fill.one:")
+    b("  %slot = getelementptr i64, ptr %slots, i64 %i")
+    b("  %entry = getelementptr ptr, ptr %array, i64 %i")
+    b("  store ptr %slot, ptr %entry, align 8")
+    b("  %i.next = add i64 %i, 1")
+    b("  br label %fill")
+    b("filled:")
+    b("  %none = icmp eq i64 %count, 0")
+    b("  %params = select i1 %none, ptr null, ptr %array")
+    dims = ", ".join(f"i64 %{d}" for d in _DIMS)
+    b(f"  %status = call i32 @nova_rt_launch(ptr %function, {dims}, i32 %shared.32, "
+      "ptr %stream, ptr %params, i64 %count)")
+    b("  ret i32 %status")
+    return _define(LAUNCH_PACKED, "ptr %fixed, ptr %header, ptr %stream, ptr %slots", b)
 
 
 def _mem_alloc(b: _Body, follow: _Body) -> str:
@@ -672,39 +731,60 @@ none:
 """
 
 
-def native_ir(prefix: str = "") -> str:
-    """The LLVM IR module implementing the native part of the cuda ABI."""
+_HELPERS_IR = [
+    "define internal void @nova_cuda_fail(ptr %call, i32 %result, ptr %function) noinline {",
+    "entry:",
+    f"  %callback = load ptr, ptr @{ERROR_CALLBACK_GLOBAL}",
+    "  call void %callback(ptr %call, i32 %result, ptr %function)",
+    "  ret void",
+    "}",
+    "define internal ptr @nova_cuda_stream(ptr %stream) alwaysinline {",
+    "entry:",
+    "  %none = icmp eq ptr %stream, null",
+    f"  %default = load ptr, ptr @{DEFAULT_STREAM_GLOBAL}",
+    "  %chosen = select i1 %none, ptr %default, ptr %stream",
+    "  ret ptr %chosen",
+    "}",
+    "",
+]
+
+
+def _head(prefix: str, driver: list[str]) -> list[str]:
+    """The globals every module defines and the declarations of the `driver` functions."""
     head = [
         f"@{ERROR_CALLBACK_GLOBAL} = global ptr null",
         f"@{DEFAULT_STREAM_GLOBAL} = global ptr null",
         f"@{CONTEXT_GLOBAL} = global ptr null",
         f"@{LAST_FUNCTION_GLOBAL} = global ptr null",
-        "declare i32 @nova_rt_call_entry(ptr, ptr, ptr)",
     ]
-    for name, signature in DRIVER_FUNCTIONS.items():
-        result, params = signature.split(" ", 1)
+    for name in driver:
+        result, params = DRIVER_FUNCTIONS[name].split(" ", 1)
         head.append(f"declare {result} @{prefix}{name}{params}")
         text = name.encode()
         head.append(f'@name.{name} = private unnamed_addr constant [{len(text) + 1} x i8] '
                     f'c"{name}\\00"')
-    head.append(_REGISTRY_IR)
-    head += [
-        "define internal void @nova_cuda_fail(ptr %call, i32 %result, ptr %function) noinline {",
-        "entry:",
-        f"  %callback = load ptr, ptr @{ERROR_CALLBACK_GLOBAL}",
-        "  call void %callback(ptr %call, i32 %result, ptr %function)",
-        "  ret void",
-        "}",
-        "define internal ptr @nova_cuda_stream(ptr %stream) alwaysinline {",
-        "entry:",
-        "  %none = icmp eq ptr %stream, null",
-        f"  %default = load ptr, ptr @{DEFAULT_STREAM_GLOBAL}",
-        "  %chosen = select i1 %none, ptr %default, ptr %stream",
-        "  ret ptr %chosen",
-        "}",
-        "",
-    ]
+    return head
+
+
+def native_ir(prefix: str = "") -> str:
+    """The LLVM IR module implementing the native part of the cuda ABI."""
+    head = _head(prefix, list(DRIVER_FUNCTIONS))
+    head += ["declare i32 @nova_rt_call_entry(ptr, ptr, ptr)", _REGISTRY_IR, *_HELPERS_IR]
     return "\n".join(head) + "\n".join(_functions(prefix))
+
+
+LAUNCH_DRIVER_FUNCTIONS = ["cuCtxGetCurrent", "cuCtxSetCurrent", "cuLaunchKernel"]
+"""The driver entry points `launch_ir`'s module calls."""
+
+
+def launch_ir(prefix: str = "") -> str:
+    """A small module for Python kernels' launches alone: `nova_rt_launch` and `LAUNCH_PACKED`
+    (the same code as in `native_ir`'s module, with its own globals). Small, so that the first
+    launch of a process compiles it in milliseconds (the whole ABI module takes far longer)."""
+    counter = itertools.count()
+    head = [*_head(prefix, LAUNCH_DRIVER_FUNCTIONS), *_HELPERS_IR]
+    body = [_rt_launch(_Body(prefix, counter)), _launch_packed(_Body(prefix, counter))]
+    return "\n".join(head) + "\n".join(body)
 
 
 NATIVE_ABI_NAMES: tuple[str, ...] = (

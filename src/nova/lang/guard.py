@@ -1,0 +1,233 @@
+"""Launch guards: per-signature Python functions that check launch arguments and return their
+parameter slot values, generated once per signature.
+
+A cached launch must not redo per argument what the first launch of a signature did (infer the
+type, dispatch on the kind of value, compute the facts of `launch.refine`) — that work was most of
+a launch's host time. `make_guard(sig, exact)` writes one straight-line function for `sig`:
+
+    guard(args, device, stream) -> packed parameter slots (bytes) | None
+
+For each array parameter it accepts a Nova `Buffer` (checked: on `device`, the dtype, the rank;
+`.ptr` raises on a freed buffer) or an object with `__cuda_array_interface__` (`cuda_array`); for
+each scalar its Python/NumPy type (exact) or any value the slot's `struct` code takes (not exact:
+a prepared launch converts). It then checks the compiled-in facts on the actual pointers: with
+`exact` (cached launches: the signature a full launch would infer) the 16-byte alignment and the
+overlap of every array must equal the signature's; without (prepared launches) the facts the
+kernel was compiled with must hold (a launch may know more than the kernel assumes). It returns
+the slots packed by the launcher's `struct` (an ArgumentError when a value does not fit its
+type), or None on any mismatch: the caller then takes the general path, which picks or compiles
+the right signature or raises the usual located error. NumPy arrays always take the general
+path (staging).
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nova.lang import types as T
+from nova.runtime.device import Device, DeviceKind
+from nova.runtime.launcher import Launcher
+from nova.runtime.memory import Buffer
+
+Guard = Callable[[tuple[Any, ...], Device, Any], "bytes | None"]
+
+_TYPESTR_DTYPES: dict[str, np.dtype] = {}
+
+
+def cuda_array(value: Any, dtype: np.dtype, ndim: int, device: Device,
+               stream: Any) -> tuple[int, tuple[int, ...]] | None:
+    """(data pointer, shape) of a C-contiguous `__cuda_array_interface__` array of `dtype` and
+    rank `ndim` for a launch on cuda `device` (its producer stream waited for when launching on
+    the default stream, as the general path does), else None."""
+    if device.kind is not DeviceKind.CUDA:
+        return None
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    typestr = cai["typestr"]
+    dt = _TYPESTR_DTYPES.get(typestr)
+    if dt is None:
+        dt = _TYPESTR_DTYPES[typestr] = np.dtype(typestr)
+    shape = cai["shape"]
+    if dt != dtype or len(shape) != ndim:
+        return None
+    strides = cai.get("strides")
+    if strides is not None:
+        expect, acc = [], dt.itemsize
+        for d in reversed(shape):
+            expect.append(acc)
+            acc *= d
+        if tuple(strides) != tuple(reversed(expect)) and all(shape):
+            return None  # the general path says it must be C-contiguous
+    producer = cai.get("stream")
+    if producer is not None and stream is None:
+        device.wait_for_foreign_stream(int(producer))  # type: ignore[attr-defined]
+    return int(cai["data"][0]), tuple(int(d) for d in shape)
+
+
+def _bfloat16_bits(value: Any) -> int:
+    return int(np.asarray(value, T.bfloat16.np_dtype).view(np.uint16))
+
+
+def _scalar_types(ty: T.ScalarType) -> frozenset[type]:
+    """The Python types `launch.arg_type` maps to `ty` (exact guards accept only these)."""
+    out: set[type] = {ty.np_dtype.type}
+    out |= {py for py, st in ((bool, T.bool_), (int, T.int64), (float, T.float64)) if st == ty}
+    return frozenset(out)
+
+
+def _strides(k: int, ndim: int) -> list[str]:
+    """Expressions of the C-contiguous element strides of array `k` (shape `s{k}`)."""
+    out = []
+    for d in range(ndim):
+        tail = [f"s{k}[{e}]" for e in range(d + 1, ndim)]
+        out.append(" * ".join(tail) if tail else "1")
+    return out
+
+
+class _Writer:
+    """Accumulates the guard's source and the constants it refers to."""
+
+    def __init__(self, launcher: Launcher, miss: str) -> None:
+        self.miss = miss  # the statement that ends a mismatch
+        self.lines: list[str] = []
+        self.env: dict[str, Any] = {"Buffer": Buffer, "cuda_array": cuda_array,
+                                    "bf16": _bfloat16_bits, "_NUMBERS": (int, float, np.generic),
+                                    "pack": launcher.pack, "pack_error": launcher.pack_error,
+                                    "struct_error": struct.error}
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def const(self, name: str, value: Any) -> str:
+        self.env[name] = value
+        return name
+
+
+def _array(w: _Writer, k: int, ty: T.ArrayType) -> list[str]:
+    d = w.const(f"D{k}", ty.dtype.np_dtype)
+    w(f"if type(a{k}) is Buffer:")
+    w(f"    if a{k}.device is not dev or (a{k}.dtype is not {d} and a{k}.dtype != {d}):")
+    w(f"        {w.miss}")
+    w(f"    s{k} = a{k}.shape")
+    w(f"    if len(s{k}) != {ty.ndim}:")
+    w(f"        {w.miss}")
+    # Buffer.ptr's checks (freed, or a view of a freed base) only when they can fail
+    w(f"    p{k} = a{k}._ptr if a{k}._base is None and not a{k}._freed else a{k}.ptr")
+    w("else:")
+    w(f"    r{k} = cuda_array(a{k}, {d}, {ty.ndim}, dev, stream)")
+    w(f"    if r{k} is None:")
+    w(f"        {w.miss}")
+    w(f"    p{k}, s{k} = r{k}")
+    sizes = [f"s{k}[{e}]" for e in range(ty.ndim)]
+    return [f"p{k}", f"p{k}", "0", *sizes, *_strides(k, ty.ndim)]
+
+
+def _scalar(w: _Writer, k: int, ty: T.ScalarType, exact: bool) -> str:
+    if exact:
+        allowed = w.const(f"S{k}", _scalar_types(ty))
+        w(f"if type(a{k}) not in {allowed}:")
+    else:  # converted to the parameter's type by its struct code (range-checked there)
+        w(f"if not isinstance(a{k}, _NUMBERS):")
+    w(f"    {w.miss}")
+    return f"bf16(a{k})" if ty is T.bfloat16 else f"a{k}"
+
+
+def _facts(w: _Writer, arrays: list[tuple[int, T.ArrayType]], exact: bool) -> None:
+    """Alignment and overlap checks (see the module docstring)."""
+    for k, ty in arrays:
+        if exact:
+            w(f"if ((p{k} & 15) == 0) is not {ty.align == 16}:")
+            w(f"    {w.miss}")
+        elif ty.align == 16:
+            w(f"if p{k} & 15:")
+            w(f"    {w.miss}")
+    if len(arrays) < 2 or not (exact or any(ty.noalias for _, ty in arrays)):
+        return
+    for k, ty in arrays:
+        size = " * ".join([f"s{k}[{e}]" for e in range(ty.ndim)] + [str(ty.dtype.itemsize)])
+        w(f"n{k} = {size}")
+    overlaps: dict[int, list[str]] = {k: [] for k, _ in arrays}
+    for (i, _), (j, _) in itertools.combinations(arrays, 2):
+        w(f"o{i}_{j} = n{i} and n{j} and p{i} < p{j} + n{j} and p{j} < p{i} + n{i}")
+        overlaps[i].append(f"o{i}_{j}")
+        overlaps[j].append(f"o{i}_{j}")
+    for k, ty in arrays:
+        any_overlap = " or ".join(overlaps[k])
+        if ty.noalias:
+            w(f"if {any_overlap}:")
+            w(f"    {w.miss}")
+        elif exact:
+            w(f"if not ({any_overlap}):")
+            w(f"    {w.miss}")
+
+
+def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool) -> str:
+    """Write the checks of `sig`'s arguments `args`; returns the packing expression."""
+    names = [f"a{k}" for k in range(len(sig))]
+    w(f"if len(args) != {len(sig)}:")
+    w(f"    {w.miss}")
+    if names:
+        w(f"{', '.join(names)}, = args")
+    values: list[str] = []
+    arrays: list[tuple[int, T.ArrayType]] = []
+    for k, ty in enumerate(sig):
+        if isinstance(ty, T.ArrayType):
+            values += _array(w, k, ty)
+            arrays.append((k, ty))
+        else:
+            assert isinstance(ty, T.ScalarType)
+            values.append(_scalar(w, k, ty, exact))
+    _facts(w, arrays, exact)
+    return f"pack({', '.join(values)})"
+
+
+def guard_source(sig: tuple[T.NovaType, ...], exact: bool,
+                 launcher: Launcher) -> tuple[str, dict[str, Any]]:
+    """The source of the guard of `sig` and its globals (see the module docstring)."""
+    w = _Writer(launcher, "return None")
+    packed = _body(w, sig, exact)
+    w("try:")
+    w(f"    return {packed}")
+    w("except struct_error as exc:")
+    w("    raise pack_error(exc) from None")
+    return "\n".join(["def guard(args, dev, stream):", *w.lines, ""]), w.env
+
+
+def _compile(source: str, env: dict[str, Any], name: str, what: str) -> Any:
+    code = compile(source, f"<nova launch {what}>", "exec")
+    exec(code, env)  # our own generated source, built from a signature
+    fn = env[name]
+    fn.__doc__ = source  # the generated code, for debugging
+    return fn
+
+
+def make_guard(sig: tuple[T.NovaType, ...], exact: bool, launcher: Launcher) -> Guard:
+    """The guard of `sig`, packing with `launcher`'s slot format (see the module docstring)."""
+    source, env = guard_source(sig, exact, launcher)
+    guard: Guard = _compile(source, env, "guard", "guard " + ("exact" if exact else "prepared"))
+    return guard
+
+
+def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
+                       stream: Any, bound: Callable[[bytes], None],
+                       fallback: Callable[[tuple[Any, ...]], None]) -> Callable[..., None]:
+    """`__call__(self, *args)` of a prepared launch: the not-exact guard of `sig` on `device`
+    and `stream` with the launch (`bound(slots)`) in the same function, and `fallback(args)` for
+    arguments it does not take (nova.lang.prepared) — one Python frame per launch."""
+    w = _Writer(launcher, "return fallback(args)")
+    w.env.update(dev=device, stream=stream, bound=bound, fallback=fallback)
+    packed = _body(w, sig, False)
+    w("try:")
+    w(f"    slots = {packed}")
+    w("except struct_error as exc:")
+    w("    raise pack_error(exc) from None")
+    w("bound(slots)")
+    source = "\n".join(["def __call__(self, *args):", *w.lines, ""])
+    call: Callable[..., None] = _compile(source, w.env, "__call__", "prepared call")
+    return call

@@ -1,0 +1,151 @@
+"""Python-kernel launches on the cuda device without a GPU: the native launch path
+(nova_cuda_launch_packed) against a native fake driver, and the Python fallback launcher against
+the fake cuda bindings. The real driver is exercised by the gpu tests and bench/launch_overhead.py.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from fake_cuda import FakeDriver
+from native_fake_driver import NativeFakeDriver
+
+import nova
+from nova import config
+from nova.errors import CudaError
+from nova.lang.api import KernelFunction
+from nova.runtime.cuda import device as cuda_device_module
+from nova.runtime.cuda.device import CudaDevice
+from nova.runtime.cuda.launcher import CudaLauncher
+from nova.runtime.launcher import Launcher
+
+
+class _AnyKernelDriver(FakeDriver):
+    """The fake bindings, finding every kernel (the images are cubins when ptxas exists)."""
+
+    def cuModuleGetFunction(self, module, name):
+        handle = next(self._ids)
+        self.functions[handle] = name.decode()
+        return self.CUresult.CUDA_SUCCESS, self.CUfunction(handle)
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    drv = _AnyKernelDriver()
+    monkeypatch.setattr(cuda_device_module, "load_bindings", lambda: drv)
+    with config.scoped(cache_dir=tmp_path):
+        yield drv
+
+
+@pytest.fixture
+def gpu(fake) -> CudaDevice:
+    return CudaDevice(0)
+
+
+@pytest.fixture
+def native(gpu) -> NativeFakeDriver:
+    driver = NativeFakeDriver()
+    driver.bind(gpu)
+    driver.record_params(6)
+    return driver
+
+
+def _add(x, a):
+    i = nova.global_id(0)
+    if i < len(x):
+        x[i] += a
+
+
+def _bits(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def test_cached_and_prepared_launches_go_through_the_native_launch(gpu, fake, native):
+    kern = KernelFunction(_add)
+    x = gpu.to_device(np.zeros(40, np.float32))
+    kern[2, 32](x, np.float32(1.5))
+    plan = next(iter(kern._plans.values()))
+    assert isinstance(plan.launcher, CudaLauncher)
+    kern[2, 32](x, np.float32(2.5))  # the guard path
+    words = native.last()
+    assert words[0] == 2 and not fake.launches  # nothing went through the Python bindings
+    assert words[1] == plan.function.handle
+    assert words[2:10] == [2, 1, 1, 32, 1, 1, 0, gpu.default_stream.handle]
+    assert words[11:17] == [x.ptr, x.ptr, 0, 40, 1, _bits(2.5)]
+    stream = gpu.create_stream()
+    run = kern.prepare(x, np.float32(0), grid=(3, 2), block=(16, 2), stream=stream)
+    run(x, 4.0)
+    words = native.last()
+    assert words[0] == 3 and words[2:10] == [3, 2, 1, 16, 2, 1, 0, stream.handle]
+    assert words[16] == _bits(4.0)
+    assert stream.last_kernel == plan.function.name
+
+
+def test_large_dynamic_shared_memory_opts_in_once(gpu, fake, native):
+    kern = KernelFunction(_add)
+    x = gpu.to_device(np.zeros(8, np.float32))
+    for _ in range(3):
+        kern[1, 8, None, 96 * 1024](x, np.float32(1))
+    opt_ins = [c for c in fake.calls if c.startswith("cuFuncSetAttribute")]
+    assert opt_ins == ["cuFuncSetAttribute:CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=98304"]
+    assert native.last()[0] == 3 and native.last()[8] == 96 * 1024
+
+
+def test_failed_native_launch_raises_and_loses_the_context(gpu, fake, native):
+    kern = KernelFunction(_add)
+    x = gpu.to_device(np.zeros(8, np.float32))
+    kern[1, 8](x, np.float32(1))
+    run = kern.prepare(x, np.float32(1), grid=1, block=8)
+    native.fail_with(700)
+    with pytest.raises(CudaError, match=r"cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS "
+                                        r"\(700\) in kernel @") as info:
+        kern[1, 8](x, np.float32(1))
+    assert info.value.context_lost and gpu.context_lost
+    native.fail_with(0)
+    with pytest.raises(CudaError, match="not attempted"):
+        kern[1, 8](x, np.float32(1))
+    with pytest.raises(CudaError, match="not attempted"):
+        run(x, 1.0)
+    assert native.last()[0] == 1
+
+
+def test_substitute_bindings_launch_through_the_python_driver(gpu, fake):
+    """Without the native module (tests' fake bindings) the base launcher hands the packed
+    parameters to `_launch` and the checked driver wrapper."""
+    kern = KernelFunction(_add)
+    x = gpu.to_device(np.zeros(8, np.float32))
+    kern[1, 8](x, np.float32(1))
+    kern.prepare(x, np.float32(1), grid=2, block=4)(x, np.float32(2))
+    launcher = next(iter(kern._plans.values())).launcher
+    assert type(launcher) is Launcher
+    assert [(r["grid"], r["block"]) for r in fake.launches] == [((1, 1, 1), (8, 1, 1)),
+                                                                ((2, 1, 1), (4, 1, 1))]
+
+
+class _ForeignArray:
+    """A CUDA array of another library (the interface only): over a Nova buffer's memory."""
+
+    def __init__(self, buf, strides=None, stream=None) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": buf.shape, "typestr": "<f4", "data": (buf.ptr, False), "version": 3,
+            "strides": strides, "stream": stream}
+
+
+def test_cuda_array_interface_arguments_take_the_guard_path(gpu, fake, native, monkeypatch):
+    kern = KernelFunction(_add, device=gpu)  # a foreign array does not say its device
+    buf = gpu.to_device(np.zeros(40, np.float32))
+    kern[1, 64](_ForeignArray(buf), np.float32(1))
+    from nova.lang import api
+
+    monkeypatch.setattr(api, "arg_type", None)  # the general path would fail now
+    kern[1, 64](_ForeignArray(buf), np.float32(2))
+    assert native.last()[0] == 2 and native.last()[11:16] == [buf.ptr, buf.ptr, 0, 40, 1]
+    waits = fake.calls.count("cuStreamWaitEvent")
+    kern[1, 64](_ForeignArray(buf, stream=gpu.create_stream().handle), np.float32(2))
+    assert fake.calls.count("cuStreamWaitEvent") == waits + 1  # the producer stream is waited for
+    monkeypatch.undo()
+    with pytest.raises(nova.NovaError, match="C-contiguous"):
+        kern[1, 64](_ForeignArray(gpu.to_device(np.zeros((4, 4), np.float32)).view(
+            np.float32, (4, 4)), strides=(4, 16)), np.float32(1))
