@@ -35,7 +35,6 @@ from nova.runtime.device import (
 from nova.runtime.dlpack import KDL_CPU
 from nova.runtime.launch_params import pack_params
 from nova.runtime.memory import Buffer
-from nova.runtime.runner_utils import cpu_images_may_print
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
@@ -83,6 +82,8 @@ class CpuDevice(Device):
         return CpuAbi(self, manifest)
 
     def images_may_print(self, bundle: Bundle) -> bool:
+        from nova.runtime.runner_utils import cpu_images_may_print  # llvmlite: bundles only
+
         return cpu_images_may_print(bundle)
 
     def record_graph(self, request: CaptureRequest) -> RecordedGraph:

@@ -4,7 +4,9 @@ Why: on the cpu device a kernel is native code running inside the Python process
 bad pointer, an integer division by zero or a fiber stack overflow would otherwise end the process
 with SIGSEGV/SIGFPE/SIGBUS, where the same bug on a GPU gives a catchable error. A small native
 module (LLVM IR below, JIT-compiled once per process with llvmlite: no C compiler at run time)
-turns such a fault into a failed launch:
+turns such a fault into a failed launch. The module is compiled once into an object file kept in
+the cache directory (`<cache_dir>/runtime/`), which later processes place with
+`nova.runtime.cpu.objload` without importing llvmlite at all (cold start of cached kernels):
 
 - `nova_cpu_fault_guard_install()` installs one handler for SIGSEGV, SIGBUS, SIGFPE and SIGILL with
   `sigaction` (SA_SIGINFO | SA_ONSTACK), remembering the handlers it replaces.
@@ -48,7 +50,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import platform
+import hashlib
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -372,7 +375,7 @@ class FaultGuard:
     """The process's fault guard: `call(kernel_address, params, launch)` runs a kernel entry
     and returns its status, or FAULT_STATUS with a FaultRecord in `launch.error`."""
 
-    engine: object  # the llvmlite ExecutionEngine owning the code (kept alive here)
+    engine: object  # what owns the code (a LoadedObject or an llvmlite engine; kept alive here)
     call: Callable[..., int]
     address: int
 
@@ -384,31 +387,83 @@ _unsupported: str | None = None
 
 def supported() -> str | None:
     """None when the guard can work here; else why not (glibc x86-64 Linux only)."""
-    if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
-        return (f"the CPU fault guard needs x86-64 Linux (this is {sys.platform} "
-                f"{platform.machine()})")
-    if platform.libc_ver()[0] != "glibc":
+    machine = os.uname().machine if hasattr(os, "uname") else "?"
+    if not sys.platform.startswith("linux") or machine not in ("x86_64", "AMD64"):
+        return f"the CPU fault guard needs x86-64 Linux (this is {sys.platform} {machine})"
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        libc = ""
+    if not libc.startswith("glibc"):
         return "the CPU fault guard needs glibc (its struct layouts are glibc's)"
     return None
 
 
-def _compile() -> FaultGuard:
+def _object() -> bytes:
+    """The guard compiled to an x86-64 object (large code model, static relocations: what
+    objload places), from the cache directory when an earlier process compiled it."""
+    from nova import config
+    from nova.runtime.digested import read_digested, write_digested
+
+    cfg = config.get()
+    key = hashlib.sha256(f"fault-guard/1/x86_64-large-static\n{_IR}".encode()).hexdigest()
+    path = cfg.cache_dir / "runtime" / f"fault-guard-{key[:32]}.o"
+    if cfg.cache_enabled:
+        cached = read_digested(path)
+        if cached is not None:
+            return cached
     import llvmlite.binding as llvm
 
-    from nova.errors import DeviceError
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly(_IR)
+    module.verify()
+    machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        opt=2, reloc="static", codemodel="large")
+    data = bytes(machine.emit_object(module))
+    if cfg.cache_enabled:
+        try:
+            write_digested(path, data)
+        except OSError:
+            pass  # an unwritable cache only costs compiling again
+    return data
+
+
+def _load() -> tuple[object, int, int]:
+    """(owner, install address, guarded-call address): the cached object placed by objload, or
+    (an object objload cannot place) JIT-compiled by MCJIT as before."""
+    from nova.bundle.verify import verify_object
+    from nova.errors import BundleFormatError
+    from nova.runtime.cpu.objload import LoadedObject, ObjectLoadError
+
+    try:
+        what = "the CPU fault guard"
+        loaded = LoadedObject(verify_object(_object(), what), what)
+        return (loaded, loaded.address("nova_cpu_fault_guard_install"),
+                loaded.address("nova_cpu_guarded_call"))
+    except (ObjectLoadError, BundleFormatError):
+        pass
+    import llvmlite.binding as llvm
+
     from nova.runtime.native_support import host_target_machine
 
     module = llvm.parse_assembly(_IR)
     module.verify()
     engine = llvm.create_mcjit_compiler(module, host_target_machine())
     engine.finalize_object()
-    install = ctypes.CFUNCTYPE(ctypes.c_int32)(
-        engine.get_function_address("nova_cpu_fault_guard_install"))
+    return (engine, engine.get_function_address("nova_cpu_fault_guard_install"),
+            engine.get_function_address("nova_cpu_guarded_call"))
+
+
+def _compile() -> FaultGuard:
+    from nova.errors import DeviceError
+
+    owner, install_address, address = _load()
+    install = ctypes.CFUNCTYPE(ctypes.c_int32)(install_address)
     if install() != 0:
         raise DeviceError("cannot install the CPU device's fault handlers (sigaction or "
                           "pthread_key_create failed)")
-    address = engine.get_function_address("nova_cpu_guarded_call")
-    return FaultGuard(engine, GUARDED_CALL(address), address)
+    return FaultGuard(owner, GUARDED_CALL(address), address)
 
 
 def guard() -> FaultGuard | None:
