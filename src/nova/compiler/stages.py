@@ -18,7 +18,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,8 @@ from nova import config
 from nova.errors import NovaError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
 
@@ -206,6 +207,8 @@ def _timed_assemble(ptx: str, arch: str, opt_level: int) -> tuple[bytes | None, 
 def _cubin(c: Compilation) -> None:
     """Start ptxas for every device module; `finish_cubins` collects the cubins."""
     global _ptxas_pool, _ptxas_pool_pid
+    from concurrent.futures import ThreadPoolExecutor
+
     with _ptxas_pool_lock:
         if _ptxas_pool is None or _ptxas_pool_pid != os.getpid():  # a forked child: new threads
             _ptxas_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nova-ptxas")

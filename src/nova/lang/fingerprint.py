@@ -39,7 +39,7 @@ _MAX_ITEMS = 4096  # a longer tuple/list constant is hashed anyway, but this bou
 _MAX_DEPTH = 8
 
 
-class _Opaque(Exception):  # noqa: N818 - internal signal, never escapes this module
+class _Opaque(Exception):
     """A referenced value whose meaning to the translator this fingerprint cannot capture."""
 
 

@@ -77,8 +77,13 @@ class ScalarType:
     @property
     def mlir(self) -> Attribute:
         """The MLIR type (integers are signless: signedness lives in the ops Nova picks)."""
-        from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, \
-            IntegerType
+        from xdsl.dialects.builtin import (
+            BFloat16Type,
+            Float16Type,
+            Float32Type,
+            Float64Type,
+            IntegerType,
+        )
 
         if self.kind == "float":
             return {16: BFloat16Type() if self.name == "bfloat16" else Float16Type(),

@@ -3,9 +3,10 @@
 Compiled host code checks every fallible ABI call and, on a nonzero status, calls `nova_rt_raise`,
 which longjmps back to the innermost `nova_rt_call_entry` frame of the thread; the executor then
 raises the NovaError that the failing ABI function recorded here. Both functions are a small LLVM
-IR module JIT-compiled once per process with llvmlite: `_setjmp`/`longjmp` come from libc, and the
-stack of frames is a per-thread linked list kept in a pthread key (MCJIT cannot place thread-local
-globals, so TLS goes through libc instead).
+IR module, compiled once into an object kept in the cache directory and placed by
+`nova.runtime.objload` (no llvmlite import once cached; MCJIT where that loader cannot place
+it): `_setjmp`/`longjmp` come from libc, and the stack of frames is a per-thread linked list kept
+in a pthread key (MCJIT cannot place thread-local globals, so TLS goes through libc instead).
 
 The error slot is Python (a `threading.local`): failures are recorded from Python callbacks (cpu
 device, module loading) or from native code through an error-path-only callback (cuda launches).
@@ -17,9 +18,7 @@ import ctypes
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import llvmlite.binding as llvm
+from typing import TYPE_CHECKING, Any
 
 from nova.errors import NovaError, OutOfMemoryError, RuntimeFailure
 
@@ -73,6 +72,9 @@ jump:
 }
 """
 
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
+
 _lock = threading.Lock()
 _native: _NativeUnwind | None = None
 _slot = threading.local()
@@ -80,13 +82,15 @@ _slot = threading.local()
 
 @dataclass(frozen=True)
 class _NativeUnwind:
-    engine: llvm.ExecutionEngine
+    engine: object  # what owns the code: a LoadedObject or an llvmlite engine
     call_entry: int
     raise_: int
 
 
 def host_target_machine() -> llvm.TargetMachine:
     """A target machine for the running host (x86-64), for JIT-compiling runtime modules."""
+    import llvmlite.binding as llvm
+
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_default_triple()
@@ -98,6 +102,15 @@ def _compile() -> _NativeUnwind:
     key = ctypes.c_uint(0)
     if libc.pthread_key_create(ctypes.byref(key), None) != 0:
         raise RuntimeFailure("pthread_key_create failed: cannot set up Nova's unwind frames")
+    from nova.runtime.objload import load_ir
+
+    loaded = load_ir("unwind", _UNWIND_IR)
+    if loaded is not None:
+        ctypes.c_uint.from_address(loaded.address("nova_unwind_key")).value = key.value
+        return _NativeUnwind(loaded, loaded.address("nova_rt_call_entry"),
+                             loaded.address("nova_rt_raise"))
+    import llvmlite.binding as llvm
+
     module = llvm.parse_assembly(_UNWIND_IR)
     module.verify()
     engine = llvm.create_mcjit_compiler(module, host_target_machine())

@@ -15,8 +15,7 @@ import itertools
 import threading
 from _ctypes import CFuncPtr
 from collections.abc import Callable
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from nova.abi import ABI_BY_NAME, DeviceModuleDescriptor
 from nova.bundle.format import Kernel, Manifest
@@ -26,6 +25,11 @@ from nova.runtime.memory import Buffer
 from nova.runtime.native_support import call_entry_function, guarded_callback, record_error
 from nova.runtime.results import ResultMemory
 from nova.runtime.stream import Event, Stream
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
 
 CPU_ABI_NAMES: tuple[str, ...] = (
     "nova_rt_module_load", "nova_rt_module_get_function", "nova_rt_launch",

@@ -6,7 +6,7 @@ with SIGSEGV/SIGFPE/SIGBUS, where the same bug on a GPU gives a catchable error.
 module (LLVM IR below, JIT-compiled once per process with llvmlite: no C compiler at run time)
 turns such a fault into a failed launch. The module is compiled once into an object file kept in
 the cache directory (`<cache_dir>/runtime/`), which later processes place with
-`nova.runtime.cpu.objload` without importing llvmlite at all (cold start of cached kernels):
+`nova.runtime.objload` without importing llvmlite at all (cold start of cached kernels):
 
 - `nova_cpu_fault_guard_install()` installs one handler for SIGSEGV, SIGBUS, SIGFPE and SIGILL with
   `sigaction` (SA_SIGINFO | SA_ONSTACK), remembering the handlers it replaces.
@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import os
 import sys
 import threading
@@ -399,50 +398,15 @@ def supported() -> str | None:
     return None
 
 
-def _object() -> bytes:
-    """The guard compiled to an x86-64 object (large code model, static relocations: what
-    objload places), from the cache directory when an earlier process compiled it."""
-    from nova import config
-    from nova.runtime.digested import read_digested, write_digested
-
-    cfg = config.get()
-    key = hashlib.sha256(f"fault-guard/1/x86_64-large-static\n{_IR}".encode()).hexdigest()
-    path = cfg.cache_dir / "runtime" / f"fault-guard-{key[:32]}.o"
-    if cfg.cache_enabled:
-        cached = read_digested(path)
-        if cached is not None:
-            return cached
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    module = llvm.parse_assembly(_IR)
-    module.verify()
-    machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
-        opt=2, reloc="static", codemodel="large")
-    data = bytes(machine.emit_object(module))
-    if cfg.cache_enabled:
-        try:
-            write_digested(path, data)
-        except OSError:
-            pass  # an unwritable cache only costs compiling again
-    return data
-
-
 def _load() -> tuple[object, int, int]:
     """(owner, install address, guarded-call address): the cached object placed by objload, or
     (an object objload cannot place) JIT-compiled by MCJIT as before."""
-    from nova.bundle.verify import verify_object
-    from nova.errors import BundleFormatError
-    from nova.runtime.cpu.objload import LoadedObject, ObjectLoadError
+    from nova.runtime.objload import load_ir
 
-    try:
-        what = "the CPU fault guard"
-        loaded = LoadedObject(verify_object(_object(), what), what)
+    loaded = load_ir("fault-guard", _IR)
+    if loaded is not None:
         return (loaded, loaded.address("nova_cpu_fault_guard_install"),
                 loaded.address("nova_cpu_guarded_call"))
-    except (ObjectLoadError, BundleFormatError):
-        pass
     import llvmlite.binding as llvm
 
     from nova.runtime.native_support import host_target_machine

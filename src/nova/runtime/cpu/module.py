@@ -1,10 +1,10 @@
 """cpu device modules and kernel launches.
 
 A device module's `cpu_object` (x86-64 ELF, built ahead of time by the CPU kernel target) is placed
-in memory by `nova.runtime.cpu.objload` (no llvmlite import: the cold start of a cached kernel), or,
+in memory by `nova.runtime.objload` (no llvmlite import: the cold start of a cached kernel), or,
 for an object that loader does not handle, by an llvmlite MCJIT engine; either way each module has
-its own copy, so two modules may export kernels of the same name. Each kernel `k` is exported as `i32 k(ptr params, ptr launch)`
-with `launch` a `nova.abi.CpuLaunch`.
+its own copy, so two modules may export kernels of the same name. Each kernel `k` is exported as
+`i32 k(ptr params, ptr launch)` with `launch` a `nova.abi.CpuLaunch`.
 
 A launch copies its parameter values at launch time (`pack_params`), then enqueues one task on the
 stream. The task splits the grid's linear block range into chunks that the stream's own worker and
@@ -23,14 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from nova.abi import CpuLaunch
-from nova.bundle.format import Kernel
 from nova.bundle.elf import ElfFile
+from nova.bundle.format import Kernel
 from nova.bundle.verify import verify_object
 from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
-from nova.runtime.cpu.objload import LoadedObject, ObjectLoadError
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams
+from nova.runtime.objload import LoadedObject, ObjectLoadError
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice

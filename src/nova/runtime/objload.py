@@ -6,8 +6,13 @@ Nova writes for the CPU device (and the fault guard's) use LLVM's large code mod
 relocations, so placing them needs little: every allocatable section is copied into one anonymous
 mapping (code first, page-aligned apart from the data so it can be made read+execute), NOBITS
 sections are zeroed, and the only relocation types are `R_X86_64_64` (S + A) and `R_X86_64_PC64`
-(S + A - P), exactly those `nova.bundle.verify` admits. External symbols resolve in the process
-(libc, libm: `dlopen(NULL)`) and libgcc_s (compiler builtins), as MCJIT resolves them.
+(S + A - P), exactly those `nova.bundle.verify` admits. External symbols resolve to the caller's
+`bindings` (the runtime ABI of a host object), else in the process (libc, libm: `dlopen(NULL)`) and
+libgcc_s (compiler builtins), as MCJIT resolves them.
+
+`compiled_ir(name, ir)` gives the object of a runtime module written in LLVM IR (the cpu fault
+guard, the native unwind frame): compiled once with llvmlite and kept in `<cache_dir>/runtime/`,
+so later processes place it without importing llvmlite.
 
 Callers verify the object first (`nova.bundle.verify.verify_object`, which returns the parsed file
 used here). An object this loader cannot place (an unknown relocation type, a symbol it cannot
@@ -18,12 +23,18 @@ EH frames are copied but not registered: nothing unwinds through kernels (faults
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import hashlib
 import struct
 import threading
+from typing import TYPE_CHECKING
 
 from nova.bundle.elf import SHN_UNDEF, SHT_NOBITS, ElfFile, ElfSection, ElfSymbol
 from nova.errors import DeviceError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 SHT_RELA = 4
 SHF_ALLOC = 0x2
@@ -87,8 +98,9 @@ class LoadedObject:
     """One object placed in memory: `address(name)` of its global symbols; the mapping lives as
     long as this object (kernels of it must not run after it is dropped)."""
 
-    def __init__(self, elf: ElfFile, what: str) -> None:
+    def __init__(self, elf: ElfFile, what: str, bindings: Mapping[str, int] | None = None) -> None:
         self.what = what
+        self._bindings = bindings or {}
         self._base = 0
         self._size = 0
         sections = [s for s in elf.sections if s.flags & SHF_ALLOC]
@@ -146,7 +158,8 @@ class LoadedObject:
             raise ObjectLoadError(f"{self.what}: relocation symbol {index} is out of range")
         symbol = symbols[index]
         if symbol.shndx == SHN_UNDEF:
-            return _external(symbol.name, self.what)
+            bound = self._bindings.get(symbol.name)
+            return bound if bound is not None else _external(symbol.name, self.what)
         if symbol.shndx == SHN_ABS:
             return symbol.value
         if symbol.shndx not in offsets:
@@ -176,3 +189,43 @@ class LoadedObject:
         if self._base and _libc is not None:
             _libc.munmap(self._base, self._size)
             self._base = 0
+
+
+def compiled_ir(name: str, ir: str) -> bytes:
+    """`ir` compiled to an x86-64 object (large code model, static relocations: what this loader
+    places), read from `<cache_dir>/runtime/` when an earlier process compiled it."""
+    from nova import config
+    from nova.runtime.digested import read_digested, write_digested
+
+    cfg = config.get()
+    key = hashlib.sha256(f"{name}/1/x86_64-large-static\n{ir}".encode()).hexdigest()
+    path = cfg.cache_dir / "runtime" / f"{name}-{key[:32]}.o"
+    if cfg.cache_enabled:
+        cached = read_digested(path)
+        if cached is not None:
+            return cached
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly(ir)
+    module.verify()
+    machine = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        opt=2, reloc="static", codemodel="large")
+    data = bytes(machine.emit_object(module))
+    if cfg.cache_enabled:
+        with contextlib.suppress(OSError):  # an unwritable cache only costs compiling again
+            write_digested(path, data)
+    return data
+
+
+def load_ir(name: str, ir: str) -> LoadedObject | None:
+    """The runtime module `ir` placed in memory, or None when this loader cannot place it (the
+    caller then JIT-compiles it with MCJIT)."""
+    from nova.bundle.verify import verify_object
+    from nova.errors import BundleFormatError
+
+    try:
+        return LoadedObject(verify_object(compiled_ir(name, ir), name), name)
+    except (ObjectLoadError, BundleFormatError):
+        return None
