@@ -153,7 +153,7 @@ class Buffer:
         dims = tuple(int(d) for d in shape)
         if any(d < 0 for d in dims) or math.prod(dims) * dt.itemsize > self.nbytes:
             raise ArgumentError(f"shape {dims} of {dt} does not fit {self.nbytes} bytes")
-        self.dtype, self.shape = dt, dims
+        self._dtype, self.shape = dt, dims
         return self
 
     # --- host copies ---------------------------------------------------------------------------
