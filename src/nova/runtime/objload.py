@@ -186,7 +186,7 @@ class LoadedObject:
         return self.symbols.get(name, 0)
 
     def __del__(self) -> None:
-        if self._base and _libc is not None:
+        if getattr(self, "_base", 0) and _libc is not None:
             _libc.munmap(self._base, self._size)
             self._base = 0
 
