@@ -32,7 +32,6 @@ from nova.runtime.device import (
     ModuleImages,
     image_digest,
 )
-from nova.runtime.dlpack import KDL_CPU
 from nova.runtime.launch_params import pack_params
 from nova.runtime.memory import Buffer
 from nova.runtime.stream import Event, Stream
@@ -98,6 +97,8 @@ class CpuDevice(Device):
 
     @property
     def dlpack_device(self) -> tuple[int, int]:
+        from nova.runtime.dlpack import KDL_CPU  # NumPy: only when DLPack is used
+
         return (KDL_CPU, 0)
 
     def dlpack_export_sync(self, buffer: Buffer, stream: int | None) -> None:
