@@ -155,6 +155,14 @@ def test_signature_target_arch_and_bounds_option_change_the_key(tmp_path):
     assert None not in keys and len(keys) == 6
 
 
+def test_the_cpu_fiber_stack_size_changes_the_key(tmp_path):
+    kern = _kernel(tmp_path)
+    with config.scoped(cpu_stack_kib=64):
+        small = _key(kern)
+    with config.scoped(cpu_stack_kib=128):
+        assert _key(kern) != small
+
+
 def test_nova_version_and_compiler_sources_change_the_key(tmp_path, monkeypatch):
     kern = _kernel(tmp_path)
     before = _key(kern)

@@ -79,10 +79,19 @@ def _which(program: str) -> str:
     return ""
 
 
+def codegen_settings() -> dict[str, object]:
+    """The configuration (not compile options) that changes generated code: the CPU device's
+    fiber stack size per GPU thread (NOVA_CPU_STACK_KIB) is compiled into CPU objects."""
+    from nova import config
+
+    return {"cpu_stack_kib": config.get().cpu_stack_kib}
+
+
 def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
     """The SHA-256 key of one compilation."""
     payload = json.dumps(
-        {"text": text, "filename": filename, "options": options, **environment_fingerprint()},
+        {"text": text, "filename": filename, "options": options, **environment_fingerprint(),
+         **codegen_settings()},
         sort_keys=True, default=str,
     )
     return hashlib.sha256(payload.encode()).hexdigest()

@@ -9,7 +9,8 @@ A kernel's generated code is a function of (docs/python-kernels.md, "The disk ca
   of the attributes the kernel names on them, and `@nova.func` device functions (and kernels) by
   their own fingerprint, recursively;
 - the signature (every field of each argument type), the kernel's symbol name, the target, its
-  arch and the bounds-check option;
+  arch, the bounds-check option and the configuration compiled into code (`codegen_settings`:
+  the CPU device's fiber stack size);
 - the compiler: Nova's version and a fingerprint of its compiler-side sources, the xDSL, llvmlite
   and NumPy versions, the ptxas in use and the Python version (`environment_fingerprint`).
 
@@ -28,7 +29,7 @@ import sys
 import types
 from typing import Any
 
-from nova.compiler.cache import environment_fingerprint
+from nova.compiler.cache import codegen_settings, environment_fingerprint
 from nova.lang import types as T
 from nova.lang.source import FunctionSource, assigned_names
 
@@ -58,7 +59,7 @@ def source_key(kernel: Any, sig: tuple[T.NovaType, ...], target: str, arch: str,
         "target": target, "arch": arch, "check_bounds": check_bounds,
         "python": list(sys.version_info[:3]),
         "numpy": getattr(numpy, "__version__", "absent"),
-        **environment_fingerprint(),
+        **environment_fingerprint(), **codegen_settings(),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

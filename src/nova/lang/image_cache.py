@@ -28,7 +28,12 @@ from pathlib import Path
 
 from nova import config
 from nova.bundle.format import Kernel, KernelParam, TypeSpec
-from nova.compiler.cache import environment_fingerprint, read_digested, write_digested
+from nova.compiler.cache import (
+    codegen_settings,
+    environment_fingerprint,
+    read_digested,
+    write_digested,
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ def mlir_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False)
     source, its device functions, the constants it read and the signature)."""
     payload = json.dumps({"kind": "python-kernel", "mlir": mlir_text, "target": target,
                           "arch": arch, "check_bounds": check_bounds,
-                          **environment_fingerprint()}, sort_keys=True)
+                          **environment_fingerprint(), **codegen_settings()}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
