@@ -4,12 +4,12 @@ Three measurements, each in a new Python process (median and minimum of --runs),
 untimed run that fills a private cache directory (NOVA_CACHE_DIR) and Python's bytecode caches:
 
 - `kernel first call`: a script that imports NumPy (its data needs it), then, timed in-process,
-  `import nova`, defines a `@nova.kernel` and launches it once on the CPU device (NumPy arrays in
-  and back). The script checks the result and reports whether xDSL / llvmlite were imported.
+  `import nova`, defines a `@nova.kernel` and launches it once on the device (NOVA_DEVICE, from
+  --device: cpu by default; NumPy arrays in and back). The script checks the result and reports whether xDSL / llvmlite were imported.
 - `nova-translate hit`: `nova-translate prog.mlir -o out.nova` answered from the compile cache,
   started the way the installed console script starts it; wall time of the process. The output
   must equal the bundle the untimed run wrote.
-- `nova-run cached .nova`: `nova-run prog.nova --device cpu` of that bundle; wall time of the
+- `nova-run cached .nova`: `nova-run prog.nova --device DEVICE` of that bundle; wall time of the
   process. Its stdout must equal the expected printout.
 
 Peers in the same run: `python -c pass` and `python -c "import numpy"` (the floor every
@@ -17,7 +17,7 @@ process pays). Every process's CPU time (user + system) is reported beside its w
 loaded machine it stays meaningful where the wall time does not. `--src DIR` runs another Nova
 source tree (e.g. the main checkout) for before/after comparisons in one session.
 
-    python bench/cold_start.py [--runs 15] [--src DIR] [--json PATH]
+    python bench/cold_start.py [--runs 15] [--device cpu|cuda] [--src DIR] [--json PATH]
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import numpy as np
 t0 = time.perf_counter()
 import nova
 
-@nova.kernel(device="cpu")
+@nova.kernel
 def axpy(out, a, x, y):
     i = nova.global_id(0)
     if i < out.shape[0]:
@@ -84,9 +84,9 @@ CONSOLE = ("import sys\nfrom nova.cli.{tool} import main\n"
            "sys.argv[0] = 'nova-{tool}'\nsys.exit(main())\n")
 
 
-def _env(src: Path, cache: Path) -> dict[str, str]:
+def _env(src: Path, cache: Path, device: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(PYTHONPATH=str(src), NOVA_CACHE_DIR=str(cache), NOVA_DEVICE="cpu")
+    env.update(PYTHONPATH=str(src), NOVA_CACHE_DIR=str(cache), NOVA_DEVICE=device)
     for name in ("PYTHONDONTWRITEBYTECODE", "NOVA_CACHE", "NOVA_DUMP_DIR", "NOVA_OVERRIDE_DIR"):
         env.pop(name, None)  # users have bytecode caches; the measurements need the Nova cache
     return env
@@ -145,17 +145,17 @@ def _tool_run(row: Row, argv: list[str], env: dict[str, str], check: object) -> 
     row.cpus.append(cpu)
 
 
-def measure(src: Path, runs: int) -> dict[str, dict[str, object]]:
+def measure(src: Path, runs: int, device: str) -> dict[str, dict[str, object]]:
     with tempfile.TemporaryDirectory(prefix="nova-coldstart-") as tmp:
         work = Path(tmp)
-        env = _env(src, work / "cache")
+        env = _env(src, work / "cache", device)
         (work / "kernel.py").write_text(KERNEL_SCRIPT)
         (work / "prog.mlir").write_text(PROGRAM)
         for tool in ("translate", "run"):
             (work / f"nova-{tool}").write_text(CONSOLE.format(tool=tool))
         translate = [sys.executable, str(work / "nova-translate"), str(work / "prog.mlir"),
                      "-o", str(work / "out.nova")]
-        run = [sys.executable, str(work / "nova-run"), str(work / "prog.nova"), "--device", "cpu"]
+        run = [sys.executable, str(work / "nova-run"), str(work / "prog.nova"), "--device", device]
         _timed([sys.executable, str(work / "kernel.py")], env)  # fill the caches (untimed)
         _timed(translate, env)
         expected = (work / "out.nova").read_bytes()
@@ -197,13 +197,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--src", type=Path, default=Path(__file__).resolve().parents[1] / "src",
                         help="the Nova source tree to measure (default: this checkout's)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
-    results = measure(args.src.resolve(), args.runs)
+    results = measure(args.src.resolve(), args.runs, args.device)
     load = os.getloadavg()
     print(f"{platform.node()}: {os.cpu_count()} cores, load average {load[0]:.2f} "
           f"{load[1]:.2f} {load[2]:.2f}; Python {platform.python_version()}; "
-          f"src {args.src}; {args.runs} runs")
+          f"src {args.src}; device {args.device}; {args.runs} runs")
     print(_table(results))
     if args.json is not None:
         args.json.write_text(json.dumps({"src": str(args.src), "runs": args.runs,
