@@ -5,7 +5,8 @@ untimed run that fills a private cache directory (NOVA_CACHE_DIR) and Python's b
 
 - `kernel first call`: a script that imports NumPy (its data needs it), then, timed in-process,
   `import nova`, defines a `@nova.kernel` and launches it once on the device (NOVA_DEVICE, from
-  --device: cpu by default; NumPy arrays in and back). The script checks the result and reports whether xDSL / llvmlite were imported.
+  --device: cpu by default; NumPy arrays in and back). The script checks the result and reports
+  whether xDSL / llvmlite were imported.
 - `nova-translate hit`: `nova-translate prog.mlir -o out.nova` answered from the compile cache,
   started the way the installed console script starts it; wall time of the process. The output
   must equal the bundle the untimed run wrote.
