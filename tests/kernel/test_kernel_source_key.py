@@ -276,5 +276,16 @@ def test_sequences_are_fingerprinted_by_content_and_other_containers_are_not(tmp
     assert key("{0: 1}") is None  # a dict: the MLIR key serves
 
 
+def test_objects_failing_inspection_only_disable_the_source_key(tmp_path):
+    mod = _module(tmp_path, KERNEL.format(body="x[i] * N", prelude=(
+        "class Hostile:\n    def __getattr__(self, name):\n        raise RuntimeError(name)\n"
+        "N = 3\nH = Hostile()")))
+    kern = mod.k  # type: ignore[attr-defined]
+    mod.N = mod.H  # type: ignore[attr-defined]  # getattr(N, anything) raises RuntimeError
+    assert _key(kern) is None
+    mod.N = 3  # type: ignore[attr-defined]
+    assert _key(kern) is not None
+
+
 def test_unrelated_globals_are_not_fingerprinted(tmp_path):
     assert _key(_kernel(tmp_path, "x[i]", "F = {'a': 1}\nG = object()")) is not None

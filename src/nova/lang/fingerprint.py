@@ -50,7 +50,7 @@ def source_key(kernel: Any, sig: tuple[T.NovaType, ...], target: str, arch: str,
     when the kernel references a value that cannot be fingerprinted soundly."""
     try:
         functions = _Fingerprinter().run(kernel)
-    except _Opaque:
+    except Exception:  # _Opaque, or a referenced object failing when inspected: no source key
         return None
     numpy = sys.modules.get("numpy")
     payload = {
