@@ -21,7 +21,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
 
 from nova.cli.toolmain import (
     EXIT_ERROR,
@@ -34,8 +33,10 @@ from nova.cli.toolmain import (
 )
 from nova.errors import NovaError
 
+TYPE_CHECKING = False  # not `from typing`: a cache hit of nova-translate never imports typing
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
     from nova.compiler.driver import CompileOptions
 

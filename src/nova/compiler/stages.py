@@ -20,13 +20,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from nova import config
 from nova.errors import NovaError
 
+TYPE_CHECKING = False  # not `from typing`: a cache hit of nova-translate never imports typing
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
+    from typing import Any
 
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
