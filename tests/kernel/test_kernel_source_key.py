@@ -126,6 +126,21 @@ def test_module_attributes_the_kernel_reads_change_the_key(tmp_path):
     assert key(2) != key(3)
 
 
+def test_module_attributes_read_by_a_helper_change_the_key(tmp_path):
+    # the kernel hands a module to a device function, which reads an attribute the kernel
+    # never names
+    helpers = _module(tmp_path, "import nova\n\n@nova.func\ndef get_n(m):\n    return m.N\n")
+
+    def key(n: int) -> str | None:
+        cfg = _module(tmp_path, f"N = {n}\n", name="cfg_shared")
+        return _key(_kernel(tmp_path, "x[i] * helpers.get_n(cfg)",
+                            f"import {helpers.__name__} as helpers\nimport {cfg.__name__} as cfg",
+                            name="kernel_shared"))
+
+    assert None not in {key(2), key(3)}
+    assert key(2) != key(3)
+
+
 def test_annotations_are_fingerprinted(tmp_path):
     def key(ty: str) -> str | None:
         kern = _module(tmp_path, f"""

@@ -6,8 +6,9 @@ A kernel's generated code is a function of (docs/python-kernels.md, "The disk ca
 - every value its free names resolve to, as the translator resolves them (closure cells, module
   globals, builtins): numbers, strings, tuples/lists of them, Nova types, NumPy scalars, classes
   and functions of Nova, NumPy and the standard library by name, modules by name and the values
-  of the attributes the kernel names on them, and `@nova.func` device functions (and kernels) by
-  their own fingerprint, recursively;
+  of every attribute name the kernel or a device function it reaches uses (a module may be passed
+  to a helper), and `@nova.func` device functions (and kernels) by their own fingerprint,
+  recursively;
 - the signature (every field of each argument type), the kernel's symbol name, the target, its
   arch, the bounds-check option and the configuration compiled into code (`codegen_settings`:
   the CPU device's fiber stack size);
@@ -49,13 +50,13 @@ def source_key(kernel: Any, sig: tuple[T.NovaType, ...], target: str, arch: str,
     """The SHA-256 source key of `kernel` (a @nova.kernel) for one signature and target, or None
     when the kernel references a value that cannot be fingerprinted soundly."""
     try:
-        functions = _Fingerprinter().run(kernel)
+        walked = _Fingerprinter().run(kernel)
     except Exception:  # _Opaque, or a referenced object failing when inspected: no source key
         return None
     numpy = sys.modules.get("numpy")
     payload = {
         "kind": "python-kernel-source", "schema": 1, "symbol": kernel.__name__,
-        "functions": functions, "signature": [type_fingerprint(t) for t in sig],
+        "walk": walked, "signature": [type_fingerprint(t) for t in sig],
         "target": target, "arch": arch, "check_bounds": check_bounds,
         "python": list(sys.version_info[:3]),
         "numpy": getattr(numpy, "__version__", "absent"),
@@ -97,18 +98,29 @@ def free_names(src: FunctionSource) -> tuple[list[str], list[str]]:
 
 
 class _Fingerprinter:
-    """Walks a kernel and the device functions it reaches; each function is fingerprinted once
-    (by position in `functions`), so recursion and shared helpers terminate."""
+    """Walks a kernel and the device functions it reaches; each function and module is described
+    once (by position in `functions` / `modules`), so recursion and shared helpers terminate.
+
+    A module is described by the values of *every* attribute name any reached function uses (a
+    module may be handed to a device function that reads attributes the kernel never names), so
+    modules are described after the walk, again until no new function, module or attribute name
+    appears."""
 
     def __init__(self) -> None:
         self.functions: list[Any] = []
         self.index: dict[int, int] = {}
+        self.module_list: list[types.ModuleType] = []
+        self.module_index: dict[int, int] = {}
+        self.attrs: set[str] = set()
         self.keep: list[Any] = []  # ids stay unique while the walk runs
-        self.modules: dict[tuple[int, tuple[str, ...]], Any] = {}
 
-    def run(self, kernel: Any) -> list[Any]:
+    def run(self, kernel: Any) -> dict[str, Any]:
         self.function(kernel)
-        return self.functions
+        while True:
+            before = (len(self.functions), len(self.module_list), len(self.attrs))
+            modules = [self.describe(m) for m in list(self.module_list)]
+            if (len(self.functions), len(self.module_list), len(self.attrs)) == before:
+                return {"functions": self.functions, "modules": modules}
 
     def function(self, fn: Any) -> int:
         found = self.index.get(id(fn))
@@ -122,10 +134,11 @@ class _Fingerprinter:
         except Exception as exc:  # no readable source: the translator would fail too
             raise _Opaque from exc
         names, attrs = free_names(src)
+        self.attrs.update(attrs)
         resolved = {}
         for name in names:
             ok, value = src.lookup_global(name)
-            resolved[name] = self.value(value, attrs, 0) if ok else ["undefined"]
+            resolved[name] = self.value(value, 0) if ok else ["undefined"]
         kind = "kernel" if getattr(fn, "__nova_kernel__", False) else "func"
         self.functions[position] = {
             "kind": kind, "file": src.filename, "line": src.first_line, "indent": src.indent,
@@ -133,7 +146,7 @@ class _Fingerprinter:
         }
         return position
 
-    def value(self, v: Any, attrs: list[str], depth: int) -> Any:
+    def value(self, v: Any, depth: int) -> Any:
         """A JSON-able description of `v` that changes whenever its meaning in a kernel can."""
         if depth > _MAX_DEPTH:
             raise _Opaque
@@ -143,7 +156,7 @@ class _Fingerprinter:
         if cls in (tuple, list):
             if len(v) > _MAX_ITEMS:
                 raise _Opaque
-            return [cls.__name__, [self.value(x, attrs, depth + 1) for x in v]]
+            return [cls.__name__, [self.value(x, depth + 1) for x in v]]
         if cls is T.ScalarType or cls is T.ArrayType:
             return ["nova-type", type_fingerprint(v)]
         if getattr(v, "__nova_kernel__", False) is True or \
@@ -152,30 +165,31 @@ class _Fingerprinter:
                 raise _Opaque
             return ["function", self.function(v)]
         if isinstance(v, types.ModuleType):
-            return self.module(v, attrs, depth)
+            found = self.module_index.get(id(v))
+            if found is None:
+                found = self.module_index[id(v)] = len(self.module_list)
+                self.module_list.append(v)
+            return ["module", found]
         numpy = sys.modules.get("numpy")
         if numpy is not None and isinstance(v, numpy.generic):
             return ["numpy-scalar", v.dtype.str, v.tobytes().hex()]
         return _named(v)
 
-    def module(self, mod: types.ModuleType, attrs: list[str], depth: int) -> Any:
+    def describe(self, mod: types.ModuleType) -> Any:
+        """A module: its name and the value of every attribute name the functions use."""
         name = mod.__name__
         if name == "nova" or name.startswith("nova."):
-            return ["module", name]  # Nova's own: fixed by the compiler fingerprint
-        memo = (id(mod), tuple(attrs))
-        if memo in self.modules:  # described already, or being described (a cycle)
-            return ["module-ref", name]
-        self.modules[memo] = mod
+            return [name]  # Nova's own: fixed by the compiler fingerprint
         seen = {}
-        for attr in attrs:
+        for attr in sorted(self.attrs):
             try:
                 value = getattr(mod, attr)
             except AttributeError:
                 continue
             except Exception as exc:  # a module __getattr__ failing: the translator would too
                 raise _Opaque from exc
-            seen[attr] = self.value(value, attrs, depth + 1)
-        return ["module", name, seen]
+            seen[attr] = self.value(value, 0)
+        return [name, seen]
 
 
 def _named(v: Any) -> list[Any]:
