@@ -4,9 +4,10 @@ Why: a warm-cache launch of a Python kernel on the cpu device must not pay for i
 (tens of milliseconds, most of a cold start) only to place a few kilobytes of code. The objects
 Nova writes for the CPU device (and the fault guard's) use LLVM's large code model with static
 relocations, so placing them needs little: every allocatable section is copied into one anonymous
-mapping (code first, page-aligned apart from the data so it can be made read+execute), NOBITS
-sections are zeroed, and the only relocation types are `R_X86_64_64` (S + A) and `R_X86_64_PC64`
-(S + A - P), exactly those `nova.bundle.verify` admits. External symbols resolve to the caller's
+mapping, each on pages of its own (code first, made read+execute; an access just past a
+section's declared end stays in its own slack, as with MCJIT), NOBITS sections are zeroed, and the
+only relocation types are `R_X86_64_64` (S + A) and `R_X86_64_PC64` (S + A - P), exactly those
+`nova.bundle.verify` admits. External symbols resolve to the caller's
 `bindings` (the runtime ABI of a host object), else in the process (libc, libm: `dlopen(NULL)`) and
 libgcc_s (compiler builtins), as MCJIT resolves them.
 
@@ -106,19 +107,18 @@ class LoadedObject:
         sections = [s for s in elf.sections if s.flags & SHF_ALLOC]
         code = [s for s in sections if s.flags & SHF_EXECINSTR]
         data = [s for s in sections if not s.flags & SHF_EXECINSTR]
+        # each section on pages of its own (alignment <= PAGE, verify's MAX_ALIGN), as MCJIT
+        # places them: an access just past a section's declared end stays in its own slack
         offsets: dict[int, int] = {}
         end = 0
         for section in code:
-            end = _align(end, section.addralign)
             offsets[section.index] = end
-            end += section.size
-        code_bytes = _align(end, PAGE)
-        end = code_bytes
+            end = _align(end + max(section.size, 1), PAGE)
+        code_bytes = end
         for section in data:
-            end = _align(end, section.addralign)
             offsets[section.index] = end
-            end += section.size
-        self._map(max(_align(end, PAGE), PAGE))
+            end = _align(end + max(section.size, 1), PAGE)
+        self._map(max(end, PAGE))
         for section in sections:
             if section.type != SHT_NOBITS and section.size:  # the mapping starts zeroed
                 ctypes.memmove(self._base + offsets[section.index], elf.section_data(section),
