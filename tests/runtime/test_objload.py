@@ -130,3 +130,30 @@ def test_runtime_objects_are_compiled_once_and_read_back(tmp_path) -> None:
         loaded = objload.load_ir("test-module", ir)
     assert loaded is not None
     assert ctypes.CFUNCTYPE(ctypes.c_int64)(loaded.address("seven"))() == 7
+
+
+SLACK_IR = r"""
+@buf = internal global [16 x i8] zeroinitializer
+@tag = internal constant [4 x i8] c"abcd", align 1
+
+define i32 @poke() {
+  %last = getelementptr [16 x i8], ptr @buf, i64 0, i64 15
+  store volatile i8 7, ptr %last
+  %t = load volatile i32, ptr @tag
+  ret i32 %t
+}
+"""
+
+
+def test_a_section_shorter_than_its_accesses_does_not_spill_into_the_next() -> None:
+    # regression (the full mutation sweep): a resealed .lbss one byte short must not let the
+    # kernel's write land in the next section, as it does not under MCJIT
+    data = bytearray(_object(SLACK_IR))
+    elf = parse_elf(bytes(data))
+    (bss,) = [s for s in elf.sections if s.name.endswith("bss")]
+    assert bss.size == 16
+    shoff = struct.unpack_from("<Q", data, 40)[0]
+    struct.pack_into("<Q", data, shoff + bss.index * 64 + 32, 15)
+    loaded = LoadedObject(parse_elf(bytes(data)), "test object")
+    poke = ctypes.CFUNCTYPE(ctypes.c_int32)(loaded.address("poke"))
+    assert poke().to_bytes(4, "little") == b"abcd"
