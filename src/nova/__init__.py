@@ -7,7 +7,10 @@ in the compiler unless `nova.compile` is used.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: `import nova` stays cheap
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

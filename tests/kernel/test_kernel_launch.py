@@ -10,7 +10,7 @@ import pytest
 
 import nova
 from nova import config
-from nova.lang import api, compiler
+from nova.lang import compiler
 from nova.lang.api import KernelFunction
 
 
@@ -43,16 +43,17 @@ def test_both_launch_forms_and_device_buffers_in_place(device):
         scale[2.5, 32](out, x, np.float32(5))
 
 
-def test_signatures_are_inferred_and_cached_per_signature(cpu_device, monkeypatch):
+def test_signatures_are_inferred_and_cached_per_signature(cpu_device, monkeypatch, tmp_path):
     kern = KernelFunction(_scale)
     calls = []
-    real = api.build_module
-    monkeypatch.setattr(api, "build_module", lambda *a: calls.append(a[1]) or real(*a))
-    for dtype in (np.float32, np.float64, np.float32, np.int32, np.float64):
-        x = np.arange(10, dtype=dtype)
-        out = np.zeros_like(x)
-        kern.launch(out, x, dtype(3), grid=1, block=32, device=cpu_device)
-        np.testing.assert_array_equal(out, x * 3)
+    real = compiler.build_module
+    monkeypatch.setattr(compiler, "build_module", lambda *a: calls.append(a[1]) or real(*a))
+    with config.scoped(cache_dir=tmp_path):  # a cold disk cache: every signature is built once
+        for dtype in (np.float32, np.float64, np.float32, np.int32, np.float64):
+            x = np.arange(10, dtype=dtype)
+            out = np.zeros_like(x)
+            kern.launch(out, x, dtype(3), grid=1, block=32, device=cpu_device)
+            np.testing.assert_array_equal(out, x * 3)
     assert [str(s[0]) for s in calls] == ["array(float32, 1d)", "array(float64, 1d)",
                                           "array(int32, 1d)"]
     plan = kern._plans[(cpu_device, kern.signature(np.zeros(1, np.float32),
@@ -71,17 +72,21 @@ def test_disk_cache_is_used_by_a_fresh_kernel_object(cpu_device, tmp_path, monke
         KernelFunction(_scale).launch(out, x, np.float32(2), grid=1, block=8,
                                       device=cpu_device)
         entries = list((tmp_path / "kernels").rglob("*.json"))
-        assert len(entries) == 1
+        assert len(entries) == 2  # under the source key and under the MLIR key
 
         def no_compiler(*args):
             raise AssertionError("compiled again instead of using the disk cache")
 
         monkeypatch.setattr(compiler, "lower", no_compiler)
+        monkeypatch.setattr(compiler, "build_module", no_compiler)
         out[:] = 0
         KernelFunction(_scale).launch(out, x, np.float32(5), grid=1, block=8,
-                                      device=cpu_device)
+                                      device=cpu_device)  # the source key: nothing is built
         np.testing.assert_array_equal(out, x * 5)
-        entries[0].write_bytes(b"corrupt")  # a corrupt entry reads as a miss
+        monkeypatch.undo()
+        monkeypatch.setattr(compiler, "lower", no_compiler)
+        for entry in entries:  # a corrupt entry reads as a miss (and is removed)
+            entry.write_bytes(b"corrupt")
         with pytest.raises(AssertionError, match="compiled again"):
             KernelFunction(_scale).launch(out, x, np.float32(5), grid=1, block=8,
                                           device=cpu_device)

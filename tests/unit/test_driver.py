@@ -145,6 +145,8 @@ def test_cache_key_depends_on_every_input() -> None:
     assert base != cache_key("text2", "f.mlir", {"arch": "sm_90"})
     assert base != cache_key("text", "g.mlir", {"arch": "sm_90"})
     assert base != cache_key("text", "f.mlir", {"arch": "sm_80"})
+    with config.scoped(cpu_stack_kib=config.get().cpu_stack_kib * 2):  # compiled into CPU code
+        assert base != cache_key("text", "f.mlir", {"arch": "sm_90"})
 
 
 @pytest.fixture

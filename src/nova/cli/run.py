@@ -8,26 +8,32 @@ for it alone: no PTX, no ptxas. The entry runs without arguments; what the progr
 and one message on stderr: source errors as `file:line:col: error: ...` with the line and a
 caret, everything else as `nova-run: error: ...`. Never a traceback (NOVA_DEBUG=1 adds one for
 internal errors). `--entry-point-result=void` and `--shared-libs=...` are accepted for
-mlir-runner command lines (the runner utilities are built in).
+mlir-runner command lines (the runner utilities are built in). The common command lines
+(`prog [--device D] [-e NAME] [--arch A] [--check-bounds]`) are parsed without argparse
+(`_quick_args`), which a cached program's start-up would otherwise pay for.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from nova.cli.toolmain import EXIT_ERROR, EXIT_OK, InputError, run_tool
 from nova.errors import ArgumentError, DiagnosticError, NovaError
 
 if TYPE_CHECKING:
+    import argparse
+
     from nova.runtime.device import Device
 
 PROG = "nova-run"
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(prog=PROG, description="Run an entry of an MLIR program or "
                                      "a .nova bundle on a CUDA GPU or the CPU device.")
     parser.add_argument("input", help="an .mlir source file, a .nova bundle, or '-' (MLIR on "
@@ -113,7 +119,35 @@ def _print_result(value: object) -> None:
     flush_stdout()
 
 
-def _run(args: argparse.Namespace) -> int:
+_QUICK_VALUES = {"--device": "device", "-e": "entry", "--entry": "entry",
+                 "--entry-point": "entry", "--arch": "arch"}
+
+
+def _quick_args(argv: list[str]) -> SimpleNamespace | None:
+    """The common command lines (module docstring) parsed without argparse, with `_parser`'s
+    defaults; None for anything else (argparse then parses, and reports errors)."""
+    ns = SimpleNamespace(input=None, device=None, entry="main", arch=None, check_bounds=False,
+                         entry_point_result="void", shared_libs=None, input_arrays=[],
+                         output=None)
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        name, eq, value = arg.partition("=")
+        if arg == "--check-bounds":
+            ns.check_bounds = True
+        elif name in _QUICK_VALUES and (eq or rest):
+            setattr(ns, _QUICK_VALUES[name], value if eq else rest.pop(0))
+        elif ns.input is None and (arg == "-" or not arg.startswith("-")):
+            ns.input = arg
+        else:
+            return None
+    if ns.input is None or ns.device not in (None, "cuda", "cpu", "auto") or ns.arch == "" \
+            or ns.entry.startswith("-"):
+        return None
+    return ns
+
+
+def _run(args: Any) -> int:
     from nova.runtime.executor import NovaModule
     from nova.runtime.selection import get_device
 
@@ -142,7 +176,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `nova-run` and `python -m nova run`."""
-    args = _parser().parse_args(argv)
+    args = _quick_args(list(sys.argv[1:] if argv is None else argv)) or _parser().parse_args(argv)
 
     def body() -> int:
         try:

@@ -8,7 +8,6 @@ internal error that exits 2 with a one-line message (and a traceback when NOVA_D
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,6 +94,8 @@ def _run_body(prog: str, body: Callable[[], int]) -> int:
         from nova import config
 
         if config.get().debug:
+            import traceback
+
             traceback.print_exc(file=sys.stderr)
         hint = "" if config.get().debug else " (set NOVA_DEBUG=1 for a traceback)"
         print(f"{prog}: internal error: {type(exc).__name__}: {exc}{hint}", file=sys.stderr)

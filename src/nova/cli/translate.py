@@ -8,15 +8,19 @@
 
 Text outputs go to stdout without -o; a bundle or object is written to stdout only when it is not
 a terminal. --timings prints the per-stage wall times to stderr.
+
+A bundle compile to a file with only the common options (`in.mlir -o out.nova`, --arch, -O,
+--no-ptx/--no-cubin/--no-cpu-image, --check-bounds, --emit=nova) is first looked up in the compile
+cache without argparse or the compiler (`_cache_hit`): a hit costs little more than starting
+Python. Anything else, or a miss, takes the full path.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import SimpleNamespace
 
 from nova.cli.toolmain import (
     EXIT_ERROR,
@@ -29,13 +33,19 @@ from nova.cli.toolmain import (
 )
 from nova.errors import NovaError
 
+TYPE_CHECKING = False  # not `from typing`: a cache hit of nova-translate never imports typing
 if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
     from nova.compiler.driver import CompileOptions
 
 PROG = "nova-translate"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from nova.compiler.driver import EMIT_ALIASES, STAGES
 
     emits = [*(s.name for s in STAGES), *EMIT_ALIASES]
@@ -93,14 +103,10 @@ def _gen_key(path: str) -> int:
     return EXIT_OK
 
 
-def _run(args: argparse.Namespace) -> int:
-    from nova.compiler.driver import CompileOptions, compile_source, join_outputs
+def _options(args: Any) -> CompileOptions:
+    """The CompileOptions of parsed arguments (argparse's, or `_quick_args`' namespace)."""
+    from nova.compiler.stages import CompileOptions
 
-    if args.gen_key:
-        return _gen_key(args.gen_key)
-    if args.sign and (args.emit not in ("nova", "bundle") or args.split_input_file):
-        raise InputError("--sign applies to bundles (--emit=nova), one input at a time")
-    text, filename = read_input(args.input)
     fields: dict[str, object] = {"emit": args.emit, "ptx": not args.no_ptx,
                                  "cubin": not args.no_cubin,
                                  "cpu_image": not args.no_cpu_image,
@@ -111,7 +117,75 @@ def _run(args: argparse.Namespace) -> int:
         fields["allow_unregistered"] = True
     if args.check_bounds:
         fields["check_bounds"] = True
-    options = CompileOptions(**fields)  # type: ignore[arg-type]
+    return CompileOptions(**fields)  # type: ignore[arg-type]
+
+
+_NOT_HANDLED = -1
+_QUICK_FLAGS = {"--no-ptx": "no_ptx", "--no-cubin": "no_cubin", "--no-cpu-image": "no_cpu_image",
+                "--check-bounds": "check_bounds"}
+_QUICK_VALUES = {"-o": "output", "--output": "output", "--arch": "arch", "-O": "opt_level",
+                 "--emit": "emit"}
+
+
+def _quick_args(argv: list[str]) -> SimpleNamespace | None:
+    """The arguments of a plain bundle compile to a file, parsed without argparse (defaults as
+    `build_parser`'s), or None for anything else (argparse then parses, and reports errors)."""
+    ns = SimpleNamespace(input=None, output=None, emit="nova", arch=None, no_ptx=False,
+                         no_cubin=False, no_cpu_image=False, opt_level=3,
+                         allow_unregistered_dialect=False, check_bounds=False)
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        name, eq, value = arg.partition("=")
+        if arg in _QUICK_FLAGS:
+            setattr(ns, _QUICK_FLAGS[arg], True)
+        elif name in _QUICK_VALUES and (eq or rest):
+            setattr(ns, _QUICK_VALUES[name], value if eq else rest.pop(0))
+        elif not arg.startswith("-") and ns.input is None:
+            ns.input = arg
+        else:
+            return None
+    if ns.opt_level not in ("0", "1", "2", "3", 3) or ns.emit not in ("nova", "bundle"):
+        return None
+    ns.opt_level = int(ns.opt_level)
+    if ns.input is None or ns.output in (None, "-") or ns.arch == "":
+        return None
+    return ns
+
+
+def _cache_hit(argv: list[str]) -> bool:
+    """Answer a plain bundle compile from the compile cache (see the module docstring); False
+    when it is not one, the cache is off or bypassed, or misses."""
+    from nova import config
+
+    cfg = config.get()
+    ns = _quick_args(argv)
+    if ns is None or not cfg.cache_enabled or cfg.dump_dir or cfg.override_dir:
+        return False
+    try:
+        text, filename = read_input(ns.input)
+    except InputError:
+        return False  # the full path reports it
+    from dataclasses import asdict
+
+    from nova.compiler.cache import BundleCache, cache_key
+
+    data = BundleCache(cfg.cache_dir).get(cache_key(text, filename, asdict(_options(ns))))
+    if data is None:
+        return False
+    write_output(ns.output, data)
+    return True
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nova.compiler.driver import compile_source, join_outputs
+
+    if args.gen_key:
+        return _gen_key(args.gen_key)
+    if args.sign and (args.emit not in ("nova", "bundle") or args.split_input_file):
+        raise InputError("--sign applies to bundles (--emit=nova), one input at a time")
+    text, filename = read_input(args.input)
+    options = _options(args)
     if args.split_input_file:
         return _run_split(args, text, filename, options)
     result = compile_source(text, filename, options)
@@ -154,7 +228,11 @@ def _run_split(args: argparse.Namespace, text: str, filename: str,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    quick = run_tool(PROG, lambda: EXIT_OK if _cache_hit(arguments) else _NOT_HANDLED)
+    if quick != _NOT_HANDLED:
+        return quick
+    args = build_parser().parse_args(arguments)
     return run_tool(PROG, lambda: _run(args))
 
 

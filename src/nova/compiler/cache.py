@@ -13,44 +13,14 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
-import tempfile
 from functools import cache
 from pathlib import Path
 
-_DIGEST = 32
+from nova.runtime.digested import read_digested, write_digested
+
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
 _COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi.py",
                    "errors.py")
-
-
-def read_digested(path: Path) -> bytes | None:
-    """The payload of a cache file written by `write_digested`, or None when it is missing or
-    unreadable; a torn or corrupt file (its SHA-256 prefix does not match) is deleted."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    digest, data = raw[:_DIGEST], raw[_DIGEST:]
-    if len(raw) < _DIGEST or hashlib.sha256(data).digest() != digest:
-        path.unlink(missing_ok=True)
-        return None
-    return data
-
-
-def write_digested(path: Path, data: bytes) -> None:
-    """Write `data` behind its SHA-256 atomically (a temporary file renamed over `path`, removed
-    again if the write fails), so readers see the old entry or the whole new one. Raises
-    OSError; callers that treat the cache as optional catch it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(hashlib.sha256(data).digest() + data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _dist_version(package: str) -> str:
@@ -96,17 +66,39 @@ def environment_fingerprint() -> dict[str, str]:
         "compiler": _compiler_fingerprint(),
         "xdsl": _dist_version("xdsl"),
         "llvmlite": _dist_version("llvmlite"),
-        "ptxas": shutil.which("ptxas") or "",
+        "ptxas": _which("ptxas"),
     }
+
+
+def _which(program: str) -> str:
+    """`shutil.which(program) or ""`, without importing shutil (cold start of cache hits)."""
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return ""
+
+
+def codegen_settings() -> dict[str, object]:
+    """The configuration (not compile options) that changes generated code: the CPU device's
+    fiber stack size per GPU thread (NOVA_CPU_STACK_KIB) is compiled into CPU objects."""
+    from nova import config
+
+    return {"cpu_stack_kib": config.get().cpu_stack_kib}
 
 
 def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
     """The SHA-256 key of one compilation."""
     payload = json.dumps(
-        {"text": text, "filename": filename, "options": options, **environment_fingerprint()},
+        {"text": text, "filename": filename, "options": options, **environment_fingerprint(),
+         **codegen_settings()},
         sort_keys=True, default=str,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+__all__ = ["BundleCache", "cache_key", "environment_fingerprint", "read_digested",
+           "write_digested"]
 
 
 class BundleCache:

@@ -18,15 +18,17 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from nova import config
 from nova.errors import NovaError
 
+TYPE_CHECKING = False  # not `from typing`: a cache hit of nova-translate never imports typing
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+    from typing import Any
+
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
 
@@ -206,6 +208,8 @@ def _timed_assemble(ptx: str, arch: str, opt_level: int) -> tuple[bytes | None, 
 def _cubin(c: Compilation) -> None:
     """Start ptxas for every device module; `finish_cubins` collects the cubins."""
     global _ptxas_pool, _ptxas_pool_pid
+    from concurrent.futures import ThreadPoolExecutor
+
     with _ptxas_pool_lock:
         if _ptxas_pool is None or _ptxas_pool_pid != os.getpid():  # a forked child: new threads
             _ptxas_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nova-ptxas")

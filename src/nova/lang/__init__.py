@@ -6,8 +6,9 @@ docs/python-kernels.md describes the language subset, the type rules and the lau
 
 from __future__ import annotations
 
+from typing import Any
+
 from nova.lang import mma
-from nova.lang.aot import save_bundle
 from nova.lang.api import DeviceFunction, KernelFunction, func, kernel
 from nova.lang.intrinsics import *  # noqa: F403
 from nova.lang.intrinsics import INTRINSIC_NAMES, WARP_SIZE, KernelCallError
@@ -36,3 +37,10 @@ __all__ = [
     "float16", "float32", "float64", "func", "int8", "int16", "int32", "int64", "kernel", "mma",
     "save_bundle", "uint8", "uint16", "uint32", "uint64", *INTRINSIC_NAMES,
 ]
+
+
+def save_bundle(path: Any, kernels_with_signatures: Any, **options: Any) -> Any:
+    """See nova.lang.aot.save_bundle (imported on use: it needs the compiler)."""
+    from nova.lang.aot import save_bundle as save
+
+    return save(path, kernels_with_signatures, **options)

@@ -13,9 +13,11 @@
 
 Argument types are inferred at each launch (array dtype and rank, scalar types); each signature is
 compiled once per device (and bounds-check setting) and cached in memory (a `LaunchPlan`) and on
-disk (compiler.py). Launches with device arrays that match a recent signature only run its guard
-(nova.lang.guard) and its launcher (nova.runtime.launcher); `kern.prepare(...)` gives a launcher
-for one signature and configuration (nova.lang.prepared).
+disk (image_cache.py: by the source key of fingerprint.py, so a warm cache launches without
+importing the compiler, compiler.py; else by the generated MLIR). Launches with device arrays
+that match a recent signature only run its guard (nova.lang.guard) and its launcher
+(nova.runtime.launcher); `kern.prepare(...)` gives a launcher for one signature and
+configuration (nova.lang.prepared).
 """
 
 from __future__ import annotations
@@ -27,13 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from nova import config
 from nova.errors import ArgumentError
+from nova.lang import image_cache
 from nova.lang import types as T
-from nova.lang.compiler import (
-    CompiledImages,
-    build_module,
-    compile_images,
-    print_module,
-)
+from nova.lang.fingerprint import source_key
+from nova.lang.image_cache import CompiledImages
 from nova.lang.launch import (
     LaunchPlan,
     Staged,
@@ -161,8 +160,10 @@ class KernelFunction:
         with self._lock:
             found = self._modules.get(sig)
             if found is None:
-                module = build_module(self.source, sig, self.__name__)
-                found = (module, print_module(module))
+                from nova.lang import compiler  # xDSL: only when a signature must be built
+
+                module = compiler.build_module(self.source, sig, self.__name__)
+                found = (module, compiler.print_module(module))
                 self._modules[sig] = found
             return found
 
@@ -186,16 +187,24 @@ class KernelFunction:
     def _compile(self, sig: Signature, target: str, arch: str,
                  check_bounds: bool | None = None) -> CompiledImages:
         """The images of `sig` for a target (`check_bounds` None: the kernel's setting)."""
-        if check_bounds is None:
-            check_bounds = self.check_bounds
-        key = (sig, target, arch, check_bounds)
+        checked = self.check_bounds if check_bounds is None else check_bounds
+        key = (sig, target, arch, checked)
         with self._lock:
             found = self._images.get(key)
             if found is None:
-                module, text = self._module(sig)
-                found = compile_images(module, text, target, arch, check_bounds)
+                found = image_cache.through_source_key(
+                    lambda: source_key(self, sig, target, arch, checked),
+                    lambda: self._lower(sig, target, arch, checked))
                 self._images[key] = found
             return found
+
+    def _lower(self, sig: Signature, target: str, arch: str,
+               check_bounds: bool) -> CompiledImages:
+        """Translate and lower `sig` (through the MLIR-keyed disk cache)."""
+        from nova.lang import compiler
+
+        module, text = self._module(sig)
+        return compiler.compile_images(module, text, target, arch, check_bounds)
 
     def ptx(self, *sig: Any, arch: str | None = None) -> str:
         """The PTX for a signature (arch defaults to config.arch)."""

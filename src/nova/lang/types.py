@@ -21,29 +21,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    UnitAttr,
-)
-from xdsl.ir import Attribute
 
 from nova.errors import ArgumentError, ScalarConversionError
 
-_ml_dtypes: ModuleType | None
-try:  # bfloat16 NumPy arrays need ml_dtypes; without it bfloat16 still works in kernels
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
+if TYPE_CHECKING:  # xDSL is imported only to build MLIR: launching a cached kernel never does
+    from xdsl.dialects.builtin import MemRefType
+    from xdsl.ir import Attribute
+
+
+def _ml_dtypes(load: bool) -> ModuleType | None:
+    """ml_dtypes, which gives NumPy its bfloat16 (without it bfloat16 still works in kernels).
+    Imported on demand (`load`): a bfloat16 NumPy dtype exists only once it has been imported,
+    so recognising one never needs the import."""
+    import sys
+
+    module = sys.modules.get("ml_dtypes")
+    if module is None and load:
+        try:
+            import ml_dtypes as module
+        except ImportError:  # pragma: no cover - depends on the environment
+            return None
+    return module
 
 SHARED_MEMORY_SPACE = 3
 """The memref memory space of workgroup (shared) memory (NVVM's address space 3)."""
@@ -76,6 +77,14 @@ class ScalarType:
     @property
     def mlir(self) -> Attribute:
         """The MLIR type (integers are signless: signedness lives in the ops Nova picks)."""
+        from xdsl.dialects.builtin import (
+            BFloat16Type,
+            Float16Type,
+            Float32Type,
+            Float64Type,
+            IntegerType,
+        )
+
         if self.kind == "float":
             return {16: BFloat16Type() if self.name == "bfloat16" else Float16Type(),
                     32: Float32Type(), 64: Float64Type()}[self.bits]
@@ -89,11 +98,12 @@ class ScalarType:
     def np_dtype(self) -> np.dtype:
         """The NumPy dtype (bfloat16 needs ml_dtypes; raises KernelTypeUnavailable without)."""
         if self.name == "bfloat16":
-            if _ml_dtypes is None:
+            ml = _ml_dtypes(True)
+            if ml is None:
 
                 raise ArgumentError("bfloat16 NumPy arrays need the ml_dtypes package "
                                     "(pip install ml_dtypes)")
-            return np.dtype(_ml_dtypes.bfloat16)
+            return np.dtype(ml.bfloat16)
         return np.dtype(self.name)
 
     def min_max(self) -> tuple[int, int]:
@@ -176,6 +186,8 @@ class ArrayType:
 
     def arg_attrs(self) -> dict[str, Attribute]:
         """The MLIR argument attributes (`llvm.noalias`, `llvm.align`) stating these facts."""
+        from xdsl.dialects.builtin import IntegerAttr, UnitAttr
+
         out: dict[str, Attribute] = {}
         if self.noalias:
             out["llvm.noalias"] = UnitAttr()
@@ -185,6 +197,8 @@ class ArrayType:
 
     @property
     def mlir(self) -> MemRefType:
+        from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
+
         dims = self.shape if self.shape is not None else (DYNAMIC_INDEX,) * self.ndim
         space = IntegerAttr(self.space, 64) if self.space else None
         if space is None:
@@ -236,7 +250,8 @@ ValueType = ScalarType | ArrayType | FragmentType
 def from_numpy_dtype(dtype: Any) -> ScalarType | None:
     """The scalar type of a NumPy dtype, or None when kernels do not support it."""
     dt = np.dtype(dtype)
-    if _ml_dtypes is not None and dt == np.dtype(_ml_dtypes.bfloat16):
+    ml = _ml_dtypes(False)
+    if ml is not None and dt == np.dtype(ml.bfloat16):
         return bfloat16
     if dt == np.bool_:
         return bool_

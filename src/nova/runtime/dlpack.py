@@ -15,11 +15,14 @@ import math
 import threading
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from nova.errors import ArgumentError, DeviceError
 from nova.runtime.device import Device
 from nova.runtime.selection import get_device
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
     from nova.runtime.memory import Buffer

@@ -28,9 +28,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from nova.abi import UNOWNED_ALLOCATED
 from nova.bundle.format import EntryPoint, Manifest, TypeSpec
@@ -48,6 +46,11 @@ from nova.runtime.native_support import (
 from nova.runtime.results import ResultMemory, argument_spans, view_result
 from nova.runtime.runner_utils import flush_stdout, program_may_print, runner_util_symbols
 from nova.runtime.selection import get_device
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
 
 
 class DeviceAbi(Protocol):
@@ -426,7 +429,7 @@ def _memref_result(spec: TypeSpec, words: ctypes.Array, abi: DeviceAbi,
                    owners: dict[int, ResultMemory] | None) -> np.ndarray:
     """A returned memref as a NumPy array: a view of memory handed to the caller (`owners`),
     else a copy (the program, an argument or a graph keeps the memory)."""
-    dtype = marshal.NUMPY_DTYPES.get(spec.dtype)
+    dtype = marshal.numpy_dtype(spec.dtype)
     if dtype is None:
         raise ArgumentError(f"cannot return {spec.mlir} as a NumPy array")
     aligned, offset, sizes, strides = marshal.read_descriptor(words, spec.rank)

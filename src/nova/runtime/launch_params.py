@@ -20,12 +20,15 @@ import functools
 import re
 import struct
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from nova.bundle.format import Kernel, KernelParam
 from nova.errors import ArgumentError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
 
 _POINTER = struct.Struct("<Q")
 _INT_FORMATS = {"i1": "<B", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "ptr": "<Q"}

@@ -1,4 +1,6 @@
-"""Link a .nova file's host object into the process with llvmlite MCJIT (no C compiler, no files).
+"""Link a .nova file's host object into the process (no C compiler, no files): placed by
+`nova.runtime.objload` (no llvmlite import), or by llvmlite MCJIT for an object that loader does
+not handle.
 
 Before linking, every undefined symbol of the object is checked: it must be a runtime ABI function
 (bound with `llvm.add_symbol` to the chosen device's implementation), or come from libc, libm or
@@ -11,17 +13,14 @@ against even when a later program binds the same names to another device.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import functools
 import struct
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import llvmlite.binding as llvm
-
 from nova.abi import ABI_BY_NAME
 from nova.errors import BundleFormatError
-from nova.runtime.native_support import host_target_machine
 
 _LINK_LOCK = threading.Lock()
 LINK_LOCK = _LINK_LOCK
@@ -72,29 +71,41 @@ def _open(path: str | None) -> ctypes.CDLL | None:
     if path is None:
         return None
     try:
-        library = ctypes.CDLL(path)
-        llvm.load_library_permanently(path)
-    except (OSError, RuntimeError):
+        return ctypes.CDLL(path)
+    except OSError:
         return None
-    return library
 
 
+@functools.cache
 def _system_libraries() -> list[ctypes.CDLL]:
     """The allowed libraries, opened for the symbol check and made visible to the JIT linker
     (libgcc_s, home of compiler builtins such as `__truncsfhf2`, is often not loaded yet)."""
     libraries = []
     for soname, short in _SYSTEM_LIBRARIES:
-        library = _open(soname) or _open(ctypes.util.find_library(short))
+        library = _open(soname)
+        if library is None:
+            import ctypes.util
+
+            library = _open(ctypes.util.find_library(short))
         if library is not None:
             libraries.append(library)
     return libraries
 
 
-_SYSTEM = _system_libraries()
+@functools.cache
+def _mcjit_libraries() -> None:
+    """Make the allowed libraries visible to MCJIT's symbol resolution."""
+    import llvmlite.binding as llvm
+
+    for library in _system_libraries():
+        try:
+            llvm.load_library_permanently(library._name)
+        except RuntimeError:
+            continue
 
 
 def _in_system_library(symbol: str) -> bool:
-    for library in _SYSTEM:
+    for library in _system_libraries():
         try:
             getattr(library, symbol)
         except AttributeError:
@@ -126,22 +137,30 @@ def check_symbols(obj: bytes, bindings: Mapping[str, int], name: str = "<bundle>
 class LinkedObject:
     """A host object linked into the process. Keep it alive as long as its code may run."""
 
-    engine: llvm.ExecutionEngine
+    engine: object  # a LoadedObject, or an llvmlite ExecutionEngine
     name: str
+
+    def _address(self, symbol: str, function: bool) -> int:
+        from nova.runtime.objload import LoadedObject
+
+        engine = self.engine
+        if isinstance(engine, LoadedObject):
+            address = engine.address(symbol)
+        elif function:
+            address = engine.get_function_address(symbol)  # type: ignore[attr-defined]
+        else:
+            address = engine.get_global_value_address(symbol)  # type: ignore[attr-defined]
+        if not address:
+            raise BundleFormatError(f"{self.name}: host object does not define '{symbol}'")
+        return int(address)
 
     def function_address(self, symbol: str) -> int:
         """Address of a defined function; BundleFormatError when the object lacks it."""
-        address = self.engine.get_function_address(symbol)
-        if not address:
-            raise BundleFormatError(f"{self.name}: host object does not define '{symbol}'")
-        return address
+        return self._address(symbol, True)
 
     def global_address(self, symbol: str) -> int:
         """Address of a defined global variable; BundleFormatError when the object lacks it."""
-        address = self.engine.get_global_value_address(symbol)
-        if not address:
-            raise BundleFormatError(f"{self.name}: host object does not define '{symbol}'")
-        return address
+        return self._address(symbol, False)
 
 
 def _libc_heap() -> dict[str, int]:
@@ -153,9 +172,24 @@ _LIBC_HEAP = _libc_heap()
 
 
 def link_object(obj: bytes, bindings: Mapping[str, int], name: str = "<bundle>") -> LinkedObject:
-    """Check, bind (`llvm.add_symbol`) and link `obj`; returns the live engine holding its code.
-    `bindings` may rebind HEAP_SYMBOLS for this object; they are libc's again afterwards."""
+    """Check and link `obj` against `bindings` (runtime ABI name -> address); returns the live
+    object holding its code. objload places it (bindings first, then the process's symbols);
+    MCJIT (`llvm.add_symbol`) is the fallback. `bindings` may rebind HEAP_SYMBOLS for this
+    object (the cpu device's host heap); in MCJIT's process-wide table they are libc's again
+    afterwards."""
     check_symbols(obj, bindings, name)
+    from nova.bundle.verify import verify_object
+    from nova.runtime.objload import LoadedObject, ObjectLoadError
+
+    try:
+        return LinkedObject(LoadedObject(verify_object(obj, name), name, bindings), name)
+    except ObjectLoadError:
+        pass
+    import llvmlite.binding as llvm
+
+    from nova.runtime.native_support import host_target_machine
+
+    _mcjit_libraries()
     with _LINK_LOCK:
         for symbol, address in {**_LIBC_HEAP, **bindings}.items():
             llvm.add_symbol(symbol, address)

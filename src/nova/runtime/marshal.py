@@ -12,25 +12,28 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from nova.bundle.format import TypeSpec
 from nova.errors import ArgumentError
 
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    "i1": np.dtype(np.bool_),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-    "index": np.dtype(np.int64),
-    "f16": np.dtype(np.float16),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
+
+NUMPY_DTYPE_NAMES: dict[str, str] = {
+    "i1": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "index": "int64", "f16": "float16", "f32": "float32", "f64": "float64",
 }
-"""Manifest dtype -> NumPy dtype of memref elements (bf16 has no NumPy dtype; see _dtype_ok)."""
+"""Manifest dtype -> NumPy dtype name of memref elements (bf16 has no NumPy dtype; see
+_dtype_ok). Names, so that importing this module does not import NumPy."""
+
+
+def numpy_dtype(manifest_dtype: str) -> np.dtype | None:
+    """The NumPy dtype of a manifest element type, or None (bf16)."""
+    name = NUMPY_DTYPE_NAMES.get(manifest_dtype)
+    return None if name is None else np.dtype(name)
 
 SCALAR_CTYPES: dict[str, type] = {
     "i1": ctypes.c_uint8,  # LLVM stores an i1 in one byte
@@ -126,7 +129,7 @@ def array_info(value: Any) -> ArrayInfo | None:
 def _dtype_ok(spec: TypeSpec, dtype: np.dtype) -> bool:
     if spec.dtype == "bf16":
         return dtype.itemsize == 2 and "bfloat16" in dtype.name
-    return NUMPY_DTYPES.get(spec.dtype) == dtype
+    return numpy_dtype(spec.dtype) == dtype
 
 
 def _describe(value: Any) -> str:

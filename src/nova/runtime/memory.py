@@ -15,12 +15,15 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from nova.errors import ArgumentError, DeviceError
 from nova.runtime.device import Device, DeviceKind, numpy_dtype
 from nova.runtime.pool import Block
 from nova.runtime.selection import get_device
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
     from nova.runtime.stream import Stream
@@ -37,16 +40,19 @@ def _release(pool_release: Callable[..., None], block: Block,
 class Buffer:
     """Device memory: `.ptr` (int), `.nbytes`, `.dtype`, `.shape`, `.device`."""
 
-    def __init__(self, device: Device, ptr: int, nbytes: int, dtype: Any = np.uint8,
+    def __init__(self, device: Device, ptr: int, nbytes: int, dtype: Any = "uint8",
                  shape: Sequence[int] | None = None, *, base: Buffer | None = None,
                  owner: object = None, stream: Stream | None = None) -> None:
         self.device = device
         self._ptr = ptr
         self.nbytes = nbytes
-        self.dtype = numpy_dtype(dtype)
+        # raw bytes (the default; what compiled programs allocate) need no NumPy until `.dtype`
+        self._dtype: np.dtype | None = None if type(dtype) is str and dtype == "uint8" \
+            else numpy_dtype(dtype)
+        itemsize = 1 if self._dtype is None else self._dtype.itemsize
         self.shape: tuple[int, ...] = (
-            (nbytes // self.dtype.itemsize,) if shape is None else tuple(int(d) for d in shape))
-        if any(d < 0 for d in self.shape) or math.prod(self.shape) * self.dtype.itemsize > nbytes:
+            (nbytes // itemsize,) if shape is None else tuple(int(d) for d in shape))
+        if any(d < 0 for d in self.shape) or math.prod(self.shape) * itemsize > nbytes:
             raise ArgumentError(f"shape {self.shape} of {self.dtype} does not fit the "
                                 f"{nbytes} bytes of the buffer")
         self.stream = stream
@@ -55,6 +61,14 @@ class Buffer:
         self._freed = False
         self._finalizer: weakref.finalize | None = None
         self._used_on: set[Stream] = set()
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The element type (a NumPy dtype)."""
+        found = self._dtype
+        if found is None:
+            found = self._dtype = numpy_dtype("uint8")
+        return found
 
     @classmethod
     def _from_pool(cls, device: Device, block: Block, nbytes: int,
@@ -66,7 +80,7 @@ class Buffer:
         return buf
 
     @classmethod
-    def wrap(cls, device: Device, ptr: int, nbytes: int, dtype: Any = np.uint8,
+    def wrap(cls, device: Device, ptr: int, nbytes: int, dtype: Any = "uint8",
              shape: Sequence[int] | None = None, owner: object = None,
              on_free: Callable[[], None] | None = None) -> Buffer:
         """Wrap memory Nova does not own (no copy); `owner` is kept alive, `on_free` runs once
@@ -140,7 +154,7 @@ class Buffer:
         dims = tuple(int(d) for d in shape)
         if any(d < 0 for d in dims) or math.prod(dims) * dt.itemsize > self.nbytes:
             raise ArgumentError(f"shape {dims} of {dt} does not fit {self.nbytes} bytes")
-        self.dtype, self.shape = dt, dims
+        self._dtype, self.shape = dt, dims
         return self
 
     # --- host copies ---------------------------------------------------------------------------
@@ -242,7 +256,7 @@ class HostBuffer:
         return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr if self.nbytes
                 else 0, False), "version": 3}
 
-    def numpy(self, dtype: Any = np.uint8, shape: Sequence[int] | None = None) -> np.ndarray:
+    def numpy(self, dtype: Any = "uint8", shape: Sequence[int] | None = None) -> np.ndarray:
         """A NumPy view of this memory (no copy; the view keeps the buffer alive)."""
         dt = numpy_dtype(dtype)
         flat = np.asarray(self)

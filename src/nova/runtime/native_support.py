@@ -3,9 +3,10 @@
 Compiled host code checks every fallible ABI call and, on a nonzero status, calls `nova_rt_raise`,
 which longjmps back to the innermost `nova_rt_call_entry` frame of the thread; the executor then
 raises the NovaError that the failing ABI function recorded here. Both functions are a small LLVM
-IR module JIT-compiled once per process with llvmlite: `_setjmp`/`longjmp` come from libc, and the
-stack of frames is a per-thread linked list kept in a pthread key (MCJIT cannot place thread-local
-globals, so TLS goes through libc instead).
+IR module, compiled once into an object kept in the cache directory and placed by
+`nova.runtime.objload` (no llvmlite import once cached; MCJIT where that loader cannot place
+it): `_setjmp`/`longjmp` come from libc, and the stack of frames is a per-thread linked list kept
+in a pthread key (MCJIT cannot place thread-local globals, so TLS goes through libc instead).
 
 The error slot is Python (a `threading.local`): failures are recorded from Python callbacks (cpu
 device, module loading) or from native code through an error-path-only callback (cuda launches).
@@ -17,9 +18,7 @@ import ctypes
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import llvmlite.binding as llvm
+from typing import TYPE_CHECKING, Any
 
 from nova.errors import NovaError, OutOfMemoryError, RuntimeFailure
 
@@ -73,6 +72,9 @@ jump:
 }
 """
 
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
+
 _lock = threading.Lock()
 _native: _NativeUnwind | None = None
 _slot = threading.local()
@@ -80,13 +82,16 @@ _slot = threading.local()
 
 @dataclass(frozen=True)
 class _NativeUnwind:
-    engine: llvm.ExecutionEngine
+    engine: object  # what owns the code: a LoadedObject or an llvmlite engine
     call_entry: int
     raise_: int
+    key: int  # the pthread key holding the thread's unwind frames
 
 
 def host_target_machine() -> llvm.TargetMachine:
     """A target machine for the running host (x86-64), for JIT-compiling runtime modules."""
+    import llvmlite.binding as llvm
+
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_default_triple()
@@ -98,13 +103,22 @@ def _compile() -> _NativeUnwind:
     key = ctypes.c_uint(0)
     if libc.pthread_key_create(ctypes.byref(key), None) != 0:
         raise RuntimeFailure("pthread_key_create failed: cannot set up Nova's unwind frames")
+    from nova.runtime.objload import load_ir
+
+    loaded = load_ir("unwind", _UNWIND_IR)
+    if loaded is not None:
+        ctypes.c_uint.from_address(loaded.address("nova_unwind_key")).value = key.value
+        return _NativeUnwind(loaded, loaded.address("nova_rt_call_entry"),
+                             loaded.address("nova_rt_raise"), key.value)
+    import llvmlite.binding as llvm
+
     module = llvm.parse_assembly(_UNWIND_IR)
     module.verify()
     engine = llvm.create_mcjit_compiler(module, host_target_machine())
     engine.finalize_object()
     ctypes.c_uint.from_address(engine.get_global_value_address("nova_unwind_key")).value = key.value
     return _NativeUnwind(engine, engine.get_function_address("nova_rt_call_entry"),
-                         engine.get_function_address("nova_rt_raise"))
+                         engine.get_function_address("nova_rt_raise"), key.value)
 
 
 def native_unwind() -> _NativeUnwind:
@@ -125,9 +139,7 @@ def unwind_symbols() -> dict[str, int]:
 def unwind_key() -> int:
     """The pthread key holding the thread's unwind frames (a fault guard restores it after a
     fault skipped `nova_rt_call_entry`'s epilogue)."""
-    native = native_unwind()
-    return ctypes.c_uint.from_address(
-        native.engine.get_global_value_address("nova_unwind_key")).value
+    return native_unwind().key
 
 
 _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,

@@ -20,12 +20,15 @@ from _ctypes import CFuncPtr
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from nova.abi import ABI_BY_NAME
 from nova.bundle.format import PayloadKind
 from nova.errors import BundleFormatError
 from nova.runtime.linker import undefined_symbols
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
     from nova.bundle.reader import Bundle
@@ -38,15 +41,12 @@ _LIBC.fflush.argtypes = (ctypes.c_void_p,)
 _LIBC.fflush.restype = ctypes.c_int
 _C_STDOUT = ctypes.c_void_p.in_dll(_LIBC, "stdout")
 
-MEMREF_DTYPES: dict[str, np.dtype] = {
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-    "i8": np.dtype(np.int8),
-    "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
+MEMREF_DTYPES: dict[str, str] = {
+    "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16", "i32": "int32",
+    "i64": "int64",
 }
-"""Element types of the printMemref* functions, keyed by the ABI function's suffix."""
+"""Element types (NumPy names) of the printMemref* functions, keyed by the ABI function's
+suffix."""
 
 
 def write_stdout(text: str) -> None:
@@ -206,10 +206,10 @@ def format_array(array: np.ndarray) -> str:
 
 # --- the ABI implementations (ctypes callbacks, shared by both devices) -----------------------
 
-def _print_memref(dtype: np.dtype) -> Callable[[int, int], None]:
+def _print_memref(dtype_name: str) -> Callable[[int, int], None]:
     def print_memref(rank: int, desc: int) -> None:
         try:
-            write_stdout(format_memref(dtype, rank, desc))
+            write_stdout(format_memref(np.dtype(dtype_name), rank, desc))
         except Exception as exc:  # never let an exception cross the C boundary
             write_stdout(f"<nova: cannot print memref: {exc}>\n")
     return print_memref

@@ -15,9 +15,7 @@ import itertools
 import threading
 from _ctypes import CFuncPtr
 from collections.abc import Callable
-from typing import cast
-
-import numpy as np
+from typing import TYPE_CHECKING, cast
 
 from nova.abi import ABI_BY_NAME, DeviceModuleDescriptor, LibraryPlan, library_plans
 from nova.bundle.format import Kernel, Manifest
@@ -35,6 +33,11 @@ from nova.runtime.native_support import (
 )
 from nova.runtime.results import ResultMemory
 from nova.runtime.stream import Event, Stream
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
+    from nova.runtime.lazy_numpy import np
 
 CPU_ABI_NAMES: tuple[str, ...] = (
     "nova_rt_module_load", "nova_rt_module_get_function", "nova_rt_launch",

@@ -35,10 +35,8 @@ from nova.runtime.device import (
     ModuleImages,
     image_digest,
 )
-from nova.runtime.dlpack import KDL_CPU
 from nova.runtime.launch_params import pack_params
 from nova.runtime.memory import Buffer
-from nova.runtime.runner_utils import cpu_images_may_print
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
@@ -82,6 +80,8 @@ class CpuDevice(Device):
         return CpuAbi(self, manifest)
 
     def images_may_print(self, bundle: Bundle) -> bool:
+        from nova.runtime.runner_utils import cpu_images_may_print  # llvmlite: bundles only
+
         return cpu_images_may_print(bundle)
 
     def gemm_library(self) -> tuple[str, str | None, bool]:
@@ -102,6 +102,8 @@ class CpuDevice(Device):
 
     @property
     def dlpack_device(self) -> tuple[int, int]:
+        from nova.runtime.dlpack import KDL_CPU  # NumPy: only when DLPack is used
+
         return (KDL_CPU, 0)
 
     def dlpack_export_sync(self, buffer: Buffer, stream: int | None) -> None:

@@ -4,7 +4,9 @@ Why: on the cpu device a kernel is native code running inside the Python process
 bad pointer, an integer division by zero or a fiber stack overflow would otherwise end the process
 with SIGSEGV/SIGFPE/SIGBUS, where the same bug on a GPU gives a catchable error. A small native
 module (LLVM IR below, JIT-compiled once per process with llvmlite: no C compiler at run time)
-turns such a fault into a failed launch:
+turns such a fault into a failed launch. The module is compiled once into an object file kept in
+the cache directory (`<cache_dir>/runtime/`), which later processes place with
+`nova.runtime.objload` without importing llvmlite at all (cold start of cached kernels):
 
 - `nova_cpu_fault_guard_install()` installs one handler for SIGSEGV, SIGBUS, SIGFPE and SIGILL with
   `sigaction` (SA_SIGINFO | SA_ONSTACK), remembering the handlers it replaces.
@@ -48,7 +50,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import platform
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -425,7 +427,7 @@ class FaultGuard:
     """The process's fault guard: `call(kernel_address, params, launch)` runs a kernel entry
     and returns its status, or FAULT_STATUS with a FaultRecord in `launch.error`."""
 
-    engine: object  # the llvmlite ExecutionEngine owning the code (kept alive here)
+    engine: object  # what owns the code (a LoadedObject or an llvmlite engine; kept alive here)
     call: Callable[..., int]
     address: int
     entry: Callable[..., int]
@@ -442,33 +444,49 @@ _unsupported: str | None = None
 
 def supported() -> str | None:
     """None when the guard can work here; else why not (glibc x86-64 Linux only)."""
-    if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
-        return (f"the CPU fault guard needs x86-64 Linux (this is {sys.platform} "
-                f"{platform.machine()})")
-    if platform.libc_ver()[0] != "glibc":
+    machine = os.uname().machine if hasattr(os, "uname") else "?"
+    if not sys.platform.startswith("linux") or machine not in ("x86_64", "AMD64"):
+        return f"the CPU fault guard needs x86-64 Linux (this is {sys.platform} {machine})"
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        libc = ""
+    if not libc.startswith("glibc"):
         return "the CPU fault guard needs glibc (its struct layouts are glibc's)"
     return None
 
 
-def _compile() -> FaultGuard:
+def _load() -> tuple[object, Callable[[str], int]]:
+    """(owner, address of a symbol): the cached object placed by objload, or (an object objload
+    cannot place) JIT-compiled by MCJIT as before."""
+    from nova.runtime.objload import load_ir
+
+    loaded = load_ir("fault-guard", _IR)
+    if loaded is not None:
+        return loaded, loaded.address
     import llvmlite.binding as llvm
 
-    from nova.errors import DeviceError
     from nova.runtime.native_support import host_target_machine
 
     module = llvm.parse_assembly(_IR)
     module.verify()
     engine = llvm.create_mcjit_compiler(module, host_target_machine())
     engine.finalize_object()
-    install = ctypes.CFUNCTYPE(ctypes.c_int32)(
-        engine.get_function_address("nova_cpu_fault_guard_install"))
+    return engine, engine.get_function_address
+
+
+def _compile() -> FaultGuard:
+    from nova.errors import DeviceError
+
+    owner, address_of = _load()
+    install = ctypes.CFUNCTYPE(ctypes.c_int32)(address_of("nova_cpu_fault_guard_install"))
     if install() != 0:
         raise DeviceError("cannot install the CPU device's fault handlers (sigaction or "
                           "pthread_key_create failed)")
-    address = engine.get_function_address("nova_cpu_guarded_call")
-    entry = GUARDED_ENTRY(engine.get_function_address("nova_cpu_guarded_entry"))
-    state = ctypes.CFUNCTYPE(ctypes.c_void_p)(engine.get_function_address("nova_cpu_fault_state"))
-    return FaultGuard(engine, GUARDED_CALL(address), address, entry, state)
+    address = address_of("nova_cpu_guarded_call")
+    entry = GUARDED_ENTRY(address_of("nova_cpu_guarded_entry"))
+    state = ctypes.CFUNCTYPE(ctypes.c_void_p)(address_of("nova_cpu_fault_state"))
+    return FaultGuard(owner, GUARDED_CALL(address), address, entry, state)
 
 
 def guard() -> FaultGuard | None:

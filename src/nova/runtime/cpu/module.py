@@ -1,9 +1,10 @@
 """cpu device modules and kernel launches.
 
-A device module's `cpu_object` (x86-64 ELF, built ahead of time by the CPU kernel target) is loaded
-into an llvmlite MCJIT engine that the CpuDevice owns (one engine per module, so two modules may
-export kernels of the same name). Each kernel `k` is exported as `i32 k(ptr params, ptr launch)`
-with `launch` a `nova.abi.CpuLaunch`.
+A device module's `cpu_object` (x86-64 ELF, built ahead of time by the CPU kernel target) is placed
+in memory by `nova.runtime.objload` (no llvmlite import: the cold start of a cached kernel), or,
+for an object that loader does not handle, by an llvmlite MCJIT engine; either way each module has
+its own copy, so two modules may export kernels of the same name. Each kernel `k` is exported as
+`i32 k(ptr params, ptr launch)` with `launch` a `nova.abi.CpuLaunch`.
 
 A launch copies its parameter values at launch time (`pack_params`), then enqueues one task on the
 stream. The task splits the grid's linear block range into chunks that the stream's own worker and
@@ -22,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from nova.abi import CpuLaunch
+from nova.bundle.elf import ElfFile
 from nova.bundle.format import Kernel
 from nova.bundle.verify import verify_object
 from nova.errors import BundleFormatError, DeviceError, KernelFault
@@ -29,6 +31,7 @@ from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams
 from nova.runtime.linker import LINK_LOCK
+from nova.runtime.objload import LoadedObject, ObjectLoadError
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
@@ -51,9 +54,10 @@ def _target_machine() -> object:
     return llvm.Target.from_default_triple().create_target_machine(reloc="pic")
 
 
-def check_elf_object(data: bytes, name: str) -> None:
-    """Reject anything but a well-formed x86-64 ELF relocatable object before LLVM sees it
-    (RuntimeDyld crashes the process on malformed input instead of reporting an error)."""
+def check_elf_object(data: bytes, name: str) -> ElfFile:
+    """Reject anything but a well-formed x86-64 ELF relocatable object before it is placed
+    (RuntimeDyld crashes the process on malformed input instead of reporting an error); returns
+    the parsed file."""
 
     def bad(why: str) -> DeviceError:
         return DeviceError(f"cannot load the CPU object of device module {name!r}: {why}")
@@ -75,31 +79,26 @@ def check_elf_object(data: bytes, name: str) -> None:
         if sh_type != 8 and offset + size > len(data):  # 8 = SHT_NOBITS (.bss)
             raise bad(f"section {i} lies outside the file (truncated?)")
     try:  # every field RuntimeDyld acts on (the bundle reader checked it too; this is the bytes
-        verify_object(data, "the object")  # the descriptor actually points at)
+        return verify_object(data, "the object")  # the descriptor actually points at)
     except BundleFormatError as exc:
         raise bad(str(exc)) from None
 
 
 class CpuModule(DeviceModule):
-    """A CPU object loaded into its own MCJIT engine."""
+    """A CPU object placed in memory by objload (else in its own MCJIT engine)."""
 
     def __init__(self, device: CpuDevice, images: ModuleImages) -> None:
         super().__init__(device, images.name)
-        import llvmlite.binding as llvm
-
         if images.cpu_object is None:
             raise DeviceError(f"device module {images.name!r} has no CPU object")
         self.digest = image_digest(images.cpu_object)
-        check_elf_object(images.cpu_object, images.name)
+        elf = check_elf_object(images.cpu_object, images.name)
+        self._engine: object
         try:
-            with LINK_LOCK:  # libc's malloc/free, never a host object's rebinding (linker)
-                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
-                engine.add_object_file(llvm.ObjectFileRef.from_data(images.cpu_object))
-                engine.finalize_object()
-        except Exception as exc:  # llvmlite raises RuntimeError with LLVM's message
-            raise DeviceError(f"cannot load the CPU object of device module {images.name!r}: "
-                              f"{exc}") from exc
-        self._engine = engine
+            # objload binds the process's symbols: libc's malloc/free, never a host object's
+            self._engine = LoadedObject(elf, f"the CPU object of device module {images.name!r}")
+        except ObjectLoadError:
+            self._engine = _mcjit(images.cpu_object, images.name)
         self.explain_address = device.explain_address
         fault_guard.guard()  # install the fault handlers before any kernel of the module runs
 
@@ -107,15 +106,36 @@ class CpuModule(DeviceModule):
     def handle(self) -> int:
         return id(self._engine)
 
+    def _address(self, name: str) -> int:
+        engine = self._engine
+        if isinstance(engine, LoadedObject):
+            return engine.address(name)
+        return int(engine.get_function_address(name))  # type: ignore[attr-defined]
+
     def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction:
         if not name or name.startswith("\x01"):  # LLVM's Mangler asserts (aborts) on these
             raise DeviceError(f"no kernel named {name!r} in the CPU object of device module "
                               f"{self.name!r}")
-        address = self._engine.get_function_address(name)
+        address = self._address(name)
         if not address:
             raise DeviceError(f"kernel @{name} is not in the CPU object of device module "
                               f"{self.name!r}")
         return CpuFunction(self, name, kernel, address)
+
+
+def _mcjit(data: bytes, name: str) -> object:
+    """An MCJIT engine holding `data` (objects objload does not place)."""
+    import llvmlite.binding as llvm
+
+    try:
+        with LINK_LOCK:  # libc's malloc/free, never a host object's rebinding (linker)
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+            engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            engine.finalize_object()
+    except Exception as exc:  # llvmlite raises RuntimeError with LLVM's message
+        raise DeviceError(f"cannot load the CPU object of device module {name!r}: "
+                          f"{exc}") from exc
+    return engine
 
 
 class CpuFunction(DeviceFunction):

@@ -30,7 +30,6 @@ from nova.runtime.device import (
     ModuleImages,
     image_digest,
 )
-from nova.runtime.dlpack import KDL_CUDA
 from nova.runtime.launch_params import pack_params
 from nova.runtime.runner_utils import gpu_images_may_print
 from nova.runtime.stream import Event, Stream
@@ -92,6 +91,8 @@ class CudaDevice(Device):
 
     @property
     def dlpack_device(self) -> tuple[int, int]:
+        from nova.runtime.dlpack import KDL_CUDA  # only when DLPack is used
+
         return (KDL_CUDA, self.index)
 
     def dlpack_export_sync(self, buffer: Buffer, stream: int | None) -> None:

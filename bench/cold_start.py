@@ -1,0 +1,219 @@
+"""Cold start with a warm cache: what a fresh process pays before its first result.
+
+Three measurements, each in a new Python process (median and minimum of --runs), after one
+untimed run that fills a private cache directory (NOVA_CACHE_DIR) and Python's bytecode caches:
+
+- `kernel first call`: a script that imports NumPy (its data needs it), then, timed in-process,
+  `import nova`, defines a `@nova.kernel` and launches it once on the device (NOVA_DEVICE, from
+  --device: cpu by default; NumPy arrays in and back). The script checks the result and reports
+  whether xDSL / llvmlite were imported.
+- `nova-translate hit`: `nova-translate prog.mlir -o out.nova` answered from the compile cache,
+  started the way the installed console script starts it; wall time of the process. The output
+  must equal the bundle the untimed run wrote.
+- `nova-run cached .nova`: `nova-run prog.nova --device DEVICE` of that bundle; wall time of the
+  process. Its stdout must equal the expected printout.
+
+Peers in the same run: `python -c pass` and `python -c "import numpy"` (the floor every
+process pays). CPU time (user + system) is reported beside wall time: on a loaded machine it
+stays meaningful where the wall time does not. For the tools it is the whole process's; for
+`kernel first call` the timed window's (`time.process_time`, every thread of the process), and
+`wall ms` is the whole process's wall time. `--src DIR` runs another Nova
+source tree (e.g. the main checkout) for before/after comparisons in one session.
+
+    python bench/cold_start.py [--runs 15] [--device cpu|cuda] [--src DIR] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOALS_MS = {"kernel first call": 20.0, "nova-translate hit": 40.0, "nova-run cached .nova": 120.0}
+
+KERNEL_SCRIPT = """\
+import sys, time
+import numpy as np
+t0, c0 = time.perf_counter(), time.process_time()
+import nova
+
+@nova.kernel
+def axpy(out, a, x, y):
+    i = nova.global_id(0)
+    if i < out.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+n = 1000
+x = np.arange(n, dtype=np.float32)
+y = np.full(n, 0.5, np.float32)
+out = np.zeros(n, np.float32)
+axpy[(n + 127) // 128, 128](out, np.float32(2.0), x, y)
+t1, c1 = time.perf_counter(), time.process_time()
+ok = bool(np.array_equal(out, np.float32(2.0) * x + y))
+print(f"{(t1 - t0) * 1e3:.3f} {(c1 - c0) * 1e3:.3f} {ok} {'xdsl' in sys.modules} "
+      f"{'llvmlite' in sys.modules}")
+"""
+
+PROGRAM = """\
+func.func @main() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %buf = gpu.alloc host_shared () : memref<64xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %i = arith.index_cast %tx : index to i32
+    %f = arith.sitofp %i : i32 to f32
+    %sq = arith.mulf %f, %f : f32
+    memref.store %sq, %buf[%tx] : memref<64xf32>
+    gpu.terminator
+  }
+  %c10 = arith.constant 10 : index
+  %v = memref.load %buf[%c10] : memref<64xf32>
+  vector.print %v : f32
+  return
+}
+"""
+EXPECTED_RUN_OUTPUT = "100\n"
+
+CONSOLE = ("import sys\nfrom nova.cli.{tool} import main\n"
+           "sys.argv[0] = 'nova-{tool}'\nsys.exit(main())\n")
+
+
+def _env(src: Path, cache: Path, device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(PYTHONPATH=str(src), NOVA_CACHE_DIR=str(cache), NOVA_DEVICE=device)
+    for name in ("PYTHONDONTWRITEBYTECODE", "NOVA_CACHE", "NOVA_DUMP_DIR", "NOVA_OVERRIDE_DIR"):
+        env.pop(name, None)  # users have bytecode caches; the measurements need the Nova cache
+    return env
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall ms, CPU ms of the child, stdout) of one process; fails loudly on a nonzero exit."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+    wall = (time.perf_counter() - start) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr}")
+    cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1e3
+    return wall, cpu, done.stdout
+
+
+class Row:
+    """The samples of one measurement."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.values: list[float] = []
+        self.walls: list[float] = []
+        self.cpus: list[float] = []
+        self.notes: set[str] = set()
+
+    def summary(self) -> dict[str, object]:
+        def med(xs: list[float]) -> float | None:
+            return round(statistics.median(xs), 2) if xs else None
+
+        return {"median_ms": med(self.values), "min_ms": round(min(self.values), 2),
+                "wall_median_ms": med(self.walls), "cpu_median_ms": med(self.cpus),
+                "goal_ms": GOALS_MS.get(self.name), "notes": sorted(self.notes)}
+
+
+def _kernel_run(row: Row, work: Path, env: dict[str, str]) -> None:
+    wall, _, out = _timed([sys.executable, str(work / "kernel.py")], env)
+    ms, cpu_ms, ok, xdsl, llvmlite = out.split()
+    if ok != "True":
+        raise SystemExit("the kernel's result is wrong")
+    row.values.append(float(ms))
+    row.walls.append(wall)
+    row.cpus.append(float(cpu_ms))  # the timed window's CPU time (all threads of the process)
+    row.notes.add(f"xdsl imported: {xdsl}, llvmlite imported: {llvmlite}")
+
+
+def _tool_run(row: Row, argv: list[str], env: dict[str, str], check: object) -> None:
+    wall, cpu, out = _timed(argv, env)
+    if not callable(check) or not check(out):
+        raise SystemExit(f"{row.name}: unexpected output {out!r}")
+    row.values.append(wall)
+    row.walls.append(wall)
+    row.cpus.append(cpu)
+
+
+def measure(src: Path, runs: int, device: str) -> dict[str, dict[str, object]]:
+    with tempfile.TemporaryDirectory(prefix="nova-coldstart-") as tmp:
+        work = Path(tmp)
+        env = _env(src, work / "cache", device)
+        (work / "kernel.py").write_text(KERNEL_SCRIPT)
+        (work / "prog.mlir").write_text(PROGRAM)
+        for tool in ("translate", "run"):
+            (work / f"nova-{tool}").write_text(CONSOLE.format(tool=tool))
+        translate = [sys.executable, str(work / "nova-translate"), str(work / "prog.mlir"),
+                     "-o", str(work / "out.nova")]
+        run = [sys.executable, str(work / "nova-run"), str(work / "prog.nova"), "--device", device]
+        _timed([sys.executable, str(work / "kernel.py")], env)  # fill the caches (untimed)
+        _timed(translate, env)
+        expected = (work / "out.nova").read_bytes()
+        (work / "prog.nova").write_bytes(expected)
+        _timed(run, env)
+        rows = {name: Row(name) for name in ("python -c pass", "python -c 'import numpy'",
+                                             *GOALS_MS)}
+        for _ in range(runs):  # interleaved, so load drifts hit every row alike
+            _tool_run(rows["python -c pass"], [sys.executable, "-c", "pass"], env,
+                      lambda out: out == "")
+            _tool_run(rows["python -c 'import numpy'"], [sys.executable, "-c", "import numpy"],
+                      env, lambda out: out == "")
+            _kernel_run(rows["kernel first call"], work, env)
+            (work / "out.nova").unlink()
+            _tool_run(rows["nova-translate hit"], translate, env,
+                      lambda out: out == "" and (work / "out.nova").read_bytes() == expected)
+            _tool_run(rows["nova-run cached .nova"], run, env,
+                      lambda out: out == EXPECTED_RUN_OUTPUT)
+        return {name: row.summary() for name, row in rows.items()}
+
+
+def _table(results: dict[str, dict[str, object]]) -> str:
+    lines = [f"{'measurement':<26} {'median ms':>10} {'min ms':>8} {'wall ms':>8} {'cpu ms':>8} "
+             f"{'goal ms':>8}  verdict"]
+    for name, r in results.items():
+        goal = r["goal_ms"]
+        median = r["median_ms"]
+        verdict = "" if goal is None else ("meets" if median <= goal else "misses")  # type: ignore[operator]
+        lines.append(f"{name:<26} {median:>10} {r['min_ms']:>8} {r['wall_median_ms']:>8} "
+                     f"{r['cpu_median_ms']:>8} {'' if goal is None else goal:>8}  {verdict}")
+    notes = results["kernel first call"]["notes"]
+    lines.append(f"kernel first call: in-process ms (cpu ms: CPU time) from `import nova` to the "
+                 f"first launch's return; wall ms: its whole process; {'; '.join(notes)}")  # type: ignore[arg-type]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--src", type=Path, default=Path(__file__).resolve().parents[1] / "src",
+                        help="the Nova source tree to measure (default: this checkout's)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args()
+    results = measure(args.src.resolve(), args.runs, args.device)
+    load = os.getloadavg()
+    print(f"{platform.node()}: {os.cpu_count()} cores, load average {load[0]:.2f} "
+          f"{load[1]:.2f} {load[2]:.2f}; Python {platform.python_version()}; "
+          f"src {args.src}; device {args.device}; {args.runs} runs")
+    print(_table(results))
+    if args.json is not None:
+        args.json.write_text(json.dumps({"src": str(args.src), "runs": args.runs,
+                                         "load": load, "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Files behind their SHA-256: the on-disk form of every Nova cache entry.
+
+`write_digested` writes atomically (a temporary file renamed over the target), so a reader sees
+the old entry or the whole new one; `read_digested` returns None for a missing, unreadable, torn
+or corrupt file (and removes the latter two), so a damaged entry is a cache miss, never an error.
+Used by the compile cache (`nova.compiler.cache`), the Python-kernel image cache and the cached
+native runtime objects of the cpu device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+_DIGEST = 32
+
+
+def read_digested(path: Path) -> bytes | None:
+    """The payload of a cache file written by `write_digested`, or None when it is missing or
+    unreadable; a torn or corrupt file (its SHA-256 prefix does not match) is deleted."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    digest, data = raw[:_DIGEST], raw[_DIGEST:]
+    if len(raw) < _DIGEST or hashlib.sha256(data).digest() != digest:
+        path.unlink(missing_ok=True)
+        return None
+    return data
+
+
+def write_digested(path: Path, data: bytes) -> None:
+    """Write `data` behind its SHA-256 atomically (a temporary file renamed over `path`, removed
+    again if the write fails), so readers see the old entry or the whole new one. Raises
+    OSError; callers that treat the cache as optional catch it."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(hashlib.sha256(data).digest() + data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
