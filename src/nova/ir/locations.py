@@ -10,8 +10,15 @@ pass that builds a brand-new op should `set_location(new, location_of(old))`). T
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import (
+    CallSiteLoc,
+    FileLineColLoc,
+    IntAttr,
+    NameLoc,
+    StringAttr,
+    UnknownLoc,
+)
+from xdsl.ir import Attribute, Operation
 
 from nova.errors import SourceLocation
 
@@ -61,3 +68,27 @@ def set_location(op: Operation, loc: SourceLocation | None) -> None:
     if loc.source is not None:
         _SOURCES.setdefault(loc.filename, loc.source)
     op.location = make_loc(loc.filename, loc.line, loc.column)
+
+
+UNKNOWN_SITE = "(unknown)"
+"""The file and function name of an assert report whose location does not give them."""
+
+
+def assert_site(op: Operation) -> tuple[str, int, str]:
+    """(file, line, function) of a device assertion's report, resolved from `op`'s location
+    exactly as upstream MLIR's `cf.assert` -> `__assertfail` lowering does (GPU to NVVM):
+    call sites are unwrapped to their innermost callee; a file:line:col location gives the file
+    and line (the function stays unknown); a name location gives the function, and the file and
+    line when its child is a file:line:col location; anything else (fused, unknown, a name over
+    a call site) gives `(unknown)`, line 0."""
+    loc: Attribute = op.location
+    while isinstance(loc, CallSiteLoc):
+        loc = loc.callee
+    if isinstance(loc, FileLineColLoc):
+        return loc.filename.data, loc.line.data, UNKNOWN_SITE
+    if isinstance(loc, NameLoc):
+        child = loc.location
+        if isinstance(child, FileLineColLoc):
+            return child.filename.data, child.line.data, loc.desc.data
+        return UNKNOWN_SITE, 0, loc.desc.data
+    return UNKNOWN_SITE, 0, UNKNOWN_SITE

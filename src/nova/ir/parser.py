@@ -49,6 +49,7 @@ that many bits: `i2147483647` took over 16 GiB). The LLVM lowering accepts far f
 MAX_DENSE_INTEGER_WIDTH = 64
 """xDSL stores dense literals packed with `struct`, which has no format for wider integers."""
 _INTEGER_TYPE = re.compile(r"[su]?i(\d+)")
+_LOC_UNKNOWN = re.compile(r"loc\(\s*unknown\s*\)(?:\s|//[^\n]*)*\Z")
 
 
 def _context(allow_unregistered: bool = False) -> Context:
@@ -175,10 +176,16 @@ class _LocatingParser(Parser):
                              self.source_location(start)) from err
         finally:
             self._op_start = outer
-        if isinstance(op.location, UnknownLoc):
+        if isinstance(op.location, UnknownLoc) and not self._explicit_unknown(start):
             line, col = self._positions.line_col(start)
             op.location = make_loc(self._filename, line, col)
         return op
+
+    def _explicit_unknown(self, start: int) -> bool:
+        """True when the op just parsed (from `start`) ends in `loc(unknown)`: that location is
+        kept (it changes what an assert reports, as upstream), only a missing one is filled in."""
+        end = self._current_token.span.start
+        return _LOC_UNKNOWN.search(self._text, start, end) is not None
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         op_type = self.ctx.get_optional_op(name,

@@ -9,8 +9,10 @@ at the first failing op (its location, else its nearest located ancestor's).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
-from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
 from nova.errors import NovaError, VerifyError
@@ -115,21 +117,64 @@ class _Dominance:
 
 def verify_located(root: Operation) -> None:
     """Verify `root` and everything nested; raise a located VerifyError on the first failure."""
-    dominance = _Dominance()
-    for op in root.walk():
-        try:
-            _check_structure(op)
-            dominance.check(op)
-            op.verify_()
-            check_rules(op)
-        except NovaError:
-            raise
-        except Exception as err:  # some xDSL verifiers raise a bare Exception
-            # One line, as MLIR diagnostics are (IRDL constraint messages span several).
-            message = " ".join(str(err).split())
-            prefix = "Operation does not verify: "
-            if message.startswith(prefix):
-                message = message[len(prefix):]
-            if not message.startswith("'") and not isinstance(err, _StructureError | RuleError):
-                message = f"'{op.name}' op {message}"
-            raise VerifyError(message, nearest_location(op)) from err
+    errors = verify_all(root)
+    if errors:
+        raise errors[0]
+
+
+def verify_all(root: Operation) -> list[VerifyError]:
+    """Every verifier error mlir-opt reports for `root`, in op order: as MLIR's verifier, the
+    ops of one isolated-from-above op (module, function, gpu.module) are checked in pre-order
+    up to the first failure; its isolated-from-above children are verified independently (each
+    may report one error), but only when the rest of their parent verified."""
+    errors: list[VerifyError] = []
+    _verify_tree(root, _Dominance(), errors)
+    return errors
+
+
+def _verify_tree(root: Operation, dominance: _Dominance, errors: list[VerifyError]) -> None:
+    isolated: list[Operation] = []
+    pending = [root]
+    while pending:
+        op = pending.pop()
+        error = _verify_one(op, dominance)
+        if error is not None:
+            errors.append(error)
+            return
+        nested = [child for region in op.regions for block in region.blocks
+                  for child in block.ops]
+        for child in reversed(nested):
+            if child.regions and child.has_trait(IsolatedFromAbove):
+                isolated.append(child)
+            else:
+                pending.append(child)
+    for child in sorted(isolated, key=_order_key(root)):
+        _verify_tree(child, dominance, errors)
+
+
+def _order_key(root: Operation) -> Callable[[Operation], int]:
+    order = {op: i for i, op in enumerate(root.walk())}
+    return lambda op: order[op]
+
+
+def _verify_one(op: Operation, dominance: _Dominance) -> VerifyError | None:
+    """The op's own checks (structure, dominance, xDSL's verifier, nova.ir.rules)."""
+    try:
+        _check_structure(op)
+        dominance.check(op)
+        op.verify_()
+        check_rules(op)
+    except VerifyError as err:
+        return err
+    except NovaError:
+        raise
+    except Exception as err:  # some xDSL verifiers raise a bare Exception
+        # One line, as MLIR diagnostics are (IRDL constraint messages span several).
+        message = " ".join(str(err).split())
+        prefix = "Operation does not verify: "
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+        if not message.startswith("'") and not isinstance(err, _StructureError | RuleError):
+            message = f"'{op.name}' op {message}"
+        return VerifyError(message, nearest_location(op))
+    return None

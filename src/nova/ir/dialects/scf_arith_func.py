@@ -3,6 +3,8 @@
 
 * `scf.parallel` gets MLIR's custom form (`scf.parallel (%i) = (%a) to (%b) step (%c)
   init (%x) -> f32 { ... }`).
+* `scf.while` with no operands parses and prints as MLIR's `scf.while : () -> () {...} do {...}`
+  (the `(...)` initialisation list is optional; empty, it is not printed).
 * `func.func` declarations print without a `-> ()` for no results.
 * `arith.index_castui` is added (xDSL has only `arith.index_cast`), and `arith.remf` (the
   remainder of a float division with the dividend's sign, C's fmod; LLVM's frem).
@@ -12,7 +14,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from xdsl.dialects import arith as xarith
 from xdsl.dialects import func as xfunc
@@ -148,6 +150,55 @@ class ReduceOp(xscf.ReduceOp):
         print_attr_dict(printer, self.attributes)
 
 
+class WhileOp(xscf.WhileOp):
+    """`scf.while` whose initialisation list is optional, as in MLIR's parser and printer."""
+
+    name = "scf.while"
+
+    def print(self, printer: Printer) -> None:
+        if self.arguments:
+            printer.print_string(" (")
+            printer.print_list(zip(self.before_region.block.args, self.arguments, strict=True),
+                               lambda pair: self._print_pair(printer, pair))
+            printer.print_string(")")
+        printer.print_string(" : ")
+        printer.print_operation_type(self)
+        printer.print_string(" ")
+        printer.print_region(self.before_region, print_entry_block_args=False)
+        printer.print_string(" do ")
+        printer.print_region(self.after_region)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        def assignment() -> tuple[Any, Any]:
+            arg = parser.parse_argument(expect_type=False)
+            parser.parse_punctuation("=")
+            return arg, parser.parse_unresolved_operand()
+
+        pairs = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN,
+                                                           assignment) or []
+        colon = parser.pos
+        parser.parse_punctuation(":")
+        function_type = parser.parse_function_type()
+        inputs = function_type.inputs.data
+        if len(pairs) != len(inputs):
+            parser.raise_error("custom op 'scf.while' expected as many input types as operands "
+                               f"(expected {len(pairs)} got {len(inputs)})", colon, colon + 1)
+        block_args = tuple(arg.resolve(t) for (arg, _), t in zip(pairs, inputs, strict=True))
+        operands = tuple(parser.resolve_operand(operand, t)
+                         for (_, operand), t in zip(pairs, inputs, strict=True))
+        before = parser.parse_region(block_args)
+        parser.parse_characters("do")
+        after = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(operands, function_type.outputs.data, before, after)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
 class FuncOp(xfunc.FuncOp):
     """`func.func`; a declaration without results prints `(T)`, not `(T) -> ()`, as MLIR."""
 
@@ -200,7 +251,7 @@ def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
                    [*dialect.attributes, *extra_attrs])
 
 
-SCF = _swap(xscf.Scf, (ParallelOp, ReduceOp))
+SCF = _swap(xscf.Scf, (ParallelOp, ReduceOp, WhileOp))
 ARITH = _swap(xarith.Arith, (IndexCastUIOp, RemFOp, *ARITH_OPS))
 FUNC = _swap(xfunc.Func, (FuncOp,))
 
