@@ -86,7 +86,7 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         VerifyError, "2:3", "`and` reduction operation is not compatible with type f32"),
     "alloc-dynamic-size-count": (
         "func.func @f(%n: index) {\n  %m = gpu.alloc () : memref<?xf32>\n  return\n}\n",
-        VerifyError, "2:3", "dimension operand count does not equal"),
+        VerifyError, "2:3", "incorrect number of dynamic sizes, has"),
     "atomic-float-kind-on-int": (
         "func.func @f(%m: memref<?xi32>, %i: index, %v: i32) {\n  %0 = memref.atomic_rmw addf "
         "%v, %m[%i] : (i32, memref<?xi32>) -> i32\n  return\n}\n",

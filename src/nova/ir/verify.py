@@ -9,6 +9,7 @@ at the first failing op (its location, else its nearest located ancestor's).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
@@ -18,6 +19,9 @@ from xdsl.utils.exceptions import DiagnosticException
 from nova.errors import NovaError, VerifyError
 from nova.ir.locations import nearest_location
 from nova.ir.rules import RuleError, check_rules
+
+_XDSL_PARENT = re.compile(r"^('[\w.]+') expects parent op")
+"""xDSL's HasParent message lacks MLIR's ` op` after the op name."""
 
 
 class _StructureError(DiagnosticException):
@@ -134,20 +138,23 @@ def verify_all(root: Operation) -> list[VerifyError]:
 
 def _verify_tree(root: Operation, dominance: _Dominance, errors: list[VerifyError]) -> None:
     isolated: list[Operation] = []
-    pending = [root]
+    pending: list[tuple[Operation, bool]] = [(root, False)]
     while pending:
-        op = pending.pop()
-        error = _verify_one(op, dominance)
+        op, leaving = pending.pop()
+        error = _verify_regions(op) if leaving else _verify_one(op, dominance)
         if error is not None:
             errors.append(error)
             return
+        if leaving:
+            continue
+        pending.append((op, True))
         nested = [child for region in op.regions for block in region.blocks
                   for child in block.ops]
         for child in reversed(nested):
             if child.regions and child.has_trait(IsolatedFromAbove):
                 isolated.append(child)
             else:
-                pending.append(child)
+                pending.append((child, False))
     for child in sorted(isolated, key=_order_key(root)):
         _verify_tree(child, dominance, errors)
 
@@ -157,13 +164,29 @@ def _order_key(root: Operation) -> Callable[[Operation], int]:
     return lambda op: order[op]
 
 
+def _verify_regions(op: Operation) -> VerifyError | None:
+    """An op's checks of its regions' contents (`verify_regions_`), run as MLIR's
+    `verifyRegions` after the nested ops verified, so that a bad nested op (a misplaced
+    terminator) is reported at itself rather than at its parent."""
+    check = getattr(op, "verify_regions_", None)
+    return None if check is None else _diagnose(op, check)
+
+
 def _verify_one(op: Operation, dominance: _Dominance) -> VerifyError | None:
     """The op's own checks (structure, dominance, xDSL's verifier, nova.ir.rules)."""
-    try:
+    def checks() -> None:
         _check_structure(op)
         dominance.check(op)
         op.verify_()
         check_rules(op)
+
+    return _diagnose(op, checks)
+
+
+def _diagnose(op: Operation, checks: Callable[[], None]) -> VerifyError | None:
+    """Run `checks`; their failure as a VerifyError located at `op`."""
+    try:
+        checks()
     except VerifyError as err:
         return err
     except NovaError:
@@ -174,6 +197,7 @@ def _verify_one(op: Operation, dominance: _Dominance) -> VerifyError | None:
         prefix = "Operation does not verify: "
         if message.startswith(prefix):
             message = message[len(prefix):]
+        message = _XDSL_PARENT.sub(r"\1 op expects parent op", message)
         if not message.startswith("'") and not isinstance(err, _StructureError | RuleError):
             message = f"'{op.name}' op {message}"
         return VerifyError(message, nearest_location(op))

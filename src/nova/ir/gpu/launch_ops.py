@@ -303,6 +303,10 @@ class LaunchOp(_LaunchSizes, IRDLOperation):
         verify_attributions("gpu.launch", self.private_args(), AddressSpace.PRIVATE)
         if self.asyncDependencies and self.asyncToken is None:
             raise VerifyException("'gpu.launch' op async dependencies require 'async'")
+
+    def verify_regions_(self) -> None:
+        """The body's terminators, checked after the body's ops (nova.ir.verify), as MLIR's
+        verifyRegions: a misplaced terminator is reported at itself first."""
         for block in self.body.blocks:
             last = block.last_op
             if last is not None and last.name == "gpu.terminator":

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     UnitAttr,
+    VectorType,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
@@ -187,6 +188,20 @@ def _print_memref_access(printer: Printer, ref: SSAValue, indices: Sequence[SSAV
     printer.print_string("]")
 
 
+_MMA_SCALARS = ("8-bit signless integer or 32-bit signless integer or 16-bit float or 32-bit "
+                "float or 64-bit float")
+"""Upstream's GPU_MMAMemRef element types (i8, i32, f16, f32, f64, or 1-D vectors of them),
+in its constraint message's words."""
+
+
+def _mma_memory_element(ty: Attribute) -> bool:
+    if isinstance(ty, VectorType):
+        return ty.get_num_dims() == 1 and _mma_memory_element(ty.element_type)
+    if isinstance(ty, IntegerType):
+        return ty.width.data in (8, 32) and ty.signedness.data == Signedness.SIGNLESS
+    return isinstance(ty, Float16Type | Float32Type | Float64Type)
+
+
 class _MatrixMemoryOp(IRDLOperation):
     """Shared parts of load_matrix/store_matrix: leadDimension, transpose, the memref access."""
 
@@ -200,8 +215,10 @@ class _MatrixMemoryOp(IRDLOperation):
         return {**props, **self.attributes}
 
     def _check_memref(self, ty: Attribute, which: str) -> None:
-        if not isinstance(ty, MemRefType):
-            raise VerifyException(f"'{self.name}' op operand #{which} must be memref, got {ty}")
+        if not isinstance(ty, MemRefType) or not _mma_memory_element(ty.element_type):
+            raise VerifyException(f"'{self.name}' op operand #{which} must be memref of "
+                                  f"{_MMA_SCALARS} or vector of {_MMA_SCALARS} values of ranks "
+                                  f"1 values, but got '{ty}'")
         if not _unit_stride_last(ty):
             role = "source" if self.name.endswith("load_matrix") else "destination"
             raise VerifyException(f"'{self.name}' op expected {role} memref most minor dim must "
