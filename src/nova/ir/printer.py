@@ -6,7 +6,8 @@ Differences from xDSL 0.74's `Printer` that this subclass fixes:
   `func.func` drop their `func.` prefix (`return`, `call`), as MLIR's default-dialect rule does;
 * ops built with xDSL's own classes of ops Nova overrides (`memref.cast`, `scf.parallel`, ...)
   still print MLIR's custom syntax;
-* multi-result ops without name hints print as `%0:2 = ...` and their results as `%0#1`;
+* multi-result ops whose results have no name hint, or one shared (`%x:2` parsed), print as
+  `%0:2 = ...` and their results as `%0#1`;
 * blocks with predecessors get MLIR's `// pred: ^bb0` / `// 2 preds: ^bb0, ^bb1` comments;
 * attribute dictionaries and properties print sorted by name (MLIR's DictionaryAttr order);
 * integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`);
@@ -50,10 +51,18 @@ def _override_for(op: Operation) -> type[Operation] | None:
     global _OVERRIDES
     if _OVERRIDES is None:
         from nova.ir.dialects.memref import AtomicRMWOp, CastOp, CopyOp, GlobalOp, RankOp
-        from nova.ir.dialects.scf_arith_func import FuncOp, IndexCastUIOp, ParallelOp
+        from nova.ir.dialects.scf_arith_func import (
+            ExecuteRegionOp,
+            FuncOp,
+            IndexCastUIOp,
+            ParallelOp,
+            ReduceOp,
+            WhileOp,
+        )
 
-        _OVERRIDES = {cls.name: cls for cls in (FuncOp, IndexCastUIOp, ParallelOp, AtomicRMWOp,
-                                                  CastOp, CopyOp, GlobalOp, RankOp)}
+        _OVERRIDES = {cls.name: cls for cls in (
+            FuncOp, IndexCastUIOp, ParallelOp, ReduceOp, WhileOp, ExecuteRegionOp, AtomicRMWOp,
+            CastOp, CopyOp, GlobalOp, RankOp)}
     cls = _OVERRIDES.get(op.name)
     return cls if cls is not None and not isinstance(op, cls) else None
 
@@ -64,10 +73,17 @@ class NovaPrinter(Printer):
     # ---- op names and results -------------------------------------------------------------
     def _print_results(self, op: Operation) -> None:
         results = op.results
-        if len(results) <= 1 or self.print_generic_format or any(r.name_hint for r in results):
+        hints = {r.name_hint for r in results}
+        if len(results) <= 1 or self.print_generic_format or len(hints) > 1:
             super()._print_results(op)
             return
-        name = self._get_new_valid_name_id()
+        (hint,) = hints
+        if hint is None:
+            name = self._get_new_valid_name_id()
+        else:  # `%x:2 = ...` parsed: one name for the group, as written
+            count = self.ssa_names.get(hint, 0)
+            name = f"{hint}_{count}" if count else hint
+            self.ssa_names[hint] = count + 1
         for index, result in enumerate(results):
             self._ssa_values[result] = f"{name}#{index}"
         self.print_string(f"%{name}:{len(results)} = ")
@@ -202,13 +218,14 @@ def _is_i64_int(attr: Attribute) -> bool:
 
 
 def _predecessors(block: Block) -> list[Block]:
-    """The distinct blocks whose terminators branch to `block`."""
-    seen: list[Block] = []
+    """The blocks whose terminators branch to `block`, once per branch edge (as MLIR's
+    `getPredecessors`: a switch with two cases to the block counts twice)."""
+    found: list[Block] = []
     for use in block.uses:
         owner_block = use.operation.parent_block()
-        if owner_block is not None and owner_block not in seen:
-            seen.append(owner_block)
-    return seen
+        if owner_block is not None:
+            found.append(owner_block)
+    return found
 
 
 def _block_sort_key(name: str) -> tuple[int, str]:
