@@ -120,3 +120,16 @@ func.func @launch_func_without_module(%n: index) {
   gpu.launch_func @kernels::@k blocks in (%n, %n, %n) threads in (%n, %n, %n)
   return
 }
+
+// -----
+
+// expected-error @+1 {{'gpu.binary' op attribute 'objects' failed to satisfy constraint: an array of GPU object attributes with at least 1 elements}}
+gpu.binary @no_objects []
+
+// -----
+
+func.func @sincos_of_integer(%i: i32) {
+  // expected-error @+1 {{'math.sincos' op operand #0 must be floating-point-like, but got 'i32'}}
+  %s, %c = math.sincos %i : i32
+  return
+}

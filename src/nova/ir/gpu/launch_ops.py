@@ -455,6 +455,8 @@ class LaunchFuncOp(_LaunchSizes, IRDLOperation):
         if "gpu.container_module" not in top.attributes:
             raise VerifyException("'gpu.launch_func' op expected the closest surrounding module "
                                   "to have the 'gpu.container_module' attribute")
+        if _is_binary(top, self.kernel_module_name):
+            return  # pre-compiled: no signature to check (nova.backends.gpu_binary)
         func = _lookup_kernel(top, self.kernel_module_name, self.kernel_name)
         if func is None:
             raise VerifyException(
@@ -472,6 +474,13 @@ class LaunchFuncOp(_LaunchSizes, IRDLOperation):
             if e != g:
                 raise VerifyException(f"'gpu.launch_func' op type of function argument {i} "
                                       f"does not match: kernel expects {e}, got {g}")
+
+
+def _is_binary(top: Operation, module_name: str) -> bool:
+    """True when `top` holds a `gpu.binary @module_name`."""
+    return any(op.name == "gpu.binary" and getattr(op.properties.get("sym_name"), "data", None)
+               == module_name for region in top.regions for block in region.blocks
+               for op in block.ops)
 
 
 def _lookup_kernel(top: Operation, module_name: str, kernel_name: str) -> FuncOp | None:
