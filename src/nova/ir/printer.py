@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -99,8 +100,13 @@ class NovaPrinter(Printer):
                 return name[len(default) + 1:]
         return name
 
+    _reassociation_op = False
+    """True while the custom form of memref.expand_shape/collapse_shape prints."""
+
     def print_op(self, op: Operation) -> None:
         """Print one op (generic or custom form), eliding its dialect like MLIR does."""
+        self._reassociation_op = (not self.print_generic_format
+                                  and op.name in _REASSOCIATION_OPS)
         scope = bool(op.get_traits_of_type(IsolatedFromAbove))
         self._print_results(op)
         if scope:
@@ -171,6 +177,12 @@ class NovaPrinter(Printer):
                 attribute.memory_space):
             self._print_memref_with_int_space(attribute)
             return
+        if self._reassociation_op and _is_reassociation(attribute):
+            # memref.expand_shape / collapse_shape print their groups as bare integers
+            self.print_string("[" + ", ".join(
+                "[" + ", ".join(str(i.value.data) for i in group.data) + "]"
+                for group in attribute.data) + "]")  # type: ignore[attr-defined]
+            return
         super().print_attribute(attribute)
 
     def _print_memref_with_int_space(self, t: MemRefType | UnrankedMemRefType) -> None:
@@ -215,6 +227,16 @@ class NovaPrinter(Printer):
 def _is_i64_int(attr: Attribute) -> bool:
     return (isinstance(attr, IntegerAttr) and isinstance(attr.type, IntegerType)
             and attr.type.width.data == 64)
+
+
+_REASSOCIATION_OPS = frozenset({"memref.expand_shape", "memref.collapse_shape"})
+
+
+def _is_reassociation(attr: Attribute) -> bool:
+    """An array of arrays of i64 integers (a reassociation's index groups)."""
+    return isinstance(attr, ArrayAttr) and all(
+        isinstance(group, ArrayAttr) and all(_is_i64_int(i) for i in group.data)
+        for group in attr.data)
 
 
 def _predecessors(block: Block) -> list[Block]:
