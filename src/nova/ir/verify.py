@@ -198,7 +198,9 @@ def _diagnose(op: Operation, checks: Callable[[], None]) -> VerifyError | None:
         if message.startswith(prefix):
             message = message[len(prefix):]
         message = _XDSL_PARENT.sub(r"\1 op expects parent op", message)
-        if not message.startswith("'") and not isinstance(err, _StructureError | RuleError):
+        unprefixed = isinstance(err, _StructureError | RuleError) or getattr(
+            err, "unprefixed", False)
+        if not message.startswith("'") and not unprefixed:
             message = f"'{op.name}' op {message}"
         return VerifyError(message, nearest_location(op))
     return None

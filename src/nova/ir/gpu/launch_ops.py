@@ -458,12 +458,15 @@ class LaunchFuncOp(_LaunchSizes, IRDLOperation):
         if _is_binary(top, self.kernel_module_name):
             return  # pre-compiled: no signature to check (nova.backends.gpu_binary)
         func = _lookup_kernel(top, self.kernel_module_name, self.kernel_name)
+        if func is None and not _has_gpu_module(top, self.kernel_module_name):
+            raise VerifyException(f"'gpu.launch_func' op kernel container "
+                                  f"'{self.kernel_module_name}' is undefined")
         if func is None:
             raise VerifyException(
                 f"'gpu.launch_func' op kernel function '{self.kernel}' is undefined")
         if not func.is_kernel:
-            raise VerifyException(f"'gpu.launch_func' op kernel function '{self.kernel}' is "
-                                  "missing the 'gpu.kernel' attribute")
+            raise VerifyException("'gpu.launch_func' op kernel function is missing the "
+                                  "'gpu.kernel' attribute")
         expected = func.function_type.inputs.data
         got = tuple(a.type for a in self.kernelOperands)
         if len(expected) != len(got):
@@ -473,7 +476,14 @@ class LaunchFuncOp(_LaunchSizes, IRDLOperation):
         for i, (e, g) in enumerate(zip(expected, got, strict=True)):
             if e != g:
                 raise VerifyException(f"'gpu.launch_func' op type of function argument {i} "
-                                      f"does not match: kernel expects {e}, got {g}")
+                                      "does not match")
+
+
+def _has_gpu_module(top: Operation, module_name: str) -> bool:
+    """True when `top` holds a `gpu.module @module_name`."""
+    return any(op.name == "gpu.module" and getattr(op.properties.get("sym_name"), "data", None)
+               == module_name for region in top.regions for block in region.blocks
+               for op in block.ops)
 
 
 def _is_binary(top: Operation, module_name: str) -> bool:

@@ -64,7 +64,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from nova.ir.gpu.base import print_attr_dict
+from nova.ir.gpu.base import UnprefixedVerifyError, print_attr_dict
 
 MMA_OPERANDS = ("AOp", "BOp", "COp")
 """The fragment kinds: A and B (multiplicands) and C (accumulator / result)."""
@@ -221,7 +221,7 @@ class _MatrixMemoryOp(IRDLOperation):
                                   f"1 values, but got '{ty}'")
         if not _unit_stride_last(ty):
             role = "source" if self.name.endswith("load_matrix") else "destination"
-            raise VerifyException(f"'{self.name}' op expected {role} memref most minor dim must "
+            raise UnprefixedVerifyError(f"expected {role} memref most minor dim must "
                                   "have unit stride")
 
 
@@ -322,8 +322,8 @@ class SubgroupMmaStoreMatrixOp(_MatrixMemoryOp):
     def verify_(self) -> None:
         self._check_memref(self.dstMemref.type, "1")
         if self.src.type.kind != "COp":  # type: ignore[attr-defined]
-            raise VerifyException(f"'{self.name}' op expected the operand matrix being stored "
-                                  "to have 'COp' operand type")
+            raise UnprefixedVerifyError("expected the operand matrix being stored to have 'COp' "
+                                        "operand type")
 
 
 @irdl_op_definition
@@ -390,7 +390,7 @@ class SubgroupMmaComputeOp(IRDLOperation):
         assert isinstance(a, MMAMatrixType) and isinstance(b, MMAMatrixType)
         assert isinstance(c, MMAMatrixType)
         if (a.kind, b.kind, c.kind) != MMA_OPERANDS:
-            raise VerifyException(f"'{self.name}' op operands must be in the order AOp, BOp, "
+            raise UnprefixedVerifyError("operands must be in the order AOp, BOp, "
                                   "COp")
         a_shape, b_shape, c_shape = a.get_shape(), b.get_shape(), c.get_shape()
         if self.a_transpose is not None:
@@ -398,7 +398,7 @@ class SubgroupMmaComputeOp(IRDLOperation):
         if self.b_transpose is not None:
             b_shape = b_shape[::-1]
         if a_shape[1] != b_shape[0] or a_shape[0] != c_shape[0] or b_shape[1] != c_shape[1]:
-            raise VerifyException(f"'{self.name}' op operand shapes do not satisfy matmul "
+            raise UnprefixedVerifyError("operand shapes do not satisfy matmul "
                                   "constraints")
         if self.res.type != c:
             raise VerifyException(f"'{self.name}' op result type must equal the C operand type")
