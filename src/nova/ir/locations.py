@@ -13,6 +13,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import (
     CallSiteLoc,
     FileLineColLoc,
+    FusedLoc,
     IntAttr,
     NameLoc,
     StringAttr,
@@ -40,10 +41,27 @@ def make_loc(filename: str, line: int, column: int) -> FileLineColLoc:
     return FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(column))
 
 
+def file_location(loc: Attribute) -> FileLineColLoc | None:
+    """The file:line:col location a diagnostic at `loc` shows, as MLIR's source manager picks
+    it: a name location's child, a call site's callee, a fused location's first that has one."""
+    if isinstance(loc, FileLineColLoc):
+        return loc
+    if isinstance(loc, NameLoc):
+        return file_location(loc.location)
+    if isinstance(loc, CallSiteLoc):
+        return file_location(loc.callee)
+    if isinstance(loc, FusedLoc):
+        for inner in loc.locations.data:  # type: ignore[attr-defined]
+            found = file_location(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def location_of(op: Operation) -> SourceLocation | None:
-    """Where `op` came from in the source, or None when unknown."""
-    loc = op.location
-    if not isinstance(loc, FileLineColLoc):
+    """Where `op` came from in the source (see `file_location`), or None when unknown."""
+    loc = file_location(op.location)
+    if loc is None:
         return None
     filename = loc.filename.data
     return SourceLocation(filename, loc.line.data, loc.column.data, _SOURCES.get(filename))

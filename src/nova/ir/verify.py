@@ -13,15 +13,32 @@ import re
 from collections.abc import Callable
 
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
-from xdsl.traits import IsolatedFromAbove, IsTerminator, NoTerminator
+from xdsl.traits import (
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    SameOperandsAndResultType,
+)
 from xdsl.utils.exceptions import DiagnosticException
 
 from nova.errors import NovaError, VerifyError
 from nova.ir.locations import nearest_location
 from nova.ir.rules import RuleError, check_rules
+from nova.ir.upstream_checks import check_first
 
 _XDSL_PARENT = re.compile(r"^('[\w.]+') expects parent op")
 """xDSL's HasParent message lacks MLIR's ` op` after the op name."""
+
+
+_ARITH_SAME_TYPE = frozenset(f"arith.{name}" for name in (
+    "addi", "subi", "muli", "divsi", "divui", "ceildivsi", "ceildivui", "floordivsi", "remsi",
+    "remui", "andi", "ori", "xori", "shli", "shrsi", "shrui", "maxsi", "maxui", "minsi", "minui",
+    "addf", "subf", "mulf", "divf", "remf", "maxnumf", "minnumf", "maximumf", "minimumf", "negf"))
+"""arith ops with upstream's SameOperandsAndResultType (xDSL states it as a type variable)."""
+
+
+def _same_type_op(op: Operation) -> bool:
+    return op.name in _ARITH_SAME_TYPE or op.has_trait(SameOperandsAndResultType)
 
 
 class _StructureError(DiagnosticException):
@@ -177,6 +194,7 @@ def _verify_one(op: Operation, dominance: _Dominance) -> VerifyError | None:
     def checks() -> None:
         _check_structure(op)
         dominance.check(op)
+        check_first(op)
         op.verify_()
         check_rules(op)
 
@@ -198,6 +216,8 @@ def _diagnose(op: Operation, checks: Callable[[], None]) -> VerifyError | None:
         if message.startswith(prefix):
             message = message[len(prefix):]
         message = _XDSL_PARENT.sub(r"\1 op expects parent op", message)
+        if "expected from variable 'T'" in message and _same_type_op(op):
+            message = f"'{op.name}' op requires the same type for all operands and results"
         unprefixed = isinstance(err, _StructureError | RuleError) or getattr(
             err, "unprefixed", False)
         if not message.startswith("'") and not unprefixed:
