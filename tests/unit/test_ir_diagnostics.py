@@ -18,7 +18,8 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         ParseError, "2:23", "attribute expected"),
     "operand-type-mismatch": (
         "func.func @f(%a: f32) {\n  %0 = arith.addi %a, %a : i32\n  return\n}\n",
-        ParseError, "2:19", "use of value '%a' expects different type than prior uses: 'i32' vs 'f32'"),
+        ParseError, "2:19",
+        "use of value '%a' expects different type than prior uses: 'i32' vs 'f32'"),
     "undefined-value": (
         "func.func @f() {\n  return %x : i32\n}\n",
         ParseError, "2:10", "undeclared SSA value name %x"),
