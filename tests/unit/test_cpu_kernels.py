@@ -476,7 +476,7 @@ def test_module_is_self_contained_and_reentrant() -> None:
         llvm_module = lower_cpu_module(gm).llvm_module
         assert llvm_module.triple == "x86_64-unknown-linux-gnu"
         declared = {f.name for f in llvm_module.functions if f.is_declaration}
-        assert declared <= {"malloc", "free", "snprintf", "printf", "fflush", "mprotect"}
+        assert declared <= {"malloc", "free", "snprintf", "printf", "fflush", "mprotect", "dprintf"}
         defined = [f for f in llvm_module.functions if not f.is_declaration]
         exported = {f.name for f in defined if f.linkage not in ("internal", "private")}
         assert exported in ({"block_sum"}, {"check"})

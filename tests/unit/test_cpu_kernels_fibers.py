@@ -309,7 +309,7 @@ def test_runtime_is_defined_once_per_module() -> None:
     assert text.count('define internal void @"__nova_fiber_switch"') == 1
     # only libc is declared, and everything of the runtime is private to the object
     declared = {f.name for f in module.functions if f.is_declaration}
-    assert declared <= {"malloc", "free", "snprintf", "printf", "fflush", "mprotect"}
+    assert declared <= {"malloc", "free", "snprintf", "printf", "fflush", "mprotect", "dprintf"}
     assert all(f.linkage == "internal" for f in module.functions if not f.is_declaration)
 
 

@@ -187,6 +187,6 @@ def test_verify_diagnostics_reports_mismatches(
     status, err = _verify(tmp_path, wrong_text, capsys)
     assert status == 1
     assert f"{tmp_path / 'v.mlir'}:2:23: error: unexpected error: attribute expected" in err
-    assert 'v.mlir:2: error: expected error "other text" was not produced' in err
+    assert 'v.mlir:2:32: error: expected error "other text" was not produced' in err
     status, err = _verify(tmp_path, KERNEL + "// expected-error @-1 {{never}}\n", capsys)
     assert status == 1 and 'expected error "never" was not produced' in err

@@ -18,7 +18,8 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         ParseError, "2:23", "attribute expected"),
     "operand-type-mismatch": (
         "func.func @f(%a: f32) {\n  %0 = arith.addi %a, %a : i32\n  return\n}\n",
-        ParseError, "2:19", "used with type i32"),
+        ParseError, "2:19",
+        "use of value '%a' expects different type than prior uses: 'i32' vs 'f32'"),
     "undefined-value": (
         "func.func @f() {\n  return %x : i32\n}\n",
         ParseError, "2:10", "undeclared SSA value name %x"),
@@ -38,7 +39,7 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         "func.func @f(%n: i32) {\n  gpu.launch blocks(%a, %b, %c) in (%x = %n, %y = %n, "
         "%z = %n) threads(%d, %e, %f) in (%u = %n, %v = %n, %w = %n) {\n    gpu.terminator\n"
         "  }\n  return\n}\n",
-        ParseError, "2:42", "used with type index"),
+        ParseError, "2:42", "expects different type than prior uses: 'index' vs 'i32'"),
     "unknown-dialect-op": (
         "func.func @f() {\n  %0 = foo.bar() : () -> i32\n  return\n}\n",
         UnsupportedError, "2:8", "unsupported operation 'foo.bar' (supported dialects: "
@@ -83,10 +84,10 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         VerifyError, "2:3", "either an op attribute or a non-empty body"),
     "all-reduce-and-on-float": (
         "func.func @f(%v: f32) {\n  %r = gpu.all_reduce and %v {} : (f32) -> f32\n  return\n}\n",
-        VerifyError, "2:3", "`and` reduction operation is not compatible with type f32"),
+        VerifyError, "2:3", "`and` reduction operation is not compatible with type 'f32'"),
     "alloc-dynamic-size-count": (
         "func.func @f(%n: index) {\n  %m = gpu.alloc () : memref<?xf32>\n  return\n}\n",
-        VerifyError, "2:3", "dimension operand count does not equal"),
+        VerifyError, "2:3", "incorrect number of dynamic sizes, has"),
     "atomic-float-kind-on-int": (
         "func.func @f(%m: memref<?xi32>, %i: index, %v: i32) {\n  %0 = memref.atomic_rmw addf "
         "%v, %m[%i] : (i32, memref<?xi32>) -> i32\n  return\n}\n",

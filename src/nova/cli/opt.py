@@ -81,14 +81,32 @@ def build_parser() -> argparse.ArgumentParser:
 def process(text: str, filename: str, pipeline: str, generic: bool,
             allow_unregistered: bool = False) -> str:
     """Parse one input, run `pipeline` on it and print it; NovaErrors propagate."""
+    printed, failures = process_all(text, filename, pipeline, generic, allow_unregistered)
+    if failures:
+        raise failures[0]
+    return printed
+
+
+def process_all(text: str, filename: str, pipeline: str, generic: bool,
+                allow_unregistered: bool = False) -> tuple[str, list[NovaError]]:
+    """As `process`, but returns the printed result ('' on failure) and every error: all the
+    verifier errors mlir-opt would report (one per isolated-from-above op, nova.ir.verify),
+    else the parse or pass error."""
     from nova.ir.parser import parse_mlir, print_mlir
+    from nova.ir.verify import verify_all
     from nova.passes.registry import run_pipeline
 
-    module = parse_mlir(text, filename, allow_unregistered=allow_unregistered)
-    if pipeline:
-        run_pipeline(module, pipeline)
+    try:
+        module = parse_mlir(text, filename, verify=False, allow_unregistered=allow_unregistered)
+        errors: list[NovaError] = list(verify_all(module))
+        if errors:
+            return "", errors
+        if pipeline:
+            run_pipeline(module, pipeline)
+    except NovaError as exc:
+        return "", [exc]
     printed = print_mlir(module, generic=generic)
-    return printed if printed.endswith("\n") else printed + "\n"
+    return (printed if printed.endswith("\n") else printed + "\n"), []
 
 
 _ANCHOR = re.compile(r"^\s*builtin\.module\s*\((.*)\)\s*$", re.DOTALL)
@@ -111,20 +129,17 @@ def _run(args: argparse.Namespace) -> int:
     outputs: list[str] = []
     status = EXIT_OK
     for part in parts:
-        failure: NovaError | None = None
-        try:
-            outputs.append(process(part, filename, pipeline, args.mlir_print_op_generic,
-                                   args.allow_unregistered_dialect))
-        except NovaError as exc:
-            failure = exc
-            outputs.append("")
+        printed, failures = process_all(part, filename, pipeline, args.mlir_print_op_generic,
+                                        args.allow_unregistered_dialect)
+        outputs.append(printed)
         if args.verify_diagnostics:
-            problems = check(part, filename, failure)
+            problems = check(part, filename, failures)
             for problem in problems:
                 print(problem, file=sys.stderr)
             status = EXIT_ERROR if problems else status
-        elif failure is not None:
-            print(format_error(failure), file=sys.stderr)
+        elif failures:
+            for failure in failures:
+                print(format_error(failure), file=sys.stderr)
             status = EXIT_ERROR
     if status == EXIT_OK or args.split_input_file:
         write_output(args.output, f"\n{SPLIT_MARKER}\n".join(outputs))

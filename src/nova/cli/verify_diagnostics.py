@@ -2,13 +2,16 @@
 
 MLIR's convention: `// expected-error {{text}}` expects an error on the same line whose message
 contains `text`; `@+N`/`@-N` shift the line, `@above`/`@below` mean the previous/next line, and
-`expected-note`/`expected-warning`/`expected-remark` work the same way. Every expectation must be
-met and every produced diagnostic expected; mismatches are reported as errors.
+`expected-note`/`expected-warning`/`expected-remark` work the same way; `{{regex}}` inside the
+text matches a regular expression. Every expectation must be met and every produced diagnostic
+expected; mismatches are reported as mlir-opt reports them (`unexpected error: ...` at the
+diagnostic, `expected error "..." was not produced` at the comment, each with its source line).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nova.errors import DiagnosticError, NovaError, SourceLocation
@@ -28,6 +31,7 @@ class Expectation:
     text: str
     regex: bool
     at: int  # the line of the comment itself
+    column: int = 1  # where `expected-` starts on that line
     met: bool = False
 
     def matches(self, kind: str, line: int | None, message: str) -> bool:
@@ -35,7 +39,13 @@ class Expectation:
             return False
         if self.regex:
             return re.search(self.text, message) is not None
-        return self.text in message
+        return _pattern(self.text).search(message) is not None
+
+
+def _pattern(text: str) -> re.Pattern[str]:
+    """MLIR's expected-* text: literal, except that `{{...}}` parts are regular expressions."""
+    parts = re.split(r"\{\{(.*?)\}\}", text)
+    return re.compile("".join(part if i % 2 else re.escape(part) for i, part in enumerate(parts)))
 
 
 def parse_expectations(text: str) -> list[Expectation]:
@@ -56,32 +66,43 @@ def parse_expectations(text: str) -> list[Expectation]:
         elif where:
             line = number + int(where)
         found.append(Expectation(match.group("kind"), line, match.group("text"),
-                                 bool(match.group("re")), number))
+                                 bool(match.group("re")), number, match.start() + 1))
     return found
 
 
-def produced(exc: NovaError) -> list[tuple[str, SourceLocation | None, str]]:
-    """(kind, location, message) of an error and its notes."""
-    if not isinstance(exc, DiagnosticError):
-        return [("error", None, str(exc))]
-    return [("error", exc.location, exc.message),
-            *(("note", loc, text) for text, loc in exc.notes)]
+def produced(failures: Sequence[NovaError]) -> list[tuple[str, SourceLocation | None, str]]:
+    """(kind, location, message) of each error and its notes."""
+    found: list[tuple[str, SourceLocation | None, str]] = []
+    for exc in failures:
+        if not isinstance(exc, DiagnosticError):
+            found.append(("error", None, str(exc)))
+            continue
+        found.append(("error", exc.location, exc.message))
+        found += [("note", loc, text) for text, loc in exc.notes]
+    return found
 
 
-def check(text: str, filename: str, failure: NovaError | None) -> list[str]:
-    """Problems (MLIR-style messages) comparing what was produced with what `text` expects."""
+def check(text: str, filename: str, failures: Sequence[NovaError]) -> list[str]:
+    """Problems (MLIR-style diagnostics) comparing what was produced with what `text` expects."""
     expectations = parse_expectations(text)
     problems: list[str] = []
-    for kind, location, message in produced(failure) if failure is not None else []:
+    for kind, location, message in produced(failures):
         line = location.line if location is not None else None
         match = next((e for e in expectations if e.matches(kind, line, message)), None)
         if match is None:
-            where = str(location) if location is not None else filename
-            problems.append(f"{where}: error: unexpected {kind}: {message}")
+            problems.append(_render(location, filename, f"unexpected {kind}: {message}"))
         else:
             match.met = True
     for expectation in expectations:
         if not expectation.met:
-            problems.append(f"{filename}:{expectation.at}: error: expected {expectation.kind} "
-                            f"\"{expectation.text}\" was not produced")
+            where = SourceLocation(filename, expectation.at, expectation.column, text)
+            problems.append(_render(where, filename, f"expected {expectation.kind} "
+                                                     f"\"{expectation.text}\" was not produced"))
     return problems
+
+
+def _render(location: SourceLocation | None, filename: str, message: str) -> str:
+    if location is None:
+        return f"{filename}: error: {message}"
+    excerpt = location.excerpt()
+    return f"{location}: error: {message}" + (f"\n{excerpt}" if excerpt else "")

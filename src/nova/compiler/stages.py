@@ -101,6 +101,7 @@ class Compilation:
     options: CompileOptions
     module: ModuleOp | None = None
     device_modules: dict[str, Operation] = field(default_factory=dict)
+    binaries: dict[str, Operation] = field(default_factory=dict)  # gpu.binary ops by name
     kernels: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # name -> Kernel records
     device_llvm: dict[str, str] = field(default_factory=dict)
     ptx: dict[str, str] = field(default_factory=dict)
@@ -150,6 +151,9 @@ def _find_device_modules(c: Compilation) -> None:
     assert c.module is not None
     c.device_modules = {
         _symbol_name(op): op for op in c.module.body.block.ops if op.name == "gpu.module"
+    }
+    c.binaries = {
+        _symbol_name(op): op for op in c.module.body.block.ops if op.name == "gpu.binary"
     }
 
 
@@ -270,10 +274,29 @@ def _embed(c: Compilation) -> None:
                      cpu_object=c.cpu_objects.get(name))
         for name, kernels in c.kernels.items()
     ]
+    images += _binary_images(c)
     c.manifest = embed_device_images(
         c.host.llvm_module, images, c.host.entries, c.options.arch, Path(c.filename).name,
         dict(c.options.manifest_extra),
     )
+
+
+def _binary_images(c: Compilation) -> list[Any]:
+    """The device images of the module's gpu.binary ops (nova.backends.gpu_binary)."""
+    from nova.backends.gpu_binary import binary_images
+    from nova.bundle.writer import DeviceImages
+
+    images = []
+    for op in c.binaries.values():
+        assert c.module is not None
+        found = binary_images(c.module, op, c.options.cpu_image,  # type: ignore[arg-type]
+                              c.options.opt_level)
+        gpu = c.options.ptx
+        images.append(DeviceImages(name=found.name, kernels=found.kernels,
+                                   ptx=found.ptx if gpu else None,
+                                   cubin=found.cubin if gpu else None,
+                                   cpu_object=found.cpu_object))
+    return images
 
 
 def _obj(c: Compilation) -> None:

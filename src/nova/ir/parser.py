@@ -49,6 +49,10 @@ that many bits: `i2147483647` took over 16 GiB). The LLVM lowering accepts far f
 MAX_DENSE_INTEGER_WIDTH = 64
 """xDSL stores dense literals packed with `struct`, which has no format for wider integers."""
 _INTEGER_TYPE = re.compile(r"[su]?i(\d+)")
+_TYPE_MISMATCH = re.compile(r"operand is used with type (.+), but has been previously used or "
+                            r"defined with type (.+)$")
+"""xDSL's message for a value used with two types (mlir-opt: `use of value ... expects ...`)."""
+_LOC_UNKNOWN = re.compile(r"loc\(\s*unknown\s*\)(?:\s|//[^\n]*)*\Z")
 
 
 def _context(allow_unregistered: bool = False) -> Context:
@@ -175,10 +179,16 @@ class _LocatingParser(Parser):
                              self.source_location(start)) from err
         finally:
             self._op_start = outer
-        if isinstance(op.location, UnknownLoc):
+        if isinstance(op.location, UnknownLoc) and not self._explicit_unknown(start):
             line, col = self._positions.line_col(start)
             op.location = make_loc(self._filename, line, col)
         return op
+
+    def _explicit_unknown(self, start: int) -> bool:
+        """True when the op just parsed (from `start`) ends in `loc(unknown)`: that location is
+        kept (it changes what an assert reports, as upstream), only a missing one is filled in."""
+        end = self._current_token.span.start
+        return _LOC_UNKNOWN.search(self._text, start, end) is not None
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         op_type = self.ctx.get_optional_op(name,
@@ -215,7 +225,8 @@ def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True,
     except DiagnosticError:
         raise
     except XdslParseError as err:
-        raise ParseError(*_describe(err, text, filename)) from err
+        message, location = _describe(err, text, filename)
+        raise ParseError(message, location, _notes(err, text, filename)) from err
     if isinstance(module.location, UnknownLoc):
         module.location = make_loc(filename, 1, 1)
     _check_all_values_defined(module, parser.forward_names)
@@ -239,6 +250,20 @@ def _check_all_values_defined(module: ModuleOp, names: dict[SSAValue, str]) -> N
                                  location_of(op))
 
 
+def _notes(err: XdslParseError, text: str, filename: str
+           ) -> tuple[tuple[str, SourceLocation | None], ...]:
+    """mlir-opt's `prior use here` note of a value used with two types: at the value's first
+    appearance (its definition, or its first use when it is defined later)."""
+    if _TYPE_MISMATCH.match(" ".join(err.msg.split())) is None:
+        return ()
+    name = err.span.text.strip()
+    match = re.search(re.escape(name) + r"(?![\w$.-])", text)
+    if match is None or match.start() >= err.span.start:
+        return ()
+    line, col = _Positions(text).line_col(match.start())
+    return (("prior use here", SourceLocation(filename, line, col, text)),)
+
+
 def _describe(err: XdslParseError, text: str, filename: str) -> tuple[str, SourceLocation]:
     """A readable message and location for one of xDSL's parse errors."""
     msg = " ".join(err.msg.split())
@@ -254,6 +279,10 @@ def _describe(err: XdslParseError, text: str, filename: str) -> tuple[str, Sourc
         if match is not None:
             offset = match.start()
         msg = f"use of undeclared SSA value name {first}"
+    elif (mismatch := _TYPE_MISMATCH.match(msg)) is not None:
+        name = err.span.text.strip()
+        msg = (f"use of value '{name}' expects different type than prior uses: "
+               f"'{mismatch.group(1)}' vs '{mismatch.group(2)}'")
     elif msg.startswith("Unexpected character") and offset < len(text):
         char = text[offset]
         msg = f"unexpected character {char!r} (U+{ord(char):04X})"

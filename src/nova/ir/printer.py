@@ -6,7 +6,8 @@ Differences from xDSL 0.74's `Printer` that this subclass fixes:
   `func.func` drop their `func.` prefix (`return`, `call`), as MLIR's default-dialect rule does;
 * ops built with xDSL's own classes of ops Nova overrides (`memref.cast`, `scf.parallel`, ...)
   still print MLIR's custom syntax;
-* multi-result ops without name hints print as `%0:2 = ...` and their results as `%0#1`;
+* multi-result ops whose results have no name hint, or one shared (`%x:2` parsed), print as
+  `%0:2 = ...` and their results as `%0#1`;
 * blocks with predecessors get MLIR's `// pred: ^bb0` / `// 2 preds: ^bb0, ^bb1` comments;
 * attribute dictionaries and properties print sorted by name (MLIR's DictionaryAttr order);
 * integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`);
@@ -23,6 +24,7 @@ from collections.abc import Mapping
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -50,10 +52,18 @@ def _override_for(op: Operation) -> type[Operation] | None:
     global _OVERRIDES
     if _OVERRIDES is None:
         from nova.ir.dialects.memref import AtomicRMWOp, CastOp, CopyOp, GlobalOp, RankOp
-        from nova.ir.dialects.scf_arith_func import FuncOp, IndexCastUIOp, ParallelOp
+        from nova.ir.dialects.scf_arith_func import (
+            ExecuteRegionOp,
+            FuncOp,
+            IndexCastUIOp,
+            ParallelOp,
+            ReduceOp,
+            WhileOp,
+        )
 
-        _OVERRIDES = {cls.name: cls for cls in (FuncOp, IndexCastUIOp, ParallelOp, AtomicRMWOp,
-                                                  CastOp, CopyOp, GlobalOp, RankOp)}
+        _OVERRIDES = {cls.name: cls for cls in (
+            FuncOp, IndexCastUIOp, ParallelOp, ReduceOp, WhileOp, ExecuteRegionOp, AtomicRMWOp,
+            CastOp, CopyOp, GlobalOp, RankOp)}
     cls = _OVERRIDES.get(op.name)
     return cls if cls is not None and not isinstance(op, cls) else None
 
@@ -64,10 +74,17 @@ class NovaPrinter(Printer):
     # ---- op names and results -------------------------------------------------------------
     def _print_results(self, op: Operation) -> None:
         results = op.results
-        if len(results) <= 1 or self.print_generic_format or any(r.name_hint for r in results):
+        hints = {r.name_hint for r in results}
+        if len(results) <= 1 or self.print_generic_format or len(hints) > 1:
             super()._print_results(op)
             return
-        name = self._get_new_valid_name_id()
+        (hint,) = hints
+        if hint is None:
+            name = self._get_new_valid_name_id()
+        else:  # `%x:2 = ...` parsed: one name for the group, as written
+            count = self.ssa_names.get(hint, 0)
+            name = f"{hint}_{count}" if count else hint
+            self.ssa_names[hint] = count + 1
         for index, result in enumerate(results):
             self._ssa_values[result] = f"{name}#{index}"
         self.print_string(f"%{name}:{len(results)} = ")
@@ -83,8 +100,13 @@ class NovaPrinter(Printer):
                 return name[len(default) + 1:]
         return name
 
+    _reassociation_op = False
+    """True while the custom form of memref.expand_shape/collapse_shape prints."""
+
     def print_op(self, op: Operation) -> None:
         """Print one op (generic or custom form), eliding its dialect like MLIR does."""
+        self._reassociation_op = (not self.print_generic_format
+                                  and op.name in _REASSOCIATION_OPS)
         scope = bool(op.get_traits_of_type(IsolatedFromAbove))
         self._print_results(op)
         if scope:
@@ -155,6 +177,12 @@ class NovaPrinter(Printer):
                 attribute.memory_space):
             self._print_memref_with_int_space(attribute)
             return
+        if self._reassociation_op and _is_reassociation(attribute):
+            # memref.expand_shape / collapse_shape print their groups as bare integers
+            self.print_string("[" + ", ".join(
+                "[" + ", ".join(str(i.value.data) for i in group.data) + "]"
+                for group in attribute.data) + "]")  # type: ignore[attr-defined]
+            return
         super().print_attribute(attribute)
 
     def _print_memref_with_int_space(self, t: MemRefType | UnrankedMemRefType) -> None:
@@ -201,14 +229,25 @@ def _is_i64_int(attr: Attribute) -> bool:
             and attr.type.width.data == 64)
 
 
+_REASSOCIATION_OPS = frozenset({"memref.expand_shape", "memref.collapse_shape"})
+
+
+def _is_reassociation(attr: Attribute) -> bool:
+    """An array of arrays of i64 integers (a reassociation's index groups)."""
+    return isinstance(attr, ArrayAttr) and all(
+        isinstance(group, ArrayAttr) and all(_is_i64_int(i) for i in group.data)
+        for group in attr.data)
+
+
 def _predecessors(block: Block) -> list[Block]:
-    """The distinct blocks whose terminators branch to `block`."""
-    seen: list[Block] = []
+    """The blocks whose terminators branch to `block`, once per branch edge (as MLIR's
+    `getPredecessors`: a switch with two cases to the block counts twice)."""
+    found: list[Block] = []
     for use in block.uses:
         owner_block = use.operation.parent_block()
-        if owner_block is not None and owner_block not in seen:
-            seen.append(owner_block)
-    return seen
+        if owner_block is not None:
+            found.append(owner_block)
+    return found
 
 
 def _block_sort_key(name: str) -> tuple[int, str]:

@@ -9,13 +9,36 @@ at the first failing op (its location, else its nearest located ancestor's).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
-from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.traits import (
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    SameOperandsAndResultType,
+)
 from xdsl.utils.exceptions import DiagnosticException
 
 from nova.errors import NovaError, VerifyError
 from nova.ir.locations import nearest_location
 from nova.ir.rules import RuleError, check_rules
+from nova.ir.upstream_checks import check_first
+
+_XDSL_PARENT = re.compile(r"^('[\w.]+') expects parent op")
+"""xDSL's HasParent message lacks MLIR's ` op` after the op name."""
+
+
+_ARITH_SAME_TYPE = frozenset(f"arith.{name}" for name in (
+    "addi", "subi", "muli", "divsi", "divui", "ceildivsi", "ceildivui", "floordivsi", "remsi",
+    "remui", "andi", "ori", "xori", "shli", "shrsi", "shrui", "maxsi", "maxui", "minsi", "minui",
+    "addf", "subf", "mulf", "divf", "remf", "maxnumf", "minnumf", "maximumf", "minimumf", "negf"))
+"""arith ops with upstream's SameOperandsAndResultType (xDSL states it as a type variable)."""
+
+
+def _same_type_op(op: Operation) -> bool:
+    return op.name in _ARITH_SAME_TYPE or op.has_trait(SameOperandsAndResultType)
 
 
 class _StructureError(DiagnosticException):
@@ -115,21 +138,89 @@ class _Dominance:
 
 def verify_located(root: Operation) -> None:
     """Verify `root` and everything nested; raise a located VerifyError on the first failure."""
-    dominance = _Dominance()
-    for op in root.walk():
-        try:
-            _check_structure(op)
-            dominance.check(op)
-            op.verify_()
-            check_rules(op)
-        except NovaError:
-            raise
-        except Exception as err:  # some xDSL verifiers raise a bare Exception
-            # One line, as MLIR diagnostics are (IRDL constraint messages span several).
-            message = " ".join(str(err).split())
-            prefix = "Operation does not verify: "
-            if message.startswith(prefix):
-                message = message[len(prefix):]
-            if not message.startswith("'") and not isinstance(err, _StructureError | RuleError):
-                message = f"'{op.name}' op {message}"
-            raise VerifyError(message, nearest_location(op)) from err
+    errors = verify_all(root)
+    if errors:
+        raise errors[0]
+
+
+def verify_all(root: Operation) -> list[VerifyError]:
+    """Every verifier error mlir-opt reports for `root`, in op order: as MLIR's verifier, the
+    ops of one isolated-from-above op (module, function, gpu.module) are checked in pre-order
+    up to the first failure; its isolated-from-above children are verified independently (each
+    may report one error), but only when the rest of their parent verified."""
+    errors: list[VerifyError] = []
+    _verify_tree(root, _Dominance(), errors)
+    return errors
+
+
+def _verify_tree(root: Operation, dominance: _Dominance, errors: list[VerifyError]) -> None:
+    isolated: list[Operation] = []
+    pending: list[tuple[Operation, bool]] = [(root, False)]
+    while pending:
+        op, leaving = pending.pop()
+        error = _verify_regions(op) if leaving else _verify_one(op, dominance)
+        if error is not None:
+            errors.append(error)
+            return
+        if leaving:
+            continue
+        pending.append((op, True))
+        nested = [child for region in op.regions for block in region.blocks
+                  for child in block.ops]
+        for child in reversed(nested):
+            if child.regions and child.has_trait(IsolatedFromAbove):
+                isolated.append(child)
+            else:
+                pending.append((child, False))
+    for child in sorted(isolated, key=_order_key(root)):
+        _verify_tree(child, dominance, errors)
+
+
+def _order_key(root: Operation) -> Callable[[Operation], int]:
+    order = {op: i for i, op in enumerate(root.walk())}
+    return lambda op: order[op]
+
+
+def _verify_regions(op: Operation) -> VerifyError | None:
+    """An op's checks of its regions' contents (`verify_regions_`), run as MLIR's
+    `verifyRegions` after the nested ops verified, so that a bad nested op (a misplaced
+    terminator) is reported at itself rather than at its parent."""
+    check = getattr(op, "verify_regions_", None)
+    return None if check is None else _diagnose(op, check)
+
+
+def _verify_one(op: Operation, dominance: _Dominance) -> VerifyError | None:
+    """The op's own checks (structure, dominance, xDSL's verifier, nova.ir.rules)."""
+    def checks() -> None:
+        _check_structure(op)
+        dominance.check(op)
+        check_first(op)
+        op.verify_()
+        check_rules(op)
+
+    return _diagnose(op, checks)
+
+
+def _diagnose(op: Operation, checks: Callable[[], None]) -> VerifyError | None:
+    """Run `checks`; their failure as a VerifyError located at `op`."""
+    try:
+        checks()
+    except VerifyError as err:
+        return err
+    except NovaError:
+        raise
+    except Exception as err:  # some xDSL verifiers raise a bare Exception
+        # One line, as MLIR diagnostics are (IRDL constraint messages span several).
+        message = " ".join(str(err).split())
+        prefix = "Operation does not verify: "
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+        message = _XDSL_PARENT.sub(r"\1 op expects parent op", message)
+        if "expected from variable 'T'" in message and _same_type_op(op):
+            message = f"'{op.name}' op requires the same type for all operands and results"
+        unprefixed = isinstance(err, _StructureError | RuleError) or getattr(
+            err, "unprefixed", False)
+        if not message.startswith("'") and not unprefixed:
+            message = f"'{op.name}' op {message}"
+        return VerifyError(message, nearest_location(op))
+    return None

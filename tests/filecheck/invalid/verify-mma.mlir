@@ -22,7 +22,7 @@ func.func @bad_element(%m: memref<32x32xi8>) {
 // -----
 
 func.func @operand_order(%a: !gpu.mma_matrix<16x16xf16, "AOp">, %c: !gpu.mma_matrix<16x16xf16, "COp">) {
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: 'gpu.subgroup_mma_compute' op operands must be in the order AOp, BOp, COp
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: operands must be in the order AOp, BOp, COp
   %d = gpu.subgroup_mma_compute %a, %a, %c : !gpu.mma_matrix<16x16xf16, "AOp">, !gpu.mma_matrix<16x16xf16, "AOp"> -> !gpu.mma_matrix<16x16xf16, "COp">
   return
 }
@@ -30,7 +30,7 @@ func.func @operand_order(%a: !gpu.mma_matrix<16x16xf16, "AOp">, %c: !gpu.mma_mat
 // -----
 
 func.func @matmul_shapes(%a: !gpu.mma_matrix<16x16xf16, "AOp">, %b: !gpu.mma_matrix<8x16xf16, "BOp">, %c: !gpu.mma_matrix<16x16xf16, "COp">) {
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: 'gpu.subgroup_mma_compute' op operand shapes do not satisfy matmul constraints
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: operand shapes do not satisfy matmul constraints
   %d = gpu.subgroup_mma_compute %a, %b, %c : !gpu.mma_matrix<16x16xf16, "AOp">, !gpu.mma_matrix<8x16xf16, "BOp"> -> !gpu.mma_matrix<16x16xf16, "COp">
   return
 }
@@ -39,7 +39,7 @@ func.func @matmul_shapes(%a: !gpu.mma_matrix<16x16xf16, "AOp">, %b: !gpu.mma_mat
 
 func.func @store_not_cop(%m: memref<32x32xf16>, %a: !gpu.mma_matrix<16x16xf16, "AOp">) {
   %i = arith.constant 0 : index
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: 'gpu.subgroup_mma_store_matrix' op expected the operand matrix being stored to have 'COp' operand type
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: expected the operand matrix being stored to have 'COp' operand type
   gpu.subgroup_mma_store_matrix %a, %m[%i, %i] {leadDimension = 32 : index} : !gpu.mma_matrix<16x16xf16, "AOp">, memref<32x32xf16>
   return
 }
@@ -48,7 +48,7 @@ func.func @store_not_cop(%m: memref<32x32xf16>, %a: !gpu.mma_matrix<16x16xf16, "
 
 func.func @strided_minor(%m: memref<32x32xf16, strided<[1, 32]>>) {
   %i = arith.constant 0 : index
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: 'gpu.subgroup_mma_load_matrix' op expected source memref most minor dim must have unit stride
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: expected source memref most minor dim must have unit stride
   %a = gpu.subgroup_mma_load_matrix %m[%i, %i] {leadDimension = 32 : index} : memref<32x32xf16, strided<[1, 32]>> -> !gpu.mma_matrix<16x16xf16, "AOp">
   return
 }
@@ -56,7 +56,7 @@ func.func @strided_minor(%m: memref<32x32xf16, strided<[1, 32]>>) {
 // -----
 
 func.func @constant_type(%f: f16) {
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:41: error: operand is used with type f32, but has been previously used or defined with type f16
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:41: error: use of value '%f' expects different type than prior uses: 'f32' vs 'f16'
   %c = gpu.subgroup_mma_constant_matrix %f : !gpu.mma_matrix<16x16xf32, "COp">
   return
 }

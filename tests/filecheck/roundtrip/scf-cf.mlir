@@ -52,7 +52,7 @@ func.func @loops(%m: memref<?xf32>, %n: index, %v: f32, %flag: i1) -> f32 {
 // CHECK-NEXT:       %y = arith.addf %acc, %x : f32
 // CHECK-NEXT:       scf.yield %y : f32
 // CHECK-NEXT:     }
-// CHECK-NEXT:     %w, %w_1 = scf.while (%a = %c0, %b = %v) : (index, f32) -> (index, f32) {
+// CHECK-NEXT:     %w:2 = scf.while (%a = %c0, %b = %v) : (index, f32) -> (index, f32) {
 // CHECK-NEXT:       %lt = arith.cmpi slt, %a, %n : index
 // CHECK-NEXT:       scf.condition(%lt) %a, %b : index, f32
 // CHECK-NEXT:     } do {

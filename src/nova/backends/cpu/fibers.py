@@ -29,7 +29,13 @@ every datum lives in per-call memory, so the runtime may call kernels from many 
   hands over directly to the next ready fiber of the current pass (one switch per fiber and
   barrier), and to the scheduler only at the end of a pass.
 - `__nova_cpu_exit(ptr tctx)` / `__nova_cpu_fail(ptr tctx, ptr message)`: the thread finished /
-  failed (assert, trap); both switch away for good.
+  failed (trap, failed bounds check: the block stops); both switch away for good.
+- `__nova_cpu_assert(ptr tctx, ptr msg, ptr file, i32 line, ptr function, ptr error)`: the thread
+  failed a `cf.assert`. As `__assertfail` on CUDA it writes CUDA's report to stderr
+  (`FILE:LINE: FUNCTION: block: [x,y,z], thread: [x,y,z] Assertion `MSG` failed.`), and the
+  thread ends; the block's other threads run on until they finish or fail too (each failing
+  one reports), as the threads of a warp do on the GPU. The first failure's `error` (with its
+  block and thread) becomes launch->error, and the block then fails (no further block starts).
 
 Barrier rules (GPU semantics made checkable): a block barrier completes when every thread of the
 block waits at one; a warp barrier when every lane of the warp (the last warp of a block may have
@@ -138,10 +144,11 @@ class B(IntEnum):
     GDIM_X = 20
     GDIM_Y = 21
     GDIM_Z = 22
+    ASSERTED = 23  # i64: 1 once a thread of the block failed a cf.assert (launch->error set)
 
 
 BLOCK_CTX = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, PTR, PTR, PTR, PTR, I64, PTR,
-                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64])
+                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64, I64])
 
 LAUNCH_CTX = ir.LiteralStructType([
     ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), I64, I64, PTR, I64,
@@ -208,6 +215,7 @@ class FiberRuntime:
     wait: ir.Function
     exit: ir.Function
     fail: ir.Function
+    assert_fail: ir.Function
     snprintf: ir.Function
 
 
@@ -224,6 +232,7 @@ def libc(module: ir.Module, name: str) -> ir.Function:
         "malloc": ir.FunctionType(PTR, [I64]),
         "free": ir.FunctionType(VOID, [PTR]),
         "snprintf": ir.FunctionType(I32, [PTR, I64, PTR], var_arg=True),
+        "dprintf": ir.FunctionType(I32, [I32, PTR], var_arg=True),
         "printf": ir.FunctionType(I32, [PTR], var_arg=True),
         "fflush": ir.FunctionType(I32, [PTR]),
         "mprotect": ir.FunctionType(I32, [PTR, I64, I32]),
@@ -343,9 +352,11 @@ def fiber_runtime(module: ir.Module) -> FiberRuntime:
         wait=_internal(module, "__nova_cpu_wait", ir.FunctionType(VOID, [PTR, I32])),
         exit=_internal(module, "__nova_cpu_exit", ir.FunctionType(VOID, [PTR])),
         fail=_internal(module, "__nova_cpu_fail", ir.FunctionType(VOID, [PTR, PTR])),
+        assert_fail=_internal(module, "__nova_cpu_assert",
+                              ir.FunctionType(VOID, [PTR, PTR, PTR, I32, PTR, PTR])),
         snprintf=snprintf,
     )
-    for fn in (rt.exit, rt.fail):
+    for fn in (rt.exit, rt.fail, rt.assert_fail):
         fn.attributes.add("noreturn")
         fn.attributes.add("noinline")
     rt.wait.attributes.add("noinline")
@@ -354,6 +365,7 @@ def fiber_runtime(module: ir.Module) -> FiberRuntime:
     _define_wait(module, rt)
     _define_exit(module, rt)
     _define_fail(module, rt)
+    _define_assert(module, rt)
     _define_run_block(module, rt)
     module.__dict__["_nova_fiber_runtime"] = rt
     return rt
@@ -567,10 +579,40 @@ def _define_fail(module: ir.Module, rt: FiberRuntime) -> None:
     launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
     fmt = cstring(module, "%s in block (%lld,%lld,%lld), thread (%lld,%lld,%lld)")
     err = field(b, LAUNCH_CTX, launch, L.ERROR, 0)
-    b.call(rt.snprintf, [err, I64(ERROR_BYTES), fmt, message, *_ids(b, bctx, tctx)])
+    asserted = load_field(b, BLOCK_CTX, bctx, B.ASSERTED)
+    with b.if_then(b.icmp_unsigned("==", asserted, I64(0))):  # else keep the assert's error
+        b.call(rt.snprintf, [err, I64(ERROR_BYTES), fmt, message, *_ids(b, bctx, tctx)])
     store_field(b, BLOCK_CTX, bctx, I64(1), B.FAILED)
     store_field(b, THREAD_CTX, tctx, I64(State.EXITED), T.STATE)
     _switch_to_scheduler(b, rt, tctx, bctx)
+    b.unreachable()
+
+
+ASSERT_REPORT = ("%s:%d: %s: block: [%lld,%lld,%lld], thread: [%lld,%lld,%lld] Assertion `%s` "
+                 "failed.\n")
+"""CUDA's device-assert report (what `__assertfail` prints), file:line: function: ids, message."""
+STDERR_FD = 2
+
+
+def _define_assert(module: ir.Module, rt: FiberRuntime) -> None:
+    """A failed cf.assert: report it on stderr as CUDA does, record the block's first failure,
+    and end the thread as `exit` does (the others run on; the scheduler fails the block)."""
+    fn = rt.assert_fail
+    tctx, message, file, line, function, error = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    bctx = load_field(b, THREAD_CTX, tctx, T.BCTX)
+    ids = _ids(b, bctx, tctx)
+    b.call(libc(module, "fflush"), [ir.Constant(PTR, None)])  # the thread's printf output first
+    b.call(libc(module, "dprintf"), [I32(STDERR_FD), cstring(module, ASSERT_REPORT), file, line,
+                                     function, *ids, message])
+    asserted = field(b, BLOCK_CTX, bctx, B.ASSERTED)
+    with b.if_then(b.icmp_unsigned("==", b.load(asserted, typ=I64), I64(0))):
+        launch = load_field(b, BLOCK_CTX, bctx, B.LAUNCH)
+        fmt = cstring(module, "%s in block (%lld,%lld,%lld), thread (%lld,%lld,%lld)")
+        err = field(b, LAUNCH_CTX, launch, L.ERROR, 0)
+        b.call(rt.snprintf, [err, I64(ERROR_BYTES), fmt, error, *ids])
+        b.store(I64(1), asserted)
+    b.call(rt.exit, [tctx])
     b.unreachable()
 
 
@@ -603,7 +645,7 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
     nwarps = b.udiv(b.add(n, I64(WARP_SIZE - 1)), I64(WARP_SIZE))
     sched_sp = field(b, BLOCK_CTX, bctx, B.SCHED_SP)
     released = alloca(b, I1, name="released")
-    for f in (B.FAILED, B.N_EXITED, B.N_WAIT_BLOCK):
+    for f in (B.FAILED, B.N_EXITED, B.N_WAIT_BLOCK, B.ASSERTED):
         store_field(b, BLOCK_CTX, bctx, I64(0), f)
 
     def thread(b: ir.IRBuilder, i: ir.Value) -> ir.Value:
@@ -650,8 +692,9 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
     counted_loop(b, n, run_one, "pass")
     n_exited = load_field(b, BLOCK_CTX, bctx, B.N_EXITED)
     done = b.icmp_unsigned("==", n_exited, n)
+    asserted = b.icmp_unsigned("!=", load_field(b, BLOCK_CTX, bctx, B.ASSERTED), I64(0))
     with b.if_then(done):
-        b.ret(I32(0))
+        b.ret(b.zext(asserted, I32))
     b.store(I1(0), released)
     n_wait_block = load_field(b, BLOCK_CTX, bctx, B.N_WAIT_BLOCK)
     with b.if_then(b.icmp_unsigned("==", n_wait_block, n)):
@@ -680,6 +723,8 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
     counted_loop(b, nwarps, check_warp, "warps")
     with b.if_then(b.load(released, typ=I1), likely=True):
         b.branch(sched)
+    with b.if_then(asserted):  # the threads that failed an assert never reach the barrier
+        b.ret(I32(1))
     fmt = cstring(module, "barrier divergence in block (%lld,%lld,%lld): %lld of %lld threads "
                           "exited, %lld wait at gpu.barrier, the rest at warp operations; no "
                           "barrier can complete")

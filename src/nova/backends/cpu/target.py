@@ -16,7 +16,8 @@ How a kernel runs (docs/architecture.md, "CPU device barriers"):
 - A kernel whose call graph uses no barrier, warp operation or assert runs as plain nested loops
   over the threads of each block, with the kernel body inlined (LLVM may vectorise it).
 - Any other kernel runs each thread of a block as a fiber (cpu_fibers), so barriers work anywhere
-  and a failing assert stops its block with a message naming the block and thread.
+  and a failing assert ends its thread with CUDA's report on stderr; the block's other threads
+  run on (each failing one reports too), then the block fails with the first failure's message.
 - Workgroup memory (attributions and `memref.global`s in the workgroup address space) lives in a
   per-call buffer that each block reuses, so concurrently running blocks on other OS threads
   never share it. Private attributions are allocas of the thread (on its fiber stack).
@@ -80,6 +81,7 @@ from nova.backends.llvm.ops_memref import CHECKED_OPS, emit_global
 from nova.backends.llvm.target import TargetBase
 from nova.bundle.format import Kernel
 from nova.errors import SourceLocation, UnsupportedError
+from nova.ir.locations import assert_site
 
 TRIPLE = "x86_64-unknown-linux-gnu"
 DATA_LAYOUT = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
@@ -263,7 +265,12 @@ class CpuTarget(TargetBase):
         loc = fe.location(op)
         where = f" ({loc.filename}:{loc.line}:{loc.column})" if loc is not None else ""
         text = f"assertion failed: {message}{where}"
-        fe.builder.call(runtime(fe).fail, [fe.tctx, cf.cstring(fe.module.module, text)])  # type: ignore[attr-defined]
+        file, line, func = assert_site(op)
+        module = fe.module.module
+        tctx = fe.tctx  # type: ignore[attr-defined]
+        fe.builder.call(runtime(fe).assert_fail, [
+            tctx, cf.cstring(module, message), cf.cstring(module, file), ir.Constant(cf.I32, line),
+            cf.cstring(module, func), cf.cstring(module, text)])
         fe.builder.unreachable()
 
     def check_fail(self, fe: FunctionEmitter, op: Operation, summary: str, fmt: str,

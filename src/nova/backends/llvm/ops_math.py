@@ -72,6 +72,18 @@ def _float_fn(name: str) -> Handler:
     return handler
 
 
+def lower_sincos(fe: FunctionEmitter, op: Operation) -> None:
+    """`%s, %c = math.sincos %x`: the target's own math.sin and math.cos of every lane, so each
+    result is bit-identical to the separate op on every device."""
+    mlir_type = element_type(op.results[0].type)
+    result = fe.lower_type(op.results[0].type)
+    for res, name in zip(op.results, ("math.sin", "math.cos"), strict=True):
+        def scalar(fe: FunctionEmitter, args: list[ir.Value], name: str = name) -> ir.Value:
+            return fe.target.math_function(fe, name, args, mlir_type)
+
+        fe.bind(res, lanewise(fe, fe.operands(op), result, scalar))
+
+
 def lower_rsqrt(fe: FunctionEmitter, op: Operation) -> None:
     """1 / sqrt(x) (lane by lane for vectors)."""
     mlir_type = element_type(op.results[0].type)
@@ -201,6 +213,7 @@ lower_ipowi = _lanewise_handler(ipowi_value)
 HANDLERS: dict[str, Handler] = {f"math.{n}": _float_fn(f"math.{n}") for n in FLOAT_FUNCTIONS}
 HANDLERS.update({
     "math.rsqrt": lower_rsqrt,
+    "math.sincos": lower_sincos,
     "math.absi": lower_absi,
     "math.ctlz": _bitcount("llvm.ctlz", False),
     "math.cttz": _bitcount("llvm.cttz", False),

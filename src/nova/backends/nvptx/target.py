@@ -50,6 +50,7 @@ from nova.backends.llvm.emitter import (
 from nova.backends.llvm.ops_math import lower_fpowi_by_squaring
 from nova.backends.llvm.target import Handler, TargetBase
 from nova.errors import UnsupportedError
+from nova.ir.locations import UNKNOWN_SITE, assert_site
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
@@ -371,10 +372,12 @@ class NvptxTarget(TargetBase):
         vector_print(fe, op, value, mlir_type)
 
     def assert_fail(self, fe: FunctionEmitter, op: Operation, message: str) -> None:
-        loc = location_of(op)
-        file = loc.filename if loc is not None else "<unknown>"
-        line = loc.line if loc is not None else 0
-        func = symbol_name(fe.func_op)
+        """`__assertfail(msg, file, line, function, 1)` + trap, the file, line and function
+        resolved from the op's location as upstream's GPU-to-NVVM lowering does."""
+        self._assertfail(fe, message, *assert_site(op))
+
+    def _assertfail(self, fe: FunctionEmitter, message: str, file: str, line: int,
+                    func: str) -> None:
         fail = fe.module.declare("__assertfail", ir.FunctionType(
             T.VOID, [T.PTR, T.PTR, T.I32, T.PTR, T.I64]))
         b = fe.builder
@@ -403,7 +406,10 @@ class NvptxTarget(TargetBase):
         text = (f"{fmt} in @{func}, block (%lld,%lld,%lld), thread (%lld,%lld,%lld)\n")
         vprintf = fe.module.declare("vprintf", ir.FunctionType(T.I32, [T.PTR, T.PTR]))
         b.call(vprintf, [generic_string(fe, text), buf])
-        self.assert_fail(fe, op, summary)
+        # Nova's own check (no upstream lowering): name the enclosing function, not "(unknown)"
+        loc = location_of(op)
+        self._assertfail(fe, summary, loc.filename if loc is not None else UNKNOWN_SITE,
+                         loc.line if loc is not None else 0, symbol_name(fe.func_op))
 
     def function_linkage(self, op: Operation) -> str:
         return "external" if is_kernel(op) else "internal"

@@ -43,6 +43,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from nova.ir.gpu.base import NoOperandOp, print_attr_dict
+from nova.ir.gpu.binary_ops import NVVMTargetAttr
 
 
 class ShflKind(StrEnum):
@@ -358,7 +359,7 @@ class MatchSyncOp(IRDLOperation):
 
 NVVM = Dialect("nvvm", [*SREG_OPS, Barrier0Op, BarWarpSyncOp, MatchSyncOp, ShflSyncOp,
                         VoteSyncOp],
-               [MatchSyncKindAttr, ShflKindAttr, VoteSyncKindAttr])
+               [MatchSyncKindAttr, ShflKindAttr, VoteSyncKindAttr, NVVMTargetAttr])
 """The `nvvm` ops Nova supports (see the module docstring)."""
 
 __all__ = ["NVVM", "SREG_OPS", "SREG_REGISTERS", "BarWarpSyncOp", "Barrier0Op", "MatchSyncKind",

@@ -3,6 +3,9 @@
 
 * `scf.parallel` gets MLIR's custom form (`scf.parallel (%i) = (%a) to (%b) step (%c)
   init (%x) -> f32 { ... }`).
+* `scf.while` with no operands parses and prints as MLIR's `scf.while : () -> () {...} do {...}`
+  (the `(...)` initialisation list is optional; empty, it is not printed).
+* `cf.switch` prints its cases indented one level, as MLIR.
 * `func.func` declarations print without a `-> ()` for no results.
 * `arith.index_castui` is added (xDSL has only `arith.index_cast`), and `arith.remf` (the
   remainder of a float division with the dividend's sign, C's fmod; LLVM's frem).
@@ -12,14 +15,15 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Self
 
 from xdsl.dialects import arith as xarith
+from xdsl.dialects import cf as xcf
 from xdsl.dialects import func as xfunc
 from xdsl.dialects import scf as xscf
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import IndexType, UnitAttr
 from xdsl.dialects.utils import print_func_op_like
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -27,7 +31,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from nova.ir.dialects.vector_ops import ARITH_OPS  # select / cmpi / cmpf on vectors
@@ -136,6 +140,8 @@ class ReduceOp(xscf.ReduceOp):
         super().verify_()
 
     def print(self, printer: Printer) -> None:
+        if not self.args:
+            printer.print_string(" ")  # as mlir-opt: `scf.reduce ` (its empty region list)
         if self.args:
             printer.print_string("(")
             printer.print_list(self.args, printer.print_operand)
@@ -146,6 +152,112 @@ class ReduceOp(xscf.ReduceOp):
             printer.print_string(", " if i else " ")
             printer.print_region(region)
         print_attr_dict(printer, self.attributes)
+
+
+class ExecuteRegionOp(xscf.ExecuteRegionOp):
+    """`scf.execute_region -> T no_inline {...} {attrs}` as MLIR parses and prints it: one
+    result type without parentheses, the `no_inline` unit attribute, the trailing attribute
+    dictionary kept (xDSL's parser drops it)."""
+
+    name = "scf.execute_region"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->") is not None:
+            types = parser.parse_optional_comma_separated_list(
+                Parser.Delimiter.PAREN, parser.parse_type) or [parser.parse_type()]
+        no_inline = parser.parse_optional_keyword("no_inline") is not None
+        op = cls(types, parser.parse_region())
+        op.attributes.update(parser.parse_optional_attr_dict())
+        if no_inline:
+            op.attributes["no_inline"] = UnitAttr()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        types = self.outs.types
+        if types:
+            printer.print_string(" -> ")
+            if len(types) == 1:
+                printer.print_attribute(types[0])
+            else:
+                printer.print_string("(")
+                printer.print_list(types, printer.print_attribute)
+                printer.print_string(")")
+        if "no_inline" in self.attributes:
+            printer.print_string(" no_inline")
+        printer.print_string(" ")
+        printer.print_region(self.region, print_entry_block_args=False,
+                             print_block_terminators=True)
+        print_attr_dict(printer, {k: v for k, v in self.attributes.items()
+                                  if k != "no_inline"})
+
+
+class IfOp(xscf.IfOp):
+    """`scf.if` whose parser adds the implicit `scf.yield` after an unregistered last op, as
+    MLIR's does (xDSL takes an unregistered op for a terminator)."""
+
+    name = "scf.if"
+
+    @staticmethod
+    def parse_region_with_yield(parser: Parser) -> Region:
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        block = region.blocks[-1]
+        last = block.last_op
+        if last is None or not last.has_trait(IsTerminator, value_if_unregistered=False):
+            block.add_op(xscf.YieldOp())
+        return region
+
+
+class WhileOp(xscf.WhileOp):
+    """`scf.while` whose initialisation list is optional, as in MLIR's parser and printer."""
+
+    name = "scf.while"
+
+    def print(self, printer: Printer) -> None:
+        if self.arguments:
+            printer.print_string(" (")
+            printer.print_list(zip(self.before_region.block.args, self.arguments, strict=True),
+                               lambda pair: self._print_pair(printer, pair))
+            printer.print_string(")")
+        printer.print_string(" : ")
+        printer.print_operation_type(self)
+        printer.print_string(" ")
+        printer.print_region(self.before_region, print_entry_block_args=False)
+        printer.print_string(" do ")
+        printer.print_region(self.after_region)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        def assignment() -> tuple[Any, Any]:
+            arg = parser.parse_argument(expect_type=False)
+            parser.parse_punctuation("=")
+            return arg, parser.parse_unresolved_operand()
+
+        pairs = parser.parse_optional_comma_separated_list(Parser.Delimiter.PAREN,
+                                                           assignment) or []
+        colon = parser.pos
+        parser.parse_punctuation(":")
+        function_type = parser.parse_function_type()
+        inputs = function_type.inputs.data
+        if len(pairs) != len(inputs):
+            parser.raise_error("custom op 'scf.while' expected as many input types as operands "
+                               f"(expected {len(pairs)} got {len(inputs)})", colon, colon + 1)
+        block_args = tuple(arg.resolve(t) for (arg, _), t in zip(pairs, inputs, strict=True))
+        operands = tuple(parser.resolve_operand(operand, t)
+                         for (_, operand), t in zip(pairs, inputs, strict=True))
+        before = parser.parse_region(block_args)
+        parser.parse_characters("do")
+        after = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(operands, function_type.outputs.data, before, after)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
 
 
 class FuncOp(xfunc.FuncOp):
@@ -192,6 +304,20 @@ class RemFOp(xarith.FloatingPointLikeBinaryOperation):
     traits = traits_def(Pure())
 
 
+_XDSL_SWITCH_CASES_PRINT = xcf.SwitchOpCases.print
+
+
+def _print_switch_cases(self: xcf.SwitchOpCases, printer: Printer, state: Any,
+                        op: IRDLOperation) -> None:
+    """`cf.switch`'s cases one level deeper than the op, as MLIR prints them (xDSL prints the
+    first case at the op's own indentation: its newline comes before the indented list)."""
+    printer.print_string(" " * printer.indent_num_spaces)
+    _XDSL_SWITCH_CASES_PRINT(self, printer, state, op)
+
+
+xcf.SwitchOpCases.print = _print_switch_cases  # type: ignore[method-assign]
+
+
 def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
           extra_attrs: tuple[type[Attribute], ...] = ()) -> Dialect:
     by_name = {op.name: op for op in replacements}
@@ -200,7 +326,7 @@ def _swap(dialect: Dialect, replacements: tuple[type[IRDLOperation], ...],
                    [*dialect.attributes, *extra_attrs])
 
 
-SCF = _swap(xscf.Scf, (ParallelOp, ReduceOp))
+SCF = _swap(xscf.Scf, (ParallelOp, ReduceOp, WhileOp, IfOp, ExecuteRegionOp))
 ARITH = _swap(xarith.Arith, (IndexCastUIOp, RemFOp, *ARITH_OPS))
 FUNC = _swap(xfunc.Func, (FuncOp,))
 

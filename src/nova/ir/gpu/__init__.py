@@ -20,6 +20,7 @@ from nova.ir.gpu.base import (
     ShuffleMode,
     ShuffleModeAttr,
 )
+from nova.ir.gpu.binary_ops import BINARY_ATTRS, BINARY_OPS, BinaryOp, ObjectAttr
 from nova.ir.gpu.kernel_ops import (
     KERNEL_OPS,
     AllReduceOp,
@@ -64,9 +65,9 @@ CONTAINER_MODULE_ATTR = "gpu.container_module"
 
 GPU = Dialect(
     "gpu",
-    [*MODULE_OPS, *LAUNCH_OPS, *KERNEL_OPS, *MEMORY_OPS, *MMA_OPS],
+    [*MODULE_OPS, *LAUNCH_OPS, *KERNEL_OPS, *MEMORY_OPS, *MMA_OPS, *BINARY_OPS],
     [AsyncTokenType, DimensionAttr, AllReduceOperationAttr, ShuffleModeAttr, AddressSpaceAttr,
-     *MMA_ATTRS],
+     *MMA_ATTRS, *BINARY_ATTRS],
 )
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "AllocOp",
     "AsyncTokenType",
     "BarrierOp",
+    "BinaryOp",
     "BlockDimOp",
     "BlockIdOp",
     "ClusterBlockIdOp",
@@ -104,6 +106,7 @@ __all__ = [
     "MemcpyOp",
     "MemsetOp",
     "NumSubgroupsOp",
+    "ObjectAttr",
     "PrintfOp",
     "ReturnOp",
     "ShuffleMode",

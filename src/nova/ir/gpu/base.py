@@ -154,18 +154,25 @@ FLOAT_ONLY_REDUCTIONS = frozenset({
 })
 
 
-def verify_reduction_type(op: AllReduceOperation, type_: Attribute, what: str) -> None:
-    """MLIR's rule: integer-only reductions need an integer type, float-only a float type."""
+class UnprefixedVerifyError(VerifyException):
+    """A verifier message upstream emits with `emitError` (no `'op.name' op` prefix); the
+    verifier (nova.ir.verify) reports it as it is."""
+
+    unprefixed = True
+
+
+def verify_reduction_type(op: AllReduceOperation, type_: Attribute, what: str,
+                          shown: Attribute | None = None) -> None:
+    """MLIR's rule: integer-only reductions need an integer type, float-only a float type.
+    `shown`: the type the message names (the op's own, e.g. a vector), default `type_`."""
     from xdsl.dialects.builtin import AnyFloat
 
     is_int = isinstance(type_, IntegerType | IndexType)
     is_float = isinstance(type_, AnyFloat)
-    if op in INTEGER_ONLY_REDUCTIONS and not is_int:
-        raise VerifyException(f"'{what}' op `{op.value}` reduction operation is not compatible "
-                              f"with type {type_}")
-    if op in FLOAT_ONLY_REDUCTIONS and not is_float:
-        raise VerifyException(f"'{what}' op `{op.value}` reduction operation is not compatible "
-                              f"with type {type_}")
+    if (op in INTEGER_ONLY_REDUCTIONS and not is_int) or (
+            op in FLOAT_ONLY_REDUCTIONS and not is_float):
+        raise UnprefixedVerifyError(f"`{op.value}` reduction operation is not compatible with "
+                                    f"type '{shown or type_}'")
 
 
 # ---- syntax helpers shared by the ops ------------------------------------------------------

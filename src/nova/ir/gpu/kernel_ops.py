@@ -46,6 +46,7 @@ from nova.ir.gpu.base import (
     NoOperandOp,
     ShuffleMode,
     ShuffleModeAttr,
+    UnprefixedVerifyError,
     print_attr_dict,
     verify_reduction_type,
 )
@@ -176,13 +177,21 @@ class ShuffleOp(IRDLOperation):
         if not ok:
             raise VerifyException(
                 "'gpu.shuffle' op operand #0 must be Integer or Float or fixed-length vector "
-                f"of Integer or Float values of ranks 1, but got {t}")
+                f"of Integer or Float values of ranks 1, but got '{t}'")
         if self.shuffleResult.type != t:
-            raise VerifyException("'gpu.shuffle' op result type must match the value type")
+            raise VerifyException("'gpu.shuffle' op failed to verify that all of {value, "
+                                  "shuffleResult} have same type")
 
 
 def _parse_reduction_op(parser: Parser) -> AllReduceOperation | None:
-    return parser.parse_optional_str_enum(AllReduceOperation)
+    """An optional reduction kind; another bare word is upstream's `invalid op kind`."""
+    word = parser.parse_optional_identifier()
+    if word is None:
+        return None
+    if word not in {k.value for k in AllReduceOperation}:
+        parser.raise_error("custom op 'gpu.all_reduce' invalid op kind", parser.pos,
+                           parser.pos + 1)
+    return AllReduceOperation(word)
 
 
 @irdl_op_definition
@@ -241,27 +250,32 @@ class AllReduceOp(IRDLOperation):
     def verify_(self) -> None:
         if self.result.type != self.value.type:
             raise VerifyException("'gpu.all_reduce' op result type must match operand type")
+
+    def verify_regions_(self) -> None:
+        """Upstream's verifyRegions (after the body's ops), with its messages."""
         has_body = bool(self.body.blocks)
         if has_body == (self.op is not None):
-            raise VerifyException(
-                "'gpu.all_reduce' op expected either an op attribute or a non-empty body")
+            raise UnprefixedVerifyError("expected either an op attribute or a non-empty body")
         if self.op is not None:
             verify_reduction_type(self.op.data, self.value.type, "gpu.all_reduce")
             return
         block = self.body.blocks[0]
         t = self.value.type
+        if len(block.args) != 2:
+            raise UnprefixedVerifyError("expected two region arguments")
         if block.arg_types != (t, t):
-            raise VerifyException(
-                "'gpu.all_reduce' op expected two region arguments of the operand type")
+            raise UnprefixedVerifyError("incorrect region argument type")
+        yields = 0
         for blk in self.body.blocks:
             last = blk.last_op
             if isinstance(last, YieldOp):
-                if tuple(v.type for v in last.values) != (t,):
-                    raise VerifyException(
-                        "'gpu.all_reduce' op expected gpu.yield op in region to yield one "
-                        "value of the operand type")
-            elif last is None or not last.successors:
-                raise VerifyException("'gpu.all_reduce' op expected gpu.yield op in region")
+                if len(last.values) != 1:
+                    raise UnprefixedVerifyError("expected one gpu.yield operand")
+                if last.values[0].type != t:
+                    raise UnprefixedVerifyError("incorrect gpu.yield type")
+                yields += 1
+        if not yields:
+            raise UnprefixedVerifyError("expected gpu.yield op in region")
 
 
 @irdl_op_definition
@@ -334,8 +348,13 @@ class SubgroupReduceOp(IRDLOperation):
             raise VerifyException("'gpu.subgroup_reduce' op result type must match operand "
                                   "type")
         t = self.value.type
-        verify_reduction_type(self.op.data, t.element_type if isinstance(t, VectorType) else t,
-                              "gpu.subgroup_reduce")
+        elem = t.element_type if isinstance(t, VectorType) else t
+        if not isinstance(elem, AnyFloat | IntegerType | IndexType) or (
+                isinstance(t, VectorType) and len(t.get_shape()) != 1):
+            raise VerifyException(
+                "'gpu.subgroup_reduce' op operand #0 must be Integer or Float or fixed-length "
+                f"vector of Integer or Float values of ranks 1, but got '{t}'")
+        verify_reduction_type(self.op.data, elem, "gpu.subgroup_reduce", t)
         for name, attr in (("cluster_size", self.cluster_size),
                            ("cluster_stride", self.cluster_stride)):
             if attr is None:

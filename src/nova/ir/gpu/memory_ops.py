@@ -11,8 +11,10 @@ from typing import Self
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AffineMapAttr,
     IndexType,
     MemRefType,
+    StridedLayoutAttr,
     UnitAttr,
     UnrankedMemRefType,
 )
@@ -107,8 +109,22 @@ class AllocOp(IRDLOperation):
         n_dynamic = sum(1 for d in type_.get_shape() if d == DYNAMIC_INDEX)
         if n_dynamic != len(self.dynamicSizes):
             raise VerifyException(
-                f"'gpu.alloc' op dimension operand count does not equal memref dynamic "
-                f"dimension count ({len(self.dynamicSizes)} vs {n_dynamic})")
+                f"'gpu.alloc' op incorrect number of dynamic sizes, has "
+                f"{len(self.dynamicSizes)}, expected {n_dynamic}")
+        if len(self.symbolOperands) != layout_symbols(type_):
+            raise VerifyException("'gpu.alloc' op symbol operand count does not equal memref "
+                                  "symbol count")
+
+
+def layout_symbols(type_: MemRefType) -> int:
+    """The number of symbols of the memref's layout map (MLIR's `getNumSymbols`): an affine
+    map's own; a strided layout has one per dynamic offset or stride; the identity none."""
+    layout = type_.layout
+    if isinstance(layout, AffineMapAttr):
+        return layout.data.num_symbols
+    if isinstance(layout, StridedLayoutAttr):
+        return sum(1 for v in (layout.get_offset(), *layout.get_strides()) if v is None)
+    return 0
 
 
 @irdl_op_definition

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     UnitAttr,
+    VectorType,
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
@@ -63,7 +64,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from nova.ir.gpu.base import print_attr_dict
+from nova.ir.gpu.base import UnprefixedVerifyError, print_attr_dict
 
 MMA_OPERANDS = ("AOp", "BOp", "COp")
 """The fragment kinds: A and B (multiplicands) and C (accumulator / result)."""
@@ -187,6 +188,20 @@ def _print_memref_access(printer: Printer, ref: SSAValue, indices: Sequence[SSAV
     printer.print_string("]")
 
 
+_MMA_SCALARS = ("8-bit signless integer or 32-bit signless integer or 16-bit float or 32-bit "
+                "float or 64-bit float")
+"""Upstream's GPU_MMAMemRef element types (i8, i32, f16, f32, f64, or 1-D vectors of them),
+in its constraint message's words."""
+
+
+def _mma_memory_element(ty: Attribute) -> bool:
+    if isinstance(ty, VectorType):
+        return ty.get_num_dims() == 1 and _mma_memory_element(ty.element_type)
+    if isinstance(ty, IntegerType):
+        return ty.width.data in (8, 32) and ty.signedness.data == Signedness.SIGNLESS
+    return isinstance(ty, Float16Type | Float32Type | Float64Type)
+
+
 class _MatrixMemoryOp(IRDLOperation):
     """Shared parts of load_matrix/store_matrix: leadDimension, transpose, the memref access."""
 
@@ -200,11 +215,13 @@ class _MatrixMemoryOp(IRDLOperation):
         return {**props, **self.attributes}
 
     def _check_memref(self, ty: Attribute, which: str) -> None:
-        if not isinstance(ty, MemRefType):
-            raise VerifyException(f"'{self.name}' op operand #{which} must be memref, got {ty}")
+        if not isinstance(ty, MemRefType) or not _mma_memory_element(ty.element_type):
+            raise VerifyException(f"'{self.name}' op operand #{which} must be memref of "
+                                  f"{_MMA_SCALARS} or vector of {_MMA_SCALARS} values of ranks "
+                                  f"1 values, but got '{ty}'")
         if not _unit_stride_last(ty):
             role = "source" if self.name.endswith("load_matrix") else "destination"
-            raise VerifyException(f"'{self.name}' op expected {role} memref most minor dim must "
+            raise UnprefixedVerifyError(f"expected {role} memref most minor dim must "
                                   "have unit stride")
 
 
@@ -305,8 +322,8 @@ class SubgroupMmaStoreMatrixOp(_MatrixMemoryOp):
     def verify_(self) -> None:
         self._check_memref(self.dstMemref.type, "1")
         if self.src.type.kind != "COp":  # type: ignore[attr-defined]
-            raise VerifyException(f"'{self.name}' op expected the operand matrix being stored "
-                                  "to have 'COp' operand type")
+            raise UnprefixedVerifyError("expected the operand matrix being stored to have 'COp' "
+                                        "operand type")
 
 
 @irdl_op_definition
@@ -373,7 +390,7 @@ class SubgroupMmaComputeOp(IRDLOperation):
         assert isinstance(a, MMAMatrixType) and isinstance(b, MMAMatrixType)
         assert isinstance(c, MMAMatrixType)
         if (a.kind, b.kind, c.kind) != MMA_OPERANDS:
-            raise VerifyException(f"'{self.name}' op operands must be in the order AOp, BOp, "
+            raise UnprefixedVerifyError("operands must be in the order AOp, BOp, "
                                   "COp")
         a_shape, b_shape, c_shape = a.get_shape(), b.get_shape(), c.get_shape()
         if self.a_transpose is not None:
@@ -381,7 +398,7 @@ class SubgroupMmaComputeOp(IRDLOperation):
         if self.b_transpose is not None:
             b_shape = b_shape[::-1]
         if a_shape[1] != b_shape[0] or a_shape[0] != c_shape[0] or b_shape[1] != c_shape[1]:
-            raise VerifyException(f"'{self.name}' op operand shapes do not satisfy matmul "
+            raise UnprefixedVerifyError("operand shapes do not satisfy matmul "
                                   "constraints")
         if self.res.type != c:
             raise VerifyException(f"'{self.name}' op result type must equal the C operand type")

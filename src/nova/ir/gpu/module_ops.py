@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolNameConstraint,
     UnitAttr,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Region
@@ -70,9 +71,12 @@ class GPUModuleOp(IRDLOperation):
         name = parser.parse_symbol_name()
         targets = None
         if parser.parse_optional_punctuation("[") is not None:
-            targets = ArrayAttr(parser.parse_comma_separated_list(
-                Parser.Delimiter.NONE, parser.parse_attribute))
-            parser.parse_punctuation("]")
+            listed: list[Attribute] = []
+            if parser.parse_optional_punctuation("]") is None:
+                listed = parser.parse_comma_separated_list(Parser.Delimiter.NONE,
+                                                           parser.parse_attribute)
+                parser.parse_punctuation("]")
+            targets = ArrayAttr(listed)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region()
         if not region.blocks:
@@ -96,6 +100,32 @@ class GPUModuleOp(IRDLOperation):
         printer.print_region(self.body, False, False)
 
 
+    def verify_(self) -> None:
+        if self.targets is not None and not self.targets.data:
+            raise VerifyException("'gpu.module' op attribute 'targets' failed to satisfy "
+                                  "constraint: array of GPU target attributes with at least 1 "
+                                  "elements")
+
+
+def _is_i32_triple(attr: Attribute) -> bool:
+    return (isinstance(attr, DenseArrayBase) and attr.elt_type == i32
+            and len(attr.get_values()) == 3)
+
+
+def _after_previous_token(parser: Parser) -> int:
+    """The offset just after the token before the current one (where MLIR reports a missing
+    token), skipping whitespace and whole-line comments."""
+    text = parser.lexer.input.content
+    end = parser.pos
+    while True:
+        stripped = text[:end].rstrip()
+        line_start = stripped.rfind("\n") + 1
+        if stripped[line_start:].lstrip().startswith("//"):
+            end = line_start
+            continue
+        return len(stripped)
+
+
 @irdl_op_definition
 class FuncOp(IRDLOperation):
     """`gpu.func @name(args) workgroup(...) private(...) kernel attributes {...} { ... }`."""
@@ -105,8 +135,8 @@ class FuncOp(IRDLOperation):
     function_type = prop_def(FunctionType)
     arg_attrs = opt_prop_def(ArrayAttr)
     res_attrs = opt_prop_def(ArrayAttr)
-    known_block_size = opt_prop_def(DenseArrayBase)
-    known_grid_size = opt_prop_def(DenseArrayBase)
+    known_block_size = opt_prop_def(Attribute)  # checked in verify_, with upstream's message
+    known_grid_size = opt_prop_def(Attribute)
     workgroup_attrib_attrs = opt_prop_def(ArrayAttr)
     private_attrib_attrs = opt_prop_def(ArrayAttr)
     kernel = opt_attr_def(UnitAttr, attr_name="gpu.kernel")
@@ -173,8 +203,9 @@ class FuncOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict_with_keyword()
         ftype = FunctionType.from_lists([a.type for a in args], results)
         region = parser.parse_optional_region([*args, *workgroup, *private])
-        if region is None:
-            region = Region()
+        if region is None:  # as MLIR: a gpu.func always has a body
+            at = _after_previous_token(parser)
+            parser.raise_error("expected '{' to begin a region", at, at + 1)
         op = cls(name.data, ftype, region, kernel, len(workgroup))
         if any(arg_dicts):
             op.properties["arg_attrs"] = ArrayAttr(DictionaryAttr(d) for d in arg_dicts)
@@ -255,8 +286,10 @@ class FuncOp(IRDLOperation):
                                   "(kernels return void)")
         for key in ("known_block_size", "known_grid_size"):
             attr = self.properties.get(key)
-            if isinstance(attr, DenseArrayBase) and len(attr.get_values()) != 3:
-                raise VerifyException(f"'gpu.func' op {key} must have 3 elements")
+            if attr is not None and not _is_i32_triple(attr):
+                raise VerifyException(f"'gpu.func' op attribute '{key}' failed to satisfy "
+                                      "constraint: i32 dense array attribute with 3 elements "
+                                      "(if present)")
         if not self.body.blocks:
             return
         inputs = self.function_type.inputs.data
