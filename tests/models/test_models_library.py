@@ -177,7 +177,8 @@ def test_saved_model_keeps_its_library_plans(tmp_path: Path) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", list(ZOO))
 def test_zoo_auto_policy_on_cuda(name: str, dtype: str) -> None:
-    """On cuda the auto policy gives large GEMMs to cuBLASLt (when it loads)."""
+    """On cuda the auto policy gives GEMMs of more than 8 rows to cuBLASLt (when it loads) and
+    keeps smaller ones on Nova's kernels (the resnet stack's one GEMM is its 2-row classifier)."""
     from nova.runtime.selection import cuda_status
 
     if not cuda_status().usable:
@@ -187,4 +188,12 @@ def test_zoo_auto_policy_on_cuda(name: str, dtype: str) -> None:
     x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
     model = nm.compile(example.graph, device="cuda", dtype=dtype)
     assert rel_err(model(x.astype(numpy_dtype(dtype))), example.forward(x)) <= TOLERANCE[dtype]
-    assert "cublaslt" in _backends(model)
+    signature = json.loads(_manifest_extra(model)["nova.models.signature"])
+    for choice in signature["gemm"]:
+        batch, m, _, _ = choice["shape"]
+        if batch * m <= 8:
+            assert choice["backend"] == "nova", choice
+    if name == "resnet_stack":
+        assert _backends(model) == ["nova"]
+    else:
+        assert "cublaslt" in _backends(model)
