@@ -77,6 +77,10 @@ SLOT_BYTES = 8
 ERROR_BYTES = 512
 OVERFLOW_BASE = 2
 """BlockCtx.FAILED = OVERFLOW_BASE + linear id: that thread's stack canary was damaged."""
+DIVERGENCE_FORMAT = ("barrier divergence in block (%lld,%lld,%lld): %lld of %lld threads exited, "
+                     "%lld wait at gpu.barrier, the rest at warp operations; no barrier can "
+                     "complete")
+"""launch->error when no barrier of a block can complete (fibers and barrier regions)."""
 STAGGER_LINES = 64
 """Fiber i's stack top sits (i % STAGGER_LINES) cache lines below the end of its stack."""
 
@@ -138,10 +142,11 @@ class B(IntEnum):
     GDIM_X = 20
     GDIM_Y = 21
     GDIM_Z = 22
+    FRAME = 23  # ptr: the frame of a region-split kernel (cpu_regions), per call
 
 
 BLOCK_CTX = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, PTR, PTR, PTR, PTR, I64, PTR,
-                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64])
+                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64, PTR])
 
 LAUNCH_CTX = ir.LiteralStructType([
     ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), I64, I64, PTR, I64,
@@ -680,9 +685,7 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
     counted_loop(b, nwarps, check_warp, "warps")
     with b.if_then(b.load(released, typ=I1), likely=True):
         b.branch(sched)
-    fmt = cstring(module, "barrier divergence in block (%lld,%lld,%lld): %lld of %lld threads "
-                          "exited, %lld wait at gpu.barrier, the rest at warp operations; no "
-                          "barrier can complete")
+    fmt = cstring(module, DIVERGENCE_FORMAT)
     b.call(rt.snprintf, [err, I64(ERROR_BYTES), fmt, *_ids(b, bctx, None), n_exited, n,
                          n_wait_block])
     b.ret(I32(1))

@@ -79,6 +79,35 @@ def check_elf_object(data: bytes, name: str) -> None:
         raise bad(str(exc)) from None
 
 
+CPU_TARGET_SYMBOL = "__nova_cpu_target"
+"""The object's record of the CPU it was compiled for (nova.backends.cpu.host_cpu)."""
+
+
+def _host_features() -> frozenset[str]:
+    import llvmlite.binding as llvm
+
+    flat = llvm.get_host_cpu_features().flatten()
+    return frozenset(f[1:] for f in flat.split(",") if f.startswith("+"))
+
+
+def check_cpu_target(engine: object, name: str) -> None:
+    """Refuse an object compiled for CPU features this machine lacks (its code would die of an
+    illegal instruction): a DeviceError naming the features. Objects without the record
+    (older ones, generic x86-64) need nothing."""
+    address = engine.get_global_value_address(CPU_TARGET_SYMBOL)  # type: ignore[attr-defined]
+    if not address:
+        return
+    record = ctypes.string_at(address).decode("ascii", "replace")
+    fields = dict(part.split("=", 1) for part in record.split(";") if "=" in part)
+    needed = {f[1:] for f in fields.get("features", "").split(",") if f.startswith("+")}
+    missing = sorted(needed - _host_features())
+    if missing:
+        raise DeviceError(
+            f"the CPU object of device module {name!r} was compiled for CPU "
+            f"{fields.get('cpu', '?')!r} and uses features this CPU lacks: {', '.join(missing)}; "
+            "recompile it on this machine, or build a portable object with NOVA_CPU_ARCH=generic")
+
+
 class CpuModule(DeviceModule):
     """A CPU object loaded into its own MCJIT engine."""
 
@@ -98,6 +127,7 @@ class CpuModule(DeviceModule):
             raise DeviceError(f"cannot load the CPU object of device module {images.name!r}: "
                               f"{exc}") from exc
         self._engine = engine
+        check_cpu_target(engine, images.name)
         fault_guard.guard()  # install the fault handlers before any kernel of the module runs
 
     @property
