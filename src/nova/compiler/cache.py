@@ -91,9 +91,9 @@ def environment_fingerprint() -> dict[str, str]:
     the input."""
     from nova import config
 
-    arch = config.get().cpu_arch
-    return {**_tool_fingerprint(), "cpu_arch": arch,
-            "cpu": _host_cpu_fingerprint() if arch == "native" else ""}
+    cfg = config.get()
+    return {**_tool_fingerprint(), "cpu_arch": cfg.cpu_arch, "cpu_regions": str(cfg.cpu_regions),
+            "cpu": _host_cpu_fingerprint() if cfg.cpu_arch == "native" else ""}
 
 
 @cache

@@ -420,6 +420,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
 
         stack_bytes = config.get().cpu_stack_kib * 1024
     target = CpuTarget(stack_bytes, check_bounds)
+    regions_on = config.get().cpu_regions
     name = symbol_name(gpu_module)
     me = ModuleEmitter(target, name)
 
@@ -465,7 +466,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
         if is_kernel(op):
             fiber = needs_fibers(op, funcs, check_bounds)
             split = None
-            if fiber and splittable(op, funcs, check_bounds):
+            if fiber and regions_on and splittable(op, funcs, check_bounds):
                 split = regions.split_at_barriers(fn, cf.fiber_runtime(me.module).wait)
             if fiber and split is None:
                 _check_stack(op, funcs, stack_bytes)
