@@ -211,39 +211,53 @@ def child(sizes: list[int], repeat: int) -> list[dict[str, object]]:
     mlir = {"saxpy": nova.compile(SAXPY_MLIR, device="cpu").saxpy,
             "block_sum": nova.compile(BLOCK_SUM_MLIR, device="cpu").block_sum}
     py = _python_kernels()
-    a = np.float32(2.0)
     rng = np.random.default_rng(0)
     rows: list[dict[str, object]] = []
     for n in sizes:
         x = rng.standard_normal(n).astype(np.float32)
         y0 = rng.standard_normal(n).astype(np.float32)
-        work = y0.copy()
-        t_np = best_of(repeat, lambda: np.add(np.multiply(a, x), work, out=work))
-        launches = {
-            "mlir": lambda y: mlir["saxpy"](a, x, y),
-            "python": lambda y: py.saxpy[(n + BLOCK - 1) // BLOCK, BLOCK](a, x, y),  # type: ignore[attr-defined]
-        }
-        for frontend, launch in launches.items():
-            work = y0.copy()
-            seconds = best_of(repeat, lambda: launch(work))  # noqa: B023
-            check = y0.copy()
-            launch(check)
-            ok = bool(np.allclose(check, a * x + y0, rtol=1e-5, atol=1e-6))
-            rows.append({"kernel": "saxpy", "frontend": frontend, "n": n, "nova_s": seconds,
-                         "numpy_s": t_np, "correct": ok})
-        out = np.zeros(n // BLOCK, np.float32)
-        t_np = best_of(repeat, lambda: x.reshape(-1, BLOCK).sum(axis=1))
-        expect = x.reshape(-1, BLOCK).sum(axis=1, dtype=np.float64)
-        sums = {
-            "mlir": lambda: mlir["block_sum"](x, out),
-            "python": lambda: py.block_sum[n // BLOCK, BLOCK](x, out),  # type: ignore[attr-defined]
-        }
-        for frontend, launch in sums.items():
-            out[:] = 0
-            seconds = best_of(repeat, launch)
-            ok = bool(np.allclose(out, expect, rtol=1e-4, atol=1e-4))
-            rows.append({"kernel": "block_sum", "frontend": frontend, "n": n, "nova_s": seconds,
-                         "numpy_s": t_np, "correct": ok})
+        rows += _saxpy_rows(mlir["saxpy"], py.saxpy, n, x, y0, repeat)  # type: ignore[attr-defined]
+        rows += _block_sum_rows(mlir["block_sum"], py.block_sum, n, x, repeat)  # type: ignore[attr-defined]
+    return rows
+
+
+def _saxpy_rows(mlir: Callable[..., object], py: object, n: int, x: np.ndarray, y0: np.ndarray,
+                repeat: int) -> list[dict[str, object]]:
+    a = np.float32(2.0)
+    work = y0.copy()
+    t_np = best_of(repeat, lambda: np.add(np.multiply(a, x), work, out=work))
+    launches = {
+        "mlir": lambda y: mlir(a, x, y),
+        "python": lambda y: py[(n + BLOCK - 1) // BLOCK, BLOCK](a, x, y),  # type: ignore[index]
+    }
+    rows: list[dict[str, object]] = []
+    for frontend, launch in launches.items():
+        buffer = y0.copy()
+        seconds = best_of(repeat, lambda launch=launch, buffer=buffer: launch(buffer))  # type: ignore[misc]
+        check = y0.copy()
+        launch(check)
+        ok = bool(np.allclose(check, a * x + y0, rtol=1e-5, atol=1e-6))
+        rows.append({"kernel": "saxpy", "frontend": frontend, "n": n, "nova_s": seconds,
+                     "numpy_s": t_np, "correct": ok})
+    return rows
+
+
+def _block_sum_rows(mlir: Callable[..., object], py: object, n: int, x: np.ndarray,
+                    repeat: int) -> list[dict[str, object]]:
+    out = np.zeros(n // BLOCK, np.float32)
+    t_np = best_of(repeat, lambda: x.reshape(-1, BLOCK).sum(axis=1))
+    expect = x.reshape(-1, BLOCK).sum(axis=1, dtype=np.float64)
+    sums = {
+        "mlir": lambda: mlir(x, out),
+        "python": lambda: py[n // BLOCK, BLOCK](x, out),  # type: ignore[index]
+    }
+    rows: list[dict[str, object]] = []
+    for frontend, launch in sums.items():
+        out[:] = 0
+        seconds = best_of(repeat, launch)
+        ok = bool(np.allclose(out, expect, rtol=1e-4, atol=1e-4))
+        rows.append({"kernel": "block_sum", "frontend": frontend, "n": n, "nova_s": seconds,
+                     "numpy_s": t_np, "correct": ok})
     return rows
 
 

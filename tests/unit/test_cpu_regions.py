@@ -117,7 +117,8 @@ LIVE_VALUES = _module("""
       %h = arith.sitofp %i16 : i16 to f16
       %v0 = vector.broadcast %h : f16 to vector<4xf16>
       %v = arith.extf %v0 : vector<4xf16> to vector<4xf32>
-      %view = memref.subview %out[%n] [%n] [1] : memref<?xf64> to memref<?xf64, strided<[1], offset: ?>>
+      %view = memref.subview %out[%n] [%n] [1]
+          : memref<?xf64> to memref<?xf64, strided<[1], offset: ?>>
       %acc = scf.for %k = %c0 to %c3 step %c1 iter_args(%a = %f) -> (f64) {
         %kf0 = arith.index_cast %k : index to i64
         %kf = arith.sitofp %kf0 : i64 to f32

@@ -36,9 +36,9 @@ type the frame cannot hold (aggregates).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
-import copy
 
 from llvmlite import ir
 
