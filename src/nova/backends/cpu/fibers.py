@@ -143,10 +143,13 @@ class B(IntEnum):
     GDIM_Y = 21
     GDIM_Z = 22
     FRAME = 23  # ptr: the frame of a region-split kernel (cpu_regions), per call
+    UNIFORM_IN = 24  # ptr: its uniform values as the current pass reads them
+    UNIFORM_OUT = 25  # ptr: ... and as the pass writes them (copied to UNIFORM_IN after it)
 
 
 BLOCK_CTX = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, PTR, PTR, PTR, PTR, I64, PTR,
-                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64, PTR])
+                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64, PTR, PTR,
+                                  PTR])
 
 LAUNCH_CTX = ir.LiteralStructType([
     ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), I64, I64, PTR, I64,

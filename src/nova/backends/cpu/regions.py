@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from nova.backends.cpu import fibers as cf
+from nova.backends.cpu import uniformity
 from nova.backends.cpu.fibers import BLOCK_CTX, I64, THREAD_CTX, B, State, T, load_field
 
 FRAME_ALIGN = 64
@@ -59,6 +60,8 @@ class SplitKernel:
 
     barriers: int
     frame_bytes: int
+    uniform_bytes: int = 0
+    """Bytes of the values all threads share (saved once, read through BlockCtx.uniform_in)."""
 
     @property
     def exit_state(self) -> int:
@@ -199,43 +202,56 @@ class _Frame:
     """The body's view of the frame: each demoted value's alloca and its frame slot."""
 
     allocas: dict[ir.Instruction, ir.Value]
-    slots: dict[ir.Instruction, tuple[ir.Value, int]]
-    private: list[tuple[ir.Value, ir.Value, int]]
-    """The body's own allocas (private memory): (alloca, frame slot, bytes), copied whole."""
+    slots: dict[ir.Instruction, tuple[ir.Value, ir.Value, int]]
+    """Saved value -> (where a continuation reads it, where a barrier writes it, alignment):
+    the thread's frame slot twice, or for a uniform value its place in uniform_in/_out."""
+    private: list[tuple[ir.Value, ir.Value, ir.Value, int]]
+    """The body's own allocas (private memory): (alloca, read, write, bytes), copied whole."""
+    uniform_bytes: int = 0
 
 
 def _layout(entry_builder: ir.IRBuilder, tctx: ir.Value, values: Iterable[ir.Instruction],
-            saved: set[ir.Instruction], kept: list[ir.AllocaInstr]) -> tuple[_Frame, int]:
-    """Allocas (in the entry block) for `values`, frame slot pointers for those `saved` and
-    for the body's own allocas `kept`; the frame bytes per thread."""
+            saved: set[ir.Instruction], kept: list[ir.AllocaInstr],
+            shared: set[ir.Instruction]) -> tuple[_Frame, int]:
+    """Allocas (in the entry block) for `values`, read/write slot pointers for those `saved`
+    and for the body's own allocas `kept` (in uniform_in/_out for those in `shared`, else in
+    the thread's frame slots); the frame bytes per thread."""
     b = entry_builder
     bctx = load_field(b, THREAD_CTX, tctx, T.BCTX)
     frame = load_field(b, BLOCK_CTX, bctx, B.FRAME)
     n = load_field(b, BLOCK_CTX, bctx, B.NTHREADS)
     linear = load_field(b, THREAD_CTX, tctx, T.LINEAR)
+    uniform_in = load_field(b, BLOCK_CTX, bctx, B.UNIFORM_IN)
+    uniform_out = load_field(b, BLOCK_CTX, bctx, B.UNIFORM_OUT)
     allocas: dict[ir.Instruction, ir.Value] = {}
-    slots: dict[ir.Instruction, tuple[ir.Value, int]] = {}
-    private: list[tuple[ir.Value, ir.Value, int]] = []
+    slots: dict[ir.Instruction, tuple[ir.Value, ir.Value, int]] = {}
+    private: list[tuple[ir.Value, ir.Value, ir.Value, int]] = []
     offset = 0
+    uniform = 0
 
-    def slot(size: int) -> ir.Value:
-        nonlocal offset
+    def slot(v: ir.Instruction, size: int) -> tuple[ir.Value, ir.Value]:
+        nonlocal offset, uniform
+        if v in shared:
+            where = I64(uniform)
+            uniform += -(-size // 16) * 16
+            return (cf.gep(b, uniform_in, [where], cf.I8), cf.gep(b, uniform_out, [where], cf.I8))
         where = b.add(b.mul(n, I64(offset)), b.mul(linear, I64(size)))
-        offset += -(-size * 1 // FRAME_ALIGN) * FRAME_ALIGN
-        return cf.gep(b, frame, [where], cf.I8)
+        offset += -(-size // FRAME_ALIGN) * FRAME_ALIGN
+        ptr = cf.gep(b, frame, [where], cf.I8)
+        return ptr, ptr
 
     for value in values:
         allocas[value] = cf.alloca(b, value.type, name="demoted")
         if value in saved:
             size = slot_size(value.type)
             assert size is not None
-            slots[value] = (slot(size), min(size, 16))
+            slots[value] = (*slot(value, size), min(size, 16))
     for alloca in kept:
         size = _private(alloca)
         assert size is not None
         size = -(-size // 8) * 8
-        private.append((alloca, slot(size), size))
-    return _Frame(allocas, slots, private), offset
+        private.append((alloca, *slot(alloca, size), size))
+    return _Frame(allocas, slots, private, uniform), offset
 
 
 def _demote(value: ir.Instruction, slot: ir.Value, users: list[ir.Instruction]) -> None:
@@ -350,26 +366,25 @@ class _Remat:
 
 
 def _copy(b: ir.IRBuilder, values: set[ir.Instruction], frame: _Frame, to_frame: bool) -> None:
-    for alloca, slot, size in frame.private:
+    for alloca, read, write, size in frame.private:
         ty = alloca.allocated_type
-        src, dst = (alloca, slot) if to_frame else (slot, alloca)
+        src, dst = (alloca, write) if to_frame else (read, alloca)
         single = not alloca.operands or alloca.operands[0].constant == 1
         if single and slot_size(ty) is not None:  # a scalar: SROA keeps it in a register
             b.store(b.load(src, typ=ty, align=8), dst, align=8)
         else:
-            b.call(_memcpy(b.module), [dst, src, I64(size), ir.Constant(ir.IntType(1), 0)])
+            b.call(memcpy(b.module), [dst, src, I64(size), ir.Constant(ir.IntType(1), 0)])
     for v in frame.slots:  # the layout's order: deterministic output
         if v not in values:
             continue
-        alloca = frame.allocas[v]
-        slot, align = frame.slots[v]
+        read, write, align = frame.slots[v]
         if to_frame:
-            b.store(b.load(alloca, typ=v.type), slot, align=align)
+            b.store(b.load(frame.allocas[v], typ=v.type), write, align=align)
         else:
-            b.store(b.load(slot, typ=v.type, align=align), alloca)
+            b.store(b.load(read, typ=v.type, align=align), frame.allocas[v])
 
 
-def _memcpy(module: ir.Module) -> ir.Function:
+def memcpy(module: ir.Module) -> ir.Function:
     name = "llvm.memcpy.p0.p0.i64"
     found = module.globals.get(name)
     if isinstance(found, ir.Function):
@@ -419,13 +434,19 @@ def split_at_barriers(body: ir.Function, wait: ir.Function) -> SplitKernel | Non
         return None
     order = sorted(demoted, key=lambda v: (blocks.index(v.parent),
                                            v.parent.instructions.index(v)))
+    divergence = uniformity.analyse(body, [barrier.parent for barrier in barriers])
+    shared: set[ir.Instruction] = set()
+    if divergence is not None:  # every pass of a block is uniform: share the uniform values
+        shared = {v for v in saved if divergence.uniform(v)}
+        promoted = set(divergence.variables.values())
+        shared |= {a for a in kept if a in promoted and a not in divergence.allocas}
     tctx = body.args[0]
     start = entry.terminator
     assert isinstance(start, ir.Branch)
     del entry.instructions[-1]
     entry.terminator = None
     b = ir.IRBuilder(entry)
-    frame, frame_bytes = _layout(b, tctx, order, saved, kept)
+    frame, frame_bytes = _layout(b, tctx, order, saved, kept, shared)
     for cont in conts:  # before demotion rewrites the operands the copies are made from
         cb = ir.IRBuilder(cont)
         cb.position_before(cont.instructions[0])
@@ -458,4 +479,4 @@ def split_at_barriers(body: ir.Function, wait: ir.Function) -> SplitKernel | Non
     switch = b.switch(state, start.operands[0])
     for k, cont in enumerate(conts):
         switch.add_case(I64(k + 1), cont)
-    return SplitKernel(len(barriers), frame_bytes)
+    return SplitKernel(len(barriers), frame_bytes, frame.uniform_bytes)

@@ -673,6 +673,14 @@ class _SplitRun:
                                       "the barrier-region frame of a kernel")
         frame = cf.gep(b, self.states, [states_bytes], cf.I8)
         store_field(b, BLOCK_CTX, self.bctx, frame, B.FRAME)
+        shared = self.split.uniform_bytes
+        for field_index in (B.UNIFORM_IN, B.UNIFORM_OUT):
+            area = ir.Constant(PTR, None)
+            if shared:  # allocas: LLVM sees that the body's stores never alias them
+                area = cf.alloca(b, ir.ArrayType(cf.I8, shared), name="uniform")
+                area.align = 16
+            store_field(b, BLOCK_CTX, self.bctx, area, field_index)
+            self.vars[f"uniform{field_index}"] = area
         for var in ("state", "min", "max"):
             self.vars[var] = cf.alloca(b, I64, name=f"pass.{var}")
 
@@ -725,6 +733,10 @@ class _SplitRun:
         b.position_at_end(waiting)
         b.cbranch(b.icmp_unsigned("==", hi, I64(exit_state)), diverged, again)
         b.position_at_end(again)
+        if self.split.uniform_bytes:  # what this pass wrote is what the next one reads
+            b.call(self._memcpy(), [self.vars[f"uniform{B.UNIFORM_IN}"],
+                                    self.vars[f"uniform{B.UNIFORM_OUT}"],
+                                    I64(self.split.uniform_bytes), ir.Constant(ir.IntType(1), 0)])
         same = b.icmp_unsigned("==", lo, hi)
         b.store(b.select(same, lo, I64(exit_state + 1)), self.vars["state"])  # +1: pass.any
         b.branch(dispatch)
@@ -732,6 +744,9 @@ class _SplitRun:
         self._report_divergence(b)
         b.branch(failed)
         b.position_at_end(done)
+
+    def _memcpy(self) -> ir.Function:
+        return regions.memcpy(self.me.module)
 
     def _report_divergence(self, b: ir.IRBuilder) -> None:
         """The fiber scheduler's message: some threads exited, the others wait at barriers."""
