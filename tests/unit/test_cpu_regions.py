@@ -362,3 +362,101 @@ def test_object_for_missing_cpu_features_is_refused(monkeypatch: pytest.MonkeyPa
                                               rf"CPU lacks: {needed[0]}, .*NOVA_CPU_ARCH=generic"):
             cpu_module.check_cpu_target(native.loaded.engine, "m")
     cpu_module.check_cpu_target(portable.loaded.engine, "m")  # generic: loads anywhere
+
+
+# ---- uniformity (values all threads share are saved once) ------------------------------------
+
+def _split(source: str) -> object:
+    from nova.backends.cpu import regions
+    from nova.backends.cpu.target import lower_cpu_module
+    from nova.ir.parser import parse_mlir
+
+    captured: list[object] = []
+    original = regions.split_at_barriers
+
+    def spy(body: object, wait: object) -> object:
+        result = original(body, wait)  # type: ignore[arg-type]
+        captured.append(result)
+        return result
+
+    gm = next(op for op in parse_mlir(source, "<t>").walk() if op.name == "gpu.module")
+    regions.split_at_barriers = spy  # type: ignore[assignment]
+    try:
+        lower_cpu_module(gm)
+    finally:
+        regions.split_at_barriers = original  # type: ignore[assignment]
+    (split,) = captured
+    return split
+
+
+def test_a_uniform_loop_counter_is_saved_once() -> None:
+    from test_cpu_kernels import REDUCE
+
+    split = _split(REDUCE)  # the stride of the tree reduction: the same in every thread
+    assert split.uniform_bytes > 0  # type: ignore[attr-defined]
+
+
+def test_barriers_in_divergent_code_share_nothing() -> None:
+    assert _split(NONUNIFORM).uniform_bytes == 0  # type: ignore[attr-defined]
+    assert _split(EXIT_EARLY).uniform_bytes == 0  # type: ignore[attr-defined]
+
+
+COUNTDOWN = _module("""
+    gpu.func @countdown(%out: memref<?xi64>, %steps: index) workgroup(%tile: memref<64xi64, 3>)
+        kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %t = gpu.thread_id x
+      %d = gpu.block_dim x
+      %var = memref.alloca() : memref<index>
+      %mine = memref.alloca() : memref<index>
+      memref.store %steps, %var[] : memref<index>
+      memref.store %t, %mine[] : memref<index>
+      %r = scf.while (%unused = %c0) : (index) -> index {
+        %k = memref.load %var[] : memref<index>
+        %more = arith.cmpi ugt, %k, %c0 : index
+        scf.condition(%more) %k : index
+      } do {
+      ^bb0(%k: index):
+        %m = memref.load %mine[] : memref<index>
+        %ki = arith.index_cast %k : index to i64
+        %mi = arith.index_cast %m : index to i64
+        %v = arith.addi %ki, %mi : i64
+        memref.store %v, %tile[%t] : memref<64xi64, 3>
+        gpu.barrier
+        %n1 = arith.addi %t, %c1 : index
+        %nb = arith.remui %n1, %d : index
+        %w = memref.load %tile[%nb] : memref<64xi64, 3>
+        %wi = arith.index_cast %w : i64 to index
+        memref.store %wi, %mine[] : memref<index>
+        gpu.barrier
+        %k1 = arith.subi %k, %c1 : index
+        memref.store %k1, %var[] : memref<index>
+        scf.yield %c0 : index
+      }
+      %fin = memref.load %mine[] : memref<index>
+      %fi = arith.index_cast %fin : index to i64
+      %b = gpu.block_id x
+      %base = arith.muli %b, %d : index
+      %g = arith.addi %base, %t : index
+      memref.store %fi, %out[%g] : memref<?xi64>
+      gpu.return
+    }
+""")
+
+
+def test_variables_in_memory_shared_or_per_thread() -> None:
+    from nova.backends.cpu.regions import FRAME_ALIGN
+
+    # %var (the loop count in memory) and %k (its value, live across the first barrier) are
+    # shared, 16 bytes each; %mine (different in every thread) is the one per-thread slot
+    split = _split(COUNTDOWN)
+    assert split.uniform_bytes == 32  # type: ignore[attr-defined]
+    assert split.frame_bytes == FRAME_ALIGN  # type: ignore[attr-defined]
+    blocks, block, steps = 3, 24, 5
+    (out,) = _both(COUNTDOWN, "countdown", lambda: [np.zeros(blocks * block, np.int64),
+                                                    I64(steps)], (blocks, 1, 1), (block, 1, 1))
+    mine = np.arange(block, dtype=np.int64)
+    for k in range(steps, 0, -1):
+        mine = np.roll(mine + k, -1)
+    np.testing.assert_array_equal(out, np.tile(mine, blocks))
