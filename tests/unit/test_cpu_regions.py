@@ -460,3 +460,28 @@ def test_variables_in_memory_shared_or_per_thread() -> None:
     for k in range(steps, 0, -1):
         mine = np.roll(mine + k, -1)
     np.testing.assert_array_equal(out, np.tile(mine, blocks))
+
+
+TICKETS = _module("""
+    gpu.func @tickets(%out: memref<?xi32>) workgroup(%ctr: memref<1xi32, 3>) kernel {
+      %c0 = arith.constant 0 : index
+      %z = arith.constant 0 : i32
+      %one = arith.constant 1 : i32
+      %t = gpu.thread_id x
+      %first = arith.cmpi eq, %t, %c0 : index
+      scf.if %first {
+        memref.store %z, %ctr[%c0] : memref<1xi32, 3>
+      }
+      gpu.barrier
+      %old = memref.atomic_rmw addi %one, %ctr[%c0] : (i32, memref<1xi32, 3>) -> i32
+      gpu.barrier
+      memref.store %old, %out[%t] : memref<?xi32>
+      gpu.return
+    }
+""")
+
+
+def test_atomic_results_are_per_thread() -> None:
+    # regression: an atomic's old value has uniform operands but differs in every thread
+    (out,) = _both(TICKETS, "tickets", lambda: [np.zeros(40, np.int32)], (1, 1, 1), (40, 1, 1))
+    np.testing.assert_array_equal(out, np.arange(40))

@@ -32,6 +32,13 @@ from llvmlite import ir
 from nova.backends.cpu.fibers import BLOCK_CTX, LAUNCH_CTX, THREAD_CTX, T
 
 _THREAD_IDS = frozenset({T.TID_X, T.TID_Y, T.TID_Z, T.LINEAR})
+_PURE = frozenset({
+    "add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl", "lshr", "ashr", "and", "or",
+    "xor", "fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "icmp", "fcmp", "select",
+    "getelementptr", "trunc", "zext", "sext", "fptrunc", "fpext", "fptoui", "fptosi", "uitofp",
+    "sitofp", "ptrtoint", "inttoptr", "bitcast", "addrspacecast", "extractelement",
+    "insertelement", "shufflevector", "extractvalue", "insertvalue", "freeze"})
+"""Opcodes whose result depends only on their operands (uniform operands: uniform result)."""
 
 
 def successors(block: ir.Block) -> list[ir.Block]:
@@ -158,6 +165,8 @@ def _divergent(instr: ir.Instruction, block: ir.Block, d: Divergence,
         return not all(d.uniform(a) for a in instr.args)
     if isinstance(instr, (ir.AllocaInstr, ir.StoreInstr)) or isinstance(instr.type, ir.VoidType):
         return False
+    if instr.opname.split(" ")[0] not in _PURE:
+        return True  # atomics (each thread gets another old value), anything reading memory
     return not all(d.uniform(o) for o in instr.operands)
 
 
