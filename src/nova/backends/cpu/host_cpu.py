@@ -9,7 +9,7 @@ gives baseline x86-64 objects that load on any x86-64 machine.
 The choice lives in the LLVM IR (docs/cpu-device.md, docs/bundle-format.md):
 - every function carries `"target-cpu"` / `"target-features"` attributes, so the object emitter
   (a generic target machine) compiles and vectorises each one for that CPU;
-- the module exports `__nova_cpu_target`, a constant C string `cpu=<name>;features=<+f,+g,...>`
+- the module exports `__nova_cpu_target`, a constant NUL-padded C string (nova.abi.CPU_TARGET_RECORD_BYTES) `cpu=<name>;features=<+f,+g,...>`
   (only the enabled features). The runtime reads it after loading the object and refuses to run
   kernels on a CPU that lacks any of those features (a clear DeviceError naming them, instead of
   an illegal-instruction crash); `nova.runtime.cpu.module.check_cpu_target`.
@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from nova import config
+from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL
 from nova.errors import UnsupportedError
 
-TARGET_SYMBOL = "__nova_cpu_target"
+TARGET_SYMBOL = CPU_TARGET_SYMBOL
 GENERIC_CPU = "x86-64"
 
 
@@ -75,7 +76,10 @@ def apply(module: ir.Module, target: CpuTarget) -> None:
         set.add(fn.attributes, f'"target-cpu"="{target.name}"')
         if target.features:
             set.add(fn.attributes, f'"target-features"="{target.features}"')
-    data = target.record().encode() + b"\0"
+    data = target.record().encode()
+    if len(data) >= CPU_TARGET_RECORD_BYTES:
+        raise UnsupportedError(f"the CPU target record of {target.name} is too long")
+    data += b"\0" * (CPU_TARGET_RECORD_BYTES - len(data))  # fixed size: read without a scan
     ty = ir.ArrayType(ir.IntType(8), len(data))
     gv = ir.GlobalVariable(module, ty, TARGET_SYMBOL)
     gv.global_constant = True

@@ -16,12 +16,13 @@ releases the GIL) with its own CpuLaunch and dynamic shared scratch.
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from nova.abi import CpuLaunch
+from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
 from nova.bundle.format import Kernel
 from nova.bundle.verify import verify_object
 from nova.errors import BundleFormatError, DeviceError, KernelFault
@@ -79,10 +80,7 @@ def check_elf_object(data: bytes, name: str) -> None:
         raise bad(str(exc)) from None
 
 
-CPU_TARGET_SYMBOL = "__nova_cpu_target"
-"""The object's record of the CPU it was compiled for (nova.backends.cpu.host_cpu)."""
-
-
+@functools.cache
 def _host_features() -> frozenset[str]:
     import llvmlite.binding as llvm
 
@@ -97,7 +95,8 @@ def check_cpu_target(engine: object, name: str) -> None:
     address = engine.get_global_value_address(CPU_TARGET_SYMBOL)  # type: ignore[attr-defined]
     if not address:
         return
-    record = ctypes.string_at(address).decode("ascii", "replace")
+    raw = ctypes.string_at(address, CPU_TARGET_RECORD_BYTES)
+    record = raw.split(b"\0", 1)[0].decode("ascii", "replace")
     fields = dict(part.split("=", 1) for part in record.split(";") if "=" in part)
     needed = {f[1:] for f in fields.get("features", "").split(",") if f.startswith("+")}
     missing = sorted(needed - _host_features())
