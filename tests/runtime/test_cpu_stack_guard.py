@@ -1,9 +1,9 @@
 """Fiber stack overflows on the cpu device are contained: recursion through func.call in a kernel
 with barriers runs into the no-access guard zone below the fiber stacks (a KernelFault naming a
 fiber stack overflow and the exact block) or, when shallow, damages a canary (the same message
-from the fiber runtime); never the malloc heap. (The kernel is compiled for fibers: with
-barrier regions its threads run on the worker thread's stack, test_region_kernel_recursion.) The process goes on, the next kernel runs, and
-a faulted call's fiber stacks are released."""
+from the fiber runtime); never the malloc heap. The process goes on, the next kernel runs, and
+a faulted call's fiber stacks are released. (The kernel is compiled for fibers: as barrier
+regions its threads run on the worker thread's stack, see the last test.)"""
 
 from __future__ import annotations
 
