@@ -11,8 +11,9 @@ The choice lives in the LLVM IR (docs/cpu-device.md, docs/bundle-format.md):
   (a generic target machine) compiles and vectorises each one for that CPU;
 - the module exports `__nova_cpu_target`, a constant NUL-padded C string of
   nova.abi.CPU_TARGET_RECORD_BYTES, `cpu=<name>;features=<+f,+g,...>` (the enabled features).
-  The runtime reads it after loading the object and refuses to run kernels on a CPU that lacks any of those features (a clear DeviceError naming them, instead of
-  an illegal-instruction crash); `nova.runtime.cpu.module.check_cpu_target`.
+  The runtime reads it after loading the object and refuses to run kernels on a CPU that
+  lacks any of those features (a clear DeviceError naming them, instead of an
+  illegal-instruction crash); `nova.runtime.cpu.module.check_cpu_target`.
 """
 
 from __future__ import annotations
