@@ -14,7 +14,8 @@ Each CPU-device configuration runs in its own subprocess (the settings are read 
 NumPy is timed in the same subprocess as the Nova kernels it is compared with.
 
 Times are the best of `--repeat` wall-clock calls (after a warm-up call), including the Python
-call and the launch. Prints a table and writes JSON (bench/results/cpu_device-<date>.json).
+call and the launch. Prints a table and writes JSON
+(bench/results/cpu_device-<date>-regions.json).
 `--numba-sim` adds numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) at --n-sim elements.
 
 Usage: python bench/cpu_device.py [--sizes 1048576 16777216] [--repeat 20] [--baseline]
@@ -345,7 +346,7 @@ def main() -> None:
         print(f"numba CUDA simulator at n={args.n_sim}: {sim}")
     out_dir = Path(__file__).parent / "results"
     out_dir.mkdir(exist_ok=True)
-    (out_dir / f"cpu_device-{date.today()}.json").write_text(json.dumps(
+    (out_dir / f"cpu_device-{date.today()}-regions.json").write_text(json.dumps(
         {"date": str(date.today()), "machine": f"{cpu_model()} ({platform.node()})",
          "cores": os.cpu_count(), "load_average": load,
          "command": "python bench/cpu_device.py " + " ".join(sys.argv[1:]), "rows": rows,
