@@ -15,8 +15,12 @@ How a kernel runs (docs/architecture.md, "CPU device barriers"):
   parameter, the GPU thread's context (ids, block context); `func.call` passes it on.
 - A kernel whose call graph uses no barrier, warp operation or assert runs as plain nested loops
   over the threads of each block, with the kernel body inlined (LLVM may vectorise it).
+- A kernel whose only synchronisation is block barriers in its own body runs as barrier regions
+  (cpu_regions: the body cut at its barriers, each region run for all threads as a loop).
 - Any other kernel runs each thread of a block as a fiber (cpu_fibers), so barriers work anywhere
   and a failing assert stops its block with a message naming the block and thread.
+- Every function is compiled for the host CPU (cpu_host_cpu, NOVA_CPU_ARCH), recorded in the
+  object's `__nova_cpu_target`. docs/cpu-device.md has the whole story.
 - Workgroup memory (attributions and `memref.global`s in the workgroup address space) lives in a
   per-call buffer that each block reuses, so concurrently running blocks on other OS threads
   never share it. Private attributions are allocas of the thread (on its fiber stack).
@@ -774,7 +778,7 @@ class _SplitRun:
 def kernel_info(op: Operation, workgroup_bytes: int, uses_fibers: bool) -> Kernel:
     """The manifest's description of a kernel (args and expanded params as for every target;
     `static_shared_bytes` is the CPU per-block workgroup buffer, `uses_barriers` whether the
-    kernel runs its threads as fibers)."""
+    kernel synchronises its threads: fibers or barrier regions)."""
 
     ftype = _ftype(op)
     return Kernel(symbol_name(op), tuple(type_spec(t) for t in ftype.inputs.data),
