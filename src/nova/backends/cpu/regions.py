@@ -62,6 +62,9 @@ class SplitKernel:
     frame_bytes: int
     uniform_bytes: int = 0
     """Bytes of the values all threads share (saved once, read through BlockCtx.uniform_in)."""
+    uniform_passes: bool = False
+    """No barrier lies in divergent code (nova.backends.cpu.uniformity): every pass ends with
+    all threads in one state, so a pass need not record each thread's."""
 
     @property
     def exit_state(self) -> int:
@@ -479,4 +482,4 @@ def split_at_barriers(body: ir.Function, wait: ir.Function) -> SplitKernel | Non
     switch = b.switch(state, start.operands[0])
     for k, cont in enumerate(conts):
         switch.add_case(I64(k + 1), cont)
-    return SplitKernel(len(barriers), frame_bytes, frame.uniform_bytes)
+    return SplitKernel(len(barriers), frame_bytes, frame.uniform_bytes, divergence is not None)

@@ -692,6 +692,18 @@ class _SplitRun:
         tctx, states = self.tctx, self.states
         b.store(I64(ALL_ONES), self.vars["min"])
         b.store(I64(0), self.vars["max"])
+        if state is not None and self.split.uniform_passes:
+            # every thread stops in the same state (uniformity): the last thread's is the pass's
+            def run(b: ir.IRBuilder) -> None:
+                store_field(b, THREAD_CTX, tctx, I64(state), T.STATE)
+                b.call(self.body, [tctx, *self.values])
+
+            store_field(b, THREAD_CTX, tctx, I64(self.split.exit_state), T.STATE)  # no threads
+            _thread_loops(b, self.dims, tctx, run)
+            last = load_field(b, THREAD_CTX, tctx, T.STATE)
+            b.store(last, self.vars["min"])
+            b.store(last, self.vars["max"])
+            return
 
         def each(b: ir.IRBuilder) -> None:
             linear = load_field(b, THREAD_CTX, tctx, T.LINEAR)
@@ -714,7 +726,9 @@ class _SplitRun:
         dispatch = fn.append_basic_block("pass.dispatch")
         general = fn.append_basic_block("pass.any")
         check = fn.append_basic_block("pass.check")
-        b.branch(dispatch)
+        done = fn.append_basic_block("block.done")
+        n = load_field(b, BLOCK_CTX, self.bctx, B.NTHREADS)
+        b.cbranch(b.icmp_unsigned("==", n, I64(0)), done, dispatch)  # a block without threads
         b.position_at_end(dispatch)
         switch = b.switch(b.load(self.vars["state"], typ=I64), general)
         for k in range(exit_state):
@@ -729,7 +743,6 @@ class _SplitRun:
         b.position_at_end(check)
         lo = b.load(self.vars["min"], typ=I64)
         hi = b.load(self.vars["max"], typ=I64)
-        done = fn.append_basic_block("block.done")
         waiting = fn.append_basic_block("pass.waiting")
         diverged = fn.append_basic_block("pass.diverged")
         again = fn.append_basic_block("pass.next")
