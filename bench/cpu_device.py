@@ -1,13 +1,25 @@
-"""CPU device vs numba's CUDA simulator and NumPy, on the same kernels (issue 3's goals).
+"""CPU device vs NumPy on the same kernels, MLIR and Python-kernel frontends (issues 3 and 13).
 
-Kernels: `saxpy` (elementwise, y = a*x + y) and `block_sum` (per-block tree reduction in
-workgroup memory with barriers in a loop). Nova runs them as compiled MLIR programs on the CPU
-device; numba's simulator (NUMBA_ENABLE_CUDASIM=1, run in a subprocess because the variable must
-be set before numba is imported) runs the equivalent @cuda.jit kernels; NumPy computes saxpy.
-Prints a table and writes JSON (bench/results/cpu_device-<date>.json). Never asserts; it does
-check every result against NumPy and reports a mismatch in the table.
+Kernels: `saxpy` (elementwise, y = a*x + y, 256 threads per block) and `block_sum` (per-block
+tree reduction of 256 floats in workgroup memory, a barrier in a loop). Each runs as a compiled
+MLIR program (`nova.compile(..., device="cpu")`) and as a `@nova.kernel` Python kernel, and NumPy
+computes the same result (saxpy: `np.add(np.multiply(a, x), y, out=y)`; block_sum:
+`x.reshape(-1, 256).sum(axis=1)`). Every Nova result is checked against NumPy.
 
-Usage: python bench/cpu_device.py [--n-small 16384] [--n-large 4194304] [--repeat 5]
+Each CPU-device configuration runs in its own subprocess (the settings are read at start-up):
+- `native+regions` (the default): kernels compiled for this machine's CPU (NOVA_CPU_ARCH=native)
+  and barrier kernels run as barrier regions (NOVA_CPU_REGIONS=1);
+- `generic+fibers` (`--baseline`, the CPU device before issue 13): generic x86-64 code, every
+  barrier kernel as per-thread fibers.
+NumPy is timed in the same subprocess as the Nova kernels it is compared with.
+
+Times are the best of `--repeat` wall-clock calls (after a warm-up call), including the Python
+call and the launch. Prints a table and writes JSON
+(bench/results/cpu_device-<date>-regions.json).
+`--numba-sim` adds numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) at --n-sim elements.
+
+Usage: python bench/cpu_device.py [--sizes 1048576 16777216] [--repeat 20] [--baseline]
+       [--baseline-repeat 3] [--numba-sim] [--n-sim 16384]
 """
 
 from __future__ import annotations
@@ -20,11 +32,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
 import numpy as np
-from checks import finish, record
+from checks import failed, finish, record
 
 BLOCK = 256
 
@@ -101,6 +114,38 @@ module attributes {gpu.container_module} {
 }
 """
 
+PY_KERNELS = '''
+import nova
+
+
+@nova.kernel(device="cpu")
+def saxpy(a, x, y):
+    i = nova.global_id(0)
+    if i < x.shape[0]:
+        y[i] = a * x[i] + y[i]
+
+
+@nova.kernel(device="cpu")
+def block_sum(x, out):
+    tile = nova.shared_array(256, nova.float32)
+    t = nova.thread_id(0)
+    tile[t] = x[nova.block_id(0) * 256 + t]
+    nova.syncthreads()
+    s = 128
+    while s > 0:
+        if t < s:
+            tile[t] += tile[t + s]
+        nova.syncthreads()
+        s //= 2
+    if t == 0:
+        out[nova.block_id(0)] = tile[0]
+'''
+
+CONFIGS = {
+    "native+regions": {"NOVA_CPU_ARCH": "native", "NOVA_CPU_REGIONS": "1"},
+    "generic+fibers": {"NOVA_CPU_ARCH": "generic", "NOVA_CPU_REGIONS": "0"},
+}
+
 NUMBA_SIM = textwrap.dedent("""
     import json, sys, time
     import numpy as np
@@ -137,13 +182,104 @@ NUMBA_SIM = textwrap.dedent("""
 """)
 
 
-def best_of(repeat: int, fn) -> float:
+CPU_SECONDS: list[float] = []
+"""Process CPU time (all threads) of the best call of each `best_of`, in call order."""
+
+
+def best_of(repeat: int, fn: Callable[[], object]) -> float:
+    """Best wall-clock seconds of `repeat` calls after a warm-up; also records the process CPU
+    time of the fastest call (on a loaded machine, CPU time / cores bounds the idle wall time)."""
+    fn()  # warm-up (first-call compilation, page faults)
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        times.append((time.perf_counter() - start, time.process_time() - cpu))
+    wall, cpu = min(times)
+    CPU_SECONDS.append(cpu)
+    return wall
+
+
+def _python_kernels() -> object:
+    """The @nova.kernel definitions, from a real file (kernels need their source)."""
+    import importlib.util
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="nova-bench-")) / "cpu_bench_kernels.py"
+    path.write_text(PY_KERNELS)
+    spec = importlib.util.spec_from_file_location("cpu_bench_kernels", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def child(sizes: list[int], repeat: int) -> list[dict[str, object]]:
+    """Time every kernel, frontend and size in this process (its NOVA_* settings)."""
+    import nova
+
+    mlir = {"saxpy": nova.compile(SAXPY_MLIR, device="cpu").saxpy,
+            "block_sum": nova.compile(BLOCK_SUM_MLIR, device="cpu").block_sum}
+    py = _python_kernels()
+    rng = np.random.default_rng(0)
+    rows: list[dict[str, object]] = []
+    for n in sizes:
+        x = rng.standard_normal(n).astype(np.float32)
+        y0 = rng.standard_normal(n).astype(np.float32)
+        rows += _saxpy_rows(mlir["saxpy"], py.saxpy, n, x, y0, repeat)  # type: ignore[attr-defined]
+        rows += _block_sum_rows(mlir["block_sum"], py.block_sum, n, x, repeat)  # type: ignore[attr-defined]
+    return rows
+
+
+def _saxpy_rows(mlir: Callable[..., object], py: object, n: int, x: np.ndarray, y0: np.ndarray,
+                repeat: int) -> list[dict[str, object]]:
+    a = np.float32(2.0)
+    work = y0.copy()
+    t_np = best_of(repeat, lambda: np.add(np.multiply(a, x), work, out=work))
+    launches = {
+        "mlir": lambda y: mlir(a, x, y),
+        "python": lambda y: py[(n + BLOCK - 1) // BLOCK, BLOCK](a, x, y),  # type: ignore[index]
+    }
+    rows: list[dict[str, object]] = []
+    for frontend, launch in launches.items():
+        buffer = y0.copy()
+        seconds = best_of(repeat, lambda launch=launch, buffer=buffer: launch(buffer))  # type: ignore[misc]
+        cpu = CPU_SECONDS[-1]
+        check = y0.copy()
+        launch(check)
+        ok = bool(np.allclose(check, a * x + y0, rtol=1e-5, atol=1e-6))
+        rows.append({"kernel": "saxpy", "frontend": frontend, "n": n, "nova_s": seconds,
+                     "nova_cpu_s": cpu, "numpy_s": t_np, "correct": ok})
+    return rows
+
+
+def _block_sum_rows(mlir: Callable[..., object], py: object, n: int, x: np.ndarray,
+                    repeat: int) -> list[dict[str, object]]:
+    out = np.zeros(n // BLOCK, np.float32)
+    t_np = best_of(repeat, lambda: x.reshape(-1, BLOCK).sum(axis=1))
+    expect = x.reshape(-1, BLOCK).sum(axis=1, dtype=np.float64)
+    sums = {
+        "mlir": lambda: mlir(x, out),
+        "python": lambda: py[n // BLOCK, BLOCK](x, out),  # type: ignore[index]
+    }
+    rows: list[dict[str, object]] = []
+    for frontend, launch in sums.items():
+        out[:] = 0
+        seconds = best_of(repeat, launch)
+        ok = bool(np.allclose(out, expect, rtol=1e-4, atol=1e-4))
+        rows.append({"kernel": "block_sum", "frontend": frontend, "n": n, "nova_s": seconds,
+                     "nova_cpu_s": CPU_SECONDS[-1], "numpy_s": t_np, "correct": ok})
+    return rows
+
+
+def run_config(name: str, sizes: list[int], repeat: int) -> list[dict[str, object]]:
+    env = dict(os.environ, **CONFIGS[name])
+    cmd = [sys.executable, __file__, "--child", "--repeat", str(repeat), "--sizes",
+           *map(str, sizes)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} run failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def run_numba_sim(n: int) -> dict[str, float] | str:
@@ -155,79 +291,78 @@ def run_numba_sim(n: int) -> dict[str, float] | str:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-small", type=int, default=16384)
-    parser.add_argument("--n-large", type=int, default=1 << 22)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--no-peers", action="store_true", help="skip the numba simulator")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1 << 20, 1 << 24])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--baseline", action="store_true",
+                        help="also run generic x86-64 code with fibers (the earlier CPU device)")
+    parser.add_argument("--baseline-repeat", type=int, default=3,
+                        help="calls timed in the baseline (fibers take seconds at 2^24)")
+    parser.add_argument("--numba-sim", action="store_true")
+    parser.add_argument("--n-sim", type=int, default=16384)
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the default configuration in this process (no child: what "
+                             "tests/unit/test_bench_checks.py sabotages)")
+    parser.add_argument("--no-peers", action="store_true", help="no numba simulator (default)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.sizes, args.repeat)))
+        return 0
 
-    import nova
-
-    saxpy = nova.compile(SAXPY_MLIR, device="cpu")
-    block_sum = nova.compile(BLOCK_SUM_MLIR, device="cpu")
-    rng = np.random.default_rng(0)
+    names = ["native+regions"] + (["generic+fibers"] if args.baseline else [])
+    results = {name: (child(args.sizes, args.repeat) if i == 0 and args.in_process else
+                      run_config(name, args.sizes, args.repeat if i == 0 else
+                                 args.baseline_repeat))
+               for i, name in enumerate(names)}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"CPU device benchmark, {date.today()}, {cpu_model()}, {os.cpu_count()} cores, "
+          f"load average {load:.1f} at the end; best of {args.repeat} wall-clock calls "
+          f"(cpu time: process CPU seconds of that call, {names[0]}, all threads)")
+    head = f"{'kernel':<10} {'frontend':<7} {'n':>9} {'numpy':>10}"
+    for name in names:
+        head += f" {name:>15} {'/numpy':>7}"
+    print(head + f" {'cpu time':>10} correct")
     rows = []
-
-    def nova_saxpy(n: int) -> tuple[float, bool]:
-        x = rng.standard_normal(n).astype(np.float32)
-        y = rng.standard_normal(n).astype(np.float32)
-        expect = np.float32(2.0) * x + y
-        saxpy.saxpy(np.float32(2.0), x, y.copy())  # warm-up
-        work = y.copy()
-        seconds = best_of(args.repeat, lambda: saxpy.saxpy(np.float32(2.0), x, work))
-        check = y.copy()
-        saxpy.saxpy(np.float32(2.0), x, check)
-        return seconds, bool(np.allclose(check, expect, rtol=1e-6))
-
-    def nova_block_sum(n: int) -> tuple[float, bool]:
-        x = rng.standard_normal(n).astype(np.float32)
-        out = np.zeros(n // BLOCK, np.float32)
-        seconds = best_of(args.repeat, lambda: block_sum.block_sum(x, out))
-        expect = x.reshape(-1, BLOCK).sum(axis=1, dtype=np.float64)
-        return seconds, bool(np.allclose(out, expect, rtol=1e-4, atol=1e-4))
-
-    sim = run_numba_sim(args.n_small) if not args.no_peers else "skipped (--no-peers)"
-    for name, bench in (("saxpy", nova_saxpy), ("block_sum", nova_block_sum)):
-        t_nova, ok = bench(args.n_small)
-        t_sim = sim.get(name) if isinstance(sim, dict) else None
-        rows.append({"kernel": name, "n": args.n_small, "nova_cpu_s": t_nova,
-                     "numba_sim_s": t_sim, "speedup_vs_sim": (t_sim / t_nova) if t_sim else None,
-                     "correct": ok})
-
-    n = args.n_large
-    x = rng.standard_normal(n).astype(np.float32)
-    y = rng.standard_normal(n).astype(np.float32)
-    t_numpy = best_of(args.repeat, lambda: np.add(np.multiply(np.float32(2.0), x), y, out=y))
-    t_nova, ok = nova_saxpy(n)
-    rows.append({"kernel": "saxpy", "n": n, "nova_cpu_s": t_nova, "numpy_s": t_numpy,
-                 "nova_over_numpy": t_nova / t_numpy, "correct": ok})
-
-    print(f"CPU device benchmark, {date.today()}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores")
-    print(f"{'kernel':<10} {'n':>9} {'nova cpu':>11} {'peer':>11} {'ratio':>14} correct")
-    for r in rows:
-        if "numba_sim_s" in r:
-            peer = f"{r['numba_sim_s']:.4f}s" if r["numba_sim_s"] else "n/a"
-            ratio = f"{r['speedup_vs_sim']:.0f}x faster" if r["speedup_vs_sim"] else str(sim)[:40]
-            label = "numba-sim"
-        else:
-            peer, label = f"{r['numpy_s']:.4f}s", "numpy"
-            ratio = f"{r['nova_over_numpy']:.2f}x numpy"
-        print(f"{r['kernel']:<10} {r['n']:>9} {r['nova_cpu_s']:>10.4f}s {peer:>11} "
-              f"{ratio:>14} {r['correct']} ({label})")
-    for r in rows:
-        record(f"{r['kernel']} n={r['n']}", bool(r["correct"]))
-    if finish():
-        return 1  # no result file for wrong results
+    for i, base in enumerate(results[names[0]]):
+        line = (f"{base['kernel']:<10} {base['frontend']:<7} {base['n']:>9} "
+                f"{base['numpy_s'] * 1e3:>8.3f}ms")
+        correct = True
+        row = dict(base)
+        for name in names:
+            r = results[name][i]
+            line += f" {r['nova_s'] * 1e3:>13.3f}ms {r['nova_s'] / r['numpy_s']:>6.2f}x"
+            correct = correct and record(
+                f"{name} {base['kernel']} ({base['frontend']}, n={base['n']}) matches NumPy",
+                bool(r["correct"]))
+            row[f"{name}_s"] = r["nova_s"]
+        print(line + f" {base['nova_cpu_s'] * 1e3:>8.3f}ms {correct}")
+        row["correct"] = correct
+        rows.append(row)
+    sim = run_numba_sim(args.n_sim) if args.numba_sim and not args.no_peers else None
+    if sim is not None:
+        print(f"numba CUDA simulator at n={args.n_sim}: {sim}")
+    if failed():
+        return finish()  # no result file for wrong results
     out_dir = Path(__file__).parent / "results"
     out_dir.mkdir(exist_ok=True)
-    (out_dir / f"cpu_device-{date.today()}.json").write_text(json.dumps(
-        {"date": str(date.today()), "machine": platform.node(), "cores": os.cpu_count(),
-         "command": "python bench/cpu_device.py " + " ".join(sys.argv[1:]), "rows": rows},
-        indent=1))
-    return 0
+    (out_dir / f"cpu_device-{date.today()}-regions.json").write_text(json.dumps(
+        {"date": str(date.today()), "machine": f"{cpu_model()} ({platform.node()})",
+         "cores": os.cpu_count(), "load_average": load,
+         "command": "python bench/cpu_device.py " + " ".join(sys.argv[1:]), "rows": rows,
+         "numba_sim": sim}, indent=1))
+    return finish()
 
 
 if __name__ == "__main__":

@@ -261,6 +261,13 @@ DEVICE_MODULE_DESCRIPTOR_LLVM = "{ i64, ptr, ptr, i64, ptr, i64, ptr, i64 }"
 """The same struct as LLVM IR, for the host lowering."""
 
 
+CPU_TARGET_SYMBOL = "__nova_cpu_target"
+"""A CPU-device object's record of the CPU it was compiled for: a constant, NUL-padded array of
+`CPU_TARGET_RECORD_BYTES` holding `cpu=<llvm cpu name>;features=+f1,+f2,...` (docs/cpu-device.md;
+written by nova.backends.cpu.host_cpu, checked by nova.runtime.cpu.module.check_cpu_target)."""
+CPU_TARGET_RECORD_BYTES = 4096
+
+
 class CpuLaunch(ctypes.Structure):
     """What a CPU-device kernel entry receives besides its void** params.
 

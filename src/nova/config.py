@@ -21,6 +21,12 @@ class Config:
     arch: str = "sm_90"
     cpu_workers: int = 0  # 0: one worker thread per core
     cpu_stack_kib: int = 64  # fiber stack per GPU thread of CPU-device kernels with barriers
+    # NOVA_CPU_ARCH: CPU-device kernels are compiled for this machine's CPU ('native', AVX2/
+    # AVX-512/FMA where present) or for baseline x86-64 ('generic', objects that load anywhere)
+    cpu_arch: str = "native"
+    # NOVA_CPU_REGIONS=0: run every barrier kernel as fibers (no barrier-region splitting);
+    # for comparisons and debugging (docs/cpu-device.md)
+    cpu_regions: bool = True
     check_bounds: bool = False  # NOVA_CHECK_BOUNDS: the default of the check_bounds option
     debug: bool = False  # NOVA_DEBUG: CLIs print tracebacks of internal errors
     poison_memory: bool = False  # NOVA_POISON: cpu device fills fresh allocations with 0xCD
@@ -43,6 +49,8 @@ class Config:
             arch=env.get("NOVA_ARCH", base.arch),
             cpu_workers=int(env.get("NOVA_CPU_WORKERS", "0") or 0),
             cpu_stack_kib=int(env.get("NOVA_CPU_STACK_KIB", "64") or 64),
+            cpu_arch=env.get("NOVA_CPU_ARCH", base.cpu_arch).strip().lower() or base.cpu_arch,
+            cpu_regions=env.get("NOVA_CPU_REGIONS", "1") not in ("0", "off", "false"),
             check_bounds=env.get("NOVA_CHECK_BOUNDS", "0") not in ("0", "", "off", "false"),
             debug=env.get("NOVA_DEBUG", "0") not in ("0", "", "off", "false"),
             poison_memory=env.get("NOVA_POISON", "0") not in ("0", "", "off", "false"),

@@ -2,7 +2,8 @@
 with barriers runs into the no-access guard zone below the fiber stacks (a KernelFault naming a
 fiber stack overflow and the exact block) or, when shallow, damages a canary (the same message
 from the fiber runtime); never the malloc heap. The process goes on, the next kernel runs, and
-a faulted call's fiber stacks are released."""
+a faulted call's fiber stacks are released. (The kernel is compiled for fibers: as barrier
+regions its threads run on the worker thread's stack, see the last test.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import nova
+from nova import config
 from nova.errors import KernelFault
 from nova.runtime.cpu import fault_guard
 
@@ -78,7 +80,9 @@ def _down(n: int) -> int:
 
 @pytest.fixture(scope="module")
 def recurse() -> nova.NovaModule:
-    return nova.compile(RECURSE, device="cpu")
+    # fibers: block barriers alone would run as barrier regions, on the worker's own stack
+    with config.scoped(cpu_regions=False):
+        return nova.compile(RECURSE, device="cpu")
 
 
 def _mappings() -> int:
@@ -178,3 +182,15 @@ def test_faulted_calls_release_their_stacks(recurse: nova.NovaModule) -> None:
     # threads of the process make meanwhile (the CUDA driver's, on a GPU machine)
     assert _mappings() <= before + 12
     _check_runs(recurse)
+
+
+def test_region_kernel_recursion_overflow_is_a_kernel_fault() -> None:
+    """As barrier regions the threads run on the worker thread's own stack (megabytes): a
+    recursion that exhausts it is still a contained KernelFault, and the device goes on."""
+    mod = nova.compile(RECURSE, device="cpu")
+    out = np.zeros(4 * 32, np.int64)
+    mod.run(25, 1, 3, out)
+    assert out[0] == _down(20) and out[32 + 3] == _down(25)
+    with pytest.raises(KernelFault, match="stack overflow"):
+        mod.run(10**9, 2, 7, out)
+    mod.run(25, 1, 3, out)

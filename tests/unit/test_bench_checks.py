@@ -29,7 +29,7 @@ runpy.run_path(script, run_name="__main__")
 
 SCRIPTS = {
     "bounds_check.py": ["--reps", "1"],
-    "cpu_device.py": ["--n-small", "4096", "--n-large", "65536", "--repeat", "1", "--no-peers"],
+    "cpu_device.py": ["--sizes", "4096", "65536", "--repeat", "1", "--no-peers", "--in-process"],
     "memory_flat.py": ["--device", "cpu", "--calls", "20", "--warmup", "2", "--n", "64"],
     "overlap.py": ["--device", "cpu", "--total-mib", "2", "--chunk-mib", "1", "--repeats", "1"],
     "python_kernels.py": ["--device", "cpu", "--n", "4096", "--matmul", "32", "--repeat", "1",

@@ -83,6 +83,10 @@ SLOT_BYTES = 8
 ERROR_BYTES = 512
 OVERFLOW_BASE = 2
 """BlockCtx.FAILED = OVERFLOW_BASE + linear id: that thread's stack canary was damaged."""
+DIVERGENCE_FORMAT = ("barrier divergence in block (%lld,%lld,%lld): %lld of %lld threads exited, "
+                     "%lld wait at gpu.barrier, the rest at warp operations; no barrier can "
+                     "complete")
+"""launch->error when no barrier of a block can complete (fibers and barrier regions)."""
 STAGGER_LINES = 64
 """Fiber i's stack top sits (i % STAGGER_LINES) cache lines below the end of its stack."""
 
@@ -145,10 +149,14 @@ class B(IntEnum):
     GDIM_Y = 21
     GDIM_Z = 22
     ASSERTED = 23  # i64: 1 once a thread of the block failed a cf.assert (launch->error set)
+    FRAME = 24  # ptr: the frame of a region-split kernel (cpu_regions), per call
+    UNIFORM_IN = 25  # ptr: its uniform values as the current pass reads them
+    UNIFORM_OUT = 26  # ptr: ... and as the pass writes them (copied to UNIFORM_IN after it)
 
 
 BLOCK_CTX = ir.LiteralStructType([PTR, PTR, I64, I64, I64, I64, PTR, PTR, PTR, PTR, I64, PTR,
-                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64, I64])
+                                  PTR, I64, I64, I64, PTR, I64, I64, I64, I64, I64, I64, I64,
+                                  PTR, PTR, PTR])
 
 LAUNCH_CTX = ir.LiteralStructType([
     ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), ir.ArrayType(I64, 3), I64, I64, PTR, I64,
@@ -725,9 +733,7 @@ def _define_run_block(module: ir.Module, rt: FiberRuntime) -> None:
         b.branch(sched)
     with b.if_then(asserted):  # the threads that failed an assert never reach the barrier
         b.ret(I32(1))
-    fmt = cstring(module, "barrier divergence in block (%lld,%lld,%lld): %lld of %lld threads "
-                          "exited, %lld wait at gpu.barrier, the rest at warp operations; no "
-                          "barrier can complete")
+    fmt = cstring(module, DIVERGENCE_FORMAT)
     b.call(rt.snprintf, [err, I64(ERROR_BYTES), fmt, *_ids(b, bctx, None), n_exited, n,
                          n_wait_block])
     b.ret(I32(1))

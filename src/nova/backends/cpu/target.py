@@ -15,9 +15,13 @@ How a kernel runs (docs/architecture.md, "CPU device barriers"):
   parameter, the GPU thread's context (ids, block context); `func.call` passes it on.
 - A kernel whose call graph uses no barrier, warp operation or assert runs as plain nested loops
   over the threads of each block, with the kernel body inlined (LLVM may vectorise it).
+- A kernel whose only synchronisation is block barriers in its own body runs as barrier regions
+  (cpu_regions: the body cut at its barriers, each region run for all threads as a loop).
 - Any other kernel runs each thread of a block as a fiber (cpu_fibers), so barriers work anywhere
   and a failing assert ends its thread with CUDA's report on stderr; the block's other threads
   run on (each failing one reports too), then the block fails with the first failure's message.
+- Every function is compiled for the host CPU (cpu_host_cpu, NOVA_CPU_ARCH), recorded in the
+  object's `__nova_cpu_target`. docs/cpu-device.md has the whole story.
 - Workgroup memory (attributions and `memref.global`s in the workgroup address space) lives in a
   per-call buffer that each block reuses, so concurrently running blocks on other OS threads
   never share it. Private attributions are allocas of the thread (on its fiber stack).
@@ -36,7 +40,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from llvmlite import ir
@@ -45,6 +49,7 @@ from xdsl.ir import Attribute, Operation
 
 from nova import config
 from nova.backends.cpu import fibers as cf
+from nova.backends.cpu import host_cpu, regions
 from nova.backends.cpu.fibers import (
     BLOCK_CTX,
     I32,
@@ -365,6 +370,23 @@ def needs_fibers(kernel: Operation, funcs: dict[str, Operation],
     return False
 
 
+SPLIT_BARRIERS = frozenset({"gpu.barrier", "nvvm.barrier0"})
+"""The block barriers a kernel may contain and still run as barrier regions (cpu_regions)."""
+
+
+def splittable(kernel: Operation, funcs: dict[str, Operation], check_bounds: bool = False) -> bool:
+    """True when the kernel's only reasons for fibers are block barriers in its own body (no
+    warp operations, asserts, checked accesses, and no callee that needs fibers): then
+    `regions.split_at_barriers` may run it as barrier regions (it still refuses bodies with
+    private memory)."""
+    names = (FIBER_OPS | MMA_FIBER_OPS | NVVM_FIBER_OPS
+             | (CHECKED_OPS if check_bounds else frozenset())) - SPLIT_BARRIERS
+    if any(inner.name in names for inner in kernel.walk()):
+        return False
+    return not any(needs_fibers(funcs[name], funcs, check_bounds)
+                   for name in set(_callees(kernel)) if name in funcs)
+
+
 def private_bytes(kernel: Operation, funcs: dict[str, Operation]) -> int:
     """Static per-thread private memory of a kernel: its private attributions plus every
     statically shaped memref.alloca in it and in the functions it calls (an upper bound)."""
@@ -409,6 +431,7 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
 
         stack_bytes = config.get().cpu_stack_kib * 1024
     target = CpuTarget(stack_bytes, check_bounds)
+    regions_on = config.get().cpu_regions
     name = symbol_name(gpu_module)
     me = ModuleEmitter(target, name)
 
@@ -453,12 +476,16 @@ def lower_cpu_module(gpu_module: Operation, stack_bytes: int | None = None,
         CpuFunctionEmitter(me, op, fn).emit_body()
         if is_kernel(op):
             fiber = needs_fibers(op, funcs, check_bounds)
-            if fiber:
+            split = None
+            if fiber and regions_on and splittable(op, funcs, check_bounds):
+                split = regions.split_at_barriers(fn, cf.fiber_runtime(me.module).wait)
+            if fiber and split is None:
                 _check_stack(op, funcs, stack_bytes)
-            _emit_entry(me, target, op, fn, fiber)
+            _emit_entry(me, target, op, fn, fiber and split is None, split)
             kernels.append(kernel_info(op, target.layout.kernel_bytes[fname], fiber))
     add_libcall_helpers(me.module)
     _probe_stacks(me.module)
+    host_cpu.apply(me.module, host_cpu.cpu_target())
     return CpuLowering(me.module, tuple(kernels))
 
 
@@ -509,11 +536,10 @@ def _emit_fiber_entry(me: ModuleEmitter, name: str, body: ir.Function) -> ir.Fun
 
 
 def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Function,
-                fiber: bool) -> None:
-    """The exported `i32 k(ptr params, ptr launch)` (see the module docstring)."""
+                fiber: bool, split: regions.SplitKernel | None = None) -> None:
+    """The exported `i32 k(ptr params, ptr launch)` (see the module docstring): the blocks run
+    as fibers (`fiber`), as barrier regions (`split`) or as plain loops over the threads."""
     name = symbol_name(op)
-    malloc = cf.libc(me.module, "malloc")
-    free = cf.libc(me.module, "free")
     fn = ir.Function(me.module, ir.FunctionType(I32, [PTR, PTR]), name)
     params, launch = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -527,38 +553,34 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
         store_field(b, BLOCK_CTX, bctx, grid[d], B.GDIM_X + d)
     nthreads = b.mul(b.mul(dims[0], dims[1]), dims[2])
     store_field(b, BLOCK_CTX, bctx, nthreads, B.NTHREADS)
-    err = cf.field(b, LAUNCH_CTX, launch, L.ERROR, 0)
     wg_bytes = target.layout.kernel_bytes[name]
-    raw = ir.Constant(PTR, None)
+    scratch: list[ir.Value] = []  # malloc'd per call, freed on every way out
     if wg_bytes:
-        raw = b.call(malloc, [I64(wg_bytes + WORKGROUP_ALIGN)])
-        with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
-            msg = cf.cstring(me.module, f"CPU device: out of memory allocating {wg_bytes} bytes "
-                                        f"of workgroup memory for kernel @{name}")
-            b.call(cf.libc(me.module, "snprintf"), [err, I64(cf.ERROR_BYTES), msg])
-            b.ret(I32(1))
-        aligned = b.and_(b.add(b.ptrtoint(raw, I64), I64(WORKGROUP_ALIGN - 1)),
-                         I64(-WORKGROUP_ALIGN & 0xFFFFFFFFFFFFFFFF))
-        store_field(b, BLOCK_CTX, bctx, b.inttoptr(aligned, PTR), B.WORKGROUP)
+        wg = _malloc_aligned(me, b, launch, scratch, I64(wg_bytes),
+                             f"{wg_bytes} bytes of workgroup memory for kernel @{name}")
+        store_field(b, BLOCK_CTX, bctx, wg, B.WORKGROUP)
     else:
-        store_field(b, BLOCK_CTX, bctx, raw, B.WORKGROUP)
+        store_field(b, BLOCK_CTX, bctx, ir.Constant(PTR, None), B.WORKGROUP)
     rt = cf.fiber_runtime(me.module) if fiber else None
+    run = None
     if rt is not None:
         store_field(b, BLOCK_CTX, bctx, _emit_fiber_entry(me, name, body), B.ENTRY)
         status = b.call(rt.block_alloc, [bctx, nthreads, I64(target.stack_bytes)])
         with b.if_then(b.icmp_unsigned("!=", status, I32(0)), likely=False):
             b.call(rt.block_free, [bctx])  # frees what was allocated (free(NULL) is a no-op)
-            b.call(free, [raw])
+            _free_all(me, b, scratch)
             b.ret(I32(1))
-        values: list[ir.Value] = []
     else:
         body.attributes.add("alwaysinline")
         values = _load_params(b, params, [a.type for a in body.args[1:]])
         tctx = cf.alloca(b, THREAD_CTX, name="tctx")
         store_field(b, THREAD_CTX, tctx, bctx, T.BCTX)
+        run = _SplitRun(me, bctx, tctx, dims, body, values, split, fn) if split else None
+        if run is not None and split is not None:
+            run.allocate(b, launch, scratch, nthreads)
     begin = load_field(b, LAUNCH_CTX, launch, L.BLOCK_BEGIN)
     end = load_field(b, LAUNCH_CTX, launch, L.BLOCK_END)
-    failed = fn.append_basic_block("failed") if rt is not None else None
+    failed = fn.append_basic_block("failed") if rt is not None or run is not None else None
 
     def run_block(b: ir.IRBuilder, i: ir.Value) -> None:
         blk = b.add(begin, i)
@@ -573,23 +595,14 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
         if rt is not None:
             status = b.call(rt.run_block, [bctx])
             ok = b.append_basic_block("block.ok")
+            assert failed is not None
             b.cbranch(b.icmp_unsigned("!=", status, I32(0)), failed, ok)
             b.position_at_end(ok)
-            return
-
-        def z_loop(b: ir.IRBuilder, z: ir.Value) -> None:
-            def y_loop(b: ir.IRBuilder, y: ir.Value) -> None:
-                def x_loop(b: ir.IRBuilder, x: ir.Value) -> None:
-                    linear = b.add(b.mul(b.add(b.mul(z, dims[1]), y), dims[0]), x)
-                    for f, v in ((T.TID_X, x), (T.TID_Y, y), (T.TID_Z, z), (T.LINEAR, linear)):
-                        store_field(b, THREAD_CTX, tctx, v, f)
-                    b.call(body, [tctx, *values])
-
-                cf.counted_loop(b, dims[0], x_loop, "tx")
-
-            cf.counted_loop(b, dims[1], y_loop, "ty")
-
-        cf.counted_loop(b, dims[2], z_loop, "tz")
+        elif run is not None:
+            assert failed is not None
+            run.run_block(b, failed)
+        else:
+            _thread_loops(b, dims, tctx, lambda b: b.call(body, [tctx, *values]))
 
     cf.counted_loop(b, b.sub(end, begin), run_block, "blocks")
     for result, block in ((0, None), (1, failed)):
@@ -599,9 +612,185 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
             b.position_at_end(block)
         if rt is not None:
             b.call(rt.block_free, [bctx])
-        if wg_bytes:
-            b.call(free, [raw])
+        _free_all(me, b, scratch)
         b.ret(I32(result))
+
+
+def _malloc_aligned(me: ModuleEmitter, b: ir.IRBuilder, launch: ir.Value,
+                    scratch: list[ir.Value], nbytes: ir.Value, what: str) -> ir.Value:
+    """malloc(nbytes) aligned to WORKGROUP_ALIGN, added to `scratch`; out of memory frees the
+    earlier scratch and returns 1 with a message naming `what`."""
+    raw = b.call(cf.libc(me.module, "malloc"), [b.add(nbytes, I64(WORKGROUP_ALIGN))])
+    with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
+        err = cf.field(b, LAUNCH_CTX, launch, L.ERROR, 0)
+        msg = cf.cstring(me.module, f"CPU device: out of memory allocating {what}")
+        b.call(cf.libc(me.module, "snprintf"), [err, I64(cf.ERROR_BYTES), msg])
+        _free_all(me, b, scratch)
+        b.ret(I32(1))
+    scratch.append(raw)
+    aligned = b.and_(b.add(b.ptrtoint(raw, I64), I64(WORKGROUP_ALIGN - 1)),
+                     I64(-WORKGROUP_ALIGN & 0xFFFFFFFFFFFFFFFF))
+    return b.inttoptr(aligned, PTR)
+
+
+def _free_all(me: ModuleEmitter, b: ir.IRBuilder, scratch: list[ir.Value]) -> None:
+    for raw in scratch:
+        b.call(cf.libc(me.module, "free"), [raw])
+
+
+def _thread_loops(b: ir.IRBuilder, dims: list[ir.Value], tctx: ir.Value,
+                  each: Callable[[ir.IRBuilder], None]) -> None:
+    """for z, y, x over the block's threads (x fastest): set the thread's ids, then `each`."""
+
+    def z_loop(b: ir.IRBuilder, z: ir.Value) -> None:
+        def y_loop(b: ir.IRBuilder, y: ir.Value) -> None:
+            def x_loop(b: ir.IRBuilder, x: ir.Value) -> None:
+                linear = b.add(b.mul(b.add(b.mul(z, dims[1]), y), dims[0]), x)
+                for f, v in ((T.TID_X, x), (T.TID_Y, y), (T.TID_Z, z), (T.LINEAR, linear)):
+                    store_field(b, THREAD_CTX, tctx, v, f)
+                each(b)
+
+            cf.counted_loop(b, dims[0], x_loop, "tx")
+
+        cf.counted_loop(b, dims[1], y_loop, "ty")
+
+    cf.counted_loop(b, dims[2], z_loop, "tz")
+
+
+ALL_ONES = 0xFFFFFFFFFFFFFFFF
+
+
+class _SplitRun:
+    """Runs one block of a region-split kernel (cpu_regions): passes over the threads in
+    order, each thread resuming from its state; a pass where all threads share a state runs
+    that region alone (a loop LLVM may vectorise). Between passes: all exited -> the block is
+    done; some exited while others wait at a barrier -> barrier divergence (the fiber runtime's
+    error); otherwise the next pass."""
+
+    def __init__(self, me: ModuleEmitter, bctx: ir.Value, tctx: ir.Value, dims: list[ir.Value],
+                 body: ir.Function, values: list[ir.Value], split: regions.SplitKernel,
+                 fn: ir.Function) -> None:
+        self.me, self.bctx, self.tctx, self.dims = me, bctx, tctx, dims
+        self.body, self.values, self.split, self.fn = body, values, split, fn
+        self.states: ir.Value = ir.Constant(PTR, None)
+        self.vars: dict[str, ir.Value] = {}
+
+    def allocate(self, b: ir.IRBuilder, launch: ir.Value, scratch: list[ir.Value],
+                 nthreads: ir.Value) -> None:
+        """The per-call states array (one i64 per thread) and frame, one malloc."""
+        states_bytes = b.and_(b.add(b.mul(nthreads, I64(8)), I64(63)), I64(-64 & ALL_ONES))
+        total = b.add(states_bytes, b.mul(nthreads, I64(self.split.frame_bytes)))
+        self.states = _malloc_aligned(self.me, b, launch, scratch, total,
+                                      "the barrier-region frame of a kernel")
+        frame = cf.gep(b, self.states, [states_bytes], cf.I8)
+        store_field(b, BLOCK_CTX, self.bctx, frame, B.FRAME)
+        shared = self.split.uniform_bytes
+        for field_index in (B.UNIFORM_IN, B.UNIFORM_OUT):
+            area = ir.Constant(PTR, None)
+            if shared:  # allocas: LLVM sees that the body's stores never alias them
+                area = cf.alloca(b, ir.ArrayType(cf.I8, shared), name="uniform")
+                area.align = 16
+            store_field(b, BLOCK_CTX, self.bctx, area, field_index)
+            self.vars[f"uniform{field_index}"] = area
+        for var in ("state", "min", "max"):
+            self.vars[var] = cf.alloca(b, I64, name=f"pass.{var}")
+
+    def _pass(self, b: ir.IRBuilder, state: int | None) -> None:
+        tctx, states = self.tctx, self.states
+        b.store(I64(ALL_ONES), self.vars["min"])
+        b.store(I64(0), self.vars["max"])
+        if state is not None and self.split.uniform_passes:
+            # every thread stops in the same state (uniformity): the last thread's is the pass's
+            def run(b: ir.IRBuilder) -> None:
+                store_field(b, THREAD_CTX, tctx, I64(state), T.STATE)
+                b.call(self.body, [tctx, *self.values])
+
+            store_field(b, THREAD_CTX, tctx, I64(self.split.exit_state), T.STATE)  # no threads
+            _thread_loops(b, self.dims, tctx, run)
+            last = load_field(b, THREAD_CTX, tctx, T.STATE)
+            b.store(last, self.vars["min"])
+            b.store(last, self.vars["max"])
+            return
+
+        def each(b: ir.IRBuilder) -> None:
+            linear = load_field(b, THREAD_CTX, tctx, T.LINEAR)
+            slot = b.gep(states, [linear], source_etype=I64)
+            current = I64(state) if state is not None else b.load(slot, typ=I64)
+            store_field(b, THREAD_CTX, tctx, current, T.STATE)
+            b.call(self.body, [tctx, *self.values])
+            nxt = load_field(b, THREAD_CTX, tctx, T.STATE)
+            b.store(nxt, slot)
+            lo = b.load(self.vars["min"], typ=I64)
+            hi = b.load(self.vars["max"], typ=I64)
+            b.store(b.select(b.icmp_unsigned("<", nxt, lo), nxt, lo), self.vars["min"])
+            b.store(b.select(b.icmp_unsigned(">", nxt, hi), nxt, hi), self.vars["max"])
+
+        _thread_loops(b, self.dims, tctx, each)
+
+    def run_block(self, b: ir.IRBuilder, failed: ir.Block) -> None:
+        fn, exit_state = self.fn, self.split.exit_state
+        b.store(I64(0), self.vars["state"])
+        dispatch = fn.append_basic_block("pass.dispatch")
+        general = fn.append_basic_block("pass.any")
+        check = fn.append_basic_block("pass.check")
+        done = fn.append_basic_block("block.done")
+        n = load_field(b, BLOCK_CTX, self.bctx, B.NTHREADS)
+        b.cbranch(b.icmp_unsigned("==", n, I64(0)), done, dispatch)  # a block without threads
+        b.position_at_end(dispatch)
+        switch = b.switch(b.load(self.vars["state"], typ=I64), general)
+        for k in range(exit_state):
+            region = fn.append_basic_block(f"pass.{k}")
+            switch.add_case(I64(k), region)
+            b.position_at_end(region)
+            self._pass(b, k)
+            b.branch(check)
+        b.position_at_end(general)
+        self._pass(b, None)
+        b.branch(check)
+        b.position_at_end(check)
+        lo = b.load(self.vars["min"], typ=I64)
+        hi = b.load(self.vars["max"], typ=I64)
+        waiting = fn.append_basic_block("pass.waiting")
+        diverged = fn.append_basic_block("pass.diverged")
+        again = fn.append_basic_block("pass.next")
+        b.cbranch(b.icmp_unsigned("==", lo, I64(exit_state)), done, waiting)
+        b.position_at_end(waiting)
+        b.cbranch(b.icmp_unsigned("==", hi, I64(exit_state)), diverged, again)
+        b.position_at_end(again)
+        if self.split.uniform_bytes:  # what this pass wrote is what the next one reads
+            b.call(self._memcpy(), [self.vars[f"uniform{B.UNIFORM_IN}"],
+                                    self.vars[f"uniform{B.UNIFORM_OUT}"],
+                                    I64(self.split.uniform_bytes), ir.Constant(ir.IntType(1), 0)])
+        same = b.icmp_unsigned("==", lo, hi)
+        b.store(b.select(same, lo, I64(exit_state + 1)), self.vars["state"])  # +1: pass.any
+        b.branch(dispatch)
+        b.position_at_end(diverged)
+        self._report_divergence(b)
+        b.branch(failed)
+        b.position_at_end(done)
+
+    def _memcpy(self) -> ir.Function:
+        return regions.memcpy(self.me.module)
+
+    def _report_divergence(self, b: ir.IRBuilder) -> None:
+        """The fiber scheduler's message: some threads exited, the others wait at barriers."""
+        n = load_field(b, BLOCK_CTX, self.bctx, B.NTHREADS)
+        count = self.vars["min"]  # free now: reused as the counter of exited threads
+        b.store(I64(0), count)
+
+        def tally(b: ir.IRBuilder, i: ir.Value) -> None:
+            state = b.load(b.gep(self.states, [i], source_etype=I64), typ=I64)
+            exited = b.zext(b.icmp_unsigned("==", state, I64(self.split.exit_state)), I64)
+            b.store(b.add(b.load(count, typ=I64), exited), count)
+
+        cf.counted_loop(b, n, tally, "tally")
+        n_exited = b.load(count, typ=I64)
+        launch = load_field(b, BLOCK_CTX, self.bctx, B.LAUNCH)
+        ids = [load_field(b, BLOCK_CTX, self.bctx, f) for f in (B.BID_X, B.BID_Y, B.BID_Z)]
+        b.call(cf.libc(self.me.module, "snprintf"),
+               [cf.field(b, LAUNCH_CTX, launch, L.ERROR, 0), I64(cf.ERROR_BYTES),
+                cf.cstring(self.me.module, cf.DIVERGENCE_FORMAT), *ids, n_exited, n,
+                b.sub(n, n_exited)])
 
 
 # ---- kernel descriptions ---------------------------------------------------------------------
@@ -609,7 +798,7 @@ def _emit_entry(me: ModuleEmitter, target: CpuTarget, op: Operation, body: ir.Fu
 def kernel_info(op: Operation, workgroup_bytes: int, uses_fibers: bool) -> Kernel:
     """The manifest's description of a kernel (args and expanded params as for every target;
     `static_shared_bytes` is the CPU per-block workgroup buffer, `uses_barriers` whether the
-    kernel runs its threads as fibers)."""
+    kernel synchronises its threads: fibers or barrier regions)."""
 
     ftype = _ftype(op)
     return Kernel(symbol_name(op), tuple(type_spec(t) for t in ftype.inputs.data),

@@ -17,12 +17,13 @@ releases the GIL) with its own CpuLaunch and dynamic shared scratch.
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from nova.abi import CpuLaunch
+from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
 from nova.bundle.elf import ElfFile
 from nova.bundle.format import Kernel
 from nova.bundle.verify import verify_object
@@ -84,6 +85,33 @@ def check_elf_object(data: bytes, name: str) -> ElfFile:
         raise bad(str(exc)) from None
 
 
+@functools.cache
+def _host_features() -> frozenset[str]:
+    import llvmlite.binding as llvm
+
+    flat = llvm.get_host_cpu_features().flatten()
+    return frozenset(f[1:] for f in flat.split(",") if f.startswith("+"))
+
+
+def check_cpu_target(address: int, name: str) -> None:
+    """Refuse an object compiled for CPU features this machine lacks (its code would die of an
+    illegal instruction): a DeviceError naming the features. `address`: the object's
+    CPU_TARGET_SYMBOL record, 0 when it has none (older objects, generic x86-64: they need
+    nothing)."""
+    if not address:
+        return
+    raw = ctypes.string_at(address, CPU_TARGET_RECORD_BYTES)
+    record = raw.split(b"\0", 1)[0].decode("ascii", "replace")
+    fields = dict(part.split("=", 1) for part in record.split(";") if "=" in part)
+    needed = {f[1:] for f in fields.get("features", "").split(",") if f.startswith("+")}
+    missing = sorted(needed - _host_features())
+    if missing:
+        raise DeviceError(
+            f"the CPU object of device module {name!r} was compiled for CPU "
+            f"{fields.get('cpu', '?')!r} and uses features this CPU lacks: {', '.join(missing)}; "
+            "recompile it on this machine, or build a portable object with NOVA_CPU_ARCH=generic")
+
+
 class CpuModule(DeviceModule):
     """A CPU object placed in memory by objload (else in its own MCJIT engine)."""
 
@@ -100,6 +128,7 @@ class CpuModule(DeviceModule):
         except ObjectLoadError:
             self._engine = _mcjit(images.cpu_object, images.name)
         self.explain_address = device.explain_address
+        check_cpu_target(self._global_address(CPU_TARGET_SYMBOL), images.name)
         fault_guard.guard()  # install the fault handlers before any kernel of the module runs
 
     @property
@@ -111,6 +140,12 @@ class CpuModule(DeviceModule):
         if isinstance(engine, LoadedObject):
             return engine.address(name)
         return int(engine.get_function_address(name))  # type: ignore[attr-defined]
+
+    def _global_address(self, name: str) -> int:
+        engine = self._engine
+        if isinstance(engine, LoadedObject):
+            return engine.address(name)
+        return int(engine.get_global_value_address(name))  # type: ignore[attr-defined]
 
     def _lookup(self, name: str, kernel: Kernel | None) -> DeviceFunction:
         if not name or name.startswith("\x01"):  # LLVM's Mangler asserts (aborts) on these
