@@ -181,12 +181,12 @@ def test_the_cpu_fiber_stack_size_changes_the_key(tmp_path):
 def test_nova_version_and_compiler_sources_change_the_key(tmp_path, monkeypatch):
     kern = _kernel(tmp_path)
     before = _key(kern)
-    cache.environment_fingerprint.cache_clear()
+    cache._tool_fingerprint.cache_clear()
     monkeypatch.setattr(nova, "__version__", nova.__version__ + ".post1")
     try:
         assert _key(kern) != before
     finally:
-        cache.environment_fingerprint.cache_clear()
+        cache._tool_fingerprint.cache_clear()
     monkeypatch.undo()
     assert _key(kern) == before
     real = cache.environment_fingerprint  # an edited compiler source changes its "compiler" part

@@ -81,7 +81,6 @@ def _vector_bytes(value: Any, param: KernelParam, name: str, index: int) -> byte
 
 
 _CTYPES_VALUES = (ctypes._SimpleCData, ctypes.Structure, ctypes.Array)
-_VECTOR_VALUES = (np.ndarray, list, tuple)
 _buffer_types: tuple[type, ...] = ()
 
 
@@ -98,7 +97,7 @@ def _buffers() -> tuple[type, ...]:
 def _value_bytes(value: Any, param: KernelParam | None, name: str, index: int) -> bytes:
     llvm = param.llvm_type if param is not None else None
     if param is not None and llvm is not None and llvm.startswith("<") and \
-            isinstance(value, _VECTOR_VALUES):
+            isinstance(value, (np.ndarray, list, tuple)):
         raw = _vector_bytes(value, param, name, index)
     elif isinstance(value, _CTYPES_VALUES):
         raw = bytes(memoryview(value).cast("B"))

@@ -18,10 +18,10 @@ module attributes {gpu.container_module} {
 
 // CHECK-NOT:   __nova_fiber
 // The body takes the thread context first, then the expanded parameters.
-// CHECK-LABEL: define internal void @"__nova_cpu_fn.scale"(ptr %".1", ptr %".2", ptr %".3", i64 %".4", i64 %".5", i64 %".6", float %".7") "probe-stack"="inline-asm" alwaysinline
+// CHECK-LABEL: define internal void @"__nova_cpu_fn.scale"(ptr %".1", ptr %".2", ptr %".3", i64 %".4", i64 %".5", i64 %".6", float %".7") {{.*}}"probe-stack"="inline-asm"{{.*}} alwaysinline
 // thread_id x: field 1 of the thread context; block_id y: field 3 of the block context
 // CHECK:       getelementptr inbounds {ptr, i64, i64, i64, i64, ptr, i64}, ptr %".1", i32 0, i32 1
-// CHECK:       getelementptr inbounds {ptr, ptr, i64, i64, i64, i64, ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, i64, i64, i64}, ptr %{{.*}}, i32 0, i32 3
+// CHECK:       getelementptr inbounds {ptr, ptr, i64, i64, i64, i64, ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, i64, i64, ptr, i64, i64, i64, i64, i64, i64, i64, ptr, ptr, ptr}, ptr %{{.*}}, i32 0, i32 3
 
 // The exported entry of nova.abi.CpuLaunch.
 // CHECK-LABEL: define i32 @"scale"(ptr %".1", ptr %".2")

@@ -21,7 +21,6 @@ from nova.abi import ABI_BY_NAME, DeviceModuleDescriptor, LibraryPlan, library_p
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import KernelFault, NovaError, RuntimeFailure
 from nova.runtime.cpu import fault_guard
-from nova.runtime.cpu.library import run_gemm
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
 from nova.runtime.native_support import (
@@ -464,6 +463,8 @@ class CpuAbi:
         pointers = [p or 0 for p in (ctypes.c_void_p * count).from_address(operands)]
 
         def work() -> None:
+            from nova.runtime.cpu.library import run_gemm  # NumPy: only programs that call it
+
             run_gemm(found, pointers)
 
         self._submit_task(stream, work, f"library GEMM {found.m}x{found.n}x{found.k}")

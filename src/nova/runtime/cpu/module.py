@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -87,10 +88,40 @@ def check_elf_object(data: bytes, name: str) -> ElfFile:
 
 @functools.cache
 def _host_features() -> frozenset[str]:
+    """LLVM's names of this CPU's features. Asking LLVM means importing llvmlite (~100 ms: the
+    cold start of a cached program), so the answer is kept in the cache directory under a
+    digest of /proc/cpuinfo's model name and flags (another CPU gets its own file)."""
+    import hashlib
+
+    from nova import config
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            ident = "\n".join([ln for ln in f.read(65536).splitlines()
+                               if ln.startswith(("model name", "flags"))][:2])
+    except OSError:
+        ident = ""
+    path = None
+    if ident and config.get().cache_enabled:
+        digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        path = config.get().cache_dir / "runtime" / f"host-cpu-features-{digest}.txt"
+        try:
+            return frozenset(path.read_text(encoding="ascii").split())
+        except OSError:
+            pass
     import llvmlite.binding as llvm
 
     flat = llvm.get_host_cpu_features().flatten()
-    return frozenset(f[1:] for f in flat.split(",") if f.startswith("+"))
+    features = frozenset(f[1:] for f in flat.split(",") if f.startswith("+"))
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(" ".join(sorted(features)), encoding="ascii")
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return features
 
 
 def check_cpu_target(address: int, name: str) -> None:
