@@ -265,6 +265,25 @@ def _check_entsize(section: ElfSection, label: str) -> None:
         raise ElfError(f"{label}: entry size {section.entsize}; expected 0")
 
 
+def _check_packed(elf: ElfFile) -> None:
+    """The content sections (SHT_PROGBITS) lie where LLVM's object writer puts them: in section
+    order from the end of the ELF header, each at the next multiple of its alignment (LLVM pads
+    some, e.g. large-model `.lrodata` of alignment 1, up to the next 16 bytes). A section moved
+    into alignment padding overlaps nothing, yet loads other bytes (a constant pool of host-CPU
+    code read from padding computed different results in the mutation sweep)."""
+    position = EHDR_SIZE
+    for section in elf.sections:
+        if section.type != SHT_PROGBITS:
+            continue
+        align = max(section.addralign, 1)
+        expected = -(-position // align) * align
+        latest = -(-expected // max(align, 16)) * max(align, 16)
+        if not expected <= section.offset <= latest:
+            raise ElfError(f"{_section_label(section)}: at file offset {section.offset}; the "
+                           f"object writer puts it at {expected}")
+        position = section.offset + section.size
+
+
 def _check_layout(elf: ElfFile) -> None:
     """No section's bytes overlap the ELF header, the section header table or another section."""
     shoff = struct.unpack_from("<Q", elf.data, 0x28)[0]
@@ -276,6 +295,7 @@ def _check_layout(elf: ElfFile) -> None:
     for (_start, end, first), (start, _end, second) in itertools.pairwise(spans):
         if start < end:
             raise ElfError(f"{second} overlaps {first}")
+    _check_packed(elf)
     rela_targets: dict[int, ElfSection] = {}
     for section in elf.sections:
         if section.type == SHT_RELA:
