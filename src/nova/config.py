@@ -91,3 +91,27 @@ def reload() -> Config:
     global _current
     _current = None
     return get()
+
+
+_host_cpu_id: str | None = None
+
+
+def host_cpu_id() -> str:
+    """A cheap identity of this machine's CPU: a digest of /proc/cpuinfo's model name and
+    feature flags (the processor name where that file is missing). CPU-device objects are
+    compiled for the host CPU, so caches keyed by it never hand one machine's object (or its
+    feature list) to another."""
+    global _host_cpu_id
+    if _host_cpu_id is None:
+        import hashlib
+        import platform
+
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                lines = [ln for ln in f.read(65536).splitlines()
+                         if ln.startswith(("model name", "flags"))][:2]
+        except OSError:
+            lines = [platform.processor()]
+        _host_cpu_id = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    return _host_cpu_id
+

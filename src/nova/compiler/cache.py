@@ -63,23 +63,7 @@ def environment_fingerprint() -> dict[str, str]:
 
     cfg = config.get()
     return {**_tool_fingerprint(), "cpu_arch": cfg.cpu_arch, "cpu_regions": str(cfg.cpu_regions),
-            "cpu": _host_cpu_fingerprint() if cfg.cpu_arch == "native" else ""}
-
-
-@cache
-def _host_cpu_fingerprint() -> str:
-    """A cheap identity of this machine's CPU (model name and feature flags from
-    /proc/cpuinfo): CPU-device objects are compiled for the host CPU (NOVA_CPU_ARCH=native), so
-    a cache shared between machines must not hand one machine's object to another."""
-    import platform
-
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            lines = [ln for ln in f.read(65536).splitlines()
-                     if ln.startswith(("model name", "flags"))][:2]
-    except OSError:
-        lines = [platform.processor()]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+            "cpu": config.host_cpu_id() if cfg.cpu_arch == "native" else ""}
 
 
 @cache

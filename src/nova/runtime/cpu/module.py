@@ -91,20 +91,11 @@ def _host_features() -> frozenset[str]:
     """LLVM's names of this CPU's features. Asking LLVM means importing llvmlite (~100 ms: the
     cold start of a cached program), so the answer is kept in the cache directory under a
     digest of /proc/cpuinfo's model name and flags (another CPU gets its own file)."""
-    import hashlib
-
     from nova import config
 
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            ident = "\n".join([ln for ln in f.read(65536).splitlines()
-                               if ln.startswith(("model name", "flags"))][:2])
-    except OSError:
-        ident = ""
     path = None
-    if ident and config.get().cache_enabled:
-        digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
-        path = config.get().cache_dir / "runtime" / f"host-cpu-features-{digest}.txt"
+    if config.get().cache_enabled:
+        path = config.get().cache_dir / "runtime" / f"host-cpu-features-{config.host_cpu_id()}.txt"
         try:
             return frozenset(path.read_text(encoding="ascii").split())
         except OSError:
