@@ -66,9 +66,10 @@ def run(source: str, fail: dict[str, int] | None = None) -> tuple[int, TraceRunt
 def test_module_loaded_once_for_two_launches() -> None:
     status, rt, jit = run(program(launch() + "\n" + launch()))
     assert status == 0
+    # the second launch is ordered after the first on the same stream and waits for both: one
+    # host wait for the pair (gpu_ops._next_sync_covers)
     assert rt.names() == ["nova_rt_module_load", "nova_rt_module_get_function",
-                          "nova_rt_launch", "nova_rt_stream_synchronize",
-                          "nova_rt_launch", "nova_rt_stream_synchronize"]
+                          "nova_rt_launch", "nova_rt_launch", "nova_rt_stream_synchronize"]
     load = rt.of("nova_rt_module_load")[0]
     assert load.arg("descriptor") == jit.descriptor_address("kernels")
     get = rt.of("nova_rt_module_get_function")[0]
@@ -246,7 +247,9 @@ def test_unranked_kernel_operand_is_rejected_at_the_launch() -> None:
 def test_vecadd_example_end_to_end_on_the_trace_runtime() -> None:
     """examples/vecadd.mlir, outlined and lowered: the host part allocates, copies, launches
     (through a call of the launching function) and prints, in that order, with real data moving
-    through the recording runtime (the kernel itself does not run here)."""
+    through the recording runtime (the kernel itself does not run here). The host waits after
+    the two copies in (once), in the launching function and after the copy out (the call and
+    the print need it)."""
     from pathlib import Path
 
     from nova.passes.registry import run_pipeline
@@ -262,7 +265,7 @@ def test_vecadd_example_end_to_end_on_the_trace_runtime() -> None:
     sync = "nova_rt_stream_synchronize"
     assert runtime.names() == [
         "nova_rt_mem_alloc", "nova_rt_mem_alloc", "nova_rt_mem_alloc",
-        "nova_rt_memcpy", sync, "nova_rt_memcpy", sync,
+        "nova_rt_memcpy", "nova_rt_memcpy", sync,  # one wait for the two copies
         "nova_rt_module_load", "nova_rt_module_get_function", "nova_rt_launch", sync,
         "nova_rt_memcpy", sync, "nova_rt_print_memref_f32",
         "nova_rt_mem_free", "nova_rt_mem_free", "nova_rt_mem_free"]

@@ -215,19 +215,22 @@ def make_guard(sig: tuple[T.NovaType, ...], exact: bool, launcher: Launcher) -> 
 
 
 def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
-                       stream: Any, bound: Callable[[bytes], None],
+                       stream: Any, launch: tuple[list[str], dict[str, Any]],
                        fallback: Callable[[tuple[Any, ...]], None]) -> Callable[..., None]:
     """`__call__(self, *args)` of a prepared launch: the not-exact guard of `sig` on `device`
-    and `stream` with the launch (`bound(slots)`) in the same function, and `fallback(args)` for
+    and `stream` with the launch (`launch`: the launcher's inline statements on `slots` and
+    their globals, Launcher.inline_launch) in the same function, and `fallback(args)` for
     arguments it does not take (nova.lang.prepared) — one Python frame per launch."""
     w = _Writer(launcher, "return fallback(args)")
-    w.env.update(dev=device, stream=stream, bound=bound, fallback=fallback)
+    statements, launch_env = launch
+    w.env.update(dev=device, stream=stream, fallback=fallback, **launch_env)
     packed = _body(w, sig, False)
     w("try:")
     w(f"    slots = {packed}")
     w("except struct_error as exc:")
     w("    raise pack_error(exc) from None")
-    w("bound(slots)")
+    for line in statements:
+        w(line)
     source = "\n".join(["def __call__(self, *args):", *w.lines, ""])
     call: Callable[..., None] = _compile(source, w.env, "__call__", "prepared call")
     return call

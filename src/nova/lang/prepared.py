@@ -7,11 +7,12 @@ device=None)` fixes a kernel's signature, configuration, stream and device once,
 
 Each call runs the signature's guard (nova.lang.guard, not exact: the facts the kernel was compiled
 with must hold on the new pointers; scalars are converted to the prepared parameter types and
-range-checked) and the device's launcher (nova.runtime.launcher): on cuda one `pack_into` and one
-native call of cuLaunchKernel. Arguments the guard does not take (NumPy arrays, a Buffer of
-another dtype, rank or device, a misaligned or overlapping view where the kernel assumed
-otherwise) are launched by `kern.launch` with the same configuration instead: always correct,
-with the usual errors, at the cost of a general launch.
+range-checked) and the device's launch statements (nova.runtime.launcher's inline_launch), in one
+generated function: on cuda one `pack` and one native call of cuLaunchKernel. Arguments the
+guard does not take (NumPy arrays, a Buffer of another dtype, rank or device, a misaligned or
+overlapping view where the kernel assumed otherwise) are launched by `kern.launch` with the
+same configuration instead: always correct, with the usual errors, at the cost of a general
+launch.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ class PreparedLaunch:
         self.grid, self.block, self.shared_bytes = grid, block, shared_bytes
         self.config = self.launcher.config(grid, block, shared_bytes)
         self.stream = stream
-        bound = self.launcher.bind(self.config, stream)  # checks the stream
-        call = make_prepared_call(plan.sig, self.launcher, self.device, stream, bound,
+        launch = self.launcher.inline_launch(self.config, stream)  # checks the stream
+        call = make_prepared_call(plan.sig, self.launcher, self.device, stream, launch,
                                   self._fallback)
         self.__class__ = type("PreparedLaunch", (PreparedLaunch,),
                               {"__slots__": (), "__call__": call, "__doc__": self.__doc__})

@@ -13,7 +13,9 @@ A `Launcher` (from `Device.launcher(function, slot_format)`) keeps
   config also holds its words gx, gy, gz, bx, by, bz, shared_bytes packed as `header` bytes.
 
 `launch(config, stream, slots)` launches; `bind(config, stream)` returns a function of `slots`
-alone for a fixed configuration and stream (prepared launches). This base class copies the
+alone for a fixed configuration and stream; `inline_launch(config, stream)` returns the same
+launch as Python statements on a variable `slots` (with their globals), which prepared launches
+paste into their generated call so a launch runs one Python frame. This base class copies the
 slots into a parameter array and hands it to the device's `_launch` (checks done, nothing
 converted); the cuda device's launcher passes the bytes to one native function that calls
 cuLaunchKernel (nova.runtime.cuda.launcher); the cpu device's enqueues the blocks.
@@ -144,3 +146,9 @@ class Launcher:
             launch(config, stream, slots)
 
         return bound
+
+    def inline_launch(self, config: LaunchConfig,
+                      stream: Stream | None) -> tuple[list[str], dict[str, object]]:
+        """Statements launching the packed parameters in variable `slots` with `config` on
+        `stream` (checked now), and the globals they use (names starting with `_L_`)."""
+        return ["_L_bound(slots)"], {"_L_bound": self.bind(config, stream)}

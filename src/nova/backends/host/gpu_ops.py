@@ -58,6 +58,31 @@ def _token_result(op: Operation) -> SSAValue | None:
     return next((r for r in op.results if is_token(r.type)), None)
 
 
+_SYNCING_OPS = ("gpu.launch_func", "gpu.memcpy", "gpu.memset")
+"""Ops whose synchronous form ends by blocking the host until the null stream is idle."""
+
+
+def _host_invisible(op: Operation) -> bool:
+    """Ops that neither touch memory nor run code the host could observe it with: scalar
+    arithmetic and memref.dim (no regions, no memory effects)."""
+    name = op.name
+    return (name.startswith(("arith.", "index.")) or name == "memref.dim") and not op.regions
+
+
+def _next_sync_covers(op: Operation) -> bool:
+    """Whether a synchronous stream op may skip its host wait: the next op in its block, past
+    scalar arithmetic, is another synchronous op on the same (null) stream, which is ordered
+    after this one and blocks the host until both are done. Nothing can observe the difference
+    (no host access to memory, no call, no branch in between), so `gpu.memcpy; launch_func;
+    gpu.memcpy` waits once, as a CUDA stream program would. A fault of the earlier op is then
+    reported at the later wait, within the same call."""
+    nxt = op.next_op
+    while nxt is not None and _host_invisible(nxt):
+        nxt = nxt.next_op
+    return (nxt is not None and nxt.name in _SYNCING_OPS
+            and _token_result(nxt) is None and getattr(nxt, "asyncObject", None) is None)
+
+
 class GpuOpLowering:
     """The gpu op handlers of one host lowering (bound to its HostDevice)."""
 
@@ -89,6 +114,8 @@ class GpuOpLowering:
         """Bind the op's token; a synchronous op then blocks the host, unless `host_sync` is
         False (allocation and free: the runtime orders them without the host waiting)."""
         if not is_async and not host_sync:
+            return
+        if not is_async and _next_sync_covers(op):
             return
         token = self.device.finish(fe.builder, stream, is_async)
         result = _token_result(op)
