@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from nova.abi import LIBRARY_CALL_PREFIX
 from nova.backends.host.device import LaunchConfig
 from nova.backends.host.memref import data_pointer
 from nova.backends.llvm import memref as M
@@ -63,19 +64,33 @@ _SYNCING_OPS = ("gpu.launch_func", "gpu.memcpy", "gpu.memset")
 
 
 def _host_invisible(op: Operation) -> bool:
-    """Ops that neither touch memory nor run code the host could observe it with: scalar
-    arithmetic and memref.dim (no regions, no memory effects)."""
+    """Ops the host cannot observe device memory through, and that leave the null stream's
+    order intact: scalar arithmetic and memref.dim (no regions, no memory effects), synchronous
+    gpu.alloc/gpu.dealloc (stream-ordered on the null stream, never a host wait) and library
+    calls (`func.call @__nova_library_<i>`: queued on the null stream, never a host wait)."""
     name = op.name
-    return (name.startswith(("arith.", "index.")) or name == "memref.dim") and not op.regions
+    if op.regions:
+        return False
+    if name.startswith(("arith.", "index.")) or name == "memref.dim":
+        return True
+    if name in ("gpu.alloc", "gpu.dealloc"):
+        return _token_result(op) is None and not _deps(op)
+    if name == "func.call":
+        callee = attr(op, "callee")
+        return isinstance(callee, SymbolRefAttr) and \
+            callee.root_reference.data.startswith(LIBRARY_CALL_PREFIX)
+    return False
 
 
 def _next_sync_covers(op: Operation) -> bool:
     """Whether a synchronous stream op may skip its host wait: the next op in its block, past
-    scalar arithmetic, is another synchronous op on the same (null) stream, which is ordered
-    after this one and blocks the host until both are done. Nothing can observe the difference
-    (no host access to memory, no call, no branch in between), so `gpu.memcpy; launch_func;
-    gpu.memcpy` waits once, as a CUDA stream program would. A fault of the earlier op is then
-    reported at the later wait, within the same call."""
+    ops the host cannot observe memory through (`_host_invisible`), is another synchronous op
+    on the same (null) stream, which is ordered after this one and blocks the host until both
+    are done. Nothing can observe the difference (no host access to memory, no other call, no
+    branch in between), so `gpu.memcpy; launch_func; gpu.memcpy` waits once, as a CUDA stream
+    program would, and a model's forward (launches, allocations, library calls) waits once,
+    after its last launch. A fault of an earlier op is then reported at the later wait, within
+    the same call."""
     nxt = op.next_op
     while nxt is not None and _host_invisible(nxt):
         nxt = nxt.next_op
