@@ -418,11 +418,12 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
     one global load instead of three. Literals and matches of at most 32 bytes (nearly all of
     them) are one predicated copy per lane without a loop; a modulo is computed only for an
     overlapping match (offset < length), once per match, and longer copies step a residue
-    instead of dividing per byte. A match of LONG_MATCH bytes or more (zero pages, runs) is
-    copied as 4-byte words: its first bytes byte by byte until the output holds one period D
-    (the smallest multiple of the offset >= PERIOD_MIN), then aligned words from D bytes back
-    (two aligned loads and a funnel shift: a warp step of 128 bytes only reads bytes written
-    before it, since D > 128 + 3), then the last partial word."""
+    instead of dividing per byte. A match of LONG_MATCH bytes or more with offset 1, 2 or 4 (zero
+    pages, runs) is a run of one repeated word (copy_run). Other matches of LONG_MATCH bytes or
+    more are copied as 4-byte words: their first bytes byte by byte until the output holds one
+    period D (the smallest multiple of the offset >= PERIOD_MIN), then aligned words from D
+    bytes back (two aligned loads and a funnel shift: a warp step of 128 bytes only reads bytes
+    written before it, since D > 128 + 3), then the last partial word."""
     warp = nova.thread_id(0) // 32
     nwarps = nova.block_dim(0) // 32
     page = nova.block_id(0) * nwarps + warp
@@ -546,6 +547,8 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
                         out[op + lane] = out[base + j]
                 elif ml < LONG_MATCH:
                     copy_periodic(out, op, base, d, ml, lane)
+                elif d <= 4 and d != 3:
+                    copy_run(out, out32, op, base, d, ml, lane)
                 else:
                     period = d
                     if d < PERIOD_MIN:
@@ -588,6 +591,31 @@ def decompress_pages_kernel(src, offsets, sizes, dst, status, n_pages, page_size
         # the next page: the one claimed at the top of this iteration
         nova.syncwarp()  # no lane reuses the shared page before every lane has copied it out
         page = next_page(claim, grid_warps, group, groups)
+
+
+@nova.func
+def copy_run(out, out32, op, base, d, n, lane):
+    """A long match of offset d = 1, 2 or 4 (runs: zero pages, 16-bit and 32-bit patterns):
+    every aligned output word holds the same 4 bytes (d divides 4), built once from the d bytes
+    before op (written before the caller's warp barrier), so the words are plain stores with no
+    load and no barrier between them; the bytes before the first and after the last aligned
+    word are one predicated byte per lane each (fewer than 4 on each side)."""
+    mask = d - 1
+    pattern = nova.uint32(0)
+    for k in range(4):
+        byte = nova.uint32(out[base + ((k - op) & mask)])
+        pattern |= byte << nova.uint32(8 * k)
+    end = op + n
+    a0 = (op + 3) & -4
+    ae = end & -4
+    if lane < a0 - op:
+        out[op + lane] = out[base + (lane & mask)]
+    p = a0 + lane * 4
+    while p < ae:
+        out32[p >> 2] = pattern
+        p += 128
+    if lane < end - ae:
+        out[ae + lane] = out[base + ((ae + lane - op) & mask)]
 
 
 @nova.func
