@@ -5,7 +5,8 @@ JIT-compiled against mock cublasLtMatmul / cublasLtMatmulDescSetAttribute."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+import time
+from typing import Any, ClassVar
 
 import pytest
 
@@ -223,3 +224,88 @@ def test_native_call_rejects_a_wrong_operand_count() -> None:
     assert mock.call(ctypes.addressof(native), ctypes.addressof(operands), 2, None) == 1
     assert "wrong operand count" in str(take_error())
     assert mock.matmuls == [] and native.lock == 0
+
+
+class TuningLt(FakeLt):
+    """Reports three candidates (algo ids 10, 20, 30); cublasLtMatmul sleeps per run as long as
+    the algo's entry in `seconds` says, and refuses algo 30 (a candidate the library rejects)."""
+
+    seconds: ClassVar[dict[int, float]] = {10: 0.002, 20: 0.0002}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "cublasLtMatmulAlgoGetHeuristic":
+            def heuristic(*args: Any) -> int:
+                self.calls.append((name, args))
+                results = ctypes.cast(args[8], ctypes.POINTER(lt.HeuristicResult))
+                for i, algo in enumerate((10, 20, 30)):
+                    results[i].algo[0] = algo
+                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = 3
+                return 0
+            return heuristic
+        if name == "cublasLtMatmul":
+            def matmul(*args: Any) -> int:
+                algo = ctypes.cast(args[12], ctypes.POINTER(ctypes.c_uint64))[0]
+                self.calls.append((name, (algo,)))
+                if algo == 30:
+                    return 15  # CUBLAS_STATUS_NOT_SUPPORTED
+                time.sleep(self.seconds[algo])
+                return 0
+            return matmul
+        return super().__getattr__(name)
+
+
+class FakeBuffer:
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes, self.ptr, self.freed = nbytes, 0x10000 + nbytes, False
+
+    def free(self) -> None:
+        self.freed = True
+
+
+class FakeDevice:
+    def __init__(self) -> None:
+        self.buffers: list[FakeBuffer] = []
+        self.zeroed: list[FakeBuffer] = []
+
+    def allocate(self, nbytes: int) -> FakeBuffer:
+        self.buffers.append(FakeBuffer(nbytes))
+        return self.buffers[-1]
+
+    def memset(self, buf: FakeBuffer, value: int) -> None:
+        self.zeroed.append(buf)
+
+    def synchronize(self) -> None:
+        pass
+
+
+def test_tuning_measures_every_candidate_and_keeps_the_fastest() -> None:
+    from nova.runtime.cuda import gemm_tuning
+
+    fake = TuningLt()
+    api = lt.CublasLtApi(fake)
+    plan = LibraryPlan(m=64, n=32, k=16, dtype="float16", bias=True)
+    native = lt.create_plan(api, 0x77, plan, 0x5000, 1 << 20, 0x99)
+    device = FakeDevice()
+    tuning = gemm_tuning.tune_plan(api, device, plan, native)
+    assert tuning.chosen == 1 and native.algo[0] == 20
+    assert tuning.seconds[2] is None  # refused: never chosen
+    assert tuning.seconds[1] < tuning.seconds[0]
+    runs = [a[0] for n, a in fake.calls if n == "cublasLtMatmul"]
+    per = gemm_tuning.WARMUP + gemm_tuning.RUNS
+    assert runs == [10] * per + [20] * per + [30]
+    # scratch operands of the plan's exact sizes (fp16: D^T is [N, M]; bias of N), all freed
+    assert sorted(b.nbytes for b in device.buffers) == sorted([2 * 32 * 16, 2 * 16 * 64,
+                                                                2 * 32 * 64, 2 * 32])
+    assert all(b.freed for b in device.buffers) and len(device.zeroed) == 4
+
+
+def test_tuning_with_one_candidate_keeps_the_heuristic_choice() -> None:
+    from nova.runtime.cuda import gemm_tuning
+
+    fake = FakeLt()
+    api = lt.CublasLtApi(fake)
+    plan = LibraryPlan(m=8, n=8, k=8, dtype="float32")
+    native = lt.create_plan(api, 1, plan, 0, 1 << 20, 0)
+    device = FakeDevice()
+    assert gemm_tuning.tune_plan(api, device, plan, native) == gemm_tuning.Tuning((), 0)
+    assert native.algo[0] == 42 and not device.buffers

@@ -3,10 +3,11 @@
 Everything that costs more than a pointer write happens once per plan (at `nova.load`, from
 `nova_rt_library_plan`), in Python through ctypes: the cuBLASLt handle (one per device), the
 matmul descriptor (fp32 compute `CUBLAS_COMPUTE_32F` with fp32 scale for every dtype, so fp32
-GEMMs never use TF32), the four matrix layouts, the epilogue, and the algorithm from
-`cublasLtMatmulAlgoGetHeuristic` for the plan's exact shapes (a program is specialised per batch
-size, so M is static). The per-call path is native code (LLVM IR, JIT-compiled once per device,
-like `nova.runtime.cuda.native`): `nova_rt_library_call` reads the operand pointers, sets the bias
+GEMMs never use TF32), the four matrix layouts, the epilogue, and the algorithm: the fastest of
+`cublasLtMatmulAlgoGetHeuristic`'s candidates for the plan's exact shapes, measured on the device
+(nova.runtime.cuda.gemm_tuning; a program is specialised per batch size, so M is static). The
+per-call path is native code (LLVM IR, JIT-compiled once per device, like
+`nova.runtime.cuda.native`): `nova_rt_library_call` reads the operand pointers, sets the bias
 pointer on the descriptor when the plan has one (under a per-plan spin lock, so two threads
 running one program do not race on it) and calls `cublasLtMatmul` on the stream with the
 device's preallocated workspace: no allocation and no synchronisation, so graph capture records
@@ -35,6 +36,7 @@ from typing import Any
 
 from nova.abi import LibraryPlan
 from nova.errors import DeviceError, RuntimeFailure
+from nova.runtime.cuda.gemm_tuning import Tuning, tune_plan, tuning_enabled
 
 LIBRARY_SONAME = "libcublasLt.so.13"
 ENV_PATH = "NOVA_CUBLASLT"
@@ -540,6 +542,8 @@ class CublasLtRuntime:
         self.device = device
         self.api = api or CublasLtApi(load_library())
         self._plans: dict[LibraryPlan, NativePlan] = {}
+        self.tuning: dict[LibraryPlan, Tuning] = {}
+        """The measured algorithm candidates of each plan (nova.runtime.cuda.gemm_tuning)."""
         self._by_address: dict[int, LibraryPlan] = {}
         self._lock = threading.Lock()
         self.native = native or compile_native(self.describe)
@@ -566,6 +570,8 @@ class CublasLtRuntime:
                     make_current()
                 native = create_plan(self.api, self.handle, plan, self.workspace.ptr,
                                      WORKSPACE_BYTES, self.device.default_stream.handle)
+                if tuning_enabled():
+                    self.tuning[plan] = tune_plan(self.api, self.device, plan, native)
                 self._plans[plan] = native
                 self._by_address[ctypes.addressof(native)] = plan
             return ctypes.addressof(native)
