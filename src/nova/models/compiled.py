@@ -23,6 +23,7 @@ from nova.abi import LIBRARY_PLANS_KEY
 from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
 from nova.models.passes.library import check_policy
+from nova.models.passes.library_conv import check_conv_policy
 from nova.models.pipeline import Lowered, lower, validate
 from nova.models.weights_section import append_section, encode, read_section
 from nova.runtime.device import DeviceKind
@@ -73,6 +74,7 @@ class CompiledModel:
         self.device = nova.get_device(device)
         self.compile_options = compile_options
         check_policy(str(compile_options.get("gemm", "auto")))
+        check_conv_policy(str(compile_options.get("conv", "auto")))
         self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
         if not graph.symbols():
             self.specialise({})
@@ -115,7 +117,9 @@ class CompiledModel:
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))
         policy, library = self._gemm_policy(str(options.pop("gemm", "auto")))
-        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library)
+        conv, conv_library = self._conv_policy(str(options.pop("conv", "auto")))
+        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library,
+                        conv, conv_library)
         extra = [(SIGNATURE_KEY, json.dumps(self._signature(bindings, lowered),
                                             sort_keys=True))]
         if lowered.program.library_plans:
@@ -143,6 +147,15 @@ class CompiledModel:
             return "nova", name
         return policy, name
 
+    def _conv_policy(self, policy: str) -> tuple[str, str]:
+        """The same for convolutions (passes/library_conv.py, the device's `conv_library`)."""
+        name, problem, preferred = self.device.conv_library()
+        if policy == "library" and problem is not None:
+            raise ModelError(f"conv='library': {problem}")
+        if policy == "auto" and (problem is not None or not preferred):
+            return "nova", name
+        return policy, name
+
     def _signature(self, bindings: dict[str, int], lowered: Lowered) -> dict[str, Any]:
         """What the manifest records about the model (see docs/models.md)."""
         g = lowered.graph
@@ -153,6 +166,7 @@ class CompiledModel:
                                                                     g.outputs, strict=True)],
             "weights": list(lowered.program.weights),
             "gemm": [c.to_json() for c in lowered.program.gemm],
+            "conv": [c.to_json() for c in lowered.program.conv],
         }
 
     def save(self, path: str | Path) -> None:
