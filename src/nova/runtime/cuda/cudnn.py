@@ -134,7 +134,7 @@ def load_library() -> ctypes.CDLL:
     resolve to it."""
     with _load_lock:
         if "lib" in _loaded:
-            return _loaded["lib"]  # type: ignore[no-any-return]
+            return _loaded["lib"]
         path = find_library()
         try:
             if os.sep in path:
