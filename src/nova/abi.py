@@ -188,11 +188,11 @@ ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
     _fn("nova_rt_host_register", I32, "Page-lock host memory for device access.",
         ("pointer", P), ("size", I64)),
     _fn("nova_rt_host_unregister", I32, "Undo nova_rt_host_register.", ("pointer", P)),
-    # --- library calls (cuBLASLt on cuda, NumPy on cpu; docs/models.md "Libraries") ---------
+    # --- library calls (cuBLASLt / cuDNN on cuda, NumPy on cpu; docs/models.md "Libraries")
     _fn("nova_rt_library_plan", I32,
         "Prepare library plan `index` of the program's manifest (`extra[\"nova.library.plans\"]`, "
-        "a JSON list of `LibraryPlan`s): descriptors, algorithm choice, workspace; *out = plan "
-        "handle. Host code calls it once per plan and caches the handle.",
+        "a JSON list of `LibraryPlan` / `ConvPlan`s): descriptors, algorithm choice, workspace; "
+        "*out = plan handle. Host code calls it once per plan and caches the handle.",
         ("out", P), ("index", I64)),
     _fn("nova_rt_library_call", I32,
         "Run a prepared plan on `stream` (non-blocking, capturable): `operands` points to "
