@@ -349,3 +349,26 @@ def test_dispatcher_routes_each_plan_to_its_library() -> None:
     assert dispatch(handles[1], 0x20, 4, 0x5150) == 7
     assert seen == [(0, 0x1001, 0x10, 3, 0), (7, 0x1001, 0x20, 4, 0x5150)]
     assert gemm.made == plans[:1] and conv.made == plans[1:]
+
+
+# --- the real library, where it is installed (no GPU needed for descriptors) ------------------
+
+
+@pytest.mark.parametrize("plan", [
+    _PLAN,
+    ConvPlan(n=3, c=6, h=11, w=7, k=4, r=3, s=2, dtype="bfloat16", stride_h=2, stride_w=1,
+             pad_h=1, pad_w=0, dil_h=1, dil_w=2, groups=2, bias=True),
+    ConvPlan(n=1, c=8, h=5, w=5, k=8, r=3, s=3, dtype="float32", pad_h=1, pad_w=1, groups=8),
+])
+def test_real_library_accepts_the_descriptors(plan: ConvPlan) -> None:
+    """Signatures and enum values against the installed libcudnn: every descriptor call of plan
+    creation succeeds and cuDNN's output shape is the plan's (skipped where cuDNN is absent)."""
+    if cudnn.unavailable_reason() is not None:
+        pytest.skip(f"cuDNN not installed: {cudnn.unavailable_reason()}")
+    api = cudnn.CudnnApi(cudnn.load_library())
+    setup = cudnn.conv_setup(plan)
+    native = cudnn.NativeConvPlan()
+    cudnn._descriptors(api, plan, setup, native)
+    cudnn._check_output(api, plan, setup, native)
+    assert set(cudnn.library_symbols(api.lib)) == set(cudnn.LIBRARY_FUNCTIONS)
+    assert all(cudnn.library_symbols(api.lib).values())

@@ -41,11 +41,6 @@ from nova.runtime.cuda.cublaslt import LibraryCallError, LibraryUnavailableError
 
 LIBRARY_SONAME = "libcudnn.so.9"
 ENV_PATH = "NOVA_CUDNN"
-SUBLIBRARIES = ("libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
-                "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
-                "libcudnn_ops.so.9", "libcudnn_cnn.so.9")
-"""cuDNN 9's sub-libraries, preloaded from the folder of libcudnn.so.9 when they are there (the
-front library opens them by name; the wheel's folder is on no search path)."""
 WORKSPACE_LIMIT = 256 << 20
 """The most workspace an algorithm may ask for (per plan, allocated at load)."""
 
@@ -130,28 +125,26 @@ _load_lock = threading.Lock()
 
 
 def load_library() -> ctypes.CDLL:
-    """libcudnn (and its sub-libraries), loaded once, globally, so the native module's symbols
-    resolve to it."""
+    """libcudnn, loaded once. The front library opens its sub-libraries (ops, cnn, engines)
+    from its own folder (RUNPATH $ORIGIN); creating a convolution descriptor here makes it load
+    the convolution library now, so a broken installation is reported as unavailable (and the
+    auto policy keeps generated kernels) rather than failing at the first plan."""
     with _load_lock:
         if "lib" in _loaded:
             return _loaded["lib"]
         path = find_library()
         try:
-            if os.sep in path:
-                for sub in SUBLIBRARIES:
-                    sibling = Path(path).parent / sub
-                    if sibling.is_file():
-                        _loaded.setdefault("subs", []).append(
-                            ctypes.CDLL(str(sibling), mode=ctypes.RTLD_GLOBAL))
-            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            lib = ctypes.CDLL(path)
             lib.cudnnGetVersion.restype = ctypes.c_size_t
             version = int(lib.cudnnGetVersion())
             if version < 90000:
                 raise OSError(f"cuDNN {version} is older than 9.0")
-            import llvmlite.binding as llvm
-
-            llvm.load_library_permanently(path if os.sep in path else LIBRARY_SONAME)
-        except (OSError, RuntimeError, AttributeError) as exc:
+            probe = ctypes.c_void_p()
+            status = int(lib.cudnnCreateConvolutionDescriptor(ctypes.byref(probe)))
+            if status:
+                raise OSError(f"its convolution library does not load: {status_name(status)}")
+            lib.cudnnDestroyConvolutionDescriptor(probe)
+        except (OSError, AttributeError) as exc:
             looked = ", ".join(str(p) for p in candidate_paths()) or "(no wheel folders)"
             raise LibraryUnavailableError(
                 f"cuDNN ({LIBRARY_SONAME}) cannot be loaded: {exc}. Looked in: {looked}, then the "
@@ -160,6 +153,13 @@ def load_library() -> ctypes.CDLL:
                 "only)") from None
         _loaded["lib"] = lib
         return lib
+
+
+def library_symbols(lib: Any) -> dict[str, int]:
+    """The addresses of the functions the native call uses, taken from the front library (its
+    sub-libraries export the same names; the call binds exactly these)."""
+    return {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+            for name in LIBRARY_FUNCTIONS}
 
 
 def unavailable_reason() -> str | None:
@@ -546,8 +546,8 @@ class NativeConv:
 
 def compile_native(describe_plan: Callable[[int], str], prefix: str = "",
                    symbols: Mapping[str, int] | None = None) -> NativeConv:
-    """JIT-compile `native_ir`. Real use: libcudnn is loaded first (its symbols resolve by
-    name); tests pass `prefix` and `symbols` (`<prefix>cudnnX` -> mock address)."""
+    """JIT-compile `native_ir` with `symbols` (`<prefix>cudnnX` -> address: the library's,
+    `library_symbols`, or mocks in tests)."""
     import llvmlite.binding as llvm
 
     from nova.runtime.native_support import host_target_machine, record_error
@@ -589,7 +589,8 @@ class CudnnRuntime:
         self._workspaces: list[Any] = []
         self._lock = threading.Lock()
         self.handle_lock = ctypes.c_int32(0)
-        self.native = native or compile_native(self.describe)
+        self.native = native or compile_native(self.describe, "",
+                                               library_symbols(self.api.lib))
         self._make_current()
         out = ctypes.c_void_p()
         self.api("cudnnCreate", ctypes.byref(out))

@@ -76,13 +76,16 @@ class ProgramLibraries:
 
             self._runtimes["conv2d"] = cudnn_runtime_for(device)
         self._records: dict[int, Dispatch] = {}
+        self._lock = threading.Lock()
 
     def plan(self, index: int) -> int:
-        """The handle of plan `index`: its Dispatch record's address (made on first use)."""
-        record = self._records.get(index)
-        if record is None:
-            plan = self.plans[index]
-            runtime = self._runtimes["conv2d" if isinstance(plan, ConvPlan) else "gemm"]
-            record = Dispatch(runtime.native.call, runtime.plan(plan))
-            self._records[index] = record
-        return ctypes.addressof(record)
+        """The handle of plan `index`: its Dispatch record's address (made on first use; the
+        record lives as long as this object, as the host code caches its address)."""
+        with self._lock:
+            record = self._records.get(index)
+            if record is None:
+                plan = self.plans[index]
+                runtime = self._runtimes["conv2d" if isinstance(plan, ConvPlan) else "gemm"]
+                record = Dispatch(runtime.native.call, runtime.plan(plan))
+                self._records[index] = record
+            return ctypes.addressof(record)
