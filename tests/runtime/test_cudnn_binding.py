@@ -312,6 +312,67 @@ def test_native_call_rejects_a_wrong_operand_count() -> None:
     assert mock.calls == [] and lock.value == 0
 
 
+# --- the device runtime: plans made once, run once at load ------------------------------------
+
+
+class _Buffer:
+    def __init__(self, ptr: int, nbytes: int) -> None:
+        self.ptr, self.nbytes, self.freed = ptr, nbytes, False
+
+    def free(self) -> None:
+        self.freed = True
+
+
+class _FakeDevice:
+    def __init__(self) -> None:
+        self.buffers: list[_Buffer] = []
+        self.syncs = 0
+        self.default_stream = SimpleNamespace(handle=0x99, synchronize=self._sync)
+
+    def _sync(self) -> None:
+        self.syncs += 1
+
+    def allocate(self, nbytes: int) -> _Buffer:
+        self.buffers.append(_Buffer(0x100000 * (len(self.buffers) + 1), nbytes))
+        return self.buffers[-1]
+
+
+def _runtime(fail: str | None = None) -> tuple[cudnn.CudnnRuntime, _FakeDevice, MockNative]:
+    device, mock = _FakeDevice(), MockNative(fail=fail)
+    fake = FakeCudnn([(1, 0, 256, cudnn.CUDNN_TENSOR_OP_MATH)], cudnn.conv_setup(_PLAN).y)
+    return cudnn.CudnnRuntime(device, cudnn.CudnnApi(fake), mock.native), device, mock
+
+
+def test_runtime_makes_each_plan_once_and_runs_it_at_load() -> None:
+    runtime, device, mock = _runtime()
+    address = runtime.plan(_PLAN)
+    assert runtime.plan(_PLAN) == address
+    native = cudnn.NativeConvPlan.from_address(address)
+    workspace, *scratch = device.buffers
+    assert (workspace.nbytes, workspace.freed, native.workspace) == (256, False, workspace.ptr)
+    # x, w, bias, z, y in the plan's storage type (fp16), freed after the warm-up
+    assert [b.nbytes for b in scratch] == [2 * 2 * 4 * 36, 2 * 8 * 4 * 9, 2 * 8, 2 * 2 * 8 * 36,
+                                           2 * 2 * 8 * 36]
+    assert all(b.freed for b in scratch) and device.syncs == 1
+    assert mock.names() == ["cudnnSetStream", "cudnnConvolutionBiasActivationForward"]
+    assert mock.calls[0][1] == (runtime.handle, 0x99)
+    args = mock.calls[1][1]
+    assert (args[3], args[5], args[12], args[14], args[17]) == tuple(b.ptr for b in (
+        scratch[0], scratch[1], scratch[3], scratch[2], scratch[4]))
+    assert runtime.describe(address).startswith("[2x4x6x6] * [8x4x3x3]")
+
+
+def test_runtime_reports_a_plan_cudnn_rejects_at_load() -> None:
+    runtime, device, _ = _runtime(fail="cudnnConvolutionBiasActivationForward")
+    with pytest.raises(cudnn.LibraryCallError,
+                       match="cudnnConvolutionBiasActivationForward failed: "
+                             r"CUDNN_STATUS_NOT_SUPPORTED \(3000\) for the convolution "
+                             "the mock conv.*conv='nova'"):
+        runtime.plan(_PLAN)
+    assert all(b.freed for b in device.buffers[1:]) and device.syncs == 0
+    assert _PLAN not in runtime._plans  # not kept: the next load tries again
+
+
 # --- the dispatcher ---------------------------------------------------------------------------
 
 _CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,

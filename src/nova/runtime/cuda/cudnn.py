@@ -6,7 +6,9 @@ descriptors (NCHW, fp32 compute for every storage type; fp32 convolutions use
 `CUDNN_FMA_MATH`, so they never use TF32 and match an fp32 reference to 1e-5, fp16/bf16 ones the
 tensor-core math type the chosen algorithm reports), the algorithm from
 `cudnnGetConvolutionForwardAlgorithm_v7` for the plan's exact shapes (a program is specialised
-per batch size) and the plan's own workspace, of the size that algorithm needs. The per-call path
+per batch size), the plan's own workspace, of the size that algorithm needs, and one run of the
+plan on scratch operands (so cuDNN's lazy set-up of its kernels happens at load, not inside a
+forward or a graph capture, and a configuration it rejects fails the load). The per-call path
 is native code (LLVM IR, JIT-compiled once per device, like the cuBLASLt call): it binds the
 device's cuDNN handle to the call's stream (`cudnnSetStream`, under a per-handle spin lock, so
 two threads running programs on one device do not race on the handle's stream) and calls
@@ -533,6 +535,8 @@ done:
 
 
 _ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
+_CALL_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.c_void_p)
 
 
 @dataclass
@@ -619,9 +623,37 @@ class CudnnRuntime:
                 native = create_plan(self.api, self.handle, plan, self._allocate,
                                      self.device.default_stream.handle,
                                      ctypes.addressof(self.handle_lock))
-                self._plans[plan] = native
                 self._by_address[ctypes.addressof(native)] = plan
+                self._warm_up(native, plan)
+                self._plans[plan] = native
             return ctypes.addressof(native)
+
+    def _warm_up(self, native: NativeConvPlan, plan: ConvPlan) -> None:
+        """Run the plan once now, on scratch operands on the default stream, and wait for it:
+        cuDNN's one-time work for the chosen kernels (module loading, any lazy set-up) happens
+        at `nova.load` rather than inside a forward or a graph capture, and a configuration the
+        library rejects (status or launch failure) fails the load, naming the call."""
+        from nova.runtime.native_support import take_error
+
+        n, c, h, w, k, p, q = plan.n, plan.c, plan.h, plan.w, plan.k, *plan.out_hw
+        counts = {"x": n * c * h * w, "w": k * (c // plan.groups) * plan.r * plan.s, "bias": k,
+                  "z": n * k * p * q, "y": n * k * p * q}
+        size = 4 if plan.dtype == "float32" else 2
+        buffers = [self.device.allocate(counts[name] * size) for name in plan.operands]
+        try:
+            operands = (ctypes.c_void_p * len(buffers))(*(int(b.ptr) for b in buffers))
+            take_error()
+            status = _CALL_TYPE(self.native.call)(ctypes.addressof(native),
+                                                 ctypes.addressof(operands), len(buffers), None)
+            error = take_error()
+            if status or error is not None:
+                raise LibraryCallError(f"{error or 'the call failed'} (running the plan once at "
+                                       "load; compile the model with conv='nova' to use "
+                                       "generated kernels)")
+            self.device.default_stream.synchronize()
+        finally:
+            for buffer in buffers:
+                buffer.free()
 
 
 _runtimes: dict[int, CudnnRuntime] = {}
