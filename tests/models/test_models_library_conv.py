@@ -196,6 +196,34 @@ def test_unavailable_library(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _conv_choices(fallback)[0]["backend"] == "nova"
 
 
+def test_auto_falls_back_when_the_library_rejects_a_plan_at_load(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """cuDNN runs each plan once at nova.load; a plan it rejects there makes `auto` compile the
+    convolutions as generated kernels (saying why), and `library` fail with the library's error."""
+    from nova.errors import DeviceError
+
+    _prefer_numpy(monkeypatch)
+    real_load = nova.load
+
+    def rejecting_load(bundle: bytes, device: object = None) -> object:
+        plans = library_plans(dict(read_bundle(bundle).manifest.extra))
+        if any(isinstance(p, ConvPlan) for p in plans):
+            raise DeviceError("cudnnConvolutionForward failed: CUDNN_STATUS_NOT_SUPPORTED")
+        return real_load(bundle, device=device)
+
+    monkeypatch.setattr(nova, "load", rejecting_load)
+    g, w, b = _conv_graph("relu")
+    x = np.random.default_rng(10).standard_normal((1, 4, 9, 9)).astype(np.float32)
+    model = nm.compile(g, device="cpu")
+    assert rel_err(model(x), _torch_ref(x, w, b, "relu", padding=1)) <= 1e-5
+    (choice,) = _conv_choices(model)
+    assert choice["backend"] == "nova"
+    assert "auto: numpy rejected it at load" in str(choice["reason"])
+    assert "CUDNN_STATUS_NOT_SUPPORTED" in str(choice["reason"])
+    with pytest.raises(DeviceError, match="CUDNN_STATUS_NOT_SUPPORTED"):
+        nm.compile(g, device="cpu", conv="library")(x)
+
+
 def test_invalid_policy_is_an_error() -> None:
     g, _, _ = _conv_graph("relu")
     with pytest.raises(ModelError, match="conv='cudnn' is not a convolution policy"):
