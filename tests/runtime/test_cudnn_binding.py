@@ -373,6 +373,15 @@ def test_runtime_reports_a_plan_cudnn_rejects_at_load() -> None:
     assert _PLAN not in runtime._plans  # not kept: the next load tries again
 
 
+def test_runtime_names_the_convolution_a_descriptor_call_failed_for() -> None:
+    fake = FakeCudnn([], (2, 8, 6, 6), fail="cudnnSetConvolutionGroupCount")
+    runtime = cudnn.CudnnRuntime(_FakeDevice(), cudnn.CudnnApi(fake), MockNative().native)
+    with pytest.raises(cudnn.LibraryCallError,
+                       match=r"cudnnSetConvolutionGroupCount failed: CUDNN_STATUS_BAD_PARAM "
+                             r"\(2000\), preparing the convolution \[2x4x6x6\].*conv='nova'"):
+        runtime.plan(_PLAN)
+
+
 # --- the dispatcher ---------------------------------------------------------------------------
 
 _CALL = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,

@@ -620,9 +620,16 @@ class CudnnRuntime:
             native = self._plans.get(plan)
             if native is None:
                 self._make_current()
-                native = create_plan(self.api, self.handle, plan, self._allocate,
-                                     self.device.default_stream.handle,
-                                     ctypes.addressof(self.handle_lock))
+                try:
+                    native = create_plan(self.api, self.handle, plan, self._allocate,
+                                         self.device.default_stream.handle,
+                                         ctypes.addressof(self.handle_lock))
+                except LibraryCallError as exc:
+                    if "convolution" in str(exc):
+                        raise
+                    raise LibraryCallError(f"{exc}, preparing the convolution {describe(plan)} "
+                                           "(compile the model with conv='nova' to use "
+                                           "generated kernels)") from None
                 self._by_address[ctypes.addressof(native)] = plan
                 self._warm_up(native, plan)
                 self._plans[plan] = native
