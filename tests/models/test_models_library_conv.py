@@ -109,14 +109,15 @@ def _torch_ref(x: np.ndarray, w: np.ndarray, b: np.ndarray, epilogue: str,
     ("none", [], 0), ("relu", ["Relu"], 0), ("relu_then_add", ["Relu"], 1),
     ("sigmoid", [], 1)])
 def test_epilogue_fuses_only_what_the_library_computes(epilogue: str, fused: list[str],
-                                                       kernels: int) -> None:
+                                                       kernels: int, device: str) -> None:
     g, w, b = _conv_graph(epilogue)
-    model = nm.compile(g, device="cpu", conv="library")
+    model = nm.compile(g, device=device, conv="library")
     x = np.random.default_rng(2).standard_normal((2, 4, 9, 9)).astype(np.float32)
     args = (x, _residual(2)) if epilogue == "relu_then_add" else (x,)
     assert rel_err(model(*args), _torch_ref(x, w, b, epilogue, padding=1)) <= 1e-5
     (choice,) = _conv_choices(model)
-    assert choice["epilogue"] == fused and choice["backend"] == "numpy"
+    assert choice["epilogue"] == fused
+    assert choice["backend"] == ("numpy" if device == "cpu" else "cudnn")
     assert choice["shape"] == [2, 4, 9, 9, 6, 3, 3]
     (spec,) = model._cache.values()
     assert spec.mlir.count("gpu.launch_func") == kernels
@@ -124,9 +125,10 @@ def test_epilogue_fuses_only_what_the_library_computes(epilogue: str, fused: lis
 
 @pytest.mark.parametrize("conv", [{"stride": 2}, {"dilation": 2}, {"groups": 2},
                                   {"stride": 2, "groups": 2, "padding": 0}])
-def test_strides_dilation_and_groups(conv: dict[str, int]) -> None:
+def test_strides_dilation_and_groups(conv: dict[str, int], device: str) -> None:
+    """fp32 to 1e-5 of a float64 reference: on cuda this checks cuDNN never uses TF32."""
     g, w, b = _conv_graph("relu", **conv)  # type: ignore[arg-type]
-    model = nm.compile(g, device="cpu", conv="library")
+    model = nm.compile(g, device=device, conv="library")
     x = np.random.default_rng(4).standard_normal((2, 4, 9, 9)).astype(np.float32)
     want = _torch_ref(x, w, b, "relu", padding=conv.get("padding", 1),
                       stride=conv.get("stride", 1), dilation=conv.get("dilation", 1),

@@ -6,7 +6,8 @@ matmul descriptor (fp32 compute `CUBLAS_COMPUTE_32F` with fp32 scale for every d
 GEMMs never use TF32), the four matrix layouts, the epilogue, and the algorithm from
 `cublasLtMatmulAlgoGetHeuristic` for the plan's exact shapes (a program is specialised per batch
 size, so M is static). The per-call path is native code (LLVM IR, JIT-compiled once per device,
-like `nova.runtime.cuda.native`): `nova_rt_library_call` reads the operand pointers, sets the bias
+like `nova.runtime.cuda.native`; `nova_rt_library_call` reaches it through the program's
+dispatcher, nova.runtime.cuda.library): it reads the operand pointers, sets the bias
 pointer on the descriptor when the plan has one (under a per-plan spin lock, so two threads
 running one program do not race on it) and calls `cublasLtMatmul` on the stream with the
 device's preallocated workspace: no allocation and no synchronisation, so graph capture records
