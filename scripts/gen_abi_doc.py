@@ -37,12 +37,14 @@ def render() -> str:
               "\n".join(f"- `{n}`" for n, _ in abi.CpuLaunch._fields_), ""]
     lines += ["## Library plans", "",
               f"`nova_rt_library_plan` reads the manifest's `extra[\"{abi.LIBRARY_PLANS_KEY}\"]`, "
-              "a JSON list of `LibraryPlan` objects (fields below); "
-              f"`func.call @{abi.LIBRARY_CALL_PREFIX}<i>` in MLIR refers to plan `i`.", "",
-              (abi.LibraryPlan.__doc__ or "").strip(), "",
-              "\n".join(f"- `{n}`: {f.type} = `{f.default!r}`" if f.default is not
-                        dataclasses.MISSING else f"- `{n}`: {f.type}"
-                        for n, f in abi.LibraryPlan.__dataclass_fields__.items()), ""]
+              "a JSON list of plan objects, each a `LibraryPlan` (`kind` 'gemm', the default) or "
+              "a `ConvPlan` (`kind` 'conv2d') with the fields below; "
+              f"`func.call @{abi.LIBRARY_CALL_PREFIX}<i>` in MLIR refers to plan `i`.", ""]
+    for name, plan in (("LibraryPlan", abi.LibraryPlan), ("ConvPlan", abi.ConvPlan)):
+        lines += [f"### `{name}` (`kind` '{plan.kind}')", "", (plan.__doc__ or "").strip(), "",
+                  "\n".join(f"- `{n}`: {f.type} = `{f.default!r}`" if f.default is not
+                            dataclasses.MISSING else f"- `{n}`: {f.type}"
+                            for n, f in plan.__dataclass_fields__.items()), ""]
     return "\n".join(lines)
 
 

@@ -188,11 +188,11 @@ ABI_FUNCTIONS: tuple[AbiFunction, ...] = (
     _fn("nova_rt_host_register", I32, "Page-lock host memory for device access.",
         ("pointer", P), ("size", I64)),
     _fn("nova_rt_host_unregister", I32, "Undo nova_rt_host_register.", ("pointer", P)),
-    # --- library calls (cuBLASLt on cuda, NumPy on cpu; docs/models.md "Libraries") ---------
+    # --- library calls (cuBLASLt / cuDNN on cuda, NumPy on cpu; docs/models.md "Libraries")
     _fn("nova_rt_library_plan", I32,
         "Prepare library plan `index` of the program's manifest (`extra[\"nova.library.plans\"]`, "
-        "a JSON list of `LibraryPlan`s): descriptors, algorithm choice, workspace; *out = plan "
-        "handle. Host code calls it once per plan and caches the handle.",
+        "a JSON list of `LibraryPlan` / `ConvPlan`s): descriptors, algorithm choice, workspace; "
+        "*out = plan handle. Host code calls it once per plan and caches the handle.",
         ("out", P), ("index", I64)),
     _fn("nova_rt_library_call", I32,
         "Run a prepared plan on `stream` (non-blocking, capturable): `operands` points to "
@@ -313,8 +313,8 @@ CPU_KERNEL_RESULT = CType.I32
 # --- library calls ------------------------------------------------------------------------------
 
 LIBRARY_PLANS_KEY = "nova.library.plans"
-"""Manifest `extra` key: a JSON list of `LibraryPlan.to_json()` objects; host code refers to plan
-`i` by its position."""
+"""Manifest `extra` key: a JSON list of plans (`LibraryPlan` or `ConvPlan` `.to_json()`, told apart
+by `kind`); host code refers to plan `i` by its position."""
 
 LIBRARY_CALL_PREFIX = "__nova_library_"
 """An MLIR program calls library plan `i` as `func.call @__nova_library_<i>(memrefs...)` of a
@@ -380,7 +380,7 @@ class LibraryPlan:
 
     def check(self) -> None:
         if self.kind != "gemm":
-            raise ValueError(f"library plan kind '{self.kind}' is not supported (only 'gemm')")
+            raise ValueError(f"a GEMM library plan has kind 'gemm', not '{self.kind}'")
         ints = {"m": self.m, "n": self.n, "k": self.k, "batch": self.batch}
         for name, value in ints.items():
             if type(value) is not int or value < 1:
@@ -399,7 +399,119 @@ class LibraryPlan:
             raise ValueError(f"library plan: alpha must be a number, got {self.alpha!r}")
 
 
-def library_plans(extra: dict[str, str]) -> list[LibraryPlan]:
+CONV_ACTIVATIONS = ("none", "relu")
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    """One library 2-D convolution (cross-correlation, as ONNX Conv), NCHW tensors:
+
+        y = act(conv(x, w) + bias + z)
+
+    x is [n, c, h, w], the filter w [k, c / groups, r, s], y and z [n, k, p, q] with
+    p = (h + 2 pad_h - dil_h (r - 1) - 1) / stride_h + 1 (q likewise), all dense row-major;
+    `bias` (when present) is a length-k vector broadcast over n, p, q; `z` (when `residual`)
+    is added before the activation. Padding is symmetric (the same before and after). Every
+    operand has storage type `dtype`; products accumulate in fp32 (never TF32). `operands`
+    names the pointers a call passes, in order (a subset of x, w, bias, z, y in that order)."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    dtype: str
+    stride_h: int = 1
+    stride_w: int = 1
+    pad_h: int = 0
+    pad_w: int = 0
+    dil_h: int = 1
+    dil_w: int = 1
+    groups: int = 1
+    bias: bool = False
+    residual: bool = False
+    activation: str = "none"
+    kind: str = "conv2d"
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        """(p, q): the output's height and width."""
+        p = (self.h + 2 * self.pad_h - self.dil_h * (self.r - 1) - 1) // self.stride_h + 1
+        q = (self.w + 2 * self.pad_w - self.dil_w * (self.s - 1) - 1) // self.stride_w + 1
+        return p, q
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        return ("x", "w", *(("bias",) if self.bias else ()), *(("z",) if self.residual else ()),
+                "y")
+
+    def to_json(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ConvPlan:
+        """A validated plan; a malformed entry is a `ValueError` saying what is wrong."""
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown conv plan field(s): {', '.join(sorted(unknown))}")
+        try:
+            plan = cls(**data)
+        except TypeError as exc:
+            raise ValueError(f"conv plan: {exc}") from None
+        plan.check()
+        return plan
+
+    def check(self) -> None:
+        if self.kind != "conv2d":
+            raise ValueError(f"a convolution library plan has kind 'conv2d', not '{self.kind}'")
+        positive = ("n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "dil_h", "dil_w",
+                    "groups")
+        for name in positive:
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"conv plan: {name} must be a positive integer, got {value!r}")
+        for name in ("pad_h", "pad_w"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise ValueError(f"conv plan: {name} must be a non-negative integer, got "
+                                 f"{value!r}")
+        if self.c % self.groups or self.k % self.groups:
+            raise ValueError(f"conv plan: {self.groups} groups do not divide {self.c} input and "
+                             f"{self.k} output channels")
+        if min(self.out_hw) < 1:
+            raise ValueError(f"conv plan: the {self.r}x{self.s} window does not fit the "
+                             f"{self.h}x{self.w} input")
+        if self.dtype not in LIBRARY_DTYPES:
+            raise ValueError(f"conv plan: dtype '{self.dtype}' is not supported "
+                             f"({', '.join(LIBRARY_DTYPES)})")
+        if self.activation not in CONV_ACTIVATIONS:
+            raise ValueError(f"conv plan: activation '{self.activation}' is not supported "
+                             f"({', '.join(CONV_ACTIVATIONS)})")
+
+
+AnyPlan = LibraryPlan | ConvPlan
+"""A library plan of any kind (`kind`: 'gemm' or 'conv2d')."""
+
+PLAN_KINDS: dict[str, type[LibraryPlan] | type[ConvPlan]] = {"gemm": LibraryPlan,
+                                                              "conv2d": ConvPlan}
+
+
+def plan_from_json(data: Any) -> AnyPlan:
+    """The plan of a manifest entry, by its `kind` (absent: 'gemm'); `ValueError` when
+    malformed."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a library plan must be a JSON object, got {type(data).__name__}")
+    kind = data.get("kind", "gemm")
+    cls = PLAN_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"library plan kind {kind!r} is not supported "
+                         f"({', '.join(PLAN_KINDS)})")
+    return cls.from_json(data)
+
+
+def library_plans(extra: dict[str, str]) -> list[AnyPlan]:
     """The library plans a manifest's `extra` records (none when the key is absent);
     `ValueError` for a malformed list."""
     import json
@@ -413,4 +525,4 @@ def library_plans(extra: dict[str, str]) -> list[LibraryPlan]:
         raise ValueError(f"manifest '{LIBRARY_PLANS_KEY}' is not valid JSON: {exc}") from None
     if not isinstance(data, list):
         raise ValueError(f"manifest '{LIBRARY_PLANS_KEY}' must be a JSON list")
-    return [LibraryPlan.from_json(d) for d in data]
+    return [plan_from_json(d) for d in data]

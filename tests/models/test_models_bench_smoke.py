@@ -31,5 +31,8 @@ def test_bench_models_quick_cpu(tmp_path: Path) -> None:
     assert result["gemm"] == "nova x3"  # auto on the cpu device: generated kernels
     forced = bench.run_row(rows["mlp-b1"], "fp32", "cpu", seconds=0.01, gemm="library")
     assert forced["nova ok"] and forced["gemm"] == "numpy x3", forced
-    text = bench.table([result, forced])
+    conv = bench.run_row(rows["conv-b32"], "fp32", "cpu", seconds=0.01, conv="library")
+    assert conv["nova ok"] and conv["conv"] == "numpy x1" and conv["gemm"] == "-", conv
+    text = bench.table([result, forced, conv])
     assert "| mlp-b1 | fp32 |" in text and "numpy x3" in text
+    assert "| conv-b32 | fp32 | 2 | - | numpy x1 |" in text

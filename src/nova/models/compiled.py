@@ -20,9 +20,11 @@ from typing import Any
 import numpy as np
 
 from nova.abi import LIBRARY_PLANS_KEY
+from nova.errors import RuntimeFailure
 from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
 from nova.models.passes.library import check_policy
+from nova.models.passes.library_conv import check_conv_policy
 from nova.models.pipeline import Lowered, lower, validate
 from nova.models.weights_section import append_section, encode, read_section
 from nova.runtime.device import DeviceKind
@@ -73,6 +75,7 @@ class CompiledModel:
         self.device = nova.get_device(device)
         self.compile_options = compile_options
         check_policy(str(compile_options.get("gemm", "auto")))
+        check_conv_policy(str(compile_options.get("conv", "auto")))
         self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
         if not graph.symbols():
             self.specialise({})
@@ -108,29 +111,50 @@ class CompiledModel:
                              f"{_spell_bindings(have.bindings)}; got {_spell_bindings(bindings)} "
                              "(compile the graph again for other shapes)")
         import nova
-        from nova.compiler.driver import compile_to_bundle, make_options
 
         on_gpu = self.device.kind is DeviceKind.CUDA
         options = {"ptx": on_gpu, "cubin": on_gpu, "cpu_image": not on_gpu,
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))
         policy, library = self._gemm_policy(str(options.pop("gemm", "auto")))
-        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library)
-        extra = [(SIGNATURE_KEY, json.dumps(self._signature(bindings, lowered),
-                                            sort_keys=True))]
-        if lowered.program.library_plans:
-            extra.append((LIBRARY_PLANS_KEY, json.dumps(
-                [p.to_json() for p in lowered.program.library_plans], sort_keys=True)))
-        options["manifest_extra"] = tuple(extra)
-        bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
-                                   make_options(**options))
-        module = nova.load(bundle, device=self.device)
+        asked = str(options.pop("conv", "auto"))
+        conv, conv_library = self._conv_policy(asked)
+        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library,
+                        conv, conv_library)
+        try:
+            bundle, module = self._build(bindings, lowered, options)
+        except RuntimeFailure as exc:
+            if asked != "auto" or all(c.backend == "nova" for c in lowered.program.conv):
+                raise
+            # the library rejected a convolution when nova.load ran its plans once: `auto`
+            # never fails where generated kernels work
+            lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy,
+                            library, "nova", conv_library)
+            for choice in lowered.program.conv:
+                choice.reason = f"auto: {conv_library} rejected it at load ({exc})"
+            bundle, module = self._build(bindings, lowered, options)
         weights = [nova.to_device(np.ascontiguousarray(lowered.graph.weights[w]).reshape(-1),
                                   self.device) for w in lowered.program.weights]
         spec = Specialisation(dict(bindings), lowered, module, weights, bundle,
                               [lowered.graph.type_of(o) for o in lowered.graph.outputs])
         self._cache[key] = spec
         return spec
+
+    def _build(self, bindings: dict[str, int], lowered: Lowered,
+               options: dict[str, Any]) -> tuple[bytes, Any]:
+        """The `.nova` bundle of `lowered` (model signature and library plans in its manifest)
+        and that bundle loaded on the device."""
+        import nova
+        from nova.compiler.driver import compile_to_bundle, make_options
+
+        extra = [(SIGNATURE_KEY, json.dumps(self._signature(bindings, lowered),
+                                            sort_keys=True))]
+        if lowered.program.library_plans:
+            extra.append((LIBRARY_PLANS_KEY, json.dumps(
+                [p.to_json() for p in lowered.program.library_plans], sort_keys=True)))
+        bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
+                                   make_options(**options, manifest_extra=tuple(extra)))
+        return bundle, nova.load(bundle, device=self.device)
 
     def _gemm_policy(self, policy: str) -> tuple[str, str]:
         """The policy passes/library.py applies, and the library's name: `auto` becomes `nova`
@@ -139,6 +163,15 @@ class CompiledModel:
         name, problem, preferred = self.device.gemm_library()
         if policy == "library" and problem is not None:
             raise ModelError(f"gemm='library': {problem}")
+        if policy == "auto" and (problem is not None or not preferred):
+            return "nova", name
+        return policy, name
+
+    def _conv_policy(self, policy: str) -> tuple[str, str]:
+        """The same for convolutions (passes/library_conv.py, the device's `conv_library`)."""
+        name, problem, preferred = self.device.conv_library()
+        if policy == "library" and problem is not None:
+            raise ModelError(f"conv='library': {problem}")
         if policy == "auto" and (problem is not None or not preferred):
             return "nova", name
         return policy, name
@@ -153,6 +186,7 @@ class CompiledModel:
                                                                     g.outputs, strict=True)],
             "weights": list(lowered.program.weights),
             "gemm": [c.to_json() for c in lowered.program.gemm],
+            "conv": [c.to_json() for c in lowered.program.conv],
         }
 
     def save(self, path: str | Path) -> None:

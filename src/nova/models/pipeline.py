@@ -17,6 +17,7 @@ from nova.models.graph import Graph, dtype_name
 from nova.models.ops import check_node
 from nova.models.passes.fusion import FusionPlan, plan_fusion
 from nova.models.passes.library import select_library
+from nova.models.passes.library_conv import select_conv_library
 from nova.models.passes.propagate import bind_symbols, eliminate_dead_code, propagate
 from nova.models.passes.rewrite import (
     canonicalize,
@@ -82,12 +83,16 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
 
 
 def lower(graph: Graph, bindings: dict[str, int], dtype: str = "float32",
-          tensor_cores: bool = True, gemm: str = "nova", library: str = "library") -> Lowered:
+          tensor_cores: bool = True, gemm: str = "nova", library: str = "library",
+          conv: str = "nova", conv_library: str = "library") -> Lowered:
     """`gemm`: the GEMM backend policy (passes/library.py: nova, library, auto); `library`
-    names the library the device binds library calls to (recorded in the choices)."""
+    names the library the device binds library GEMMs to (recorded in the choices); `conv` and
+    `conv_library` the same for convolutions (passes/library_conv.py)."""
     g = optimize(graph, bindings, dtype)
     plan = plan_fusion(g)
     choices = select_library(g, plan, gemm, library)
+    conv_choices = select_conv_library(g, plan, conv, conv_library)
     program = generate_program(g, plan, tensor_cores)
     program.gemm = choices
+    program.conv = conv_choices
     return Lowered(g, plan, program)

@@ -247,6 +247,10 @@ class Device(ABC):
         override this binds no library."""
         return "none", f"the {self.kind} device binds no library calls", False
 
+    def conv_library(self) -> tuple[str, str | None, bool]:
+        """The same as `gemm_library`, for library convolutions (`ConvPlan`s)."""
+        return "none", f"the {self.kind} device binds no library calls", False
+
     @property
     @abstractmethod
     def dlpack_device(self) -> tuple[int, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from nova.abi import LIBRARY_CALL_PREFIX, LibraryPlan
+from nova.abi import LIBRARY_CALL_PREFIX, AnyPlan
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.matmul import conv_kernel, matmul_kernel, small_m_kernel, small_m_rows
 from nova.models.codegen.pointwise import pointwise_kernel
@@ -23,6 +23,7 @@ from nova.models.errors import UnsupportedOpError
 from nova.models.graph import Graph
 from nova.models.passes.fusion import FusionPlan, KernelGroup
 from nova.models.passes.library import GemmChoice
+from nova.models.passes.library_conv import ConvChoice
 
 MODULE = "nova_model"
 
@@ -36,10 +37,12 @@ class Program:
     weights: list[str]
     outputs: list[str]
     kernels: list[GeneratedKernel]
-    library_plans: list[LibraryPlan] = field(default_factory=list)
+    library_plans: list[AnyPlan] = field(default_factory=list)
     """Plans of the library calls, by index (the manifest's `nova.library.plans`)."""
     gemm: list[GemmChoice] = field(default_factory=list)
     """Where each MatMul runs (set by the pipeline; recorded in the manifest)."""
+    conv: list[ConvChoice] = field(default_factory=list)
+    """Where each Conv runs (likewise)."""
 
 
 @dataclass
@@ -48,7 +51,7 @@ class LibraryStep:
 
     index: int
     buffers: list[str]
-    plan: LibraryPlan
+    plan: AnyPlan
 
 
 Step = GeneratedKernel | LibraryStep
@@ -82,7 +85,7 @@ def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) 
     object takes seconds per kernel to compile, so cpu-only programs use CUDA-core tiles).
     Groups given to a library (`group.library`) become `func.call @__nova_library_<i>`."""
     steps: list[Step] = []
-    plans: list[LibraryPlan] = []
+    plans: list[AnyPlan] = []
     for i, g in enumerate(plan.kernels):
         if g.library is not None:
             steps.append(LibraryStep(len(plans), [plan.buffer_of(t) for t in g.library.tensors],

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from nova.abi import LIBRARY_DTYPES, LibraryPlan
+from nova.abi import LIBRARY_DTYPES, AnyPlan, LibraryPlan
 from nova.models.errors import ModelError
 from nova.models.graph import Graph, Node
 from nova.models.passes.fusion import FusionPlan, KernelGroup
@@ -33,9 +33,9 @@ GEMM_POLICIES = ("auto", "nova", "library")
 
 @dataclass
 class LibraryCall:
-    """A MatMul group given to the library: its plan and the tensors passed, in plan order."""
+    """A group given to the library: its plan and the tensors passed, in plan order."""
 
-    plan: LibraryPlan
+    plan: AnyPlan
     tensors: list[str]
 
 
@@ -190,18 +190,26 @@ def select_library(graph: Graph, plan: FusionPlan, policy: str,
                                       else f"not expressible as a library GEMM: {why}"))
             continue
         fused, extra, matched, written = _match_epilogue(graph, group, base)
-        rest = [nd for nd in group.nodes if not any(nd is m for m in matched)]
         a, b = node.inputs
-        tensors = [a, b, *extra, written]
-        group.library = LibraryCall(fused, tensors)
-        if rest:
-            out.append(KernelGroup(group.root, None, rest))
-            group.root = written
-        group.nodes = matched
+        give_to_library(out, group, LibraryCall(fused, [a, b, *extra, written]), matched,
+                        written)
         choices.append(GemmChoice(node.outputs[0], backend, shape, reason,
                                   [nd.op for nd in matched]))
     plan.kernels = out
     return choices
+
+
+def give_to_library(out: list[KernelGroup], group: KernelGroup, call: LibraryCall,
+                    matched: list[Node], written: str) -> None:
+    """Make `group` (the last of `out`) the library call `call`, which computes its anchor and
+    the `matched` epilogue nodes into `written`; the group's other epilogue nodes become a
+    pointwise kernel right after it, reading `written`."""
+    rest = [nd for nd in group.nodes if not any(nd is m for m in matched)]
+    group.library = call
+    if rest:
+        out.append(KernelGroup(group.root, None, rest))
+        group.root = written
+    group.nodes = matched
 
 
 def _materialise_prologue(graph: Graph, group: KernelGroup, node: Node) -> list[KernelGroup]:

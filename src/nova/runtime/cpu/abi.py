@@ -17,7 +17,7 @@ from _ctypes import CFuncPtr
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from nova.abi import ABI_BY_NAME, DeviceModuleDescriptor, LibraryPlan, library_plans
+from nova.abi import ABI_BY_NAME, AnyPlan, DeviceModuleDescriptor, library_plans
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import KernelFault, NovaError, RuntimeFailure
 from nova.runtime.cpu import fault_guard
@@ -83,7 +83,7 @@ class CpuAbi:
         self._idle_blocks: set[int] = set()  # allocations from _allocate_idle
         self._module_handles: dict[int, int] = {}  # descriptor address -> handle
         self._function_handles: dict[tuple[int, str], int] = {}
-        self._plans: dict[int, LibraryPlan] = {}  # handle -> plan
+        self._plans: dict[int, AnyPlan] = {}  # handle -> plan
         self._plan_handles: dict[int, int] = {}  # manifest index -> handle
         self._callbacks: dict[str, CFuncPtr] = {
             name: ABI_BY_NAME[name].ctypes_prototype()(fault_guard.outside_guard(
@@ -462,12 +462,12 @@ class CpuAbi:
             raise RuntimeFailure("nova_rt_library_call: null operand array")
         pointers = [p or 0 for p in (ctypes.c_void_p * count).from_address(operands)]
 
+        from nova.runtime.cpu import library  # NumPy: only programs that call it
+
         def work() -> None:
-            from nova.runtime.cpu.library import run_gemm  # NumPy: only programs that call it
+            library.run_plan(found, pointers)
 
-            run_gemm(found, pointers)
-
-        self._submit_task(stream, work, f"library GEMM {found.m}x{found.n}x{found.k}")
+        self._submit_task(stream, work, library.describe(found))
 
     # --- what the executor needs -------------------------------------------------------------
     def stage_in(self, array: np.ndarray) -> tuple[int, object]:

@@ -90,6 +90,10 @@ class CpuDevice(Device):
         gemm='library')."""
         return "numpy", None, False
 
+    def conv_library(self) -> tuple[str, str | None, bool]:
+        """NumPy again, not preferred (force it with conv='library')."""
+        return "numpy", None, False
+
     def record_graph(self, request: CaptureRequest) -> RecordedGraph:
         from nova.runtime.cpu.graph import record
 

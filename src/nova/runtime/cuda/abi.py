@@ -302,9 +302,9 @@ class CudaAbi:
         self._init_library()
 
     def _init_library(self) -> None:
-        """cuBLASLt for programs with library plans (nova.runtime.cuda.cublaslt): loaded, and
-        its native call compiled, only when the manifest lists plans; a missing library fails
-        the load here, saying where it looked."""
+        """cuBLASLt / cuDNN for programs with library plans (nova.runtime.cuda.library): each
+        loaded, and its native call compiled, only when the manifest lists plans of its kind; a
+        missing library fails the load here, saying where it looked."""
         try:
             self.library_plans = library_plans(getattr(self.manifest, "extra", None) or {})
         except ValueError as exc:
@@ -313,10 +313,10 @@ class CudaAbi:
         self._library: Any = None
         if not self.library_plans:
             return
-        from nova.runtime.cuda.cublaslt import runtime_for
+        from nova.runtime.cuda.library import ProgramLibraries
 
-        self._library = runtime_for(self.device)
-        self.library_call = self._library.native.call
+        self._library = ProgramLibraries(self.device, self.library_plans)
+        self.library_call = self._library.call
         self._callbacks["nova_rt_library_plan"] = \
             ABI_BY_NAME["nova_rt_library_plan"].ctypes_prototype()(
                 guarded_callback("nova_rt_library_plan", self._library_plan))
@@ -325,7 +325,7 @@ class CudaAbi:
         if not 0 <= index < len(self.library_plans):
             raise RuntimeFailure(f"nova_rt_library_plan: plan {index} does not exist (the "
                                  f"manifest lists {len(self.library_plans)})")
-        _store_pointer(out, self._library.plan(self.library_plans[index]))
+        _store_pointer(out, self._library.plan(index))
 
     def symbols(self) -> dict[str, int]:
         symbols = dict(self.native.addresses)

@@ -7,7 +7,8 @@ GEMMs never use TF32), the four matrix layouts, the epilogue, and the algorithm:
 `cublasLtMatmulAlgoGetHeuristic`'s candidates for the plan's exact shapes, measured on the device
 (nova.runtime.cuda.gemm_tuning; a program is specialised per batch size, so M is static). The
 per-call path is native code (LLVM IR, JIT-compiled once per device, like
-`nova.runtime.cuda.native`): `nova_rt_library_call` reads the operand pointers, sets the bias
+`nova.runtime.cuda.native`; `nova_rt_library_call` reaches it through the program's
+dispatcher, nova.runtime.cuda.library): it reads the operand pointers, sets the bias
 pointer on the descriptor when the plan has one (under a per-plan spin lock, so two threads
 running one program do not race on it) and calls `cublasLtMatmul` on the stream with the
 device's preallocated workspace: no allocation and no synchronisation, so graph capture records

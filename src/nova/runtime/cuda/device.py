@@ -72,6 +72,13 @@ class CudaDevice(Device):
         problem = unavailable_reason()
         return "cublaslt", problem, problem is None
 
+    def conv_library(self) -> tuple[str, str | None, bool]:
+        """cuDNN (nova.runtime.cuda.cudnn), preferred for convolutions when it loads."""
+        from nova.runtime.cuda.cudnn import unavailable_reason
+
+        problem = unavailable_reason()
+        return "cudnn", problem, problem is None
+
     def check_bundle(self, manifest: Manifest, name: str) -> None:
         check_arch(manifest, self, name)
         check_gpu_images(manifest, self, name)
