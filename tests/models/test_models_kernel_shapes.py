@@ -174,3 +174,32 @@ def test_pointwise_vector_width_follows_the_root(device: str) -> None:
     assert gelu.count("vector.load") == 1 and "vector.store" in gelu and "vector<8xf16>" in gelu
     assert "vector.store" in ints and "vector<2xi64>" in ints
     assert "vector." not in odd and odd.count("memref.load") == 1
+
+
+def test_ptx_of_rows_and_copies_uses_16_byte_accesses() -> None:
+    """The PTX (no GPU needed) of the fp16 encoder's memory-bound kernels: LayerNorm and
+    Softmax rows and the head split/merge copies load and store 16 bytes per access
+    (`{alignment = 16}` makes it so where div/rem index math hides the alignment from LLVM),
+    and the row kernels reduce with warp shuffles, without shared memory or barriers."""
+    from nova.compiler.driver import CompileOptions, compile_until
+    from nova.models import pipeline
+
+    g = nm.Graph("enc_parts")
+    x = g.input("x", (2, 64, 192))
+    qkv = g.input("qkv", (2, 64, 576))
+    att = g.input("att", (2, 3, 64, 64))
+    heads = g.transpose(g.reshape(g.slice(qkv, [192], [384], [2]), [2, 64, 3, 64]),
+                        [0, 2, 1, 3])
+    merged = g.reshape(g.transpose(heads, [0, 2, 1, 3]), [2, 64, 192])
+    g.output(g.layer_norm(x, _r(192), _r(192)), g.softmax(att, -1), heads, g.add(merged, 1.0))
+    program = pipeline.lower(g, {}, "float16").program
+    ptx = compile_until(program.mlir, "enc_parts.mlir", CompileOptions(cubin=False), "ptx")
+    assert isinstance(ptx, str)
+    entries = re.split(r"\.visible \.entry ", ptx)[1:]
+    assert len(entries) == 4  # LN, split, softmax, merge+add
+    for entry in entries:
+        name = entry.split("(")[0]
+        assert "ld.global.nc.v4.b32" in entry and "st.global.v4.b32" in entry, name
+        assert not re.search(r"(ld|st)\.global(\.nc)?\.b16", entry), name
+        if "layernorm" in name or "softmax" in name:
+            assert "shfl.sync" in entry and "bar.sync" not in entry, name
