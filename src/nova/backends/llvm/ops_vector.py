@@ -9,7 +9,8 @@ What each op becomes (upstream's VectorToLLVM lowering, where one exists):
   position is the whole vector; a static -1 is MLIR's poison position -> undef);
 * shuffle: shufflevector; bitcast: bitcast; shape_cast (1-D -> 1-D): the value itself;
   fma: `math.fma` lane by lane (through the target's math hook, as the math ops);
-* load / store: one `<N x T>` load/store at the element address, aligned to the element size;
+* load / store: one `<N x T>` load/store at the element address, aligned to the element size
+  or to the op's `alignment` attribute (upstream MLIR's, in bytes) when that is larger;
   maskedload / maskedstore: `llvm.masked.load/store` (LLVM 22 form: the alignment is the
   pointer argument's `align` attribute), which never touch masked-off lanes;
 * transfer_read / transfer_write (minor identity permutation map only): a plain vector
@@ -47,7 +48,13 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as T
-from nova.backends.llvm.emitter import FunctionEmitter, attr, enum_text, intrinsic_suffix
+from nova.backends.llvm.emitter import (
+    FunctionEmitter,
+    attr,
+    enum_text,
+    int_attr,
+    intrinsic_suffix,
+)
 from nova.backends.llvm.ops_arith import FLOAT_MINMAX, INT_BINARY
 from nova.backends.llvm.ops_math import lanewise
 from nova.backends.llvm.target import Handler
@@ -277,6 +284,17 @@ def alignment(desc: M.MemRefDescriptor) -> int:
     return T.element_size_llvm(desc.element_type)
 
 
+def access_alignment(fe: FunctionEmitter, op: Operation, desc: M.MemRefDescriptor) -> int:
+    """A vector.load/store's alignment: its `alignment` attribute (upstream MLIR's promise
+    about the accessed address, in bytes) when that says more than the element size. Generated
+    kernels set it where index math through div/rem hides an alignment they know, which LLVM
+    would otherwise not prove and would split the access into scalar ones."""
+    promised = int_attr(op, "alignment")
+    if promised is not None and (promised <= 0 or promised & (promised - 1)):
+        raise fe.error(op, f"alignment {promised} is not a positive power of two")
+    return max(alignment(desc), promised or 0)
+
+
 def check_elements(fe: FunctionEmitter, op: Operation, memref: SSAValue,
                    vector: SSAValue) -> ir.VectorType:
     """The vector's LLVM type, after checking it holds the memref's element type."""
@@ -313,13 +331,13 @@ def masked_store(fe: FunctionEmitter, value: ir.Value, ptr: ir.Value, mask: ir.V
 def lower_load(fe: FunctionEmitter, op: Operation) -> None:
     vty = check_elements(fe, op, op.operands[0], op.results[0])
     ptr, desc = element_address(fe, op, op.operands[0], op.operands[1:], "vector.load")
-    fe.bind(op.results[0], fe.builder.load(ptr, typ=vty, align=alignment(desc)))
+    fe.bind(op.results[0], fe.builder.load(ptr, typ=vty, align=access_alignment(fe, op, desc)))
 
 
 def lower_store(fe: FunctionEmitter, op: Operation) -> None:
     check_elements(fe, op, op.operands[1], op.operands[0])
     ptr, desc = element_address(fe, op, op.operands[1], op.operands[2:], "vector.store")
-    fe.builder.store(fe.lookup(op.operands[0]), ptr, align=alignment(desc))
+    fe.builder.store(fe.lookup(op.operands[0]), ptr, align=access_alignment(fe, op, desc))
 
 
 def lower_maskedload(fe: FunctionEmitter, op: Operation) -> None:

@@ -11,6 +11,34 @@ from nova.models.codegen.text import COMPUTE, Body, Index, memref_type, storage_
 from nova.models.graph import Graph, TensorType
 from nova.models.passes.fusion import FusionPlan
 
+VECTOR_BYTES = 16
+"""Widest access generated kernels make (ld/st.global.v4.b32 on the GPU)."""
+
+
+def vector_lanes(dtypes: list[str], extent: int) -> int:
+    """Elements per vector access of tensors of `dtypes` along a contiguous run of `extent`
+    elements: 16 bytes of the widest storage type, halved until it divides `extent` (so every
+    vector starts at a multiple of its size and stays inside the run); 1 for bool (i1 vectors
+    are bit-packed in LLVM) or when nothing divides."""
+    sizes = [_STORAGE_BYTES.get(storage_type(d), 0) for d in dtypes]
+    if not sizes or 0 in sizes:
+        return 1
+    lanes = VECTOR_BYTES // max(sizes)
+    while lanes > 1 and extent % lanes:
+        lanes //= 2
+    return max(lanes, 1)
+
+
+_STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i64": 8, "i32": 4, "i8": 1}
+
+
+def _alignment(lanes: int, storage: str) -> str:
+    """The `{alignment = N}` of a vector access of `lanes` elements starting at a multiple of
+    `lanes` in a 16-byte aligned buffer. Said explicitly because index math through div/rem
+    by dims that are not powers of two hides it from LLVM, which would then split the access
+    into scalar ones."""
+    return f"{{alignment = {min(VECTOR_BYTES, lanes * _STORAGE_BYTES[storage])} : i64}} "
+
 
 @dataclass
 class GeneratedKernel:
@@ -77,6 +105,40 @@ class KernelContext:
         dtype = self.type_of(tensor).dtype
         stored = convert_compute_to_storage(self.body, value, dtype)
         self.body.line(f"memref.store {stored}, {ref}[{self.body.ix(linear)}] : {ty}")
+
+    def load_vector(self, tensor: str, linear: Index, lanes: int) -> str:
+        """Elements linear..linear+lanes-1 of `tensor` as one storage-typed vector; `linear`
+        must be a multiple of `lanes` (the access is declared aligned to its size, up to 16
+        bytes: every buffer is 16-byte aligned, see _facts)."""
+        ref, ty = self.buffer(tensor)
+        st = storage_type(self.type_of(tensor).dtype)
+        vty = f"vector<{lanes}x{st}>"
+        return self.body.op(f"vector.load {ref}[{self.body.ix(linear)}] "
+                            f"{_alignment(lanes, st)}: {ty}, {vty}")
+
+    def extract(self, tensor: str, vector: str, lane: int, lanes: int) -> str:
+        """Lane `lane` of a vector from `load_vector(tensor, ...)`, converted to compute type."""
+        dtype = self.type_of(tensor).dtype
+        st = storage_type(dtype)
+        n = self.body.op(f"vector.extract {vector}[{lane}] : {st} from "
+                         f"vector<{lanes}x{st}>")
+        return convert_storage_to_compute(self.body, n, dtype)
+
+    def store_lanes(self, tensor: str, linear: Index, values: list[str]) -> None:
+        """Store compute-typed `values` at elements linear.. of `tensor`: one vector store
+        (`linear` a multiple of the lane count, as for load_vector)."""
+        if len(values) == 1:
+            self.store(tensor, linear, values[0])
+            return
+        ref, ty = self.buffer(tensor)
+        self.written.add(self.plan.buffer_of(tensor))
+        dtype = self.type_of(tensor).dtype
+        st = storage_type(dtype)
+        stored = [convert_compute_to_storage(self.body, v, dtype) for v in values]
+        vty = f"vector<{len(values)}x{st}>"
+        vec = self.body.op(f"vector.from_elements {', '.join(stored)} : {vty}")
+        self.body.line(f"vector.store {vec}, {ref}[{self.body.ix(linear)}] "
+                       f"{_alignment(len(values), st)}: {ty}, {vty}")
 
     def scalar_weight(self, tensor: str) -> float | int | bool | None:
         """The value of a one-element weight (inlined as a constant), else None."""

@@ -6,6 +6,14 @@ element).
 load for materialised tensors, a constant for one-element weights, the anchor's value inside an
 epilogue, or the inlined computation of the producing node (memoised per index, scoped to the
 region being emitted so values always dominate their uses).
+
+**Vector chunks.** A kernel may evaluate `lanes` consecutive elements of the innermost dimension
+side by side (the pointwise kernel, the register row kernels): their innermost indices come from
+`lane_index(base, i)` (base a multiple of `lanes`), a fact the index maps keep (Transpose and
+broadcasts pass indices through, Reshape and Slice re-derive it when the innermost runs stay
+multiples of `lanes`). A buffer read whose innermost index is such a lane becomes one vector
+load per chunk (16 bytes of fp16: `ld.global.v4.b32`) and a lane extract, instead of `lanes`
+scalar loads each behind its own div/rem index math.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from nova.models.codegen.context import GeneratedKernel, KernelContext
+from nova.models.codegen.context import GeneratedKernel, KernelContext, vector_lanes
 from nova.models.codegen.text import COMPUTE, Index, broadcast_index, storage_type
 from nova.models.errors import UnsupportedOpError
 from nova.models.graph import Node
@@ -29,23 +37,56 @@ BLOCK = 256
 class Evaluator:
     """Inline evaluation of a kernel group's pointwise nodes (see the module doc)."""
 
-    def __init__(self, ctx: KernelContext, group: KernelGroup) -> None:
+    def __init__(self, ctx: KernelContext, group: KernelGroup, lanes: int = 1) -> None:
         self.ctx = ctx
         self.body = ctx.body
         self.members = {out: node for node in [*group.prologue, *group.nodes]
                         for out in node.outputs}
         self.anchor: tuple[str, tuple[Index, ...], str] | None = None
         self.hint: tuple[tuple[Index, ...], Index, tuple[int, ...]] | None = None
+        self.chunk: tuple[tuple[Index, ...], Index, tuple[int, ...]] | None = None
+        self.lanes = lanes
+        """Elements of a vector chunk (see the module doc); 1: scalar code."""
+        self._lane_of: dict[str, tuple[Index, int]] = {}
         self._scopes: list[dict[tuple[str, tuple[Index, ...]], str]] = [{}]
+        self._index_scopes: list[dict[tuple[object, ...], list[Index]]] = [{}]
 
     @contextmanager
     def scope(self) -> Iterator[None]:
         """Values computed inside belong to a nested region: forget them afterwards."""
         self._scopes.append({})
+        self._index_scopes.append({})
         try:
             yield
         finally:
             self._scopes.pop()
+            self._index_scopes.pop()
+
+    def lane_index(self, base: Index, i: int) -> Index:
+        """`base + i` as lane i of the vector chunk starting at `base` (a multiple of
+        `lanes`, which the caller guarantees)."""
+        value = self.body.add(base, i)
+        if isinstance(value, str) and self.lanes > 1:
+            self._lane_of[value] = (base, i)
+        return value
+
+    def lane_of(self, index: Index) -> tuple[Index, int] | None:
+        """(chunk base, lane) when `index` came from lane_index."""
+        return self._lane_of.get(index) if isinstance(index, str) else None
+
+    def set_chunk(self, idx: list[Index], linear: Index, shape: tuple[int, ...]) -> None:
+        """Vector reads of buffers of `shape` whose chunk starts at `idx` use `linear`."""
+        self.chunk = (tuple(idx), linear, shape)
+
+    def memo_index(self, key: tuple[object, ...], compute: Callable[[], list[Index]]) \
+            -> list[Index]:
+        """Index math shared by the lanes of a chunk, computed once per region."""
+        for scope in reversed(self._index_scopes):
+            if key in scope:
+                return scope[key]
+        result = compute()
+        self._index_scopes[-1][key] = result
+        return result
 
     def set_anchor(self, tensor: str, idx: list[Index], value: str) -> None:
         """Inside an epilogue: `tensor` at `idx` is the anchor's computed `value`."""
@@ -75,6 +116,9 @@ class Evaluator:
         node = self.members.get(tensor)
         if node is None:
             shape = self.ctx.shape(tensor)
+            lane = self._vector_read(tensor, idx, shape)
+            if lane is not None:
+                return lane
             if self.hint is not None and self.hint[0] == tuple(idx) and self.hint[2] == shape:
                 linear = self.hint[1]
             else:
@@ -84,6 +128,30 @@ class Evaluator:
         if emit is None:
             raise UnsupportedOpError(f"{node.describe()}: no pointwise code generator")
         return emit(self, node, idx)
+
+    def _vector_read(self, tensor: str, idx: list[Index], shape: tuple[int, ...]) -> str | None:
+        """Lane i of one vector load, when idx's innermost index is lane i of a chunk (the
+        chunk base is a multiple of `lanes`, and so is the innermost extent: in bounds)."""
+        where = self.lane_of(idx[-1]) if idx and self.lanes > 1 else None
+        if where is None or shape[-1] % self.lanes or \
+                storage_type(self.ctx.type_of(tensor).dtype) == "i1":
+            return None
+        base, i = where
+        start = (*idx[:-1], base)
+        key = ("\0vector:" + tensor, start)
+        vector = None
+        for scope in reversed(self._scopes):
+            vector = scope.get(key)
+            if vector is not None:
+                break
+        if vector is None:
+            if self.chunk is not None and self.chunk[0] == start and self.chunk[2] == shape:
+                linear = self.chunk[1]
+            else:
+                linear = self.body.linear(list(start), shape)
+            vector = self.ctx.load_vector(tensor, linear, self.lanes)
+            self._scopes[-1][key] = vector
+        return self.ctx.extract(tensor, vector, i, self.lanes)
 
     # helpers for emitters
     def operand(self, node: Node, i: int, idx: list[Index]) -> str:
@@ -278,7 +346,10 @@ def _slice(ev: Evaluator, node: Node, idx: list[Index]) -> str:
     b = ev.body
     src: list[Index] = []
     for i, s, st in zip(idx, start, step, strict=True):
-        if st >= 0:
+        lane = ev.lane_of(i)
+        if lane is not None and st == 1 and s % ev.lanes == 0:
+            src.append(ev.lane_index(b.add(s, lane[0]), lane[1]))
+        elif st >= 0:
             src.append(b.add(s, b.mul(i, st)))
         else:  # start - i * |step|
             off = b.mul(i, -st)
@@ -293,8 +364,18 @@ def _expand(ev: Evaluator, node: Node, idx: list[Index]) -> str:
 
 def _view(ev: Evaluator, node: Node, idx: list[Index]) -> str:
     b = ev.body
-    linear = b.linear(idx, ev.ctx.shape(node.outputs[0]))
-    return ev.value(node.inputs[0], b.delinearize(linear, ev.ctx.shape(node.inputs[0])))
+    out_shape, in_shape = ev.ctx.shape(node.outputs[0]), ev.ctx.shape(node.inputs[0])
+    lane = ev.lane_of(idx[-1]) if idx else None
+    if lane is not None and in_shape and out_shape[-1] % ev.lanes == 0 and \
+            in_shape[-1] % ev.lanes == 0:
+        # the chunk's elements are consecutive in both shapes' innermost runs
+        base, i = lane
+        head = [*idx[:-1], base]
+        src = ev.memo_index(("view", node.outputs[0], *head), lambda: b.delinearize(
+            b.linear(head, out_shape), in_shape))
+        return ev.value(node.inputs[0], [*src[:-1], ev.lane_index(src[-1], i)])
+    linear = b.linear(idx, out_shape)
+    return ev.value(node.inputs[0], b.delinearize(linear, in_shape))
 
 
 def _gather(ev: Evaluator, node: Node, idx: list[Index]) -> str:
@@ -367,31 +448,49 @@ def thread_index(ctx: KernelContext, block: int) -> str:
 
 
 def pointwise_kernel(ctx: KernelContext, group: KernelGroup) -> GeneratedKernel:
-    """One thread per element of `group.root`: evaluate the fused expression and store it."""
+    """One thread per vector chunk of `group.root` (16 bytes of its innermost dimension when
+    that divides, else one element): evaluate the fused expression per element and store the
+    chunk at once. The index math (div/rem by the dims) runs once per chunk."""
     b = ctx.body
     shape = ctx.shape(group.root)
     n = max(1, math.prod(shape))
+    lanes = vector_lanes([ctx.type_of(group.root).dtype], shape[-1]) if shape else 1
+    chunks = n // lanes
     gid = thread_index(ctx, BLOCK)
-    inside = b.lt(gid, n)
+    inside = b.lt(gid, chunks)
     b.line(f"scf.if {inside} {{")
     with b.nested():
-        ev = Evaluator(ctx, group)
-        idx = b.delinearize(gid, shape)
-        ev.set_hint(idx, gid, shape)
-        value = ev.value(group.root, idx)
-        ctx.store(group.root, gid, value)
+        ev = Evaluator(ctx, group, lanes)
+        first = b.mul(gid, lanes)
+        start = b.delinearize(first, shape)
+        ev.set_chunk(start, first, shape)
+        values = []
+        for i in range(lanes):
+            idx = [*start[:-1], ev.lane_index(start[-1], i)] if lanes > 1 else start
+            ev.set_hint(idx, b.add(first, i), shape)
+            values.append(ev.value(group.root, idx))
+        ctx.store_lanes(group.root, first, values)
     b.line("}")
-    return ctx.finish(((n + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1))
+    return ctx.finish(((chunks + BLOCK - 1) // BLOCK, 1, 1), (BLOCK, 1, 1))
 
 
 def store_epilogue(ctx: KernelContext, ev: Evaluator, group: KernelGroup, anchor_out: str,
                    idx: list[Index], linear: Index, value: str) -> None:
     """Store the anchor's compute-typed `value` at `idx` (row-major `linear`) of `anchor_out`
     through the group's epilogue: the stored tensor is `group.root`, of the same shape."""
+    ctx.store(group.root, linear, epilogue_value(ctx, ev, group, anchor_out, idx, linear, value))
+
+
+def epilogue_value(ctx: KernelContext, ev: Evaluator, group: KernelGroup, anchor_out: str,
+                   idx: list[Index], linear: Index, value: str, fresh_scope: bool = True) -> str:
+    """The group's root at `idx` (compute type) when the anchor's output there is `value`.
+    `fresh_scope=False` lets the lanes of one vector chunk (distinct indices, one region) share
+    their reads (one vector load of a residual per chunk)."""
     shape = ctx.shape(anchor_out)
     idx = [0 if d == 1 else i for i, d in zip(idx, shape, strict=True)]  # as broadcasts index
     ev.set_anchor(anchor_out, idx, value)
-    ev.set_hint(idx, linear, ctx.shape(anchor_out))
+    ev.set_hint(idx, linear, shape)
+    if not fresh_scope:
+        return ev.value(group.root, idx)
     with ev.scope():
-        result = ev.value(group.root, idx)
-        ctx.store(group.root, linear, result)
+        return ev.value(group.root, idx)

@@ -1,24 +1,26 @@
-"""Row kernels: Softmax, LayerNormalization and ReduceMean/Sum/Max, one block per row.
+"""Row kernels: Softmax, LayerNormalization and ReduceMean/Sum/Max.
 
-A "row" is one element of the kept dims; its elements are the reduced dims. Each thread strides
-over the row accumulating in fp32, `gpu.all_reduce` combines the block (a shared-memory tree on
-the GPU), and the results are written through the group's epilogue. Softmax reads the row three
-times (max, sum of exp, write) and LayerNorm three times (mean, variance, write): for the row
-lengths of transformer layers these reads hit L1/L2, and the kernel stays one launch.
+A "row" is one element of the kept dims; its elements are the reduced dims. Rows over trailing
+axes that fit in registers (up to 16384 elements) run as rows_resident.py's kernels: a warp per
+row up to 1024 elements, else a block per row; each row read once with vector loads and written
+once. This module is the general fallback (reduced axes not trailing, or longer rows): one block
+per row, each thread striding over the row accumulating in fp32, `gpu.all_reduce` combining the
+block (a shared-memory tree on the GPU), results written through the group's epilogue. Softmax
+reads the row three times (max, sum of exp, write) and LayerNorm three times (mean, variance,
+write).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.pointwise import Evaluator, store_epilogue
+from nova.models.codegen.row_shape import Rows, from_f32, row_axes, to_f32
+from nova.models.codegen.rows_resident import resident_layout, resident_row_kernel
 from nova.models.codegen.text import Index, broadcast_index
 from nova.models.graph import Node
-from nova.models.ops.nn import norm_axis
 from nova.models.passes.fusion import KernelGroup
-from nova.models.passes.rewrite import reduce_axes_of
 
 RowLoad = Callable[[Index], tuple[str, list[Index], Index]]
 """load(j) -> (element j of the block's row as f32, its multi-index, its linear index)."""
@@ -32,36 +34,6 @@ def _threads(length: int) -> int:
     while t < 256 and t < length:
         t *= 2
     return t
-
-
-class _Rows:
-    """Index helpers for a tensor viewed as rows (kept axes) x elements (reduced axes)."""
-
-    def __init__(self, ctx: KernelContext, shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
-        self.ctx = ctx
-        self.shape = shape
-        self.axes = axes
-        self.kept = tuple(i for i in range(len(shape)) if i not in axes)
-        self.rows = math.prod(shape[i] for i in self.kept)
-        self.length = math.prod(shape[i] for i in axes)
-        self.trailing = axes == tuple(range(len(shape) - len(axes), len(shape)))
-
-    def full_index(self, row_idx: list[Index], elem_idx: list[Index]) -> list[Index]:
-        idx: list[Index] = [0] * len(self.shape)
-        for a, v in zip(self.kept, row_idx, strict=True):
-            idx[a] = v
-        for a, v in zip(self.axes, elem_idx, strict=True):
-            idx[a] = v
-        return idx
-
-    def point(self, row: Index, row_idx: list[Index], j: Index) -> tuple[list[Index], Index]:
-        """(multi-index, linear index) of element `j` of row `row`."""
-        b = self.ctx.body
-        elem_idx = b.delinearize(j, tuple(self.shape[a] for a in self.axes))
-        idx = self.full_index(row_idx, elem_idx)
-        if self.trailing:
-            return idx, b.add(b.mul(row, self.length), j)
-        return idx, b.linear(idx, self.shape)
 
 
 def _loop(ctx: KernelContext, tid: str, threads: int, length: int, inits: list[str],
@@ -89,36 +61,14 @@ def _all_reduce(ctx: KernelContext, op: str, value: str) -> str:
     return ctx.body.op(f"gpu.all_reduce {op} {value} {{}} : (f32) -> f32")
 
 
-def _f32(ctx: KernelContext, tensor: str, value: str) -> str:
-    ty = ctx.ctype(tensor)
-    if ty == "f32":
-        return value
-    if ty == "f64":
-        return ctx.body.op(f"arith.truncf {value} : f64 to f32")
-    return ctx.body.op(f"arith.sitofp {value} : {ty} to f32")
-
-
-def _back(ctx: KernelContext, tensor: str, value: str) -> str:
-    ty = ctx.ctype(tensor)
-    if ty == "f32":
-        return value
-    if ty == "f64":
-        return ctx.body.op(f"arith.extf {value} : f32 to f64")
-    return ctx.body.op(f"arith.fptosi {value} : f32 to {ty}")
-
-
 def row_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedKernel:
     """Softmax, LayerNormalization or a Reduce* anchor with its epilogue (see module doc)."""
     x = node.inputs[0]
     shape = ctx.shape(x)
-    rank = len(shape)
-    if node.op == "Softmax":
-        axes: tuple[int, ...] = (norm_axis(node, int(node.attrs["axis"]), rank),)
-    elif node.op == "LayerNormalization":
-        axes = tuple(range(norm_axis(node, int(node.attrs["axis"]), rank), rank))
-    else:
-        axes = reduce_axes_of(ctx.graph, node)
-    rows = _Rows(ctx, shape, axes)
+    rows = Rows(ctx, shape, row_axes(ctx, node))
+    layout = resident_layout(ctx, group, rows)
+    if layout is not None:
+        return resident_row_kernel(ctx, group, node, rows, layout)
     threads = _threads(rows.length)
     b = ctx.body
     row = b.op("gpu.block_id x")
@@ -128,7 +78,7 @@ def row_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedK
 
     def load(j: Index) -> tuple[str, list[Index], Index]:
         idx, linear = rows.point(row, row_idx, j)
-        return _f32(ctx, x, ctx.load(x, linear)), idx, linear
+        return to_f32(ctx, x, ctx.load(x, linear)), idx, linear
 
     if node.op == "Softmax":
         _softmax(ctx, ev, group, node, rows, tid, threads, load)
@@ -139,7 +89,7 @@ def row_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> GeneratedK
     return ctx.finish((max(rows.rows, 1), 1, 1), (threads, 1, 1))
 
 
-def _softmax(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: _Rows,
+def _softmax(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: Rows,
              tid: str, threads: int, load: RowLoad) -> None:
     b = ctx.body
     out = node.outputs[0]
@@ -167,13 +117,13 @@ def _softmax(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, 
         d = b.op(f"arith.subf {v}, {row_max} : f32")
         e = b.op(f"math.exp {d} : f32")
         p = b.op(f"arith.mulf {e}, {inv} : f32")
-        store_epilogue(ctx, ev, group, out, idx, linear, _back(ctx, out, p))
+        store_epilogue(ctx, ev, group, out, idx, linear, from_f32(ctx, out, p))
         return []
 
     _loop(ctx, tid, threads, rows.length, [], write)
 
 
-def _layer_norm(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: _Rows,
+def _layer_norm(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: Rows,
                 tid: str, threads: int, load: RowLoad) -> None:
     b = ctx.body
     out = node.outputs[0]
@@ -202,7 +152,7 @@ def _layer_norm(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Nod
     def param(name: str, j: Index) -> str:
         elem = b.delinearize(j, norm_shape)
         sub = broadcast_index(elem, norm_shape, ctx.shape(name))
-        return _f32(ctx, name, ev.value(name, sub))
+        return to_f32(ctx, name, ev.value(name, sub))
 
     def write(j: str, accs: list[str]) -> list[str]:
         with ev.scope():
@@ -212,13 +162,13 @@ def _layer_norm(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Nod
             y = b.op(f"arith.mulf {y}, {param(scale, j)} : f32")
             if bias is not None:
                 y = b.op(f"arith.addf {y}, {param(bias, j)} : f32")
-            store_epilogue(ctx, ev, group, out, idx, linear, _back(ctx, out, y))
+            store_epilogue(ctx, ev, group, out, idx, linear, from_f32(ctx, out, y))
         return []
 
     _loop(ctx, tid, threads, rows.length, [], write)
 
 
-def _reduce(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: _Rows,
+def _reduce(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, rows: Rows,
             row: str, row_idx: list[Index], tid: str, threads: int, load: RowLoad) -> None:
     b = ctx.body
     out = node.outputs[0]
@@ -240,5 +190,5 @@ def _reduce(ctx: KernelContext, ev: Evaluator, group: KernelGroup, node: Node, r
         out_shape = ctx.shape(out)
         keep = len(out_shape) == len(rows.shape)
         idx = rows.full_index(row_idx, [0] * len(rows.axes)) if keep else list(row_idx)
-        store_epilogue(ctx, ev, group, out, idx, row, _back(ctx, out, total))
+        store_epilogue(ctx, ev, group, out, idx, row, from_f32(ctx, out, total))
     b.line("}")
