@@ -22,6 +22,7 @@ import numpy as np
 from nova.abi import LIBRARY_PLANS_KEY
 from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
+from nova.models.passes.attention import check_attention_mode
 from nova.models.passes.library import check_policy
 from nova.models.pipeline import Lowered, lower, validate
 from nova.models.weights_section import append_section, encode, read_section
@@ -73,6 +74,7 @@ class CompiledModel:
         self.device = nova.get_device(device)
         self.compile_options = compile_options
         check_policy(str(compile_options.get("gemm", "auto")))
+        check_attention_mode(str(compile_options.get("attention", "fused")))
         self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
         if not graph.symbols():
             self.specialise({})
@@ -115,7 +117,9 @@ class CompiledModel:
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))
         policy, library = self._gemm_policy(str(options.pop("gemm", "auto")))
-        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library)
+        attention = str(options.pop("attention", "fused"))
+        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library,
+                        attention)
         extra = [(SIGNATURE_KEY, json.dumps(self._signature(bindings, lowered),
                                             sort_keys=True))]
         if lowered.program.library_plans:
@@ -153,6 +157,7 @@ class CompiledModel:
                                                                     g.outputs, strict=True)],
             "weights": list(lowered.program.weights),
             "gemm": [c.to_json() for c in lowered.program.gemm],
+            "attention": [c.to_json() for c in lowered.program.attention],
         }
 
     def save(self, path: str | Path) -> None:
