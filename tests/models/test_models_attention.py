@@ -1,0 +1,232 @@
+"""The fused attention kernel (passes/attention.py, codegen/attention.py): which patterns become
+one kernel, and its results against NumPy and against the unfused path, for fp32/fp16/bf16, the
+tensor-core and CUDA-core variants, ragged sequence lengths, head dims, masks, scales and batch
+shapes. `device` runs each on the cpu device and (marked gpu) on cuda."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from models_testutil import TOLERANCE, rel_err
+
+import nova.models as nm
+from nova import config
+from nova.bundle.reader import read_bundle
+from nova.models import examples
+from nova.models.graph import numpy_dtype
+from nova.models.ops.nn import fused_attention_eval
+from nova.models.pipeline import lower
+from nova.models.reference import run_reference
+
+RNG = np.random.default_rng(7)
+
+
+def r(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _sdpa(batch: tuple[int, ...], sq: int, sk: int, d: int, dv: int, mask: bool,
+          scale: float | None) -> tuple[nm.Graph, list[np.ndarray]]:
+    g = nm.Graph("sdpa")
+    q = g.input("q", (*batch, sq, d))
+    k = g.input("k", (*batch, sk, d))
+    v = g.input("v", (*batch, sk, dv))
+    g.output(g.attention(q, k, v, mask=r(sq, sk) if mask else None, scale=scale))
+    return g, [r(*batch, sq, d), r(*batch, sk, d), r(*batch, sk, dv)]
+
+
+def _run(g: nm.Graph, inputs: list[np.ndarray], device: str, dtype: str,
+         **options: object) -> tuple[np.ndarray, nm.CompiledModel]:
+    model = nm.compile(g, device=device, dtype=dtype, **options)
+    got = model(*(x.astype(numpy_dtype(dtype)) for x in inputs))
+    assert isinstance(got, np.ndarray)
+    return got, model
+
+
+def _choices(model: nm.CompiledModel) -> list[dict[str, object]]:
+    (spec,) = model._cache.values()
+    sig = json.loads(dict(read_bundle(spec.bundle).manifest.extra)["nova.models.signature"])
+    return list(sig["attention"])
+
+
+CASES = [  # batch, sq, sk, d, dv, mask, scale
+    ((2, 3), 17, 19, 16, 16, True, None),      # ragged: neither length a tile multiple
+    ((1, 2), 64, 64, 64, 64, False, None),     # whole tiles, the benchmark head dim
+    ((3,), 70, 33, 32, 48, True, 0.3),         # dv != d, explicit scale, 3-D tensors
+    ((1, 1), 5, 100, 128, 16, False, None),    # the largest head dim, few queries
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:5])))
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_fused_matches_reference(case: tuple, dtype: str, device: str) -> None:
+    g, inputs = _sdpa(*case)
+    got, model = _run(g, inputs, device, dtype)
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE[dtype]
+    (choice,) = _choices(model)
+    assert str(choice["backend"]).startswith("fused")
+    (spec,) = model._cache.values()
+    assert spec.mlir.count("gpu.launch_func") == 1
+
+
+@pytest.mark.parametrize("case", CASES[:3], ids=lambda c: "x".join(map(str, c[:5])))
+def test_tensor_core_variant_on_cpu_device(case: tuple) -> None:
+    """The WMMA variant (cuda's fp16 default) on the cpu device, which emulates it exactly;
+    fused and unfused agree to fp16 rounding."""
+    g, inputs = _sdpa(*case)
+    # the emulation holds a whole 16x16 tile per lane: 8 fragments of head dim 64 need more
+    # than the default 64 KiB fiber stack
+    with config.scoped(cpu_stack_kib=256):
+        got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True)
+    assert [c["backend"] for c in _choices(model)] == ["fused-wmma"]
+    want = run_reference(g, *inputs)
+    assert rel_err(got, want) <= TOLERANCE["float16"]
+    unfused, _ = _run(g, inputs, "cpu", "float16", tensor_cores=True, attention="unfused")
+    assert rel_err(got, unfused.astype(np.float64)) <= TOLERANCE["float16"]
+
+
+def test_bfloat16_runs_on_cuda_cores(device: str) -> None:
+    g, inputs = _sdpa((2, 2), 40, 45, 32, 32, True, None)
+    got, model = _run(g, inputs, device, "bfloat16")
+    assert [c["backend"] for c in _choices(model)] == ["fused-simt"]
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["bfloat16"]
+
+
+def test_fused_and_unfused_agree_in_fp32(device: str) -> None:
+    g, inputs = _sdpa((2, 3), 33, 47, 24, 40, True, None)
+    fused, model = _run(g, inputs, device, "float32")
+    unfused, other = _run(g, inputs, device, "float32", attention="unfused")
+    assert rel_err(fused, unfused) <= TOLERANCE["float32"]
+    assert [c["backend"] for c in _choices(other)] == ["unfused"]
+    assert _choices(other)[0]["reason"] == "attention='unfused'"
+    (spec,) = other._cache.values()
+    assert spec.mlir.count("gpu.launch_func") == 3
+
+
+def _onnx_style(g: nm.Graph, scale_op: str, mask_first: bool, mask: np.ndarray | None) -> None:
+    """The exported form: MatMul(Q, Transpose(K)) / Div|Mul by a scalar / Add mask / Softmax /
+    MatMul(., V) / Transpose back to [batch, seq, heads, dv]."""
+    q = g.input("q", (2, 4, 21, 16))
+    k = g.input("k", (2, 4, 21, 16))
+    v = g.input("v", (2, 4, 21, 8))
+    s = g.matmul(q, g.transpose(k, [0, 1, 3, 2]))
+    s = g.div(s, 4.0) if scale_op == "div" else g.mul(s, 0.25)
+    if mask is not None:
+        s = g.add(mask, s) if mask_first else g.add(s, mask)
+    g.output(g.transpose(g.matmul(g.softmax(s, axis=-1), v), [0, 2, 1, 3]))
+
+
+@pytest.mark.parametrize(("scale_op", "mask_first", "with_mask"), [
+    ("div", False, True), ("mul", True, True), ("div", False, False)])
+def test_exported_pattern_is_one_kernel(scale_op: str, mask_first: bool, with_mask: bool,
+                                        device: str) -> None:
+    g = nm.Graph("onnx_style")
+    mask = np.where(r(1, 1, 1, 21) > 1.0, -np.inf, 0.0).astype(np.float32)  # padding mask
+    _onnx_style(g, scale_op, mask_first, mask if with_mask else None)
+    inputs = [r(2, 4, 21, 16), r(2, 4, 21, 16), r(2, 4, 21, 8)]
+    got, model = _run(g, inputs, device, "float32")
+    assert got.shape == (2, 21, 4, 8)
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float32"]
+    (spec,) = model._cache.values()
+    assert spec.mlir.count("gpu.launch_func") == 1  # the Transpose is the kernel's store layout
+    (node,) = [n for n in spec.lowered.graph.nodes if n.op == "FusedAttention"]
+    assert node.attrs["scale"] == 0.25 and node.attrs["out_perm"] == [0, 2, 1, 3]
+
+
+def test_encoder_head_split_and_merge_cost_no_kernel() -> None:
+    """With library GEMMs (cuda's default) the encoder's attention is one kernel reading the
+    QKV GEMM output through the head split, writing the merged layout the out-projection reads
+    (a view: no copy kernel). Unfused it is 3 library GEMMs' worth of work plus 5 kernels."""
+    graph = examples.encoder_layer(64, 2, 128).graph  # head dim 32
+    fused = lower(graph, {"batch": 2, "seq": 8}, "float16", gemm="library")
+    kinds = [g.kind if g.library is None else "library" for g in fused.plan.kernels]
+    assert kinds == ["row", "library", "attention", "library", "row", "library", "pointwise",
+                     "library"]
+    (att,) = [g for g in fused.plan.kernels if g.kind == "attention"]
+    assert {n.op for n in att.prologue} == {"Slice", "Reshape", "Transpose"}
+    assert [c.backend for c in fused.program.attention] == ["fused-wmma"]
+    unfused = lower(graph, {"batch": 2, "seq": 8}, "float16", gemm="library",
+                    attention="unfused")
+    assert len(unfused.plan.kernels) == 14
+
+
+def test_encoder_layer_fused_matches(device: str) -> None:
+    example = examples.encoder_layer(64, 2, 128)  # head dim 32: tensor cores on cuda
+    x = RNG.standard_normal((2, 37, 64)).astype(np.float32)  # 37: a ragged sequence
+    for dtype in ("float32", "float16"):
+        got, model = _run(example.graph, [x], device, dtype)
+        assert rel_err(got, example.forward(x)) <= TOLERANCE[dtype]
+        assert [c["backend"] for c in _choices(model)][0].startswith("fused")
+
+
+@pytest.mark.parametrize(("d", "tensor_cores", "reason"), [
+    (136, False, "head dim 136 > 128"), (24, True, "not multiples of 16")])
+def test_unsupported_head_dims_fall_back_with_reason(d: int, tensor_cores: bool,
+                                                     reason: str) -> None:
+    g, inputs = _sdpa((1, 2), 9, 11, d, d, True, None)
+    got, model = _run(g, inputs, "cpu", "float16", tensor_cores=tensor_cores)
+    (choice,) = _choices(model)
+    assert choice["backend"] == "unfused" and reason in str(choice["reason"])
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float16"]
+
+
+def test_head_dim_not_multiple_of_16_fuses_on_cuda_cores() -> None:
+    g, inputs = _sdpa((1, 2), 9, 11, 24, 20, False, None)
+    got, model = _run(g, inputs, "cpu", "float16", tensor_cores=False)
+    assert [c["backend"] for c in _choices(model)] == ["fused-simt"]
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float16"]
+
+
+def test_patterns_that_are_not_attention_stay_unfused() -> None:
+    """Softmax over another axis, scores also a graph output, a non-scalar Mul: not fused."""
+    g = nm.Graph("near_misses")
+    q = g.input("q", (2, 6, 8))
+    k = g.input("k", (2, 6, 8))
+    s = g.matmul(q, k, trans_b=True)
+    g.output(g.matmul(g.softmax(s, axis=1), q))
+    s2 = g.matmul(k, q, trans_b=True)
+    g.output(s2, g.matmul(g.softmax(s2), q))
+    s3 = g.mul(g.matmul(q, q, trans_b=True), r(6, 6))
+    g.output(g.matmul(g.softmax(s3), k))
+    lowered = lower(g, {})
+    assert lowered.program.attention == []
+    assert not any(n.op == "FusedAttention" for n in lowered.graph.nodes)
+
+
+def test_all_masked_tile_and_large_logits_stay_finite() -> None:
+    """A -inf mask over whole key tiles (the running max starts finite, so such a tile rescales
+    by 1, not NaN) and logits around 1e4 (the online softmax subtracts the running max)."""
+    g = nm.Graph("masked")
+    q = g.input("q", (1, 2, 40, 16))
+    k = g.input("k", (1, 2, 70, 16))
+    v = g.input("v", (1, 2, 70, 16))
+    mask = np.zeros((40, 70), np.float32)
+    mask[:, :35] = -np.inf
+    g.output(g.attention(q, k, v, mask=mask, scale=300.0))
+    inputs = [r(1, 2, 40, 16), r(1, 2, 70, 16), r(1, 2, 70, 16)]
+    got, _ = _run(g, inputs, "cpu", "float32")
+    assert np.isfinite(got).all()
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float32"]
+
+
+def test_fused_reference_evaluation() -> None:
+    """The FusedAttention op's NumPy evaluation (constant folding, reference interpreter)."""
+    q, k, v = r(2, 5, 4), r(2, 7, 4), r(2, 3, 7)
+    node = nm.Node("FusedAttention", ["q", "k", "v"], ["o"],
+                   {"scale": 0.5, "batch": [2], "trans_k": 1, "trans_v": 1, "out_perm": [1, 0, 2]},
+                   "att")
+    (got,) = fused_attention_eval(node, [q, k, v])
+    s = q.astype(np.float64) @ k.transpose(0, 2, 1) * 0.5
+    e = np.exp(s - s.max(-1, keepdims=True))
+    want = (e / e.sum(-1, keepdims=True)) @ v.transpose(0, 2, 1)
+    np.testing.assert_allclose(got, want.transpose(1, 0, 2), rtol=1e-5)
+    assert math.isclose(float(got.sum()), float(want.sum()), rel_tol=1e-5)
+
+
+def test_bad_attention_option_is_an_error() -> None:
+    g, _ = _sdpa((1,), 4, 4, 16, 16, False, None)
+    with pytest.raises(nm.ModelError, match="attention='flash' is not an attention mode"):
+        nm.compile(g, device="cpu", attention="flash")
