@@ -387,8 +387,8 @@ def _wmma_kernel(ctx: KernelContext, group: KernelGroup, p: Problem) -> Generate
                 kf = b.op(f"gpu.subgroup_mma_load_matrix {k_sh}[{b.ix(16 * jn)}, "
                           f"{b.ix(16 * i)}] {{leadDimension = {lq} : index, transpose}} : "
                           f"{k_ty} -> {B_TY}")
-                acc = b.op(f"gpu.subgroup_mma_compute {qf}, {kf}, {acc} : {A_TY}, {B_TY} -> "
-                           f"{C_TY}")
+                acc = b.op(f"gpu.subgroup_mma_compute {qf}, {kf}, {acc} {{b_transpose}} : "
+                           f"{A_TY}, {B_TY} -> {C_TY}")  # PTX: layouts must match the loads
             b.line(f"gpu.subgroup_mma_store_matrix {acc}, {s_sh}[{b.ix(wrow)}, "
                    f"{b.ix(16 * jn)}] {{leadDimension = {ls} : index}} : {C_TY}, {s_ty}")
         b.line("gpu.barrier")
