@@ -16,6 +16,8 @@ import nova.models as nm
 from nova import config
 from nova.bundle.reader import read_bundle
 from nova.models import examples
+from nova.models.codegen.context import KernelContext
+from nova.models.codegen.strided import reshape_strides, strided_view
 from nova.models.graph import numpy_dtype
 from nova.models.ops.nn import fused_attention_eval
 from nova.models.pipeline import lower
@@ -88,6 +90,25 @@ def test_tensor_core_variant_on_cpu_device(case: tuple) -> None:
     assert rel_err(got, unfused.astype(np.float64)) <= TOLERANCE["float16"]
 
 
+def test_tensor_core_variant_transposed_operands_on_cpu_device() -> None:
+    """K stored [.., d, sk] and V [.., dv, sk] (trans_k 0, trans_v 1): the WMMA variant loads
+    them element by element (no vector loads along the head dim) and still matches; Q, stored
+    row-major, uses 16-byte vector loads."""
+    g = nm.Graph("transposed")
+    q = g.input("q", (2, 3, 21, 32))
+    kt = g.input("kt", (2, 3, 32, 19))
+    vt = g.input("vt", (2, 3, 16, 19))
+    s = g.mul(g.matmul(q, kt), 0.2)
+    g.output(g.matmul(g.softmax(s), g.transpose(vt, [0, 1, 3, 2])))
+    inputs = [r(2, 3, 21, 32), r(2, 3, 32, 19), r(2, 3, 16, 19)]
+    got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True)
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float16"]
+    (spec,) = model._cache.values()
+    (node,) = [n for n in spec.lowered.graph.nodes if n.op == "FusedAttention"]
+    assert (node.attrs["trans_k"], node.attrs["trans_v"]) == (0, 1)
+    assert spec.mlir.count("vector.load") == 1
+
+
 def test_bfloat16_runs_on_cuda_cores(device: str) -> None:
     g, inputs = _sdpa((2, 2), 40, 45, 32, 32, True, None)
     got, model = _run(g, inputs, device, "bfloat16")
@@ -148,6 +169,8 @@ def test_encoder_head_split_and_merge_cost_no_kernel() -> None:
                      "library"]
     (att,) = [g for g in fused.plan.kernels if g.kind == "attention"]
     assert {n.op for n in att.prologue} == {"Slice", "Reshape", "Transpose"}
+    (spec,) = [k for k in fused.program.kernels if "fusedattention" in k.name]
+    assert spec.text.count("vector.load") == 3  # q, k, v rows straight from the QKV output
     assert [c.backend for c in fused.program.attention] == ["fused-wmma"]
     unfused = lower(graph, {"batch": 2, "seq": 8}, "float16", gemm="library",
                     attention="unfused")
@@ -232,3 +255,34 @@ def test_bad_attention_option_is_an_error() -> None:
     g, _ = _sdpa((1,), 4, 4, 16, 16, False, None)
     with pytest.raises(nm.ModelError, match="attention='flash' is not an attention mode"):
         nm.compile(g, device="cpu", attention="flash")
+
+
+@pytest.mark.parametrize(("old", "new", "want"), [
+    ((8, 512, 768), (8, 512, 12, 64), [393216, 768, 64, 1]),   # split the last dim
+    ((2, 3, 4), (6, 4), [4, 1]),                               # merge leading dims
+    ((1, 6), (6, 1), [1, 0]),                                  # unit dims are free
+])
+def test_reshape_strides_of_contiguous_views(old: tuple[int, ...], new: tuple[int, ...],
+                                             want: list[int]) -> None:
+    strides = [int(np.prod(old[i + 1:])) for i in range(len(old))]
+    assert reshape_strides(old, strides, new) == want
+
+
+def test_reshape_strides_refuses_non_contiguous_merges() -> None:
+    """[2, 3] transposed to [3, 2] (strides 1, 3) cannot be merged into 6 elements."""
+    assert reshape_strides((3, 2), [1, 3], (6,)) is None
+
+
+def test_head_split_is_a_strided_view() -> None:
+    """The encoder's Slice -> Reshape -> Transpose head split of a [2, 8, 3*64] QKV output:
+    K (the second slice) as offset 64, strides [8*192, 32, 192, 1] over [2, 2, 8, 32]."""
+    graph = examples.encoder_layer(64, 2, 128).graph
+    fused = lower(graph, {"batch": 2, "seq": 8}, "float16", gemm="library")
+    (att,) = [g for g in fused.plan.kernels if g.kind == "attention"]
+    ctx = KernelContext(fused.graph, fused.plan, "probe")
+    members = {o: n for n in att.prologue for o in n.outputs}
+    assert att.anchor is not None
+    _q, k, _v = att.anchor.inputs[:3]
+    base, offset, strides = strided_view(ctx, members, k) or ("", -1, [])
+    assert fused.graph.type_of(base).shape == (2, 8, 192)
+    assert (offset, strides) == (64, [8 * 192, 32, 192, 1])

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.matmul import _and, _guarded
 from nova.models.codegen.pointwise import Evaluator, store_epilogue
+from nova.models.codegen.strided import Strided, strided_view
 from nova.models.codegen.text import Index, broadcast_index
 from nova.models.graph import Node
 from nova.models.passes.fusion import KernelGroup
@@ -43,6 +44,9 @@ exp(0) = 1 instead of exp(-inf + inf) = NaN."""
 
 SHARED_LIMIT = 48 * 1024
 """Static shared memory per block."""
+
+VEC = 8
+"""f16 elements of one 16-byte vector load."""
 
 
 @dataclass
@@ -129,6 +133,34 @@ class Operands:
             s = b.op(f"arith.select {b.lt(key, p.sk)}, {s}, "
                      f"{b.const(float('-inf'), 'f32')} : f32")
         return s
+
+    def view(self, which: str) -> tuple[str, tuple[int, ...], Strided] | None:
+        """For a vector tile load of operand `which` (q, k or v) along its head dim: (tensor,
+        logical shape, strided view) when the operand is f16 at a 16-byte aligned offset with
+        contiguous head-dim elements and 16-byte aligned other strides, else None."""
+        p = self.p
+        name, shape, flip = {"q": (p.q, (p.sq, p.d), False), "k": (p.k, (p.sk, p.d), not p.trans_k),
+                             "v": (p.v, (p.sk, p.dv), p.trans_v)}[which]
+        if flip or self.ctx.type_of(name).dtype != "float16" or shape[1] % VEC:
+            return None
+        view = strided_view(self.ctx, self.ev.members, name)
+        if view is None or self.ctx.type_of(view[0]).dtype != "float16":
+            return None
+        _, offset, strides = view
+        if strides[-1] != 1 or offset % VEC or any(st % VEC for st in strides[:-1]):
+            return None
+        return name, (*p.batch, *shape), view
+
+    def vector(self, view: tuple[str, tuple[int, ...], Strided], row: Index, col: Index) -> str:
+        """The 8 f16 elements (row, col..col+7) of a `view` operand of this batch entry."""
+        b = self.ctx.body
+        name, shape, (base, offset, strides) = view
+        idx = broadcast_index([*self.bidx, row, col], shape, self.ctx.shape(name))
+        linear: Index = offset
+        for i, st in zip(idx, strides, strict=True):
+            linear = b.add(linear, b.mul(i, st))
+        ref, ty = self.ctx.buffer(base)
+        return b.op(f"vector.load {ref}[{b.ix(linear)}] : {ty}, vector<{VEC}xf16>")
 
     def store(self, row: Index, col: Index, value: str) -> None:
         """Store output element (row, col) of this batch through the epilogue, guarded."""
@@ -356,8 +388,8 @@ def _wmma_kernel(ctx: KernelContext, group: KernelGroup, p: Problem) -> Generate
             b.line(f"memref.store {h}, {sh}[{b.ix(r)}, {b.ix(c)}] : {ty}")
         return store
 
-    _fill(ctx, tid, threads, W_BM, p.d, lambda r, c: ops.q(b.add(q0, r), c, W_BM),
-          half_store(q_sh, q_ty))
+    _tile(ctx, ops, "q", tid, (W_BM, p.d, q0, p.sq), (q_sh, q_ty),
+          lambda r, c: ops.q(b.add(q0, r), c, W_BM), half_store(q_sh, q_ty))
     b.line("gpu.barrier")
     q_frags = [b.op(f"gpu.subgroup_mma_load_matrix {q_sh}[{b.ix(wrow)}, {b.ix(16 * i)}] "
                     f"{{leadDimension = {lq} : index}} : {q_ty} -> {A_TY}")
@@ -375,10 +407,10 @@ def _wmma_kernel(ctx: KernelContext, group: KernelGroup, p: Problem) -> Generate
            f"{', '.join(inits)}) -> ({types}) {{")
     with b.nested():
         b.line("gpu.barrier")
-        _fill(ctx, tid, threads, W_BN, p.d, lambda r, c: ops.k(b.add(kt, r), c, W_BN),
-              half_store(k_sh, k_ty))
-        _fill(ctx, tid, threads, W_BN, p.dv, lambda r, c: ops.v(b.add(kt, r), c, W_BN),
-              half_store(v_sh, v_ty))
+        _tile(ctx, ops, "k", tid, (W_BN, p.d, kt, p.sk), (k_sh, k_ty),
+              lambda r, c: ops.k(b.add(kt, r), c, W_BN), half_store(k_sh, k_ty))
+        _tile(ctx, ops, "v", tid, (W_BN, p.dv, kt, p.sk), (v_sh, v_ty),
+              lambda r, c: ops.v(b.add(kt, r), c, W_BN), half_store(v_sh, v_ty))
         b.line("gpu.barrier")
         for jn in range(W_BN // 16):
             acc = zero_c
@@ -412,6 +444,43 @@ def _wmma_kernel(ctx: KernelContext, group: KernelGroup, p: Problem) -> Generate
     b.line("}")
     _wmma_store(ctx, ops, p, res, (s_sh, s_ty, ls), (inv_sh, inv_ty), wrow, lane, q0)
     return ctx.finish(_grid(p, W_BM), (threads, 1, 1))
+
+
+def _tile(ctx: KernelContext, ops: Operands, which: str, tid: str,
+          dims: tuple[int, int, Index, int], tile: tuple[str, str], load: object,
+          store: object) -> None:
+    """Fill an f16 tile of `dims` = (rows, cols, first global row, global rows): 16-byte vector
+    loads when the operand is a suitable strided view (Operands.view), else element by
+    element through the prologue."""
+    b = ctx.body
+    rows, cols, r0, r_max = dims
+    view = ops.view(which)
+    if view is None:
+        _fill(ctx, tid, 32 * W_WARPS, rows, cols, load, store)
+        return
+    sh, ty = tile
+    vty = f"vector<{VEC}xf16>"
+
+    def vector_load(r: Index, c: Index) -> str:
+        gr = b.add(r0, r)
+        if r_max % rows == 0:
+            return ops.vector(view, gr, c)
+        value = b.fresh("vt")
+        b.line(f"{value} = scf.if {b.lt(gr, r_max)} -> ({vty}) {{")
+        with b.nested():
+            b.line(f"scf.yield {ops.vector(view, gr, c)} : {vty}")
+        b.line("} else {")
+        with b.nested():
+            zero = b.op(f"vector.broadcast {b.const(0.0, 'f16')} : f16 to {vty}")
+            b.line(f"scf.yield {zero} : {vty}")
+        b.line("}")
+        return value
+
+    def vector_store(r: Index, c: Index, value: str) -> None:
+        b.line(f"vector.store {value}, {sh}[{b.ix(r)}, {b.ix(b.mul(c, VEC))}] : {ty}, {vty}")
+
+    _fill(ctx, tid, 32 * W_WARPS, rows, cols // VEC,
+          lambda r, c: vector_load(r, b.mul(c, VEC)), vector_store)
 
 
 def _shuffle_xor(ctx: KernelContext, value: str, offset: int) -> str:
