@@ -286,3 +286,29 @@ def test_head_split_is_a_strided_view() -> None:
     base, offset, strides = strided_view(ctx, members, k) or ("", -1, [])
     assert fused.graph.type_of(base).shape == (2, 8, 192)
     assert (offset, strides) == (64, [8 * 192, 32, 192, 1])
+
+
+def test_torch_sdpa_is_fused() -> None:
+    """torch.compile(backend="nova") of F.scaled_dot_product_attention with a float mask (an
+    Attention node, fused like the builder's) matches eager PyTorch."""
+    torch = pytest.importorskip("torch")
+    import nova.models.torch_backend  # noqa: F401  (registers backend "nova")
+
+    def sdpa(q: object, k: object, v: object, mask: object) -> object:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    torch._dynamo.reset()
+    q, k, v = (torch.randn(2, 4, 23, 32) for _ in range(3))
+    mask = torch.randn(23, 23)
+    with torch.no_grad():
+        got = torch.compile(sdpa, backend="nova", dynamic=False)(q, k, v, mask)
+        want = sdpa(q, k, v, mask)
+    assert rel_err(got.numpy(), want.numpy()) <= TOLERANCE["float32"]
+
+
+def test_fused_attention_is_not_an_input_op() -> None:
+    g = nm.Graph("internal")
+    q = g.input("q", (2, 4, 8))
+    g.output(g.node("FusedAttention", [q, q, q], {"scale": 1.0, "batch": [2]}))
+    with pytest.raises(nm.UnsupportedOpError, match="internal to nova.models"):
+        nm.compile(g, device="cpu")

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from nova.models.errors import ModelError
+from nova.models.errors import ModelError, UnsupportedOpError
 from nova.models.graph import Dim, Node, TensorType
 from nova.models.ops.elementwise import broadcast_shapes
 from nova.models.ops.registry import REQUIRED, OpDef, register, required, unsupported_attr
@@ -485,6 +485,12 @@ def fused_attention_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.nda
     return [np.ascontiguousarray(out).astype(required(xs, 0).dtype)]
 
 
+def _fused_check(node: Node) -> None:
+    raise UnsupportedOpError(f"{node.describe()}: FusedAttention is internal to nova.models "
+                             "(made by its attention pass); use Attention or the "
+                             "MatMul/Softmax/MatMul pattern")
+
+
 register(OpDef("FusedAttention", "attention", _fused_type, fused_attention_eval, inputs=(3, 4),
-               attrs={"scale": REQUIRED, "batch": REQUIRED, "trans_k": 1, "trans_v": 0,
+               check=_fused_check, attrs={"scale": REQUIRED, "batch": REQUIRED, "trans_k": 1, "trans_v": 0,
                       "tensor_cores": 0, "out_perm": None}))
