@@ -59,6 +59,7 @@ CASES = [  # batch, sq, sk, d, dv, mask, scale
     ((1, 2), 64, 64, 64, 64, False, None),     # whole tiles, the benchmark head dim
     ((3,), 70, 33, 32, 48, True, 0.3),         # dv != d, explicit scale, 3-D tensors
     ((1, 1), 5, 100, 128, 16, False, None),    # the largest head dim, few queries
+    ((), 13, 40, 16, 32, False, None),          # 2-D: no batch dims
 ]
 
 
@@ -74,7 +75,7 @@ def test_fused_matches_reference(case: tuple, dtype: str, device: str) -> None:
     assert spec.mlir.count("gpu.launch_func") == 1
 
 
-@pytest.mark.parametrize("case", CASES[:3], ids=lambda c: "x".join(map(str, c[:5])))
+@pytest.mark.parametrize("case", CASES[1:3], ids=lambda c: "x".join(map(str, c[:5])))
 def test_tensor_core_variant_on_cpu_device(case: tuple) -> None:
     """The WMMA variant (cuda's fp16 default) on the cpu device, which emulates it exactly;
     fused and unfused agree to fp16 rounding."""
@@ -178,13 +179,16 @@ def test_encoder_head_split_and_merge_cost_no_kernel() -> None:
 
 
 def test_encoder_layer_fused_matches(device: str) -> None:
-    example = examples.encoder_layer(64, 2, 128)  # head dim 32: tensor cores on cuda
-    x = RNG.standard_normal((2, 37, 64)).astype(np.float32)  # 37: a ragged sequence
-    for dtype in ("float32", "float16"):
-        got, model = _run(example.graph, [x], device, dtype)
-        assert rel_err(got, example.forward(x)) <= TOLERANCE[dtype]
-        (choice,) = _choices(model)
-        assert str(choice["backend"]).startswith("fused")
+    """The encoder with a head dim the tensor-core variant takes (the zoo's has 8), on cuda; the
+    zoo tests already run the encoder's fused CUDA-core attention on the cpu device."""
+    if device == "cpu":
+        pytest.skip("covered on the cpu device by the zoo tests (fused-simt)")
+    example = examples.encoder_layer(32, 2, 32)  # head dim 16: tensor cores on cuda
+    x = RNG.standard_normal((2, 37, 32)).astype(np.float32)  # 37: a ragged sequence
+    got, model = _run(example.graph, [x], device, "float16")
+    assert rel_err(got, example.forward(x)) <= TOLERANCE["float16"]
+    (choice,) = _choices(model)
+    assert str(choice["backend"]).startswith("fused")
 
 
 @pytest.mark.parametrize(("d", "tensor_cores", "reason"), [
@@ -310,5 +314,5 @@ def test_fused_attention_is_not_an_input_op() -> None:
     g = nm.Graph("internal")
     q = g.input("q", (2, 4, 8))
     g.output(g.node("FusedAttention", [q, q, q], {"scale": 1.0, "batch": [2]}))
-    with pytest.raises(nm.UnsupportedOpError, match="internal to nova.models"):
+    with pytest.raises(nm.UnsupportedOpError, match=r"internal to nova\.models"):
         nm.compile(g, device="cpu")

@@ -492,5 +492,5 @@ def _fused_check(node: Node) -> None:
 
 
 register(OpDef("FusedAttention", "attention", _fused_type, fused_attention_eval, inputs=(3, 4),
-               check=_fused_check, attrs={"scale": REQUIRED, "batch": REQUIRED, "trans_k": 1, "trans_v": 0,
-                      "tensor_cores": 0, "out_perm": None}))
+               check=_fused_check, attrs={"scale": REQUIRED, "batch": REQUIRED, "trans_k": 1,
+                                          "trans_v": 0, "tensor_cores": 0, "out_perm": None}))
