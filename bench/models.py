@@ -15,12 +15,15 @@ synchronised at the end; the time per forward is reported in milliseconds. Nova 
 
     python bench/models.py [--device cuda] [--rows mlp-b1,enc-b8] [--dtypes fp16,fp32]
                            [--seconds 1.0] [--gemm auto|nova|library]
-                           [--conv auto|nova|library] [--out bench/results/models-<card>.md]
+                           [--conv auto|nova|library] [--attention fused|unfused]
+                           [--out bench/results/models-<card>.md]
 
 --gemm is Nova's GEMM backend policy (docs/models.md "Libraries"): `auto` (default) gives large
 GEMMs to cuBLASLt, `nova` keeps every GEMM a generated kernel, `library` forces cuBLASLt; the
 `gemm` column says where the row's MatMuls ran (backend x count). --conv is the same for
-convolutions (`auto`: cuDNN when it loads; the `conv` column).
+convolutions (`auto`: cuDNN when it loads; the `conv` column). --attention fused (default)
+runs each softmax(Q K^T) V as one flash-attention kernel, `unfused` as QK^T GEMM, softmax and PV
+GEMM (the A/B baseline); the `attention` column says which kernel each pattern got.
     python bench/models.py --device cpu --quick      # small shapes, to debug without a GPU
 """
 
@@ -139,7 +142,7 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def run_row(row: Row, dtype: str, device: str, seconds: float,
-            gemm: str = "auto", conv: str = "auto") -> dict[str, Any]:
+            gemm: str = "auto", conv: str = "auto", attention: str = "fused") -> dict[str, Any]:
     import torch
 
     tdev = "cuda" if device == "cuda" else "cpu"
@@ -171,7 +174,7 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
     try:
         start = time.perf_counter()
         model = nm.compile(row.example.graph, device=device, dtype=ndtype, gemm=gemm,
-                           conv=conv)
+                           conv=conv, attention=attention)
         x_dev = nova.to_device(x_np.astype(nm.graph.numpy_dtype(ndtype)), device)
         out = model(x_dev)
         model.synchronize()
@@ -189,6 +192,7 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
         result["kernels"] = len(spec.lowered.plan.kernels)
         result["gemm"] = gemm_summary(spec.lowered.program.gemm)
         result["conv"] = gemm_summary(spec.lowered.program.conv)
+        result["attention"] = gemm_summary(spec.lowered.program.attention)
     except Exception as exc:
         traceback.print_exc()
         result["nova"] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
@@ -201,7 +205,8 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
 
 
 def gemm_summary(choices: list[Any]) -> str:
-    """Where a row's MatMuls (or Convs) ran, e.g. `cublaslt x4` or `nova x1, cublaslt x3`."""
+    """Where a row's MatMuls (or Convs, or attention patterns) ran, e.g. `cublaslt x4` or
+    `nova x1, cublaslt x3` (`fused-wmma x1`)."""
     counts: dict[str, int] = {}
     for choice in choices:
         counts[choice.backend] = counts.get(choice.backend, 0) + 1
@@ -213,12 +218,13 @@ COLUMNS = ["nova", "nova graph", "eager", "torch.compile default",
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    head = ["row", "dtype", "steps", "gemm", "conv", *[c + " ms" for c in COLUMNS],
+    head = ["row", "dtype", "steps", "gemm", "conv", "attention", *[c + " ms" for c in COLUMNS],
             "nova best / best peer", "nova err"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         cells = [r["row"], r["dtype"], str(r.get("kernels", "-")), str(r.get("gemm", "-")),
-                 str(r.get("conv", "-"))]
+                 str(r.get("conv", "-")),
+                 str(r.get("attention", "-"))]
         for c in COLUMNS:
             v = r.get(c, "-")
             cells.append(f"{v:.4f}" if isinstance(v, float) else str(v))
@@ -243,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="Nova's GEMM backend policy")
     ap.add_argument("--conv", default="auto", choices=("auto", "nova", "library"),
                     help="Nova's convolution backend policy")
+    ap.add_argument("--attention", default="fused", choices=("fused", "unfused"),
+                    help="one flash-attention kernel per pattern, or GEMM/softmax/GEMM")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     all_rows = rows(args.quick)
@@ -251,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         for dtype in args.dtypes.split(","):
             print(f"== {name} {dtype}", flush=True)
             results.append(run_row(all_rows[name], dtype, args.device, args.seconds,
-                                   args.gemm, args.conv))
+                                   args.gemm, args.conv, args.attention))
             print(results[-1], flush=True)
     card = nova.get_device(args.device).name
     import torch

@@ -55,7 +55,8 @@ def test_zoo_with_library_gemms_matches(name: str, dtype: str, device: str) -> N
 
 
 def test_encoder_attention_gemms_read_materialised_heads() -> None:
-    model = nm.compile(examples.encoder_layer().graph, device="cpu", gemm="library")
+    model = nm.compile(examples.encoder_layer().graph, device="cpu", gemm="library",
+                       attention="unfused")
     model(np.zeros((2, 8, 32), np.float32))
     plans = library_plans(_manifest_extra(model))
     batched = [p for p in plans if p.batch > 1]

@@ -42,12 +42,14 @@ def test_symbolic_batch_is_specialised_once_per_size() -> None:
 
 
 def test_fusion_keeps_launch_count_small() -> None:
-    """The encoder layer runs as 9 kernels: LN, QKV GEMM+bias, QK^T (head split as the GEMM's
-    operand index maps, scale folded into alpha), softmax, PV (head split of V likewise),
-    out-proj GEMM reading the head merge + bias + residual, LN, FF1 GEMM+bias+GELU,
-    FF2 GEMM+bias+residual."""
-    model = nm.compile(examples.encoder_layer().graph, device="cpu")
-    model(np.zeros((2, 8, 32), np.float32))  # 16 rows: no GEMV, which takes no prologue
-    (spec,) = model._cache.values()
-    assert len(spec.lowered.plan.kernels) == 9
-    assert spec.mlir.count("gpu.launch_func") == 9
+    """The encoder layer runs as 7 kernels: LN, QKV GEMM+bias, fused attention (head split of
+    the QKV output in its loads, scores never stored, heads merged by its stores),
+    out-proj GEMM + bias + residual, LN, FF1 GEMM+bias+GELU, FF2 GEMM+bias+residual; with
+    attention="unfused" 9: QK^T (head split as the GEMM's operand index maps, scale folded into
+    alpha), softmax, PV (head split of V likewise), the out-proj reading the head merge."""
+    for attention, kernels in (("fused", 7), ("unfused", 9)):
+        model = nm.compile(examples.encoder_layer().graph, device="cpu", attention=attention)
+        model(np.zeros((2, 8, 32), np.float32))  # 16 rows: no GEMV, which takes no prologue
+        (spec,) = model._cache.values()
+        assert len(spec.lowered.plan.kernels) == kernels
+        assert spec.mlir.count("gpu.launch_func") == kernels

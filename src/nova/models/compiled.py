@@ -23,6 +23,7 @@ from nova.abi import LIBRARY_PLANS_KEY
 from nova.errors import RuntimeFailure
 from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
+from nova.models.passes.attention import check_attention_mode
 from nova.models.passes.library import check_policy
 from nova.models.passes.library_conv import check_conv_policy
 from nova.models.pipeline import Lowered, lower, validate
@@ -76,6 +77,7 @@ class CompiledModel:
         self.compile_options = compile_options
         check_policy(str(compile_options.get("gemm", "auto")))
         check_conv_policy(str(compile_options.get("conv", "auto")))
+        check_attention_mode(str(compile_options.get("attention", "fused")))
         self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
         if not graph.symbols():
             self.specialise({})
@@ -117,10 +119,11 @@ class CompiledModel:
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))
         policy, library = self._gemm_policy(str(options.pop("gemm", "auto")))
+        attention = str(options.pop("attention", "fused"))
         asked = str(options.pop("conv", "auto"))
         conv, conv_library = self._conv_policy(asked)
         lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library,
-                        conv, conv_library)
+                        conv, conv_library, attention)
         try:
             bundle, module = self._build(bindings, lowered, options)
         except RuntimeFailure as exc:
@@ -129,7 +132,7 @@ class CompiledModel:
             # the library rejected a convolution when nova.load ran its plans once: `auto`
             # never fails where generated kernels work
             lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy,
-                            library, "nova", conv_library)
+                            library, "nova", conv_library, attention)
             for choice in lowered.program.conv:
                 choice.reason = f"auto: {conv_library} rejected it at load ({exc})"
             bundle, module = self._build(bindings, lowered, options)
@@ -187,6 +190,7 @@ class CompiledModel:
             "weights": list(lowered.program.weights),
             "gemm": [c.to_json() for c in lowered.program.gemm],
             "conv": [c.to_json() for c in lowered.program.conv],
+            "attention": [c.to_json() for c in lowered.program.attention],
         }
 
     def save(self, path: str | Path) -> None:

@@ -2,7 +2,8 @@
 
     bind symbols -> propagate (shapes + constant folding) -> fold BatchNorm -> canonicalize
     -> fuse decomposed layer norms -> fold transposes into MatMul -> weight layouts
-    -> float16/bfloat16 conversion -> propagate -> dead code -> fusion plan
+    -> float16/bfloat16 conversion -> propagate -> dead code -> fused attention (+ dead code)
+    -> fusion plan
     -> MLIR (host @forward + gpu.module)
 """
 
@@ -15,6 +16,7 @@ from nova.models.codegen.text import STORAGE
 from nova.models.errors import ModelError, UnsupportedOpError
 from nova.models.graph import Graph, dtype_name
 from nova.models.ops import check_node
+from nova.models.passes.attention import fuse_attention
 from nova.models.passes.fusion import FusionPlan, plan_fusion
 from nova.models.passes.library import select_library
 from nova.models.passes.library_conv import select_conv_library
@@ -84,15 +86,20 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
 
 def lower(graph: Graph, bindings: dict[str, int], dtype: str = "float32",
           tensor_cores: bool = True, gemm: str = "nova", library: str = "library",
-          conv: str = "nova", conv_library: str = "library") -> Lowered:
+          conv: str = "nova", conv_library: str = "library",
+          attention: str = "fused") -> Lowered:
     """`gemm`: the GEMM backend policy (passes/library.py: nova, library, auto); `library`
     names the library the device binds library GEMMs to (recorded in the choices); `conv` and
-    `conv_library` the same for convolutions (passes/library_conv.py)."""
+    `conv_library` the same for convolutions (passes/library_conv.py); `attention`: fused (one
+    flash-attention kernel per recognised pattern) or unfused (passes/attention.py)."""
     g = optimize(graph, bindings, dtype)
+    attention_choices = fuse_attention(g, attention, tensor_cores)
+    eliminate_dead_code(g)
     plan = plan_fusion(g)
     choices = select_library(g, plan, gemm, library)
     conv_choices = select_conv_library(g, plan, conv, conv_library)
     program = generate_program(g, plan, tensor_cores)
     program.gemm = choices
     program.conv = conv_choices
+    program.attention = attention_choices
     return Lowered(g, plan, program)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nova.abi import LIBRARY_CALL_PREFIX, AnyPlan
+from nova.models.codegen.attention import attention_kernel
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.matmul import conv_kernel, matmul_kernel, small_m_kernel, small_m_rows
 from nova.models.codegen.pointwise import pointwise_kernel
@@ -21,6 +22,7 @@ from nova.models.codegen.rows import row_kernel
 from nova.models.codegen.text import Body, memref_type
 from nova.models.errors import UnsupportedOpError
 from nova.models.graph import Graph
+from nova.models.passes.attention import AttentionChoice
 from nova.models.passes.fusion import FusionPlan, KernelGroup
 from nova.models.passes.library import GemmChoice
 from nova.models.passes.library_conv import ConvChoice
@@ -43,6 +45,8 @@ class Program:
     """Where each MatMul runs (set by the pipeline; recorded in the manifest)."""
     conv: list[ConvChoice] = field(default_factory=list)
     """Where each Conv runs (likewise)."""
+    attention: list[AttentionChoice] = field(default_factory=list)
+    """How each attention pattern runs (set by the pipeline; recorded in the manifest)."""
 
 
 @dataclass
@@ -76,6 +80,8 @@ def generate_kernel(graph: Graph, plan: FusionPlan, group: KernelGroup, name: st
         return row_kernel(ctx, group, anchor)
     if kind == "pool":
         return pool_kernel(ctx, group, anchor)
+    if kind == "attention":
+        return attention_kernel(ctx, group, anchor)
     raise UnsupportedOpError(f"{anchor.describe()}: no kernel generator for kind '{kind}'")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from nova.models.errors import ModelError
+from nova.models.errors import ModelError, UnsupportedOpError
 from nova.models.graph import Dim, Node, TensorType
 from nova.models.ops.elementwise import broadcast_shapes
 from nova.models.ops.registry import REQUIRED, OpDef, register, required, unsupported_attr
@@ -446,3 +446,51 @@ def _attention_check(node: Node) -> None:
 
 register(OpDef("Attention", "composite", _attention_type, _attention_eval, inputs=(3, 4),
                check=_attention_check, attrs={"scale": None, "causal": 0}))
+
+
+# ---- FusedAttention (internal: made by passes/attention.py, never imported) -------------------
+
+
+def _fused_logical(node: Node, q: TensorType, v: TensorType) -> tuple[Dim, ...]:
+    """Shape of softmax(q k^T) v before the output permutation."""
+    dv = v.shape[-2] if node.attrs.get("trans_v", 0) else v.shape[-1]
+    return (*node.attrs["batch"], q.shape[-2], dv)
+
+
+def _fused_type(node: Node, types: list[TensorType | None], _v: object) -> list[TensorType]:
+    q, v = types[0], types[2]
+    assert q is not None and v is not None
+    shape = _fused_logical(node, q, v)
+    perm = node.attrs.get("out_perm")
+    if perm:
+        shape = tuple(shape[p] for p in perm)
+    return [TensorType(q.dtype, shape)]
+
+
+def fused_attention_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    """softmax(q k^T * scale [+ mask]) v in float64, then the output permutation."""
+    q, k, v = (required(xs, i).astype(np.float64) for i in range(3))
+    if not node.attrs.get("trans_k", 1):
+        k = np.swapaxes(k, -1, -2)
+    if node.attrs.get("trans_v", 0):
+        v = np.swapaxes(v, -1, -2)
+    s = q @ np.swapaxes(k, -1, -2) * float(node.attrs["scale"])
+    if len(xs) > 3 and xs[3] is not None:
+        s = s + xs[3].astype(np.float64)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    out = (e / e.sum(axis=-1, keepdims=True)) @ v
+    perm = node.attrs.get("out_perm")
+    if perm:
+        out = np.transpose(out, perm)
+    return [np.ascontiguousarray(out).astype(required(xs, 0).dtype)]
+
+
+def _fused_check(node: Node) -> None:
+    raise UnsupportedOpError(f"{node.describe()}: FusedAttention is internal to nova.models "
+                             "(made by its attention pass); use Attention or the "
+                             "MatMul/Softmax/MatMul pattern")
+
+
+register(OpDef("FusedAttention", "attention", _fused_type, fused_attention_eval, inputs=(3, 4),
+               check=_fused_check, attrs={"scale": REQUIRED, "batch": REQUIRED, "trans_k": 1,
+                                          "trans_v": 0, "tensor_cores": 0, "out_perm": None}))

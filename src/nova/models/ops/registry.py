@@ -27,11 +27,13 @@ CheckFn = Callable[[Node], None]
 
 T = TypeVar("T")
 
-KINDS = ("pointwise", "view", "matmul", "conv", "row", "pool", "const", "composite")
+KINDS = ("pointwise", "view", "matmul", "conv", "row", "pool", "attention", "const",
+         "composite")
 """pointwise: one output element from input elements (fused into kernels); view: a reshape that
-aliases its input's buffer; matmul/conv/row/pool: anchor kernels that take an elementwise
-epilogue; const: computed at compile time only (Shape, Constant); composite: rewritten into
-other ops by a pass before codegen (Gemm, BatchNormalization, Attention, ...)."""
+aliases its input's buffer; matmul/conv/row/pool/attention: anchor kernels that take an
+elementwise epilogue (attention: the fused softmax(q k^T) v kernel, passes/attention.py);
+const: computed at compile time only (Shape, Constant); composite: rewritten into other ops by
+a pass before codegen (Gemm, BatchNormalization, Attention, ...)."""
 
 
 @dataclass(frozen=True)

@@ -145,16 +145,21 @@ PROLOGUE_OPS = frozenset({"Transpose", "Reshape", "Flatten", "Squeeze", "Unsquee
 costs a few integer ops; anything heavier is materialised once instead)."""
 
 
+PROLOGUE_ANCHORS = frozenset({"MatMul", "FusedAttention"})
+"""Anchors whose operand loaders evaluate a prologue (the fused attention kernel reads Q, K, V
+through the head split of a QKV GEMM output)."""
+
+
 def _prologue_group(graph: Graph, readers: list[Node],
                     group_of: dict[int, KernelGroup]) -> KernelGroup | None:
-    """The MatMul group all `readers` belong to as its anchor or its prologue, if any (GEMV
-    MatMuls read their operands with vector loads and take no prologue)."""
+    """The MatMul (or FusedAttention) group all `readers` belong to as its anchor or its
+    prologue, if any (GEMV MatMuls read their operands with vector loads and take no prologue)."""
     from nova.models.passes.rewrite import gemv_rows
 
     if not readers:
         return None
     group = group_of.get(id(readers[0]))
-    if group is None or group.anchor is None or group.anchor.op != "MatMul" or \
+    if group is None or group.anchor is None or group.anchor.op not in PROLOGUE_ANCHORS or \
             gemv_rows(graph, group.anchor) is not None:
         return None
     for r in readers:

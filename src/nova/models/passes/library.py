@@ -25,6 +25,7 @@ from typing import Any
 from nova.abi import LIBRARY_DTYPES, AnyPlan, LibraryPlan
 from nova.models.errors import ModelError
 from nova.models.graph import Graph, Node
+from nova.models.ops import get_op
 from nova.models.passes.fusion import FusionPlan, KernelGroup
 from nova.models.passes.rewrite import gemv_rows
 
@@ -183,7 +184,7 @@ def select_library(graph: Graph, plan: FusionPlan, policy: str,
         shape = _shape(graph, node)
         wanted, reason = _wanted(graph, node, policy)
         if wanted and group.prologue:
-            out[-1:-1] = _materialise_prologue(graph, group, node)
+            out[-1:-1] = _materialise_prologue(graph, group, node, plan.aliases)
         base, why = _base_plan(graph, group, node)
         if not wanted or base is None:
             choices.append(GemmChoice(node.outputs[0], "nova", shape, reason if not wanted
@@ -212,10 +213,13 @@ def give_to_library(out: list[KernelGroup], group: KernelGroup, call: LibraryCal
     group.nodes = matched
 
 
-def _materialise_prologue(graph: Graph, group: KernelGroup, node: Node) -> list[KernelGroup]:
+def _materialise_prologue(graph: Graph, group: KernelGroup, node: Node,
+                          aliases: dict[str, str]) -> list[KernelGroup]:
     """Pointwise kernels writing the MatMul operands that its prologue computed while loading
     (attention's head split and merge): the library reads dense operands. A prologue node
-    feeding both operands is computed by both kernels."""
+    feeding both operands is computed by both kernels. An operand made by views alone (the
+    Reshape after a fused attention kernel that wrote the merged-heads layout) aliases its
+    source buffer in `aliases` instead: no kernel."""
     producers = {o: nd for nd in group.prologue for o in nd.outputs}
     groups = []
     for operand in dict.fromkeys(node.inputs):
@@ -228,8 +232,12 @@ def _materialise_prologue(graph: Graph, group: KernelGroup, node: Node) -> list[
             if producer is not None and id(producer) not in needed:
                 needed.add(id(producer))
                 stack.extend(producer.inputs)
-        groups.append(KernelGroup(operand, None, [nd for nd in group.prologue
-                                                  if id(nd) in needed]))
+        nodes = [nd for nd in group.prologue if id(nd) in needed]
+        if all(get_op(nd).kind == "view" for nd in nodes):
+            source = nodes[0].inputs[0]
+            aliases[operand] = aliases.get(source, source)
+            continue
+        groups.append(KernelGroup(operand, None, nodes))
     group.prologue = []
     return groups
 
