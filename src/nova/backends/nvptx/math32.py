@@ -5,8 +5,9 @@ single precision with the range reductions CUDA's own libm uses; math.py keeps t
 code for f64. No `*.approx` PTX instruction is used (every division is IEEE `div.rn.f32`), so
 the very same IR runs on the host CPU in tests/unit/test_nvptx_math.py, which measures the
 errors. Polynomial coefficients are minimax fits (Lawson's iteratively reweighted least squares
-on Chebyshev nodes, relative error, rounded to f32); the erf ones are N. Juffa's published erff,
-and the erfc fit agrees with his erfcf's to a few ulp of each coefficient.
+on Chebyshev nodes, relative error, rounded to f32; scripts/fit-f32-math.py refits them), with
+the leading -1/2 of the log polynomials set exactly; the erf ones are N. Juffa's published
+erff, and the erfc fit agrees with his erfcf's to a few ulp of each coefficient.
 
 * exp: j = rint(x log2 e), r = x - j ln2 in two FMA steps (Cody-Waite), e^r by a degree-6
   polynomial, scaled by 2^j as two exact factors (gradual underflow rounds once).
@@ -31,7 +32,7 @@ and the erfc fit agrees with his erfcf's to a few ulp of each coefficient.
 * sin/cos/tan: j = rint(x 2/pi), r = x - j pi/2 in three FMA steps for |x| <= 105615 (CUDA's
   fast-path bound); beyond, a branch to an exact Payne-Hanek reduction (x's significand times a
   96-bit window of 2/pi chosen by x's exponent, 32-bit words and 64-bit integer products), so
-  every finite x is reduced correctly. Degree-9/8 polynomials on |r| <= pi/4.
+  every finite x is reduced correctly. Degree-9/10 polynomials on |r| <= pi/4.
 * atan: t = min(|x|, 1/|x|), t + t^3 p(t^2), pi/2 - atan for |x| > 1; atan2 from the ratio of
   the smaller to the larger magnitude, then the octant; asin/acos: t + t^3 p(t^2) for
   |x| <= 1/2, pi/2 -/+ 2 asin(sqrt((1 - |x|) / 2)) beyond.
