@@ -74,6 +74,7 @@ def main() -> None:
         m = nodes(lo, hi)
         fits[name] = lawson(m, (np.log1p(m) - m) / m ** 2, 9, m ** 2 / np.abs(np.log1p(m)))
     fits["TANH_P"] = odd(np.tanh, 1e-4, 0.6, 4)
+    fits["SINH_P"] = odd(np.sinh, 1e-4, 1.0, 3)
     fits["SIN_P"] = odd(np.sin, 1e-4, math.pi / 4, 3)
     t = nodes(1e-4, math.pi / 4)
     s = t * t

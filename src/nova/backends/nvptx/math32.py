@@ -23,8 +23,9 @@ erff, and the erfc fit agrees with his erfcf's to a few ulp of each coefficient.
   residual, u^3 in two parts; about 2^-33 absolute); log2 rounds it once; pow multiplies by y in
   double-float, 2^(hi + lo) by exp2's polynomial; C99's special cases by selects.
 * tanh: x + x^3 p(x^2) for |x| < 0.6, 1 - 2 / (e^(2|x|) + 1) beyond.
-* sinh: (m + m / (m + 1)) / 2 with m = expm1(|x|), no cancellation; cosh: (e + 1/e) / 2; both
-  e^|x| / 2 from |x| = 9 on, with the halving folded into exp's scaling (no early overflow).
+* sinh: odd polynomial below 1, (m + m / (m + 1)) / 2 with m = expm1(|x|) (no cancellation)
+  up to 9; cosh: (e + 1/e) / 2; both e^|x| / 2 from |x| = 9 on, with the halving folded into
+  exp's scaling (no early overflow).
 * erf: N. Juffa's erff (x + x p(x^2) up to 0.927734375, 1 - e^(q(|x|)) above).
 * erfc: erfc(a) = e^(-a^2) (1 + p(t)) / (1 + 2a), t = (a - 2) / (a + 2) (N. Juffa's erfcf
   scheme, own fit), both divisions corrected by their residuals and e^(-a^2) by the rounding
@@ -87,12 +88,14 @@ LOG1P_Q = _hex("-0x1.000000p-1", "0x1.55555cp-2", "-0x1.0000c2p-2", "0x1.9997a0p
 LOG_SPLIT = float.fromhex("0x1.555556p-1")  # 2/3 rounded up: m in [-1/3, 1/3)
 TANH_P = _hex("-0x1.55553ep-2", "0x1.1109aep-3", "-0x1.b898dep-5", "0x1.54b8a0p-6",
               "-0x1.82585ap-8")
+SINH_P = _hex("0x1.555556p-3", "0x1.111134p-7", "0x1.9ffe92p-13", "0x1.7a15b4p-19")
 SIN_P = _hex("-0x1.555556p-3", "0x1.111108p-7", "-0x1.a00f80p-13", "0x1.6cd1f2p-19")
 COS_Q = _hex("0x1.555556p-5", "-0x1.6c16b8p-10", "0x1.a010dep-16", "-0x1.241e9cp-22")
 ATAN_P = _hex("-0x1.55553ep-2", "0x1.9991fep-3", "-0x1.2421b6p-3", "0x1.c099fep-4",
               "-0x1.583492p-4", "0x1.dac9e6p-5", "-0x1.fed166p-6", "0x1.65a662p-7",
               "-0x1.d62ffap-10")
-ASIN_P = _hex("0x1.55554cp-3", "0x1.33387cp-4", "0x1.6caed2p-5", "0x1.0491a0p-5",
+ASINH_P = _hex("0x1.555556p-3", "0x1.111134p-7", "0x1.9ffe92p-13", "0x1.7a15b4p-19")
+SIN_P = _hex("0x1.55554cp-3", "0x1.33387cp-4", "0x1.6caed2p-5", "0x1.0491a0p-5",
               "0x1.d91facp-7", "0x1.3355bep-5")
 ATANH_P = _hex("0x1.555556p-1", "0x1.999990p-2", "0x1.2496e0p-2", "0x1.c554a2p-3",
                "0x1.9c1256p-3")
@@ -437,11 +440,15 @@ class Math32:
         return self.ldexp(p, self.b.sub(k, self.i(1)))
 
     def sinh(self, x: ir.Value) -> ir.Value:
-        """(m + m / (m + 1)) / 2 with m = e^|x| - 1 (no cancellation); e^|x| / 2 from 9 on."""
+        """a + a^3 p(a^2) for a = |x| < 1; (m + m / (m + 1)) / 2 with m = e^a - 1 (no
+        cancellation) up to 9; e^a / 2 beyond."""
         b = self.b
         a = self.abs(x)
-        m = self.expm1(self.intr("llvm.minnum", a, self.c(9.0)))
-        v = b.fmul(self.c(0.5), b.fadd(m, b.fdiv(m, b.fadd(m, self.c(1.0)))))
+        s = b.fmul(a, a)
+        v = self.fma(b.fmul(s, a), self.poly(s, SINH_P), a)
+        m = self.expm1(self.clamp(a, 1.0, 9.0))
+        mid = b.fmul(self.c(0.5), b.fadd(m, b.fdiv(m, b.fadd(m, self.c(1.0)))))
+        v = self.select(self.lt(a, self.c(1.0)), v, mid)
         v = self.select(self.lt(a, self.c(9.0)), v, self._half_exp(a))
         return self.select(self.isnan(x), x, self.intr("llvm.copysign", v, x))
 
