@@ -57,13 +57,18 @@ from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter
 
 MEASURED_ULP = {
-    "exp": (1.0, 2), "exp2": (1.0, 2), "expm1": (1.0, 1), "log": (1.0, 1), "log2": (0.6, 1),
-    "log10": (1.5, 2), "log1p": (1.0, 1), "tanh": (1.5, 2), "erf": (1.0, 2), "erfc": (3.5, 4),
-    "sin": (1.5, 2), "cos": (1.5, 2), "tan": (3.5, 4), "sinh": (2.0, 3), "cosh": (1.5, 2),
-    "atan": (1.5, 2), "atan2": (1.5, 3), "asin": (2.0, 2), "acos": (1.5, 2), "pow": (1.0, 4),
-    "cbrt": (0.5, 1),
+    "exp": (0.9, 2), "exp2": (0.9, 2), "expm1": (0.9, 1), "log": (0.97, 1), "log2": (0.52, 1),
+    "log10": (1.6, 2), "log1p": (0.98, 1), "tanh": (1.4, 2), "erf": (1.0, 2), "erfc": (3.7, 4),
+    "sin": (1.5, 2), "cos": (1.5, 2), "tan": (3.1, 4), "sinh": (1.35, 3), "cosh": (1.35, 2),
+    "atan": (1.35, 2), "atan2": (1.45, 3), "asin": (1.9, 2), "acos": (1.3, 2), "pow": (0.95, 4),
+    "cbrt": (0.51, 1),
 }
-"""function -> (max ulp error measured by the unit tests, CUDA's documented f32 bound)."""
+"""function -> (max ulp error measured, rounded up: the unit tests' bound; CUDA's documented
+bound for its f32 function). Measured maxima (every 97th f32 bit pattern, 44M inputs, plus 4M
+uniform samples of the interesting range; pow/atan2: 4M/2M pairs): exp 0.88, exp2 0.86, expm1
+0.85, log 0.94, log2 0.503, log10 1.54, log1p 0.954, tanh 1.36, erf 0.99, erfc 3.60, sin 1.49,
+cos 1.48, tan 3.06, sinh 1.31, cosh 1.32, atan 1.33, atan2 1.40, asin 1.86, acos 1.26,
+pow 0.90, cbrt 0.500."""
 
 
 def _hex(*values: str) -> list[float]:
@@ -94,8 +99,7 @@ COS_Q = _hex("0x1.555556p-5", "-0x1.6c16b8p-10", "0x1.a010dep-16", "-0x1.241e9cp
 ATAN_P = _hex("-0x1.55553ep-2", "0x1.9991fep-3", "-0x1.2421b6p-3", "0x1.c099fep-4",
               "-0x1.583492p-4", "0x1.dac9e6p-5", "-0x1.fed166p-6", "0x1.65a662p-7",
               "-0x1.d62ffap-10")
-ASINH_P = _hex("0x1.555556p-3", "0x1.111134p-7", "0x1.9ffe92p-13", "0x1.7a15b4p-19")
-SIN_P = _hex("0x1.55554cp-3", "0x1.33387cp-4", "0x1.6caed2p-5", "0x1.0491a0p-5",
+ASIN_P = _hex("0x1.55554cp-3", "0x1.33387cp-4", "0x1.6caed2p-5", "0x1.0491a0p-5",
               "0x1.d91facp-7", "0x1.3355bep-5")
 ATANH_P = _hex("0x1.555556p-1", "0x1.999990p-2", "0x1.2496e0p-2", "0x1.c554a2p-3",
                "0x1.9c1256p-3")
