@@ -83,3 +83,45 @@ def scalar_function(build: Callable[[FunctionEmitter, list[ir.Value]], ir.Value]
     engine = jit(str(me.module))
     ctype = ctypes.c_double if llty == ir.DoubleType() else ctypes.c_float
     return ctypes.CFUNCTYPE(ctype, *[ctype] * nargs)(engine.get_function_address("f"))
+
+
+def array_function(build: Callable[[FunctionEmitter, list[ir.Value]], ir.Value],
+                   nargs: int = 1, elem: ir.Type | None = None,
+                   dtype: type = np.float32) -> Callable[..., np.ndarray]:
+    """JIT `void f(T *x0, ..., T *out, i64 n)` applying the scalar body `build(fe, args)` to
+    every element (for sweeping math helpers over millions of inputs); T is `elem` (float by
+    default) stored as NumPy `dtype`. Returns a function of arrays of one length."""
+    f32, i64, ptr = elem or ir.FloatType(), ir.IntType(64), ir.PointerType()
+    me = ModuleEmitter(JitTarget(), "array")
+    fn = ir.Function(me.module, ir.FunctionType(ir.VoidType(), [ptr] * (nargs + 1) + [i64]),
+                     name="f")
+    fe = FunctionEmitter(me, None, fn)  # type: ignore[arg-type]
+    b = fe.builder
+    head = b.block
+    loop, done = fn.append_basic_block("loop"), fn.append_basic_block("done")
+    n = fn.args[-1]
+    b.cbranch(b.icmp_signed(">", n, ir.Constant(i64, 0)), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(i64)
+    i.add_incoming(ir.Constant(i64, 0), head)
+    xs = [b.load(b.gep(fn.args[k], [i], source_etype=f32), typ=f32) for k in range(nargs)]
+    y = build(fe, xs)
+    b = fe.builder  # the body may have moved on to other blocks
+    b.store(y, b.gep(fn.args[nargs], [i], source_etype=f32))
+    following = b.add(i, ir.Constant(i64, 1))
+    i.add_incoming(following, b.block)
+    b.cbranch(b.icmp_signed("<", following, n), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    engine = jit(str(me.module))
+    cfn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (nargs + 1), ctypes.c_int64)(
+        engine.get_function_address("f"))
+    _KEEP.append(cfn)
+
+    def call(*arrays: np.ndarray) -> np.ndarray:
+        args = [np.ascontiguousarray(a, dtype=dtype) for a in arrays]
+        out = np.empty_like(args[0])
+        cfn(*[a.ctypes.data for a in args], out.ctypes.data, out.size)
+        return out
+
+    return call

@@ -3,8 +3,12 @@
 NVPTX has instructions for sqrt (sqrt.rn, correctly rounded), fabs, floor/ceil/trunc/round,
 roundeven, fma, copysign, min/max; those use LLVM intrinsics. LLVM's NVPTX backend cannot lower
 llvm.exp/log/sin/cos/pow (no libcall), and the `*.approx` instructions are only ~2^-22 accurate
-(and worse after argument scaling), so the transcendental functions are emitted here as inline
-IEEE-double code:
+(and worse after argument scaling), so the transcendental functions are emitted inline:
+
+* f32, f16 and bf16 (f16/bf16 extended to f32, the result rounded back): every function has a
+  single-precision implementation in math32.py (FMA polynomials, CUDA's range reductions, no
+  f64 instruction), within CUDA's documented ulp bounds for its f32 libm; see that module.
+* f64: the IEEE-double code below.
 
 * exp/exp2/expm1: Cody-Waite reduction by ln2 (|r| <= ln2/2), 14-term Taylor polynomial, exact
   scaling by 2^k built from exponent bits (two factors, so the full range including gradual
@@ -15,15 +19,12 @@ IEEE-double code:
   polynomials of degree 21/22 on |r| <= pi/4, quadrant selection.
 * tanh/sinh/cosh from expm1/exp; atan (two reductions, 22-term series), atan2, asin, acos;
   powf = exp(y log|x|) with C's special cases for negative bases, zero and one; cbrt by
-  Newton steps; erf (f32 only): single-precision minimax polynomials (and one exp) evaluated in
-  double; erfc (f32 only): Maclaurin series for |x| < 2.5, Laplace's continued fraction beyond.
+  Newton steps. erf/erfc have no f64 version (UnsupportedError).
 
-Accuracy (measured by tests/unit/test_nvptx_math.py, which runs this same IR on the host):
-f64 exp/exp2/expm1/sin/cos/atan/log/log2/log10 within 2 ulp (sin/cos for |x| <= 1e5; beyond
-~1e6 the two-part pi/2 reduction loses accuracy), tan/tanh/log1p/cbrt within 3-4 ulp,
-sinh/cosh within 4 ulp; powf in f64 carries the error of y*log(x) (~|y log x| ulp).
-f32/f16/bf16 functions are computed in f64 and rounded once, so they are correctly rounded in
-nearly all cases. erf/erfc are f32-accurate only, so f64 erf/erfc raise UnsupportedError.
+Accuracy of the f64 code (measured by tests/unit/test_nvptx_math.py, which runs this same IR
+on the host): exp/exp2/expm1/sin/cos/atan/log/log2/log10 within 2 ulp (sin/cos for
+|x| <= 1e5; beyond ~1e6 the two-part pi/2 reduction loses accuracy), tan/tanh/log1p/cbrt within
+3-4 ulp, sinh/cosh within 4 ulp; powf in f64 carries the error of y*log(x) (~|y log x| ulp).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from xdsl.ir import Attribute
 
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter
+from nova.backends.nvptx.math32 import IMPLS32, Math32
 from nova.errors import UnsupportedError
 
 DIRECT = {
@@ -56,12 +58,17 @@ def lower(fe: FunctionEmitter, name: str, args: list[ir.Value], mlir_type: Attri
     if name in DIRECT:
         fn = fe.module.intrinsic(DIRECT[name], ty, len(args))
         return fe.builder.call(fn, args)
-    impl = _IMPLS.get(name)
-    if impl is None or (name in ("math.erf", "math.erfc") and ty == T.F64):
-        raise UnsupportedError(f"'{name}' on {mlir_type} is not supported by the NVPTX target "
-                               f"(supported: {', '.join(sorted([*DIRECT, *_F64_OK]))}; "
-                               "erf/erfc for f32/f16 only)")
     b = fe.builder
+    impl32 = IMPLS32.get(name)
+    if ty != T.F64 and impl32 is not None:
+        narrow = [x if x.type == T.F32 else b.fpext(x, T.F32) for x in args]
+        result32 = impl32(Math32(fe), *narrow)
+        return result32 if ty == T.F32 else b.fptrunc(result32, ty)
+    impl = _IMPLS.get(name)
+    if impl is None:
+        raise UnsupportedError(f"'{name}' on {mlir_type} is not supported by the NVPTX target "
+                               f"(supported: {', '.join(sorted([*DIRECT, *_IMPLS]))}; "
+                               "erf/erfc for f32/f16/bf16 only)")
     wide = [x if x.type == T.F64 else b.fpext(x, T.F64) for x in args]
     result = impl(Math64(fe), *wide)
     return result if ty == T.F64 else b.fptrunc(result, ty)
@@ -333,59 +340,6 @@ class Math64:
                         b.fcmp_unordered("==", a, self.c(math.inf)))
         return self.intr("llvm.copysign", self.select(special, a, guess), x)
 
-    def _erf_parts(self, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
-        """(use_series, erf(|x|) by series, erfc(|x|) by continued fraction) for f32-accurate
-        erf/erfc: the Maclaurin series (45 terms) for |x| < 2.5, and beyond it Laplace's
-        continued fraction erfc(x) = e^(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/...)))
-        evaluated backward from depth 40 (close to double precision for x >= 2.5)."""
-        b = self.b
-        a = self.intr("llvm.minnum", self.abs(x), self.c(27.0))
-        z = b.fmul(a, a)
-        coeffs = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(45)]
-        series = b.fmul(b.fmul(a, self.c(2 / math.sqrt(math.pi))), self.poly(z, coeffs))
-        far = self.intr("llvm.maxnum", a, self.c(2.5))  # keeps the unused branch finite
-        t: ir.Value = far
-        for k in range(40, 0, -1):
-            t = b.fadd(far, b.fdiv(self.c(k / 2), t))
-        erfc = b.fdiv(b.fmul(self.exp(b.fneg(b.fmul(far, far))), self.c(1 / math.sqrt(math.pi))),
-                      t)
-        return self.lt(a, self.c(2.5)), series, erfc
-
-    def erf(self, x: ir.Value) -> ir.Value:
-        """erf for f32 results (x is the f32 value widened): two minimax polynomials with
-        single-precision coefficients (N. Juffa's erff, max. error ~1 ulp in float), evaluated
-        in double: for |x| <= 0.927734375, x + x * p(x^2); beyond, 1 - exp(q(|x|)) with
-        q(t) = t * (poly(t)) - t, sign restored. About 15 fused multiply-adds and one exp, where
-        the series and continued fraction of _erf_parts (used by erfc) cost ~130 double
-        operations with 40 divisions: GELU layers of models are dominated by it."""
-        b = self.b
-        t = self.abs(x)
-        s = b.fmul(x, x)
-        # |x| <= 0.927734375: r = x + x * (p(s)), p in s = x^2
-        p = self.c(-5.96761703e-4)
-        for k in (4.99119423e-3, -2.67681349e-2, 1.12819925e-1, -3.76125336e-1,
-                  1.28379166e-1):
-            p = self.fma(p, s, self.c(k))
-        small = self.fma(p, x, x)
-        # beyond: r = 1 - exp(q), q = ((((a t + b) s + (c t + d)) t + e) t + f) t + g) t - t
-        r = self.fma(self.c(-1.72853470e-5), t, self.c(3.83197126e-4))
-        u = self.fma(self.c(-3.88396438e-3), t, self.c(2.42546219e-2))
-        r = self.fma(r, s, u)
-        for k in (-1.06777877e-1, -6.34846687e-1, -1.28717512e-1):
-            r = self.fma(r, t, self.c(k))
-        q = self.fma(r, t, b.fneg(t))
-        q = self.intr("llvm.maxnum", q, self.c(-750.0))  # exp(q) underflows to 0 cleanly
-        large = self.intr("llvm.copysign", b.fsub(self.c(1.0), self.exp(q)), x)
-        value = self.select(b.fcmp_ordered("<=", t, self.c(0.927734375)), small, large)
-        return self.select(self.isnan(x), x, value)
-
-    def erfc(self, x: ir.Value) -> ir.Value:
-        b = self.b
-        use_series, series, erfc = self._erf_parts(x)
-        pos = self.select(use_series, b.fsub(self.c(1.0), series), erfc)
-        value = self.select(self.lt(x, self.c(0.0)), b.fsub(self.c(2.0), pos), pos)
-        return self.select(self.isnan(x), x, value)
-
 
 _IMPLS: dict[str, Callable[..., ir.Value]] = {
     "math.exp": Math64.exp, "math.exp2": Math64.exp2, "math.expm1": Math64.expm1,
@@ -394,6 +348,5 @@ _IMPLS: dict[str, Callable[..., ir.Value]] = {
     "math.tan": Math64.tan, "math.tanh": Math64.tanh, "math.sinh": Math64.sinh,
     "math.cosh": Math64.cosh, "math.atan": Math64.atan, "math.atan2": Math64.atan2,
     "math.asin": Math64.asin, "math.acos": Math64.acos, "math.powf": Math64.pow,
-    "math.cbrt": Math64.cbrt, "math.erf": Math64.erf, "math.erfc": Math64.erfc,
+    "math.cbrt": Math64.cbrt,
 }
-_F64_OK = [n for n in _IMPLS if n not in ("math.erf", "math.erfc")]
