@@ -60,9 +60,19 @@ def _merge(g: nm.Graph, x: str) -> str:
     return g.reshape(g.transpose(x, [0, 2, 1, 3]), [-1, 512, 768])
 
 
-def cases(quick: bool) -> dict[str, Case]:
-    import torch.nn.functional as f
+class _Functional:
+    """torch.nn.functional, imported on first use (torch is an optional peer)."""
 
+    def __getattr__(self, name: str) -> Any:
+        import torch.nn.functional
+
+        return getattr(torch.nn.functional, name)
+
+
+f = _Functional()
+
+
+def cases(quick: bool) -> dict[str, Case]:
     rng = np.random.default_rng(0)
     gamma768, beta768 = rng.standard_normal(768), rng.standard_normal(768)
     gamma4k, beta4k = rng.standard_normal(4096), rng.standard_normal(4096)
