@@ -31,7 +31,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-
 from checks import finish, record
 
 PROGRAM = """\

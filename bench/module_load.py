@@ -2,8 +2,8 @@
 
 Issue 3 asks what loading a program's device code costs. Two device modules are built once with
 the driver: *small*, one elementwise kernel, and *large*, a generated module of `--kernels`
-kernels (default 50) of the same family. Each image kind the device can load is then measured in fresh
-processes (one per run):
+kernels (default 50) of the same family. Each image kind the device can load is then measured in
+fresh processes (one per run):
 
 - cuda: `cubin` (cuModuleLoadData of the ptxas-built cubin; only when ptxas was found at build
   time) and `ptx` (cuModuleLoadDataEx, the driver JIT-compiles). PTX is measured with the
