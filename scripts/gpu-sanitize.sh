@@ -8,7 +8,7 @@
 # Then `compute-sanitizer --tool T --target-processes all` over `pytest -m gpu` of TEST_PATHS
 # (default: the runtime, kernel and lz4 tests and the nvptx/host-device unit tests), without the
 # tests that fault on purpose (traps, device asserts, illegal addresses, the soak and mma
-# benches), within --budget seconds per tool (default 200: both tools fit an 8-minute call).
+# benches), within --budget seconds per tool (default 150: both tools fit an 8-minute call).
 # Per-process logs go to /tmp/nova-sanitize; the summary (errors, distinct error lines with their
 # kernels, pytest's result) to $OUT/sanitize-summary.txt. Exit 0 when every tool's tests ran and
 # reported 0 errors; 1 on errors or failed tests; 2 when the tool is missing, refuses the device
@@ -17,7 +17,7 @@ set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 SUMMARY="$OUT/sanitize-summary.txt"; : > "$SUMMARY"
 export PYTHONUNBUFFERED=1 NOVA_DEVICE=cuda NOVA_CACHE_DIR=/tmp/nova-cache
-tools=memcheck,racecheck; budget=200; tests=()
+tools=memcheck,racecheck; budget=150; tests=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --tools) tools=$2; shift 2 ;;
