@@ -30,7 +30,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 from checks import finish, record
 
 PROGRAM = """\
@@ -126,35 +125,39 @@ def run_once(source: Path, emit: str, cache_dir: Path) -> dict:
                   "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
     report["wall_s"] = wall
     report["cpu_s"] = cpu  # user + system time of the process and its children (ptxas)
-    report["verified"] = verify(bundle) if emit == "nova" and not report["error"] else None
+    report["verified"] = verify(bundle, env) if emit == "nova" and not report["error"] else None
     return report
 
 
-def expected(x: np.ndarray, y: np.ndarray, a: float) -> tuple[np.ndarray, np.ndarray]:
-    """What @saxpy_and_sum leaves in y and out (NumPy)."""
-    y2 = (np.float32(a) * x + y).astype(np.float32)
-    out = y2.reshape(4, 256).sum(axis=1, dtype=np.float32)
-    out[0] = out.sum(dtype=np.float32)
-    return y2, out
+# Runs in a fresh process of the same tree and environment as the compile: load the bundle on
+# the cpu device, run it, compare with NumPy (small integers: exact in float32, whatever the
+# summation order); prints "ok" or what differs.
+VERIFY = """\
+import sys
+import numpy as np
+import nova
+x = (np.arange(1024) % 7).astype(np.float32)
+y = np.ones(1024, np.float32)
+out = np.zeros(4, np.float32)
+want_y = (np.float32(2.0) * x + y).astype(np.float32)
+want_out = want_y.reshape(4, 256).sum(axis=1, dtype=np.float32)
+want_out[0] = want_out.sum(dtype=np.float32)
+mod = nova.load(open(sys.argv[1], "rb").read(), device="cpu")
+mod["saxpy_and_sum"](x, y, out, np.float32(2.0))
+mod.close()
+ok = np.array_equal(y, want_y) and np.array_equal(out, want_out)
+print("ok" if ok else f"wrong: out {out.tolist()} != {want_out.tolist()}")
+"""
 
 
-def verify(bundle: Path) -> bool:
-    """Run the compiled bundle on the cpu device: its results must equal NumPy's (small
-    integers: exact in float32, whatever the summation order)."""
-    import nova
-
+def verify(bundle: Path, env: dict[str, str] | None = None) -> bool:
+    """Run the compiled bundle on the cpu device (a fresh process with `env`, so the tree that
+    compiled it also runs it): its results must equal NumPy's."""
     if not bundle.exists():
         return False
-    x = (np.arange(1024) % 7).astype(np.float32)
-    y = np.ones(1024, np.float32)
-    out = np.zeros(4, np.float32)
-    want_y, want_out = expected(x, y, 2.0)
-    mod = nova.load(bundle.read_bytes(), device="cpu")
-    try:
-        mod["saxpy_and_sum"](x, y, out, np.float32(2.0))
-    finally:
-        mod.close()
-    return bool(np.array_equal(y, want_y) and np.array_equal(out, want_out))
+    done = subprocess.run([sys.executable, "-c", VERIFY, str(bundle)], capture_output=True,
+                          text=True, env=env, check=False)
+    return done.returncode == 0 and done.stdout.strip() == "ok"
 
 
 def summarize(reports: list[dict]) -> dict:
