@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checks.py, also when imported
 from checks import finish, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
