@@ -3,7 +3,10 @@
 Each run is a new Python process (what `nova-translate` or a first `nova.compile` costs): it
 imports the driver, compiles, and reports the process's import time and the driver's per-stage
 times; the parent adds the process's wall time and its CPU time (user + system, ptxas included),
-which stays meaningful on a loaded machine. Prints a table and writes JSON; never asserts.
+which stays meaningful on a loaded machine. Prints a table and writes JSON. Every bundle a run
+produced (cold and warm: a cache hit must give a working bundle too) is loaded on the cpu device
+and run against NumPy; a wrong result or a failed compilation is a failed check
+(bench/checks.py: exit 1, FAILED in the table, no result file). Other --emit stages are not run.
 ptxas runs in the background (nova.compiler.stages): its `cubin` row is ptxas's own wall time,
 which overlaps cpu-llvm/cpu-obj/host-llvm, so the stage rows add up to more than `compile call`.
 Before/after records with the commands: bench/results/compile_time-<date>.md.
@@ -26,6 +29,8 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+from checks import finish, record
 
 PROGRAM = """\
 // Two kernels (an elementwise update and a block reduction through workgroup memory) and a
@@ -87,6 +92,8 @@ text = open(sys.argv[1]).read()
 try:
     result = compile_source(text, sys.argv[1], CompileOptions(emit=sys.argv[2]))
     report = {"timings": result.timings, "cache_hit": result.cache_hit, "error": None}
+    if isinstance(result.output, bytes):
+        open(sys.argv[3], "wb").write(result.output)
 except Exception as exc:  # report, never fail: this is a benchmark
     report = {"timings": {}, "cache_hit": False, "error": f"{type(exc).__name__}: {exc}"}
 report["import_s"] = imported - start
@@ -97,13 +104,15 @@ print(json.dumps(report))
 
 def run_once(source: Path, emit: str, cache_dir: Path) -> dict:
     """One fresh-process compilation; adds the parent-measured wall time (interpreter start
-    included)."""
+    included) and, for a bundle, whether it computes the right result."""
     env = {**os.environ, "NOVA_CACHE_DIR": str(cache_dir), "NOVA_CACHE": "1"}
     env.pop("NOVA_DUMP_DIR", None)
     env.pop("NOVA_OVERRIDE_DIR", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(source), emit],
+    bundle = cache_dir.parent / f"{cache_dir.name}.nova"
+    bundle.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(source), emit, str(bundle)],
                           capture_output=True, text=True, env=env, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -116,7 +125,39 @@ def run_once(source: Path, emit: str, cache_dir: Path) -> dict:
                   "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
     report["wall_s"] = wall
     report["cpu_s"] = cpu  # user + system time of the process and its children (ptxas)
+    report["verified"] = verify(bundle, env) if emit == "nova" and not report["error"] else None
     return report
+
+
+# Runs in a fresh process of the same tree and environment as the compile: load the bundle on
+# the cpu device, run it, compare with NumPy (small integers: exact in float32, whatever the
+# summation order); prints "ok" or what differs.
+VERIFY = """\
+import sys
+import numpy as np
+import nova
+x = (np.arange(1024) % 7).astype(np.float32)
+y = np.ones(1024, np.float32)
+out = np.zeros(4, np.float32)
+want_y = (np.float32(2.0) * x + y).astype(np.float32)
+want_out = want_y.reshape(4, 256).sum(axis=1, dtype=np.float32)
+want_out[0] = want_out.sum(dtype=np.float32)
+mod = nova.load(open(sys.argv[1], "rb").read(), device="cpu")
+mod["saxpy_and_sum"](x, y, out, np.float32(2.0))
+mod.close()
+ok = np.array_equal(y, want_y) and np.array_equal(out, want_out)
+print("ok" if ok else f"wrong: out {out.tolist()} != {want_out.tolist()}")
+"""
+
+
+def verify(bundle: Path, env: dict[str, str] | None = None) -> bool:
+    """Run the compiled bundle on the cpu device (a fresh process with `env`, so the tree that
+    compiled it also runs it): its results must equal NumPy's."""
+    if not bundle.exists():
+        return False
+    done = subprocess.run([sys.executable, "-c", VERIFY, str(bundle)], capture_output=True,
+                          text=True, env=env, check=False)
+    return done.returncode == 0 and done.stdout.strip() == "ok"
 
 
 def summarize(reports: list[dict]) -> dict:
@@ -133,6 +174,7 @@ def summarize(reports: list[dict]) -> dict:
         "cpu_ms": statistics.median(r["cpu_s"] for r in reports) * 1e3,
         "cache_hits": sum(bool(r["cache_hit"]) for r in reports),
         "errors": sorted({r["error"] for r in reports if r["error"]}),
+        "wrong_results": sum(r["verified"] is False for r in reports),
     }
 
 
@@ -150,9 +192,15 @@ def print_table(results: dict[str, dict], runs: int) -> None:
                        ("wall_ms", "process wall"), ("cpu_ms", "process cpu")):
         print(f"{label:<16}" + "".join(f"{results[n][key]:12.1f}" for n in names))
     print(f"{'cache hits':<16}" + "".join(f"{results[n]['cache_hits']:>12}" for n in names))
+    print(f"{'wrong results':<16}" + "".join(f"{results[n]['wrong_results']:>12}"
+                                             for n in names))
     for name in names:
         for error in results[name]["errors"]:
-            print(f"{name}: error: {error}")
+            record(f"{name}: {error}", False)
+            print(f"{name}: FAILED: {error}")
+        wrong = results[name]["wrong_results"]
+        if not record(f"{name}: {wrong} compiled bundles compute wrong results", not wrong):
+            print(f"{name}: FAILED: {wrong} compiled bundles compute wrong results")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     results = {"cold": summarize(cold), "warm": summarize(warm)}
     print_table(results, args.runs)
     print(f"machine: {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
-    record = {
+    if finish():
+        return 1  # no result file for wrong results
+    report = {
         "benchmark": "compile_time",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
@@ -190,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     path = args.json or (Path(__file__).parent / "results"
                          / f"compile_time-{datetime.now(UTC):%Y-%m-%d}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1))
+    path.write_text(json.dumps(report, indent=1))
     print(f"wrote {path}")
     return 0
 

@@ -6,7 +6,9 @@ the host object, get the cpu device), `first call` (loads the device module: lin
 then one one-kernel launch), `call` (median of later calls: the per-call overhead of a
 compiled entry with one tiny kernel) and `noop call` (an entry that launches nothing). The
 bundle is compiled once in the parent (not timed). Each child also reports its CPU time
-(user + system, all threads), which stays meaningful on a loaded machine. Never asserts.
+(user + system, all threads), which stays meaningful on a loaded machine. Each child checks that
+every call's kernel ran (each adds 1 to 32 counters): a wrong result or a failed child is a
+failed check (bench/checks.py; exit 1, FAILED in the table, no result file).
 
     python bench/cpu_load_latency.py [--runs 5] [--calls 300] [--json PATH]
         (default PATH: bench/results/cpu_load_latency-<date>.json)
@@ -25,6 +27,8 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+from checks import finish, record
 
 PROGRAM = """
 func.func @one(%x: memref<32xf32>) {
@@ -115,24 +119,27 @@ def main(argv: list[str] | None = None) -> int:
         if good:
             medians[key] = statistics.median(r[key] for r in good)
             print(f"  {label:<44}{medians[key] * scale:10.1f} {unit}")
-    for r in reports:
+    for i, r in enumerate(reports):
         if r["error"]:
-            print(f"error: {r['error']}")
-        elif not r["ok"]:
-            print("error: wrong result")
+            record(f"run {i}: {r['error']}", False)
+            print(f"FAILED: run {i}: {r['error']}")
+        elif not record(f"run {i}: the counters do not count every call's kernel", r["ok"]):
+            print(f"FAILED: run {i}: wrong result (a call's kernel did not run)")
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} cpus, load average {load:.1f}")
-    record = {
+    report = {
         "benchmark": "cpu_load_latency",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                     "load_average_1m": load},
         "runs": args.runs, "calls": args.calls, "medians_s": medians, "raw": reports,
     }
+    if finish():
+        return 1  # no result file for wrong results
     path = args.json or (Path(__file__).parent / "results"
                          / f"cpu_load_latency-{datetime.now(UTC):%Y-%m-%d}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1))
+    path.write_text(json.dumps(report, indent=1))
     print(f"wrote {path}")
     return 0
 

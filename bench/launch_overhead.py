@@ -15,10 +15,11 @@ Peers (cuda only, same process, same tiny kernel): a cuda.bindings cuLaunchKerne
 Python, a CuPy RawKernel loop, a numba-cuda `@cuda.jit` loop, a CUDA graph of N launches captured
 with cuda.bindings, and Nova's device-layer `Device.launch` from Python.
 
-Every launch loop (Nova's and the peers') runs a kernel that adds 1 to each of 32 counters; after
-timing, the counters must equal the number of launches the loop made, or the row says WRONG.
-
-Prints a table and writes JSON; exits 1 when a verified loop did not run all its launches. Runs
+Every launch loop (Nova's entries, its Python kernels and the peers, the native C++ loop included)
+runs a kernel that adds 1 to each of 32 counters; after timing, the counters must equal the
+number of launches the loop made (the entry that launches nothing must leave them at 0), or the
+row says WRONG. A Nova row that fails to run says FAILED (a peer that is not installed only
+notes its error). Either is a failed check (bench/checks.py): exit 1, no JSON written. Runs
 on the cpu device too (smaller defaults; Python kernels only, the peers need cuda), to
 debug the script without a GPU:
 
@@ -43,6 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checks.py, also when imported
+from checks import finish, record
 
 _BODY = """\
     %v = memref.load %x[%tx] : memref<32xf32>
@@ -150,16 +154,22 @@ class Results:
             row["median_us"] = per_unit["median"] * 1e6
         self.rows.append(row)
 
-    def run(self, section: str, name: str, unit: str, body: Callable[[], Any],
-            goal: float | None = None) -> None:
-        """Time `body` (it returns the per-unit times, or (times, note) for a verified loop)."""
+    def run(self, section: str, name: str, unit: str,
+            body: Callable[[], tuple[dict[str, float], str]], goal: float | None = None,
+            must_run: bool = True) -> None:
+        """Time `body` (it returns the per-unit times and the verification's note). A row whose
+        launches did not all run fails the benchmark; so does one that raises, unless
+        `must_run` is off (a peer that is not installed: its error is only noted)."""
         try:
-            out = body()
-            times, note = out if isinstance(out, tuple) else (out, "")
+            times, note = body()
+            record(f"{name}: {note}", not note.startswith("WRONG"))
             self.add(section, name, times, unit, goal, note)
-        except Exception as exc:  # a peer that is missing or fails: report, never abort
+        except Exception as exc:
             detail = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
-            self.add(section, name, None, unit, goal, note=f"error: {detail}")
+            failed = must_run or isinstance(exc, WrongResult)
+            record(f"{name}: {detail}", not failed)
+            self.add(section, name, None, unit, goal,
+                     note=f"{'FAILED' if failed else 'error'}: {detail}")
             if "--debug" in sys.argv:
                 traceback.print_exc()
 
@@ -173,9 +183,10 @@ class Results:
             tail = r["unit"] + (f"  {r['note']}" if r["note"] else "")
             print(f"{r['section']:<8} {r['name']:<48} {lo} {med} {goal}  {tail}")
 
-    def wrong(self) -> list[str]:
-        """Rows whose launches did not all run."""
-        return [r["name"] for r in self.rows if r["note"].startswith("WRONG")]
+
+
+class WrongResult(Exception):
+    """A peer ran but computed something else (fails the benchmark even for optional peers)."""
 
 
 def per(n: int, t: dict[str, float]) -> dict[str, float]:
@@ -187,11 +198,15 @@ def counted(run: Callable[[], Any], n: int, repeats: int,
     """Time `run` (n launches of a kernel adding 1 to 32 counters, then a synchronize) and check
     that the counters read back equal the launches made (warm-up included)."""
     times = per(n, measure(run, repeats))
-    expected = n * (repeats + 1)
+    return times, verify(read, n * (repeats + 1))
+
+
+def verify(read: Callable[[], Any], expected: int) -> str:
+    """The row's note: the 32 counters read back equal `expected` launches, or WRONG."""
     got = np.asarray(read()).ravel()
     if got.shape == (32,) and np.all(got == expected):
-        return times, f"verified: {expected} launches ran"
-    return times, f"WRONG: counters {got[:3].tolist()}... != {expected} launches"
+        return f"verified: {expected} launches ran"
+    return f"WRONG: counters {got[:3].tolist()}... != {expected} launches"
 
 
 def _zeros(dev: Any) -> Any:
@@ -235,23 +250,31 @@ def bench_python_kernels(res: Results, dev: Any, n: int, repeats: int) -> None:
 
 # --- Nova --------------------------------------------------------------------------------------
 def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None:
+    """Nova's compiled entries. Every row counts on fresh counters of its own and checks after
+    timing that they equal the kernels its calls launched (warm-up included)."""
     import nova
 
     mod = nova.compile(PROGRAM, device=dev)
-    x = dev.to_device(np.zeros(32, np.float32))
     launches = mod["launches"]
-    res.run("a", f"nova entry, {n} async launches (total / N)", "us/kernel",
-            lambda: per(n, measure(lambda: launches(x, n), repeats)), goal=3.0)
 
-    def marginal() -> dict[str, float]:
+    def total() -> tuple[dict[str, float], str]:
+        x = _zeros(dev)
+        return counted(lambda: launches(x, n), n, repeats, x.numpy)
+
+    res.run("a", f"nova entry, {n} async launches (total / N)", "us/kernel", total, goal=3.0)
+
+    def marginal() -> tuple[dict[str, float], str]:
+        x = _zeros(dev)
         full = measure(lambda: launches(x, n), repeats)
         empty = measure(lambda: launches(x, 0), repeats)
-        return {k: max(full[k] - empty[k], 0.0) / n for k in full}
+        times = {k: max(full[k] - empty[k], 0.0) / n for k in full}
+        return times, verify(x.numpy, n * (repeats + 1))
 
     res.run("a", f"nova entry, {n} async launches (marginal)", "us/kernel", marginal, goal=3.0)
 
-    def graph() -> dict[str, float]:
-        captured = mod.capture("launches", x, n)
+    def graph() -> tuple[dict[str, float], str]:
+        x = _zeros(dev)
+        captured = mod.capture("launches", x, n)  # records the launches, runs none of them
         stream = dev.default_stream
 
         def replay() -> None:
@@ -259,7 +282,9 @@ def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None
             stream.synchronize()
 
         try:
-            return per(n, measure(replay, repeats))
+            times = per(n, measure(replay, repeats))
+            counters = captured.buffers[0] or x  # the capture-time buffer the replays update
+            return times, verify(counters.numpy, n * (repeats + 1))
         finally:
             captured.close()
 
@@ -267,21 +292,26 @@ def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None
             goal=1.2)
     one, noop = mod["one"], mod["noop"]
 
-    def loop_calls(entry: Any) -> Callable[[], dict[str, float]]:
-        def body() -> dict[str, float]:
+    def loop_calls(entry: Any, kernels: int) -> Callable[[], tuple[dict[str, float], str]]:
+        def body() -> tuple[dict[str, float], str]:
+            x = _zeros(dev)
+
             def run() -> None:
                 for _ in range(calls):
                     entry(x)
-            return per(calls, measure(run, repeats))
+            times = per(calls, measure(run, repeats))
+            return times, verify(x.numpy, kernels * calls * (repeats + 1))
         return body
 
-    res.run("b", "nova entry call, one kernel, device buffers", "us/call", loop_calls(one),
+    res.run("b", "nova entry call, one kernel, device buffers", "us/call", loop_calls(one, 1),
             goal=10.0)
-    res.run("b", "nova entry call, no kernel (call overhead only)", "us/call", loop_calls(noop))
+    res.run("b", "nova entry call, no kernel (call overhead only)", "us/call",
+            loop_calls(noop, 0))
 
-    def raw_one() -> dict[str, float]:
+    def raw_one() -> tuple[dict[str, float], str]:
         """The same call of @one through the bare ctypes call (arguments bound once by a normal
         call): what the Python argument handling adds is the difference to the row above."""
+        x = _zeros(dev)
         one(x)
         plan = one._plans[0]
         call, address, args, results = one._call_entry, one.address, plan.args, plan.results
@@ -289,25 +319,31 @@ def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None
         def run() -> None:
             for _ in range(calls):
                 call(address, args, results)
-        return per(calls, measure(run, repeats))
+        times = per(calls, measure(run, repeats))
+        mod.synchronize()
+        return times, verify(x.numpy, 1 + calls * (repeats + 1))
 
     res.run("b", "nova @one via the raw ctypes call (diagnostic)", "us/call", raw_one)
     one_async = mod["one_async"]
 
-    def stream_ordered() -> dict[str, float]:
+    def stream_ordered() -> tuple[dict[str, float], str]:
+        x = _zeros(dev)
+
         def run() -> None:
             for _ in range(calls):
                 one_async(x)
             mod.synchronize()
-        return per(calls, measure(run, repeats))
+        times = per(calls, measure(run, repeats))
+        return times, verify(x.numpy, calls * (repeats + 1))
 
     res.run("b", "nova entry call, one async kernel, no wait (stream reused)", "us/call",
             stream_ordered)
     nowait = mod["launches_nowait"]
 
-    def enqueue_only() -> dict[str, float]:
+    def enqueue_only() -> tuple[dict[str, float], str]:
         """Host time of the entry that enqueues the same N launches and returns without waiting
         (the runtime joins its stream into the default stream): the launch loop's host cost."""
+        x = _zeros(dev)
         times = []
         nowait(x, n)
         mod.synchronize()
@@ -316,16 +352,18 @@ def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None
             nowait(x, n)
             times.append(time.perf_counter() - start)
             mod.synchronize()
-        return {"min": min(times) / n, "median": statistics.median(times) / n}
+        return ({"min": min(times) / n, "median": statistics.median(times) / n},
+                verify(x.numpy, n * (repeats + 1)))
 
     res.run("a", f"nova entry, {n} async launches, host enqueue time only", "us/kernel",
             enqueue_only)
 
-    def gpu_span() -> dict[str, float]:
+    def gpu_span() -> tuple[dict[str, float], str]:
         """GPU time from before the first to after the last of the N kernels (timing events on
         the default stream around a call of the no-wait entry, whose stream forks from and joins
         back into it). Equal to the host enqueue time when the GPU waits for the host's launch
         calls; the graph replay row shows how fast the GPU runs the same kernels when fed."""
+        x = _zeros(dev)
         times = []
         for _ in range(repeats + 1):
             start = dev.create_event(timing=True)
@@ -338,7 +376,9 @@ def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None
             start.close()
             end.close()
         times = times[1:]
-        return {"min": min(times) / n, "median": statistics.median(times) / n}
+        mod.synchronize()
+        return ({"min": min(times) / n, "median": statistics.median(times) / n},
+                verify(x.numpy, n * (repeats + 1)))
 
     if dev.kind == "cuda":
         res.run("a", f"nova entry, {n} async launches, GPU time (events)", "us/kernel",
@@ -396,20 +436,22 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
         _check(cu.cuStreamSynchronize(stream))
 
     res.run("peer", f"cuda.bindings cuLaunchKernel loop x{n}", "us/kernel",
-            lambda: counted(loop, n, repeats, x.numpy))
-    spare = _zeros(dev)  # the rows below count on a buffer of their own (kept alive here)
+            lambda: counted(loop, n, repeats, x.numpy), must_run=False)
+    spare = _zeros(dev)  # the rows below count on buffers of their own (kept alive here)
+    graph_x = _zeros(dev)
     arg.value = spare.ptr
 
-    def one_call() -> dict[str, float]:
+    def one_call() -> tuple[dict[str, float], str]:
         def run() -> None:
             for _ in range(n):
                 cu.cuLaunchKernel(fn.cu, 1, 1, 1, 32, 1, 1, 0, stream, address, 0)
                 cu.cuStreamSynchronize(stream)
-        return per(n, measure(run, repeats))
+        return counted(run, n, repeats, spare.numpy)
 
-    res.run("peer", "cuda.bindings launch + sync per call", "us/call", one_call)
+    res.run("peer", "cuda.bindings launch + sync per call", "us/call", one_call, must_run=False)
 
-    def graph() -> dict[str, float]:
+    def graph() -> tuple[dict[str, float], str]:
+        arg.value = graph_x.ptr  # the launches below copy the parameter when captured
         _check(cu.cuStreamBeginCapture(
             stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
         for _ in range(n):
@@ -422,14 +464,15 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
             _check(cu.cuStreamSynchronize(stream))
 
         try:
-            return per(n, measure(replay, repeats))
+            return counted(replay, n, repeats, graph_x.numpy)
         finally:
             cu.cuGraphExecDestroy(exe)
             cu.cuGraphDestroy(g)
 
-    res.run("peer", f"CUDA graph of {n} launches (cuda.bindings)", "us/kernel", graph)
+    res.run("peer", f"CUDA graph of {n} launches (cuda.bindings)", "us/kernel", graph,
+            must_run=False)
 
-    def cupy_loop() -> dict[str, float]:
+    def cupy_loop() -> tuple[dict[str, float], str]:
         import cupy as cp
 
         k = cp.RawKernel(CUPY_SOURCE, "add1")
@@ -444,7 +487,7 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
 
         return counted(run, n, repeats, y.get)
 
-    res.run("peer", f"CuPy RawKernel loop x{n}", "us/kernel", cupy_loop)
+    res.run("peer", f"CuPy RawKernel loop x{n}", "us/kernel", cupy_loop, must_run=False)
 
     def numba_loop() -> tuple[dict[str, float], str]:
         from numba import cuda
@@ -463,22 +506,24 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
 
         return counted(run, n, repeats, y.copy_to_host)
 
-    res.run("peer", f"numba-cuda @cuda.jit loop x{n}", "us/kernel", numba_loop)
+    res.run("peer", f"numba-cuda @cuda.jit loop x{n}", "us/kernel", numba_loop, must_run=False)
     cu.cuStreamDestroy(stream)
     spare.free()
+    graph_x.free()
     res.run("peer", f"native C++ cuLaunchKernel loop x{n} (nvcc)", "us/kernel",
-            lambda: native_loop(n, repeats))
+            lambda: native_loop(n, repeats), must_run=False)
     res.run("peer", f"native C++ loop x{n}, memref-shaped params (5)", "us/kernel",
-            lambda: native_loop(n, repeats, memref=True))
+            lambda: native_loop(n, repeats, memref=True), must_run=False)
     res.run("peer", f"native C++ loop x{n}, memref params, host enqueue time only", "us/kernel",
-            lambda: native_loop(n, repeats, memref=True, enqueue=True))
+            lambda: native_loop(n, repeats, memref=True, enqueue=True), must_run=False)
 
 
 def native_loop(n: int, repeats: int, memref: bool = False, sync: bool = False,
-                enqueue: bool = False) -> dict[str, float]:
+                enqueue: bool = False) -> tuple[dict[str, float], str]:
     """Build bench/peers/launch_loop.cu with nvcc (benchmark-only peer: Nova itself never runs a
     C compiler) and time its cuLaunchKernel loop in a subprocess; with `sync`, a
-    cuStreamSynchronize after every launch (the native floor of goal (b))."""
+    cuStreamSynchronize after every launch (the native floor of goal (b)). The peer checks its
+    own counters and exits 3 when a launch did not run (WrongResult here)."""
     import shutil
     import subprocess
     import tempfile
@@ -499,10 +544,13 @@ def native_loop(n: int, repeats: int, memref: bool = False, sync: bool = False,
                        check=True, capture_output=True, timeout=300)
         command = [str(exe), str(n), str(repeats), *(["memref"] if memref else []),
                    *(["sync"] if sync else []), *(["enqueue"] if enqueue else [])]
-        out = subprocess.run(command, check=True, capture_output=True, text=True,
-                             timeout=300).stdout
-    seconds = [float(line) * 1e-6 for line in out.split()]  # the peer prints us per launch
-    return {"min": min(seconds), "median": statistics.median(seconds)}
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if done.returncode == 3:
+        raise WrongResult(done.stderr.strip())
+    done.check_returncode()
+    seconds = [float(line) * 1e-6 for line in done.stdout.split()]  # us per launch
+    times = {"min": min(seconds), "median": statistics.median(seconds)}
+    return times, f"verified by the peer: {100 + n * repeats} launches ran"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -526,9 +574,10 @@ def main(argv: list[str] | None = None) -> int:
     bench_nova(res, dev, n, calls, args.repeats)
     if gpu:
         res.run("b", "native C++ launch + sync per call (nvcc)", "us/call",
-                lambda: native_loop(calls, args.repeats, sync=True))
+                lambda: native_loop(calls, args.repeats, sync=True), must_run=False)
         res.run("b", "native C++ launch + sync per call, memref params (5)", "us/call",
-                lambda: native_loop(calls, args.repeats, memref=True, sync=True))
+                lambda: native_loop(calls, args.repeats, memref=True, sync=True),
+                must_run=False)
         bench_device_layer(res, dev, n, args.repeats)
         bench_cuda_peers(res, dev, n, args.repeats)
     skipped = [] if gpu else ["peers (CuPy, numba-cuda, cuda.bindings, native C++, "
@@ -538,8 +587,12 @@ def main(argv: list[str] | None = None) -> int:
     res.print()
     for line in skipped:
         print(f"skipped: {line}")
+    if finish():
+        print("FAILED: the rows above marked WRONG or FAILED did not run all their launches; "
+              "no result file written")
+        return 1
     path = args.json or (Path(__file__).parent / "results" / f"launch_overhead-{dev.kind}.json")
-    record = {
+    record_ = {
         "benchmark": "launch_overhead",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "device": {"kind": dev.kind, "index": dev.index, "name": dev.name, "arch": dev.arch},
@@ -549,12 +602,8 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": skipped,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1))
+    path.write_text(json.dumps(record_, indent=1))
     print(f"wrote {path}")
-    bad = res.wrong()
-    if bad:
-        print(f"WRONG results (launches missing): {', '.join(bad)}")
-        return 1
     return 0
 
 

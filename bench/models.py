@@ -11,7 +11,9 @@ off, <= 2e-2 fp16), then times it: warm-up, then enough iterations for >= --seco
 synchronised at the end; the time per forward is reported in milliseconds. Nova is timed twice:
 `model(x)` on device buffers (one Python call per forward) and a captured forward
 (`model.capture(x).launch()`, one CUDA graph per forward). Prints a table (and writes it with
---out). Never asserts: a failing runner prints its error in its cell.
+--out). A peer that fails to run prints its error in its cell; a runner whose output misses the
+tolerance (Nova's call or graph, or a peer), or a Nova that fails to run, is a failed check
+(bench/checks.py): FAIL in the table, exit 1, no --out file.
 
     python bench/models.py [--device cuda] [--rows mlp-b1,enc-b8] [--dtypes fp16,fp32]
                            [--seconds 1.0] [--gemm auto|nova|library]
@@ -25,6 +27,8 @@ convolutions (`auto`: cuDNN when it loads; the `conv` column). --attention fused
 runs each softmax(Q K^T) V as one flash-attention kernel, `unfused` as QK^T GEMM, softmax and PV
 GEMM (the A/B baseline); the `attention` column says which kernel each pattern got.
     python bench/models.py --device cpu --quick      # small shapes, to debug without a GPU
+--peers eager (a comma-separated subset of eager, default, reduce-overhead) limits the PyTorch
+runners (torch.compile on the cpu takes minutes).
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checks.py, also when imported
+from checks import finish, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -141,8 +148,13 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.norm(a64 - b64) / max(np.linalg.norm(b64), 1e-30))
 
 
+PEERS = ("eager", "default", "reduce-overhead")
+"""The PyTorch runners: eager and torch.compile's two modes."""
+
+
 def run_row(row: Row, dtype: str, device: str, seconds: float,
-            gemm: str = "auto", conv: str = "auto", attention: str = "fused") -> dict[str, Any]:
+            gemm: str = "auto", conv: str = "auto", attention: str = "fused",
+            peers: tuple[str, ...] = PEERS) -> dict[str, Any]:
     import torch
 
     tdev = "cuda" if device == "cuda" else "cpu"
@@ -156,11 +168,13 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
     params = {k: torch.from_numpy(v).to(tdev, tdtype) for k, v in row.example.params.items()}
     x_t = torch.from_numpy(x_np).to(tdev, tdtype)
     sync_t = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
-    result: dict[str, Any] = {"row": row.name, "dtype": dtype}
+    result: dict[str, Any] = {"row": row.name, "dtype": dtype, "tol": tol}
     with torch.no_grad():
         ref = row.torch_fn(params, x_t).float().cpu().numpy()
-        runners: dict[str, Callable[[], Any]] = {"eager": lambda: row.torch_fn(params, x_t)}
-        for mode in ("default", "reduce-overhead"):
+        runners: dict[str, Callable[[], Any]] = {}
+        if "eager" in peers:
+            runners["eager"] = lambda: row.torch_fn(params, x_t)
+        for mode in (m for m in ("default", "reduce-overhead") if m in peers):
             torch._dynamo.reset()
             compiled = torch.compile(row.torch_fn, mode=mode)
             runners[f"torch.compile {mode}"] = (lambda c=compiled: c(params, x_t))
@@ -169,6 +183,7 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
                 err = _rel(fn().float().cpu().numpy(), ref)
                 result[name] = _time(fn, sync_t, seconds)
                 result[name + " err"] = err
+                record(f"{row.name} {dtype} {name}: rel. error {err:.1e} > {tol}", err <= tol)
             except Exception as exc:  # a failing peer is reported, not fatal
                 result[name] = f"error: {type(exc).__name__}: {str(exc)[:80]}"
     try:
@@ -181,13 +196,18 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
         result["nova compile s"] = time.perf_counter() - start
         err = _rel(out.numpy(), ref)
         result["nova err"] = err
-        result["nova ok"] = err <= tol
+        result["nova ok"] = record(f"{row.name} {dtype} nova: rel. error {err:.1e} > {tol}",
+                                   err <= tol)
         result["nova"] = _time(lambda: model(x_dev), model.synchronize, seconds)
         captured = model.capture(x_dev)
         captured.launch()
         model.device.synchronize()
         result["nova graph err"] = _rel(captured.outputs[0].numpy(), ref)
         result["nova graph"] = _time(captured.launch, model.device.synchronize, seconds)
+        graph_err = max(result["nova graph err"],  # after the timed replays too
+                        _rel(captured.outputs[0].numpy(), ref))
+        result["nova ok"] &= record(f"{row.name} {dtype} nova graph: rel. error "
+                                    f"{graph_err:.1e} > {tol}", graph_err <= tol)
         (spec,) = model._cache.values()
         result["kernels"] = len(spec.lowered.plan.kernels)
         result["gemm"] = gemm_summary(spec.lowered.program.gemm)
@@ -195,7 +215,8 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
         result["attention"] = gemm_summary(spec.lowered.program.attention)
     except Exception as exc:
         traceback.print_exc()
-        result["nova"] = f"error: {type(exc).__name__}: {str(exc)[:120]}"
+        result["nova"] = f"FAIL: {type(exc).__name__}: {str(exc)[:120]}"
+        record(f"{row.name} {dtype} nova: {type(exc).__name__}: {exc}", False)
     try:
         import iree.runtime  # noqa: F401
         result["iree"] = "installed, not wired up in this script yet"
@@ -227,7 +248,9 @@ def table(results: list[dict[str, Any]]) -> str:
                  str(r.get("attention", "-"))]
         for c in COLUMNS:
             v = r.get(c, "-")
-            cells.append(f"{v:.4f}" if isinstance(v, float) else str(v))
+            wrong = r.get(c + " err", 0.0) > r["tol"]
+            cells.append((f"{v:.4f}" if isinstance(v, float) else str(v))
+                         + (" (FAIL)" if wrong else ""))
         nova = [r[c] for c in ("nova", "nova graph") if isinstance(r.get(c), float)]
         peers = [r[c] for c in COLUMNS[2:] if isinstance(r.get(c), float)]
         cells.append(f"{min(peers) / min(nova):.2f}x" if nova and peers else "-")
@@ -251,15 +274,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="Nova's convolution backend policy")
     ap.add_argument("--attention", default="fused", choices=("fused", "unfused"),
                     help="one flash-attention kernel per pattern, or GEMM/softmax/GEMM")
+    ap.add_argument("--peers", default=",".join(PEERS),
+                    help="PyTorch runners: a comma-separated subset of " + ", ".join(PEERS))
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    peers = tuple(p for p in args.peers.split(",") if p)
+    if not set(peers) <= set(PEERS):
+        ap.error(f"--peers: expected a subset of {', '.join(PEERS)}, got {args.peers!r}")
     all_rows = rows(args.quick)
     results = []
     for name in args.rows.split(","):
         for dtype in args.dtypes.split(","):
             print(f"== {name} {dtype}", flush=True)
             results.append(run_row(all_rows[name], dtype, args.device, args.seconds,
-                                   args.gemm, args.conv, args.attention))
+                                   args.gemm, args.conv, args.attention, peers))
             print(results[-1], flush=True)
     card = nova.get_device(args.device).name
     import torch
@@ -272,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
               "Nova is faster than the fastest PyTorch runner.\n\n")
     text = header + table(results) + "\n"
     print(text)
+    if finish():
+        print("FAILED: a runner's output misses the tolerance or Nova failed to run (above); "
+              "no result file written")
+        return 1
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
     return 0

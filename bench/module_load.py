@@ -1,9 +1,9 @@
 """Device module load time: cubin vs PTX JIT, cold (fresh process) and warm (same process).
 
 Issue 3 asks what loading a program's device code costs. Two device modules are built once with
-the driver: *small*, the corpus' all-reduce program (one kernel), and *large*, a generated module
-of `--kernels` kernels (default 50). Each image kind the device can load is then measured in fresh
-processes (one per run):
+the driver: *small*, one elementwise kernel, and *large*, a generated module of `--kernels`
+kernels (default 50) of the same family. Each image kind the device can load is then measured in
+fresh processes (one per run):
 
 - cuda: `cubin` (cuModuleLoadData of the ptxas-built cubin; only when ptxas was found at build
   time) and `ptx` (cuModuleLoadDataEx, the driver JIT-compiles). PTX is measured with the
@@ -20,7 +20,9 @@ MCJIT engine each: the warm cost in a process that already loaded one), `cached`
 by Nova's module cache (what every later program sharing the image pays). Device start-up (context
 creation) is reported separately. On cpu, `first` includes one-time setup of the process (LLVM's
 native target, ~0.1 s, and the fault guard's JIT, ~0.04 s), which `reload` does not.
-Prints a table and writes JSON; never asserts.
+After timing, each child launches kernel k0 of the first load and of the last reload and compares
+its output with NumPy: a module that loads but does not compute right (or a child that fails) is
+a failed check (bench/checks.py: exit 1, FAILED in the table, no result file).
 
     python bench/module_load.py [--device auto|cuda|cpu] [--runs 3] [--reloads 5] [--kernels 50]
                                 [--json bench/results/module_load-<date>.json]
@@ -39,8 +41,9 @@ import tempfile
 from datetime import date
 from pathlib import Path
 
+from checks import finish, record
+
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ROOT / "tests" / "corpus" / "all-reduce-add.mlir"
 
 
 def large_program(kernels: int) -> str:
@@ -90,7 +93,7 @@ def build_images(arch: str, kernels: int, out: Path) -> dict[str, dict]:
     from nova.bundle.reader import read_bundle
     from nova.compiler.driver import CompileOptions, compile_to_bundle
 
-    programs = {"small": (SMALL.read_text(), SMALL.name),
+    programs = {"small": (large_program(1), "small-1-kernel.mlir"),
                 "large": (large_program(kernels), f"large-{kernels}-kernels.mlir")}
     meta: dict[str, dict] = {}
     for label, (text, filename) in programs.items():
@@ -104,7 +107,10 @@ def build_images(arch: str, kernels: int, out: Path) -> dict[str, dict]:
                 path = out / f"{label}.{suffix}"
                 path.write_bytes(data)
                 files[str(kind)] = str(path)
+        k0 = next(k for k in module.kernels if k.name == "k0")
         meta[label] = {"module": module.name, "kernels": [k.name for k in module.kernels],
+                       "k0_params": [[p.llvm_type, p.size, p.arg_index, p.align]
+                                     for p in k0.params],
                        "files": files,
                        "sizes": {k: Path(p).stat().st_size for k, p in files.items()}}
     return meta
@@ -139,17 +145,30 @@ t = time.perf_counter()
 dev.load_module(images)
 cached = time.perf_counter() - t
 reloads = []
+again = module
 for _ in range(spec["reloads"]):
     t = time.perf_counter()
     again = dev._load(images)  # bypass the module cache: a new CUmodule / MCJIT engine
     for name in spec["kernels"]:
         again.get_function(name)
     reloads.append(time.perf_counter() - t)
-    del again
+
+import numpy as np
+from nova.bundle.format import Kernel, KernelParam
+k0 = Kernel("k0", (), tuple(KernelParam(*p) for p in spec["k0_params"]))
+def computes_right(loaded):
+    # k0 (weight 1.0): y = exp(a * x + y) on 64 elements, against NumPy
+    x_host = np.linspace(-1.0, 1.0, 64, dtype=np.float32)
+    x, y = dev.to_device(x_host), dev.to_device(np.full(64, 0.5, np.float32))
+    dev.launch(loaded.get_function("k0", k0), 1, 64, [x, x, 0, 64, 1, y, y, 0, 64, 1, 0.75])
+    dev.synchronize()
+    want = np.exp(np.float32(0.75) * x_host + np.float32(0.5))
+    return bool(np.allclose(y.numpy(), want, rtol=1e-5, atol=0))
 print("RESULT " + json.dumps({
     "startup_s": t1 - t0, "first_s": first, "functions_s": functions, "cached_s": cached,
     "reload_s": statistics.median(reloads) if reloads else None,
-    "loaded": getattr(module, "image_kind", kind)}))
+    "loaded": getattr(module, "image_kind", kind),
+    "verified": computes_right(module) and computes_right(again)}))
 """
 
 
@@ -185,7 +204,7 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
     parser.add_argument("--runs", type=int, default=3, help="fresh processes per variant")
@@ -212,6 +231,7 @@ def main() -> None:
                 env = {**os.environ, **extra}
                 spec = {"device": device, "kind": kind, "module": info["module"],
                         "kernels": info["kernels"], "files": info["files"],
+                        "k0_params": info["k0_params"],
                         "reloads": args.reloads}
                 if "CUDA_CACHE_PATH" in extra:
                     run_child(spec, env)  # prime the private JIT cache
@@ -223,6 +243,11 @@ def main() -> None:
                     row[key] = median([r[key] for r in ok if r.get(key) is not None])
                 row["loaded"] = ok[0]["loaded"] if ok else None
                 row["error"] = None if ok else runs[0]["error"]
+                row["verified"] = bool(ok) and all(r["verified"] for r in runs if "error" not in r)
+                what = f"{label} {name}"
+                record(f"{what}: {row['error']}", row["error"] is None)
+                record(f"{what}: a loaded module's k0 computes a wrong result",
+                       row["error"] is not None or row["verified"])
                 results.append(row)
 
     def ms(value: float | None) -> str:
@@ -234,14 +259,17 @@ def main() -> None:
     print(head)
     print("-" * len(head))
     for r in results:
-        if r["error"]:
-            print(f"{r['module']:<7} {r['kernels']:>7} {r['variant']:<21} failed: {r['error']}")
+        if r["error"] or not r["verified"]:
+            why = r["error"] or "k0 of a loaded module computes a wrong result"
+            print(f"{r['module']:<7} {r['kernels']:>7} {r['variant']:<21} FAILED: {why}")
             continue
         print(f"{r['module']:<7} {r['kernels']:>7} {r['variant']:<21} {r['image_bytes'] or 0:>9} "
               f"{ms(r['startup_s'])} {ms(r['first_s'])} {ms(r['functions_s'])} "
               f"{ms(r['reload_s'])} {ms(r['cached_s'])}")
     print("first: first load in a fresh process; +funcs: then looking up every kernel; reload: "
           "load + lookups again, bypassing Nova's module cache; cached: Nova's cache hit")
+    if finish():
+        return 1  # no result file for wrong results
 
     report = {
         "benchmark": "module_load", "date": date.today().isoformat(), "device": device,
@@ -256,7 +284,8 @@ def main() -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

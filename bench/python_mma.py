@@ -13,7 +13,8 @@ per K step. The accumulators go straight to C. ptxas (sm_90): 64x32 uses 96 regi
 Peers in the same run: cuBLAS through `cupy.matmul` on the same float16 arrays (its float16
 GEMM accumulates in float32), and `torch.matmul` when PyTorch sees the GPU. Every timed result is
 checked against a float64 product of the same inputs (C starts as NaN before each kernel, so a
-kernel that leaves any element unwritten fails); the exit status is 1 when a check fails.
+kernel that leaves any element unwritten fails); a failed check (Nova's or a peer's) prints
+FAILED, writes no result file and exits 1 (bench/checks.py).
 
 Usage: python bench/python_mma.py [--device cuda] [--size 4096] [--repeat 20]
 On the CPU device (--device cpu; size capped at 256) it checks the kernels only.
@@ -32,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checks.py, also when imported
+from checks import finish, record
 
 import nova
 
@@ -363,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--out", type=Path, default=None,
+                   help="result file (default bench/results/python_mma-<kind>-<date>.json)")
     args = p.parse_args(argv)
     device = nova.get_device(args.device)
     if device.kind == "cpu":
@@ -374,12 +380,20 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in row.items():
         text = f"{value:.4g}" if isinstance(value, float) else str(value)
         print(f"  {key:24s} {text}")
-    out_dir = Path(__file__).parent / "results"
+    checked = [(f"nova {tile}", row[f"nova_{tile}_ok"]) for tile in WARP_TILES]
+    checked += [(peer, row[f"{peer}_ok"]) for peer in ("cublas", "torch") if f"{peer}_ok" in row]
+    for what, ok in checked:
+        record(f"{what}: C differs from the float64 product", bool(ok))
+    if finish():
+        print("FAILED: " + ", ".join(what for what, ok in checked if not ok)
+              + " (no result file written)")
+        return 1
+    out_dir = Path(__file__).parent / "results" if args.out is None else args.out.parent
     out_dir.mkdir(exist_ok=True)
-    path = out_dir / f"python_mma-{device.kind}-{date.today()}.json"
+    path = args.out or out_dir / f"python_mma-{device.kind}-{date.today()}.json"
     path.write_text(json.dumps(results, indent=2))
     print(f"wrote {path}")
-    return 0 if all(row[f"nova_{tile}_ok"] for tile in WARP_TILES) else 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 // launches one kernel and waits for it (bench/launch_overhead.py section b). With "enqueue",
 // the line is the host time of the N cuLaunchKernel calls alone (before the final synchronize):
 // if it equals the total, the loop is bound by the host's launch calls, not by the GPU.
+// At the end it reads the 32 counters back: each must equal the launches made (warm-up
+// included), else it prints what it found and exits 3 (bench/launch_overhead.py: WRONG).
 #include <cuda.h>
 #include <chrono>
 #include <cstdio>
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   CHECK(cuModuleGetFunction(&fn, mod, memref ? "add1_memref" : "add1"));
   CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CHECK(cuMemAlloc(&x, 32 * sizeof(float)));
+  CHECK(cuMemsetD32(x, 0, 32));
   long long offset = 0, size = 32, stride = 1;
   void* one[] = {&x};
   void* five[] = {&x, &x, &offset, &size, &stride};
@@ -90,6 +93,16 @@ int main(int argc, char** argv) {
     auto end = enqueue ? enqueued : std::chrono::steady_clock::now();
     std::chrono::duration<double, std::micro> us = end - start;
     std::printf("%.4f\n", us.count() / n);
+  }
+  float counters[32];
+  CHECK(cuMemcpyDtoH(counters, x, sizeof counters));
+  const float expected = 100.0f + static_cast<float>(n) * static_cast<float>(repeats);
+  for (int i = 0; i < 32; ++i) {
+    if (counters[i] != expected) {
+      std::fprintf(stderr, "WRONG: counter %d is %g, expected %g launches\n", i, counters[i],
+                   expected);
+      return 3;
+    }
   }
   return 0;
 }

@@ -39,11 +39,20 @@ def block_sum(out, x):
         out[nova.block_id(0)] = buf[0]
 
 
+def block_sum_expected(x: np.ndarray, blocks: int) -> np.ndarray:
+    """What `block_sum` leaves in out[b]: the elements block b's threads visit in the
+    grid-stride loop (index i belongs to block (i mod blocks*TPB) // TPB), summed in float64."""
+    owner = (np.arange(len(x)) % (blocks * TPB)) // TPB
+    return np.bincount(owner, weights=x.astype(np.float64), minlength=blocks)
+
+
 def run_block_sum(device, n: int = 10000, blocks: int = 8):
+    """(each block's sum, each block's expected sum): a check of every block, not only of the
+    total, so a kernel that got the blocks' shares wrong but the total right still fails."""
     x = np.random.default_rng(1).random(n, dtype=np.float32)
     out = nova.to_device(np.zeros(blocks, np.float32), device)
     block_sum.launch(out, nova.to_device(x, device), grid=blocks, block=TPB, device=device)
-    return float(out.numpy().sum()), float(x.sum(dtype=np.float64))
+    return out.numpy(), block_sum_expected(x, blocks)
 
 
 @nova.kernel

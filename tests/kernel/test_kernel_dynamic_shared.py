@@ -48,7 +48,7 @@ def test_block_reduction_sized_by_the_launch(device):
     x = np.random.default_rng(1).random(1000)
     blocks = -(-len(x) // TPB)
     out = np.zeros(blocks)
-    block_sums[blocks, TPB, None, TPB * 8](out, x)
+    block_sums.launch(out, x, grid=blocks, block=TPB, shared_bytes=TPB * 8, device=device)
     expected = np.add.reduceat(x, np.arange(0, len(x), TPB))
     np.testing.assert_allclose(out, expected, rtol=1e-12)
 
@@ -74,7 +74,7 @@ def test_two_arrays_share_one_allocation(device):
     keys = np.arange(n * blocks, dtype=np.int64) * 1_000_003
     want_values = values.reshape(blocks, n)[:, ::-1].ravel()
     want_keys = keys.reshape(blocks, n)[:, ::-1].ravel() * 2
-    two_arrays[blocks, n, None, 16 * n](values, keys, n)
+    two_arrays.launch(values, keys, n, grid=blocks, block=n, shared_bytes=16 * n, device=device)
     np.testing.assert_array_equal(values, want_values)
     np.testing.assert_array_equal(keys, want_keys)
 
@@ -94,7 +94,8 @@ def rest_of_allocation(out, header):
 def test_default_count_and_runtime_offset(device):
     threads, header = 24, 16
     out = np.zeros(threads + 1, np.int32)
-    rest_of_allocation[1, threads, None, header + 4 * threads](out, np.int64(header))
+    rest_of_allocation.launch(out, np.int64(header), grid=1, block=threads,
+                              shared_bytes=header + 4 * threads, device=device)
     assert out[:threads].tolist() == [3 * (threads - 1 - t) for t in range(threads)]
     assert out[threads] == threads
 
@@ -118,7 +119,7 @@ def far_end(out):
 
 def test_launch_above_48_kib(device):
     out = np.zeros(128, np.int64)
-    far_end[1, 128, None, BIG](out)
+    far_end.launch(out, grid=1, block=128, shared_bytes=BIG, device=device)
     assert (out == sum(range(1024))).all()
 
 
@@ -141,14 +142,14 @@ def isolation(bad):
 
 def test_each_block_has_its_own_memory(device):
     bad = np.zeros(1, np.int64)
-    isolation[256, 32, None, 4096](bad)
+    isolation.launch(bad, grid=256, block=32, shared_bytes=4096, device=device)
     assert bad[0] == 0
 
 
 def test_too_much_dynamic_shared_memory_names_the_kernel(device):
     out = np.zeros(1, np.int64)
     with pytest.raises(DeviceError, match="@far_end"):
-        far_end[1, 32, None, 300 * 1024](out)
+        far_end.launch(out, grid=1, block=32, shared_bytes=300 * 1024, device=device)
         device.synchronize()
 
 

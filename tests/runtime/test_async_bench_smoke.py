@@ -23,7 +23,7 @@ def _run(script: str, *args: str) -> str:
 
 @pytest.fixture(autouse=True)
 def _compiler() -> None:
-    bundle()  # skips when the compiler has not landed
+    bundle()  # fails when a compiler module is missing
 
 
 def test_launch_overhead_runs_on_cpu(tmp_path: Path) -> None:

@@ -157,7 +157,7 @@ def test_async_region_corpus_prints_the_same(name: str, tmp_path: Path,
     source = CORPUS / name
     if not source.exists():
         pytest.skip(f"{name} is not in the corpus")
-    bundle()  # skips when the compiler has not landed
+    bundle()  # fails when a compiler module is missing
     converted = tmp_path / name
     converted.write_text(_async_region(source.read_text()))
 

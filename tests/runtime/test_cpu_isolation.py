@@ -157,6 +157,18 @@ def test_host_code_writing_1e8_bytes_past_a_buffer_leaves_the_process_usable(swe
     assert sweep.host_sweep(0, 2, 1) == 7  # the same program still works
 
 
+def test_host_code_one_store_past_the_end(sweep) -> None:  # type: ignore[no-untyped-def]
+    """e3: one store just past the end (glibc used to abort on the corrupted heap) lands in the
+    arena's slack after the buffer, never in the Python heap: the call returns, the process goes
+    on, and --check-bounds reports the store exactly."""
+    assert sweep.host_sweep(0, 3, 1) == 7
+    _next_program_runs_right()
+    checked = nova.compile(HOST_SWEEP, device="cpu", check_bounds=True)
+    with pytest.raises(nova.NovaError, match=r"index 2 out of bounds for dimension 0 of size 2"):
+        checked.host_sweep(0, 3, 1)
+    assert checked.host_sweep(0, 2, 1) == 7
+
+
 def test_host_code_negative_index_store(sweep) -> None:  # type: ignore[no-untyped-def]
     """e4: a store at index -1 (and a sweep downwards) faults before the buffer."""
     with pytest.raises(KernelFault, match=r"in host code .* bytes before the start"):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
@@ -54,10 +52,7 @@ DEVICES = [
 
 @pytest.fixture(scope="module")
 def bundle() -> bytes:
-    for name in ("nova.compiler.driver", "nova.backends.device", "nova.backends.host.lower"):
-        if importlib.util.find_spec(name) is None:
-            pytest.skip(f"{name} has not landed")
-    from nova.compiler.driver import compile_to_bundle
+    from nova.compiler.driver import compile_to_bundle  # imported: a renamed one fails
 
     return compile_to_bundle(SOURCE, "compiled.mlir")
 

@@ -208,14 +208,53 @@ SPECIAL = {
 }
 
 
+SPECIAL_ERRORS = {
+    "bom": "unexpected character '\\ufeff' (U+FEFF)",
+    "huge-int": "Integer value 99999999999999999999999999 is out of range for type i32",
+    "huge-shape": "invalid dimension: a static size must be less than 2^63",
+    "huge-vector": "dense literal of type vector<1000000000xf32> has 1000000000 elements",
+    "null-bytes": "unexpected character '\\x00' (U+0000)",
+    "stray-quote": "unterminated string literal",
+    "unbalanced": "expected an operation at top level, found '}'",
+    "unknown-dialect-attr": "'foo.baz' is not registered",
+    "unknown-type": "'foo.bar' is not registered",
+    "unterminated-string": "unterminated string literal",
+}
+"""The located error each refused special input gets (from every tool); the others compile."""
+
+SPECIAL_PRINTED = {
+    "huge-float": ["arith.constant 0x7F800000 : f32"],  # +inf, as mlir-opt prints it
+    "huge-i128": ["arith.constant 170141183460469231731687303715884105727 : i128"],
+    "unknown-discardable-attr": ["nova.what = 3"],
+    "deep": ["scf.if %c {"] * 60,
+    "long-line": ["func.func @main() {"],
+    "empty": ["module {"],
+}
+"""What nova-opt's output of an accepted special input must contain (each line as often as
+listed): the value, not only the absence of a crash."""
+
+
 @pytest.mark.parametrize("name", sorted(SPECIAL))
 def test_special_inputs(name: str, tmp_path: Path) -> None:
     text = SPECIAL[name]
     path = write(tmp_path, f"{name}.mlir", text)
     for main, argv in ((opt.main, []), (translate.main, ["--emit=host-llvm"]),
                        (translate.main, ["--no-cubin"])):
-        status, err = invoke(main, [str(path), *argv, "-o", str(tmp_path / "out")])
+        out = tmp_path / "out"
+        out.unlink(missing_ok=True)
+        status, err = invoke(main, [str(path), *argv, "-o", str(out)])
         check_outcome(path, status, err, text)
+        if name in SPECIAL_ERRORS:
+            assert status == 1 and SPECIAL_ERRORS[name] in err.splitlines()[0], err
+            continue
+        assert status == 0 and out.stat().st_size > 0, err
+        if main is opt.main:
+            printed = out.read_text()
+            for line in set(SPECIAL_PRINTED.get(name, [])):
+                assert printed.count(line) == SPECIAL_PRINTED[name].count(line), printed
+            again = write(tmp_path, "again.mlir", printed)  # the output parses back the same
+            assert invoke(opt.main, [str(again), "-o", str(tmp_path / "again.out")])[0] == 0
+            assert (tmp_path / "again.out").read_text() == printed
 
 
 @pytest.mark.parametrize("name", ["empty", "comments", "deep", "unknown-discardable-attr"])
@@ -226,7 +265,9 @@ def test_special_inputs_run(name: str, tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     check_outcome(path, proc.returncode, proc.stderr, SPECIAL[name])
     if "main" not in SPECIAL[name]:
-        assert "has no entry 'main' (entries: none)" in proc.stderr
+        assert proc.returncode == 1 and "has no entry 'main' (entries: none)" in proc.stderr
+    else:
+        assert proc.returncode == 0 and proc.stdout == "", proc.stderr
 
 
 def test_deep_nesting(tmp_path: Path) -> None:
@@ -400,4 +441,11 @@ def test_zero_block_size_does_not_abort(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "nova.cli.translate", str(path), "--emit=ptx",
                            "-o", str(tmp_path / "out.ptx")], capture_output=True, text=True,
                           timeout=120)
-    assert proc.returncode in (0, 1), proc.stderr
+    # a launch's block size is a run-time value: it compiles, and the launch refuses it
+    assert proc.returncode == 0, proc.stderr
+    assert ".entry" in (tmp_path / "out.ptx").read_text()
+    proc = subprocess.run([sys.executable, "-m", "nova.cli.run", str(path), "--device", "cpu"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert ("nova-run: error: kernel @main_kernel: block size (0, 1, 1): every dimension must be "
+            ">= 1") in proc.stderr and "Traceback" not in proc.stderr

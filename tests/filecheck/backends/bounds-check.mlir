@@ -1,9 +1,9 @@
 // RUN: nova-translate %s --emit=device-llvm --check-bounds | FileCheck %s --check-prefix=NVPTX
 // RUN: nova-translate %s --emit=cpu-llvm --check-bounds | FileCheck %s --check-prefix=CPU
 // RUN: nova-translate %s --emit=host-llvm --check-bounds | FileCheck %s --check-prefix=HOST
-// RUN: nova-translate %s --emit=device-llvm | FileCheck %s --check-prefix=OFF
-// RUN: nova-translate %s --emit=cpu-llvm | FileCheck %s --check-prefix=OFF
-// RUN: nova-translate %s --emit=host-llvm | FileCheck %s --check-prefix=OFF
+// RUN: nova-translate %s --emit=device-llvm | FileCheck %s --check-prefix=OFFDEV
+// RUN: nova-translate %s --emit=cpu-llvm | FileCheck %s --check-prefix=OFFCPU
+// RUN: nova-translate %s --emit=host-llvm | FileCheck %s --check-prefix=OFFHOST
 // RUN: not nova-run %s --device cpu --check-bounds -e main 2>&1 | FileCheck %s --check-prefix=RUNERR
 
 // --check-bounds: every memref.load/store/atomic_rmw index is compared (unsigned, so negative
@@ -108,8 +108,49 @@ module attributes {gpu.container_module} {
 // HOST-NEXT:   load float
 // HOST:        (memref.load on %%m at {{.*}}bounds-check.mlir:31:5)
 
-// OFF-NOT: bounds.
-// OFF-NOT: snprintf
-// OFF-NOT: __assertfail
+// Without --check-bounds: the same accesses and no check around any of them (each run matches
+// the accesses, and its NOT lines sit before, between and after them: together they cover the
+// whole output, so an empty or truncated output fails too).
+// OFFDEV-NOT:   bounds.
+// OFFDEV-NOT:   __assertfail
+// OFFDEV-LABEL: define external ptx_kernel void @"k"
+// OFFDEV-NOT:   bounds.
+// OFFDEV:       load float
+// OFFDEV-NOT:   bounds.
+// OFFDEV:       store float
+// OFFDEV-NOT:   bounds.
+// OFFDEV:       atomicrmw fadd
+// OFFDEV-NOT:   bounds.
+// OFFDEV-NOT:   __assertfail
+// OFFDEV-NOT:   vprintf
+
+// OFFCPU-NOT:   bounds.
+// OFFCPU-NOT:   snprintf
+// OFFCPU-LABEL: define internal void @"__nova_cpu_fn.k"
+// OFFCPU-NOT:   bounds.
+// OFFCPU:       load float
+// OFFCPU-NOT:   bounds.
+// OFFCPU:       store float
+// OFFCPU-NOT:   bounds.
+// OFFCPU:       atomicrmw fadd
+// OFFCPU-NOT:   bounds.
+// OFFCPU-NOT:   snprintf
+// OFFCPU:       define i32 @"k"
+// OFFCPU-NOT:   bounds.
+// OFFCPU-NOT:   snprintf
+// OFFCPU-NOT:   __nova_cpu_fail
+
+// OFFHOST-NOT:   bounds.
+// OFFHOST-NOT:   snprintf
+// OFFHOST-LABEL: define internal float @"pick"(i64 %".1")
+// OFFHOST-NOT:   bounds.
+// OFFHOST-NOT:   nova_rt_host_assert_fail
+// OFFHOST:       load float
+// OFFHOST-NOT:   bounds.
+// OFFHOST-NOT:   nova_rt_host_assert_fail
+// OFFHOST:       define internal void @"main"()
+// OFFHOST-NOT:   bounds.
+// OFFHOST-NOT:   snprintf
+// OFFHOST-NOT:   nova_rt_host_assert_fail
 
 // RUNERR: nova-run: error: host assertion failed: index 9 out of bounds for dimension 0 of size 8 (memref.load on %m at {{.*}}bounds-check.mlir:31:5)
