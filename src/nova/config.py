@@ -4,35 +4,57 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from nova.records import Record
 
-@dataclass(frozen=True)
-class Config:
-    """Nova's settings. `device` is 'cuda', 'cpu' or '' (auto: cuda when usable, else cpu)."""
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
-    device: str = ""
-    dump_dir: Path | None = None
-    override_dir: Path | None = None  # NOVA_OVERRIDE_DIR: hand-edited stage outputs
-    cache_dir: Path = Path.home() / ".cache" / "nova"
-    cache_enabled: bool = True
-    arch: str = "sm_90"
-    cpu_workers: int = 0  # 0: one worker thread per core
-    cpu_stack_kib: int = 64  # fiber stack per GPU thread of CPU-device kernels with barriers
+
+class Config(Record):
+    """Nova's settings. `device` is 'cuda', 'cpu' or '' (auto: cuda when usable, else cpu).
+
+    A frozen Record (nova.records): its module is on every cold-start path."""
+
+    _fields = ("device", "dump_dir", "override_dir", "cache_dir", "cache_enabled", "arch",
+               "cpu_workers", "cpu_stack_kib", "cpu_arch", "cpu_regions", "check_bounds", "debug",
+               "poison_memory", "trusted_keys")
+    __match_args__ = _fields
+    device: str
+    dump_dir: Path | None
+    override_dir: Path | None  # NOVA_OVERRIDE_DIR: hand-edited stage outputs
+    cache_dir: Path
+    cache_enabled: bool
+    arch: str
+    cpu_workers: int  # 0: one worker thread per core
+    cpu_stack_kib: int  # fiber stack per GPU thread of CPU-device kernels with barriers
     # NOVA_CPU_ARCH: CPU-device kernels are compiled for this machine's CPU ('native', AVX2/
     # AVX-512/FMA where present) or for baseline x86-64 ('generic', objects that load anywhere)
-    cpu_arch: str = "native"
+    cpu_arch: str
     # NOVA_CPU_REGIONS=0: run every barrier kernel as fibers (no barrier-region splitting);
     # for comparisons and debugging (docs/cpu-device.md)
-    cpu_regions: bool = True
-    check_bounds: bool = False  # NOVA_CHECK_BOUNDS: the default of the check_bounds option
-    debug: bool = False  # NOVA_DEBUG: CLIs print tracebacks of internal errors
-    poison_memory: bool = False  # NOVA_POISON: cpu device fills fresh allocations with 0xCD
+    cpu_regions: bool
+    check_bounds: bool  # NOVA_CHECK_BOUNDS: the default of the check_bounds option
+    debug: bool  # NOVA_DEBUG: CLIs print tracebacks of internal errors
+    poison_memory: bool  # NOVA_POISON: cpu device fills fresh allocations with 0xCD
     # NOVA_TRUSTED_KEYS: PEM public keys (paths, os.pathsep-separated); when any is given, only
     # bundles signed by one of them load (nova.load's trusted_keys overrides it)
-    trusted_keys: tuple[Path, ...] = ()
+    trusted_keys: tuple[Path, ...]
+
+    def __init__(self, device: str = "", dump_dir: Path | None = None,
+                 override_dir: Path | None = None, cache_dir: Path | None = None,
+                 cache_enabled: bool = True, arch: str = "sm_90", cpu_workers: int = 0,
+                 cpu_stack_kib: int = 64, cpu_arch: str = "native", cpu_regions: bool = True,
+                 check_bounds: bool = False, debug: bool = False, poison_memory: bool = False,
+                 trusted_keys: tuple[Path, ...] = ()) -> None:
+        values = (device, dump_dir, override_dir,
+                  _DEFAULT_CACHE_DIR if cache_dir is None else cache_dir, cache_enabled, arch,
+                  cpu_workers, cpu_stack_kib, cpu_arch, cpu_regions, check_bounds, debug,
+                  poison_memory, trusted_keys)
+        for name, value in zip(self._fields, values, strict=True):
+            object.__setattr__(self, name, value)
 
     @staticmethod
     def from_environ(environ: dict[str, str] | None = None) -> Config:
@@ -59,6 +81,7 @@ class Config:
         )
 
 
+_DEFAULT_CACHE_DIR = Path.home() / ".cache" / "nova"
 _current: Config | None = None
 
 
@@ -75,11 +98,10 @@ def scoped(**changes: object) -> Iterator[Config]:
     """Temporarily override settings (tests use this instead of touching os.environ)."""
     global _current
     previous = get()
-    names = {f.name for f in fields(Config)}
-    unknown = set(changes) - names
+    unknown = set(changes) - set(Config._fields)
     if unknown:
         raise TypeError(f"unknown config fields: {sorted(unknown)}")
-    _current = replace(previous, **changes)  # type: ignore[arg-type]
+    _current = previous._replace(**changes)
     try:
         yield _current
     finally:
@@ -103,15 +125,16 @@ def host_cpu_id() -> str:
     feature list) to another."""
     global _host_cpu_id
     if _host_cpu_id is None:
-        import hashlib
-        import platform
+        from nova.hashing import sha256
 
         try:
             with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
                 lines = [ln for ln in f.read(65536).splitlines()
                          if ln.startswith(("model name", "flags"))][:2]
         except OSError:
+            import platform
+
             lines = [platform.processor()]
-        _host_cpu_id = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+        _host_cpu_id = sha256("\n".join(lines).encode()).hexdigest()[:16]
     return _host_cpu_id
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nova import config
 from nova.cli import run as run_cli
 from nova.cli import translate as translate_cli
 
@@ -56,6 +57,9 @@ def test_translate_quick_arguments_match_argparse(argv: list[str]) -> None:
     full = translate_cli.build_parser().parse_args(argv)
     assert (quick.input, quick.output) == (full.input, full.output)
     assert asdict(translate_cli._options(quick)) == asdict(translate_cli._options(full))
+    assert translate_cli._quick_option_values(quick) == asdict(translate_cli._options(full))
+    with config.scoped(arch="sm_80", check_bounds=True):  # the defaults come from the config
+        assert translate_cli._quick_option_values(quick) == asdict(translate_cli._options(full))
 
 
 @pytest.mark.parametrize("argv", [

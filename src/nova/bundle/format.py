@@ -8,10 +8,11 @@ module is shared by the compiler (writer) and the runtime (reader) and imports n
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+
+from nova.hashing import sha256
 
 FORMAT_NAME = "nova-bundle"
 FORMAT_VERSION = 1
@@ -48,7 +49,7 @@ def seal_digest(file_bytes: bytes, seal_offset: int) -> bytes:
     SEAL_DIGEST_OFFSET) taken as zero: what `.nova.seal` must hold after its magic."""
     start = seal_offset + SEAL_DIGEST_OFFSET
     end = start + SEAL_SIZE - SEAL_DIGEST_OFFSET
-    digest = hashlib.sha256()
+    digest = sha256(size_hint=len(file_bytes))
     digest.update(memoryview(file_bytes)[:start])
     digest.update(bytes(end - start))
     digest.update(memoryview(file_bytes)[end:])

@@ -9,13 +9,13 @@ or llvmlite: a cache hit costs a few stat() calls and one file read.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
 from functools import cache
 from pathlib import Path
 
+from nova.hashing import sha256
 from nova.runtime.digested import read_digested, write_digested
 
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
@@ -28,9 +28,15 @@ def _dist_version(package: str) -> str:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         return "absent"
-    site = Path(spec.origin).parent.parent
-    for entry in site.glob(f"{package}-*.dist-info"):
-        return entry.name.removesuffix(".dist-info").split("-", 1)[1]
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    prefix = f"{package}-"
+    try:
+        names = sorted(os.listdir(site))
+    except OSError:
+        names = []
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".dist-info"):
+            return name.removesuffix(".dist-info").split("-", 1)[1]
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -39,20 +45,40 @@ def _dist_version(package: str) -> str:
         return "unknown"
 
 
+def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> None:
+    """(path relative to the nova package, absolute path) of every *.py file under `folder`
+    (recursively; os.scandir rather than pathlib's rglob: this runs on every cold start)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        rel = f"{relative}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):  # as rglob: no symlinked folders
+            _python_files(entry.path, rel, out)
+        elif entry.name.endswith(".py"):
+            out.append((rel, entry.path))
+
+
 @cache
 def _compiler_fingerprint() -> str:
     """Hash of (path, size, mtime) of every compiler source file: changes whenever one is edited."""
-    root = Path(__file__).parent.parent  # the nova package
-    digest = hashlib.sha256()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nova package
+    digest = sha256()
     for part in _COMPILER_PARTS:
-        path = root / part
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files:
+        path = os.path.join(root, part)
+        files: list[tuple[str, str]] = []
+        if os.path.isdir(path):
+            _python_files(path, part, files)
+            files.sort(key=lambda f: f[0].split("/"))  # pathlib's order: by path components
+        else:
+            files.append((part, path))
+        for rel, file in files:
             try:
-                stat = file.stat()
+                stat = os.stat(file)
             except OSError:
                 continue
-            digest.update(f"{file.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+            digest.update(f"{rel}:{stat.st_size}:{stat.st_mtime_ns};".encode())
     return digest.hexdigest()
 
 
@@ -103,7 +129,7 @@ def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
          **codegen_settings()},
         sort_keys=True, default=str,
     )
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return sha256(payload.encode()).hexdigest()
 
 
 __all__ = ["BundleCache", "cache_key", "environment_fingerprint", "read_digested",

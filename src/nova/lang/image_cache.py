@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -34,6 +33,7 @@ from nova.compiler.cache import (
     read_digested,
     write_digested,
 )
+from nova.hashing import sha256
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def mlir_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False)
     payload = json.dumps({"kind": "python-kernel", "mlir": mlir_text, "target": target,
                           "arch": arch, "check_bounds": check_bounds,
                           **environment_fingerprint(), **codegen_settings()}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return sha256(payload.encode()).hexdigest()
 
 
 def _path(key: str) -> Path:

@@ -8,7 +8,6 @@ excerpt shows the real source line with a caret, as Python's own SyntaxError doe
 from __future__ import annotations
 
 import ast
-import hashlib
 import inspect
 import linecache
 import textwrap
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nova.errors import DiagnosticError, SourceLocation, UnsupportedError, VerifyError
+from nova.hashing import sha256
 
 
 class KernelTypeError(VerifyError, TypeError):
@@ -65,7 +65,7 @@ class FunctionSource:
     @property
     def digest(self) -> str:
         if not self._digest:
-            self._digest = hashlib.sha256(self.text.encode()).hexdigest()
+            self._digest = sha256(self.text.encode()).hexdigest()
         return self._digest
 
     def location(self, node: ast.AST | None) -> SourceLocation:

@@ -13,23 +13,23 @@ provide a handful of raw primitives (`_raw_alloc`, `_enqueue_copy`, `_launch`, .
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from nova.bundle.format import Kernel
 from nova.errors import ArgumentError
+from nova.hashing import sha256
 from nova.runtime.pool import MemoryPool
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from concurrent.futures import Future
 
     import numpy as np
 
@@ -116,7 +116,7 @@ class ModuleImages:
 def image_digest(image: bytes | str) -> str:
     """sha256 of an image: the key under which devices cache loaded modules."""
     data = image.encode("utf-8") if isinstance(image, str) else image
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 class DeviceFunction:

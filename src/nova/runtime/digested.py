@@ -9,9 +9,10 @@ native runtime objects of the cpu device.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
+
+from nova.hashing import sha256
 
 _DIGEST = 32
 
@@ -24,7 +25,7 @@ def read_digested(path: Path) -> bytes | None:
     except OSError:
         return None
     digest, data = raw[:_DIGEST], raw[_DIGEST:]
-    if len(raw) < _DIGEST or hashlib.sha256(data).digest() != digest:
+    if len(raw) < _DIGEST or sha256(data).digest() != digest:
         path.unlink(missing_ok=True)
         return None
     return data
@@ -40,7 +41,7 @@ def write_digested(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(hashlib.sha256(data).digest() + data)
+            out.write(sha256(data).digest() + data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

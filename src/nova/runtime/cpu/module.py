@@ -21,7 +21,6 @@ import functools
 import os
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
@@ -37,6 +36,7 @@ from nova.runtime.objload import LoadedObject, ObjectLoadError
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
+    from nova.runtime.cpu.helpers import HelperThreads
 
 KERNEL_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -227,7 +227,7 @@ class BlockRun:
     device's helper threads, and raises KernelFault when a block fails."""
 
     def __init__(self, function: CpuFunction, grid: Dim3, block: Dim3, cluster: Dim3 | None,
-                 shared_bytes: int, params: PackedParams, helpers: ThreadPoolExecutor | None,
+                 shared_bytes: int, params: PackedParams, helpers: HelperThreads | None,
                  workers: int) -> None:
         self.function = function
         self.grid, self.block = grid, block
