@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 from pathlib import Path
 
 from nova import abi
@@ -40,10 +40,18 @@ def render() -> str:
               "a JSON list of `LibraryPlan` objects (fields below); "
               f"`func.call @{abi.LIBRARY_CALL_PREFIX}<i>` in MLIR refers to plan `i`.", "",
               (abi.LibraryPlan.__doc__ or "").strip(), "",
-              "\n".join(f"- `{n}`: {f.type} = `{f.default!r}`" if f.default is not
-                        dataclasses.MISSING else f"- `{n}`: {f.type}"
-                        for n, f in abi.LibraryPlan.__dataclass_fields__.items()), ""]
+              "\n".join(f"- `{n}`: {f.annotation} = `{f.default!r}`" if f.default is not
+                        inspect.Parameter.empty else f"- `{n}`: {f.annotation}"
+                        for n, f in _plan_fields().items()), ""]
     return "\n".join(lines)
+
+
+def _plan_fields() -> dict[str, inspect.Parameter]:
+    """LibraryPlan's fields (a nova.records.Record: its constructor's parameters, in order)."""
+    params = dict(inspect.signature(abi.LibraryPlan.__init__).parameters)
+    params.pop("self")
+    assert tuple(params) == abi.LibraryPlan._fields
+    return params
 
 
 if __name__ == "__main__":

@@ -18,10 +18,10 @@ class Config(Record):
 
     A frozen Record (nova.records): its module is on every cold-start path."""
 
-    _fields = ("device", "dump_dir", "override_dir", "cache_dir", "cache_enabled", "arch",
-               "cpu_workers", "cpu_stack_kib", "cpu_arch", "cpu_regions", "check_bounds", "debug",
-               "poison_memory", "trusted_keys")
-    __match_args__ = _fields
+    __match_args__ = ("device", "dump_dir", "override_dir", "cache_dir", "cache_enabled", "arch",
+                      "cpu_workers", "cpu_stack_kib", "cpu_arch", "cpu_regions", "check_bounds",
+                      "debug", "poison_memory", "trusted_keys")
+    _fields = __match_args__
     device: str
     dump_dir: Path | None
     override_dir: Path | None  # NOVA_OVERRIDE_DIR: hand-edited stage outputs

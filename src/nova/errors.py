@@ -13,8 +13,8 @@ from nova.records import Record
 class SourceLocation(Record):
     """A point in a source file (1-based line and column), with the file's text for excerpts."""
 
-    _fields = ("filename", "line", "column", "source")
-    __match_args__ = _fields
+    __match_args__ = ("filename", "line", "column", "source")
+    _fields = __match_args__
     filename: str
     line: int
     column: int

@@ -25,8 +25,7 @@ def sha256(data: bytes | bytearray | memoryview = b"", *, size_hint: int = 0) ->
     """A SHA-256 hash object (`update`, `digest`, `hexdigest`) over `data`; `size_hint` is the
     total number of bytes the caller will feed it, when more than `data`."""
     global _builtin
-    hashlib = sys.modules.get("hashlib")
-    if hashlib is None and max(len(data), size_hint) <= LARGE:
+    if "hashlib" not in sys.modules and max(len(data), size_hint) <= LARGE:
         if _builtin is None:
             _builtin = _load_builtin()
         if _builtin is not None:

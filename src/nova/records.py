@@ -34,7 +34,7 @@ class Record:
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
+            return self._values() == other._values()
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -58,3 +58,37 @@ class Record:
             raise TypeError(f"{type(self).__name__} has no fields {sorted(unknown)}")
         values.update(changes)
         return type(self)(**values)
+
+
+class MutableRecord:
+    """Base of mutable value classes: what `@dataclass` (not frozen) generates, i.e. a repr
+    naming every field and equality by the field values; like such dataclasses, instances are
+    unhashable."""
+
+    _fields: tuple[str, ...] = ()
+    _repr_fields: tuple[str, ...] | None = None
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = self._fields if self._repr_fields is None else self._repr_fields
+        inner = ", ".join([f"{name}={getattr(self, name)!r}" for name in shown])
+        return f"{type(self).__qualname__}({inner})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return tuple([getattr(self, n) for n in self._fields]) == \
+                tuple([getattr(other, n) for n in self._fields])
+        return NotImplemented
+
+
+def as_dict(value: Any) -> Any:
+    """`dataclasses.asdict` for Records: Records become dicts of their fields (recursively,
+    through lists, tuples and dicts, which keep their types); other values are returned as they
+    are (asdict deep-copies them: callers here hold only immutable leaves)."""
+    if isinstance(value, Record | MutableRecord):
+        return {name: as_dict(getattr(value, name)) for name in value._fields}
+    if isinstance(value, list | tuple):
+        return type(value)(as_dict(v) for v in value)
+    if isinstance(value, dict):
+        return {as_dict(k): as_dict(v) for k, v in value.items()}
+    return value

@@ -11,11 +11,11 @@ import ast
 import inspect
 import linecache
 import textwrap
-from dataclasses import dataclass, field
 from typing import Any
 
 from nova.errors import DiagnosticError, SourceLocation, UnsupportedError, VerifyError
 from nova.hashing import sha256
+from nova.records import MutableRecord
 
 
 class KernelTypeError(VerifyError, TypeError):
@@ -26,9 +26,13 @@ class KernelSyntaxError(UnsupportedError):
     """A Python construct kernels do not support, located in its source; names what is."""
 
 
-@dataclass
-class FunctionSource:
+class FunctionSource(MutableRecord):
     """A parsed Python function: AST, file, line offset and the names it can see."""
+
+    __match_args__ = ("func", "tree", "filename", "first_line", "indent", "file_text", "text",
+                      "_digest")
+    _fields = __match_args__
+    _repr_fields = ("func", "tree", "filename", "first_line", "indent", "file_text", "text")
 
     func: Any
     tree: ast.FunctionDef
@@ -37,7 +41,18 @@ class FunctionSource:
     indent: int
     file_text: str | None
     text: str
-    _digest: str = field(default="", repr=False)
+    _digest: str
+
+    def __init__(self, func: Any, tree: ast.FunctionDef, filename: str, first_line: int,
+                 indent: int, file_text: str | None, text: str, _digest: str = "") -> None:
+        self.func = func
+        self.tree = tree
+        self.filename = filename
+        self.first_line = first_line
+        self.indent = indent
+        self.file_text = file_text
+        self.text = text
+        self._digest = _digest
 
     @staticmethod
     def of(func: Any) -> FunctionSource:
