@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 
 from nova.records import Record
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 
 class Config(Record):
     """Nova's settings. `device` is 'cuda', 'cpu' or '' (auto: cuda when usable, else cpu).
 
-    A frozen Record (nova.records): its module is on every cold-start path."""
+    A frozen Record (nova.records): its module is on every cold-start path, so it does not import
+    pathlib (3-4 ms with urllib.parse and ipaddress) either: `cache_dir` is kept as given (the
+    default and NOVA_CACHE_DIR as strings) and made a Path when read; `cache_path` joins paths
+    under it without pathlib, for the cache lookups of cold starts."""
+
+    _cache_dir: str | os.PathLike[str]
 
     __match_args__ = ("device", "dump_dir", "override_dir", "cache_dir", "cache_enabled", "arch",
                       "cpu_workers", "cpu_stack_kib", "cpu_arch", "cpu_regions", "check_bounds",
@@ -25,7 +30,6 @@ class Config(Record):
     device: str
     dump_dir: Path | None
     override_dir: Path | None  # NOVA_OVERRIDE_DIR: hand-edited stage outputs
-    cache_dir: Path
     cache_enabled: bool
     arch: str
     cpu_workers: int  # 0: one worker thread per core
@@ -44,17 +48,29 @@ class Config(Record):
     trusted_keys: tuple[Path, ...]
 
     def __init__(self, device: str = "", dump_dir: Path | None = None,
-                 override_dir: Path | None = None, cache_dir: Path | None = None,
+                 override_dir: Path | None = None,
+                 cache_dir: str | os.PathLike[str] | None = None,
                  cache_enabled: bool = True, arch: str = "sm_90", cpu_workers: int = 0,
                  cpu_stack_kib: int = 64, cpu_arch: str = "native", cpu_regions: bool = True,
                  check_bounds: bool = False, debug: bool = False, poison_memory: bool = False,
                  trusted_keys: tuple[Path, ...] = ()) -> None:
         values = (device, dump_dir, override_dir,
-                  _DEFAULT_CACHE_DIR if cache_dir is None else cache_dir, cache_enabled, arch,
+                  _default_cache_dir() if cache_dir is None else cache_dir, cache_enabled, arch,
                   cpu_workers, cpu_stack_kib, cpu_arch, cpu_regions, check_bounds, debug,
                   poison_memory, trusted_keys)
         for name, value in zip(self._fields, values, strict=True):
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, "_cache_dir" if name == "cache_dir" else name, value)
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where Nova's caches live (NOVA_CACHE_DIR, default ~/.cache/nova)."""
+        from pathlib import Path
+
+        return Path(self._cache_dir)
+
+    def cache_path(self, *parts: str) -> str:
+        """`str(self.cache_dir.joinpath(*parts))` without pathlib."""
+        return os.path.join(os.fspath(self._cache_dir), *parts)
 
     @staticmethod
     def from_environ(environ: dict[str, str] | None = None) -> Config:
@@ -62,11 +78,13 @@ class Config(Record):
         base = Config()
         dump = env.get("NOVA_DUMP_DIR")
         cache = env.get("NOVA_CACHE_DIR")
+        override = env.get("NOVA_OVERRIDE_DIR")
+        keys = [p for p in env.get("NOVA_TRUSTED_KEYS", "").split(os.pathsep) if p.strip()]
         return Config(
             device=env.get("NOVA_DEVICE", base.device).strip().lower(),
-            dump_dir=Path(dump) if dump else None,
-            override_dir=Path(env["NOVA_OVERRIDE_DIR"]) if env.get("NOVA_OVERRIDE_DIR") else None,
-            cache_dir=Path(cache) if cache else base.cache_dir,
+            dump_dir=_paths(dump)[0] if dump else None,
+            override_dir=_paths(override)[0] if override else None,
+            cache_dir=cache if cache else base._cache_dir,
             cache_enabled=env.get("NOVA_CACHE", "1") not in ("0", "off", "false"),
             arch=env.get("NOVA_ARCH", base.arch),
             cpu_workers=int(env.get("NOVA_CPU_WORKERS", "0") or 0),
@@ -76,12 +94,21 @@ class Config(Record):
             check_bounds=env.get("NOVA_CHECK_BOUNDS", "0") not in ("0", "", "off", "false"),
             debug=env.get("NOVA_DEBUG", "0") not in ("0", "", "off", "false"),
             poison_memory=env.get("NOVA_POISON", "0") not in ("0", "", "off", "false"),
-            trusted_keys=tuple(Path(p) for p in env.get("NOVA_TRUSTED_KEYS", "").split(os.pathsep)
-                               if p.strip()),
+            trusted_keys=tuple(_paths(*keys)) if keys else (),
         )
 
 
-_DEFAULT_CACHE_DIR = Path.home() / ".cache" / "nova"
+def _default_cache_dir() -> str:
+    """~/.cache/nova (`Path.home()` is `os.path.expanduser("~")`)."""
+    return os.path.join(os.path.expanduser("~"), ".cache", "nova")
+
+
+def _paths(*values: str) -> list[Path]:
+    from pathlib import Path  # only for settings the cold-start paths do not read
+
+    return [Path(v) for v in values]
+
+
 _current: Config | None = None
 
 

@@ -256,7 +256,7 @@ print("xdsl" in sys.modules, "llvmlite" in sys.modules, "nova.compiler.driver" i
 print(*sorted({m.split(".")[0] for m in sys.modules} & {AVOIDED!r}))
 """
 AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argparse", "tempfile",
-           "shutil", "subprocess"}
+           "shutil", "subprocess", "pathlib"}
 """What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
 
 

@@ -92,7 +92,7 @@ def test_run_leaves_everything_else_to_argparse(argv: list[str]) -> None:
 
 WATCHED = ("xdsl", "llvmlite", "argparse", "numpy", "dataclasses", "inspect", "hashlib",
            "concurrent", "logging", "typing", "platform", "base64", "threading", "tempfile",
-           "shutil", "subprocess")
+           "shutil", "subprocess", "pathlib")
 """Modules (top-level names) whose import the cold-start paths avoid; see the tests below."""
 
 PROBE = ("import atexit, sys\n"
@@ -123,7 +123,7 @@ def test_cache_hits_import_only_what_they_use(tmp_path: Path) -> None:
     bundle.unlink()
     _, hit = _tool("translate", [str(source), "-o", str(bundle)], cache)
     # no xDSL, llvmlite, argparse or NumPy; not even dataclasses (inspect), OpenSSL (hashlib),
-    # typing, threading or the compiler's stage table
+    # typing, threading, pathlib or the compiler's stage table
     assert hit == "loaded:"
     assert bundle.read_bytes() == first
     out, _ = _tool("run", [str(bundle), "--device", "cpu"], cache)  # fills the runtime objects

@@ -100,3 +100,26 @@ def test_dist_version_reads_the_dist_info_name() -> None:
 
     assert cache._dist_version("llvmlite") == version("llvmlite")
     assert cache._dist_version("nova_no_such_package") == "absent"
+
+
+def test_config_paths_without_pathlib_read_as_before(tmp_path: Path) -> None:
+    from nova import config
+
+    default = config.Config.from_environ({})
+    assert default == config.Config()
+    assert default.cache_dir == Path.home() / ".cache" / "nova"
+    assert isinstance(default.cache_dir, Path)
+    assert default.cache_path("kernels", "ab") == str(Path.home() / ".cache/nova/kernels/ab")
+    env = {"NOVA_CACHE_DIR": str(tmp_path / "c"), "NOVA_DUMP_DIR": "d", "NOVA_OVERRIDE_DIR": "o",
+           "NOVA_TRUSTED_KEYS": os.pathsep.join(["k1.pem", " ", "k2.pem"])}
+    cfg = config.Config.from_environ(env)
+    assert cfg.cache_dir == tmp_path / "c" and cfg.cache_path("x") == str(tmp_path / "c" / "x")
+    assert (cfg.dump_dir, cfg.override_dir) == (Path("d"), Path("o"))
+    assert cfg.trusted_keys == (Path("k1.pem"), Path("k2.pem"))
+    assert f"cache_dir={tmp_path / 'c'!r}" in repr(cfg)
+    with config.scoped(cache_dir=tmp_path / "s") as scoped:
+        assert config.get() is scoped and scoped.cache_dir == tmp_path / "s"
+        assert scoped.cache_path("k") == str(tmp_path / "s" / "k")
+    with pytest.raises(TypeError, match=r"unknown config fields: \['nope'\]"):
+        with config.scoped(nope=1):
+            pass

@@ -17,9 +17,9 @@ Python. Anything else, or a miss, takes the full path.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from types import SimpleNamespace
 
 from nova.cli.toolmain import (
@@ -95,7 +95,7 @@ def format_timings(timings: dict[str, float], cache_hit: bool) -> str:
 def _gen_key(path: str) -> int:
     from nova.bundle.signature import fingerprint, generate_key, load_public_key
 
-    if Path(path).exists():
+    if os.path.exists(path):
         raise InputError(f"'{path}' exists; not overwriting a key")
     private, public = generate_key(path)
     print(f"wrote {private} (private key: keep it secret) and {public} (public key, "
@@ -181,7 +181,7 @@ def _cache_hit(argv: list[str]) -> bool:
         return False  # the full path reports it
     from nova.compiler.cache import BundleCache, cache_key
 
-    data = BundleCache(cfg.cache_dir).get(cache_key(text, filename, _quick_option_values(ns)))
+    data = BundleCache(cfg.cache_path()).get(cache_key(text, filename, _quick_option_values(ns)))
     if data is None:
         return False
     write_output(ns.output, data)

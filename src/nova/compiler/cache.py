@@ -13,10 +13,13 @@ import importlib.util
 import json
 import os
 from functools import cache
-from pathlib import Path
 
 from nova.hashing import sha256
 from nova.runtime.digested import read_digested, write_digested
+
+TYPE_CHECKING = False  # pathlib is not imported at run time (a cache hit's cold start)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
 _COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi.py",
@@ -140,12 +143,19 @@ class BundleCache:
     """A directory of cached bundles: `<dir>/bundles/<key[:2]>/<key>.nova`, holding at most
     `max_entries` (the least recently written go first)."""
 
-    def __init__(self, directory: Path, max_entries: int = 512) -> None:
-        self.directory = directory / "bundles"
+    def __init__(self, directory: str | os.PathLike[str], max_entries: int = 512) -> None:
+        self._root = os.path.join(os.fspath(directory), "bundles")  # no pathlib for a hit
         self.max_entries = max_entries
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.nova"
+    @property
+    def directory(self) -> Path:
+        """`<dir>/bundles`."""
+        from pathlib import Path
+
+        return Path(self._root)
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self._root, key[:2], f"{key}.nova")
 
     def get(self, key: str) -> bytes | None:
         """The cached bytes for `key`, or None (missing, unreadable or corrupt entries)."""

@@ -22,7 +22,6 @@ import binascii
 import contextlib
 import json
 from collections.abc import Callable
-from pathlib import Path
 
 from nova import config
 from nova.bundle.format import Kernel, KernelParam, TypeSpec
@@ -34,6 +33,7 @@ from nova.compiler.cache import (
 )
 from nova.hashing import sha256
 from nova.records import Record, as_dict
+from nova.runtime.digested import remove
 
 
 class CompiledImages(Record):
@@ -66,8 +66,8 @@ def mlir_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False)
     return sha256(payload.encode()).hexdigest()
 
 
-def _path(key: str) -> Path:
-    return config.get().cache_dir / "kernels" / key[:2] / f"{key}.json"
+def _path(key: str) -> str:
+    return config.get().cache_path("kernels", key[:2], f"{key}.json")
 
 
 def _b64(data: bytes | None) -> str | None:
@@ -105,7 +105,7 @@ def get(key: str) -> CompiledImages | None:
     try:
         return decode(data)
     except (ValueError, KeyError, TypeError):
-        path.unlink(missing_ok=True)
+        remove(path)
         return None
 
 

@@ -199,7 +199,7 @@ def compiled_ir(name: str, ir: str) -> bytes:
 
     cfg = config.get()
     key = sha256(f"{name}/1/x86_64-large-static\n{ir}".encode()).hexdigest()
-    path = cfg.cache_dir / "runtime" / f"{name}-{key[:32]}.o"
+    path = cfg.cache_path("runtime", f"{name}-{key[:32]}.o")
     if cfg.cache_enabled:
         cached = read_digested(path)
         if cached is not None:

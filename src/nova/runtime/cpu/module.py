@@ -95,9 +95,11 @@ def _host_features() -> frozenset[str]:
 
     path = None
     if config.get().cache_enabled:
-        path = config.get().cache_dir / "runtime" / f"host-cpu-features-{config.host_cpu_id()}.txt"
+        path = config.get().cache_path("runtime",
+                                       f"host-cpu-features-{config.host_cpu_id()}.txt")
         try:
-            return frozenset(path.read_text(encoding="ascii").split())
+            with open(path, encoding="ascii") as f:
+                return frozenset(f.read().split())
         except OSError:
             pass
     import llvmlite.binding as llvm
@@ -106,9 +108,10 @@ def _host_features() -> frozenset[str]:
     features = frozenset(f[1:] for f in flat.split(",") if f.startswith("+"))
     if path is not None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(" ".join(sorted(features)), encoding="ascii")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path.removesuffix('.txt')}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(" ".join(sorted(features)))
             os.replace(tmp, path)
         except OSError:
             pass
