@@ -107,7 +107,8 @@ def _tool(tool: str, args: list[str], cache: Path) -> tuple[str, str]:
            "PYTHONPATH": os.pathsep.join(sys.path)}
     for name in ("NOVA_CACHE", "NOVA_DUMP_DIR", "NOVA_OVERRIDE_DIR"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-c", PROBE.format(tool=tool, watched=WATCHED), *args], env=env,
+    probe = PROBE.format(tool=tool, watched=WATCHED)
+    done = subprocess.run([sys.executable, "-c", probe, *args], env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     loaded = [line for line in done.stderr.splitlines() if line.startswith("loaded:")]

@@ -120,6 +120,6 @@ def test_config_paths_without_pathlib_read_as_before(tmp_path: Path) -> None:
     with config.scoped(cache_dir=tmp_path / "s") as scoped:
         assert config.get() is scoped and scoped.cache_dir == tmp_path / "s"
         assert scoped.cache_path("k") == str(tmp_path / "s" / "k")
-    with pytest.raises(TypeError, match=r"unknown config fields: \['nope'\]"):
-        with config.scoped(nope=1):
-            pass
+    with pytest.raises(TypeError, match=r"unknown config fields: \['nope'\]"), \
+            config.scoped(nope=1):
+        pass
