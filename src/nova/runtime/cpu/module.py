@@ -98,8 +98,8 @@ def _host_features() -> frozenset[str]:
         path = config.get().cache_path("runtime",
                                        f"host-cpu-features-{config.host_cpu_id()}.txt")
         try:
-            with open(path, encoding="ascii") as f:
-                return frozenset(f.read().split())
+            with open(path, "rb") as f:  # bytes.decode: no codec module import (encodings.ascii)
+                return frozenset(f.read().decode("ascii").split())
         except OSError:
             pass
     import llvmlite.binding as llvm
