@@ -110,8 +110,8 @@ def _host_features() -> frozenset[str]:
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = f"{path.removesuffix('.txt')}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(" ".join(sorted(features)))
+            with open(tmp, "wb") as out:
+                out.write(" ".join(sorted(features)).encode("ascii"))
             os.replace(tmp, path)
         except OSError:
             pass
