@@ -123,3 +123,27 @@ def test_config_paths_without_pathlib_read_as_before(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"unknown config fields: \['nope'\]"), \
             config.scoped(nope=1):
         pass
+
+
+def test_idle_helpers_are_woken_one_call_each() -> None:
+    """A woken helper counts as busy at once: with one helper idle, two calls submitted together
+    wake it and start a second one, so both run at the same time."""
+    helpers = HelperThreads(3, thread_name_prefix="nova-test-helper")
+    first = threading.Event()
+    helpers.submit(first.set)
+    assert first.wait(30)
+    deadline = time.monotonic() + 30
+    while helpers._idle < 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert helpers._idle == 1
+    barrier = threading.Barrier(2, timeout=30)
+    done = threading.Semaphore(0)
+
+    def job() -> None:
+        barrier.wait()  # breaks (and the test fails) unless both calls run at once
+        done.release()
+
+    helpers.submit(job)
+    helpers.submit(job)
+    assert done.acquire(timeout=30) and done.acquire(timeout=30)
+    assert len(helpers._threads) == 2

@@ -38,7 +38,8 @@ class HelperThreads:
         """Run `fn()` on a helper thread as soon as one is free."""
         with self._cond:
             self._work.append(fn)
-            if self._idle > 0:
+            if self._idle > 0:  # wake a waiting thread, counted busy from now on (so the next
+                self._idle -= 1  # call starts another thread rather than counting on this one)
                 self._cond.notify()
                 return
             if len(self._threads) >= self.count:
@@ -46,15 +47,19 @@ class HelperThreads:
             thread = threading.Thread(target=self._run, daemon=True,
                                       name=f"{self.prefix}_{len(self._threads)}")
             self._threads.append(thread)
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:  # e.g. RuntimeError at interpreter shutdown: the caller's to handle
+            with self._cond:
+                self._threads.remove(thread)
+            raise
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._work:
                     self._idle += 1
-                    self._cond.wait()
-                    self._idle -= 1
+                    self._cond.wait()  # submit() took this thread off the idle count
                 fn = self._work.popleft()
             with contextlib.suppress(BaseException):  # a Future would have held it
                 fn()
