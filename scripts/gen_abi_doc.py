@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 from pathlib import Path
 
 from nova import abi
@@ -41,11 +41,20 @@ def render() -> str:
               "a `ConvPlan` (`kind` 'conv2d') with the fields below; "
               f"`func.call @{abi.LIBRARY_CALL_PREFIX}<i>` in MLIR refers to plan `i`.", ""]
     for name, plan in (("LibraryPlan", abi.LibraryPlan), ("ConvPlan", abi.ConvPlan)):
-        lines += [f"### `{name}` (`kind` '{plan.kind}')", "", (plan.__doc__ or "").strip(), "",
-                  "\n".join(f"- `{n}`: {f.type} = `{f.default!r}`" if f.default is not
-                            dataclasses.MISSING else f"- `{n}`: {f.type}"
-                            for n, f in plan.__dataclass_fields__.items()), ""]
+        kind = _plan_fields(plan)["kind"].default
+        lines += [f"### `{name}` (`kind` '{kind}')", "", (plan.__doc__ or "").strip(), "",
+                  "\n".join(f"- `{n}`: {f.annotation} = `{f.default!r}`" if f.default is not
+                            inspect.Parameter.empty else f"- `{n}`: {f.annotation}"
+                            for n, f in _plan_fields(plan).items()), ""]
     return "\n".join(lines)
+
+
+def _plan_fields(plan: type) -> dict[str, inspect.Parameter]:
+    """A plan class's fields (a nova.records.Record: its constructor's parameters, in order)."""
+    params = dict(inspect.signature(plan.__init__).parameters)  # type: ignore[misc]
+    params.pop("self")
+    assert tuple(params) == plan._fields  # type: ignore[attr-defined]
+    return params
 
 
 if __name__ == "__main__":

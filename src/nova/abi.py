@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import ctypes
 from _ctypes import CFuncPtr
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from nova.records import Record
 
 ABI_VERSION = 1
 
@@ -89,14 +90,23 @@ CTYPES: dict[CType, type[ctypes._SimpleCData[Any]]] = {
 }
 
 
-@dataclass(frozen=True)
-class AbiFunction:
+class AbiFunction(Record):
     """One runtime function: its symbol, result type, named parameters and meaning."""
+
+    __match_args__ = ("name", "result", "params", "doc")
+    _fields = __match_args__
 
     name: str
     result: CType
     params: tuple[tuple[str, CType], ...]
     doc: str
+
+    def __init__(self, name: str, result: CType, params: tuple[tuple[str, CType], ...],
+                 doc: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "doc", doc)
 
     @property
     def fallible(self) -> bool:
@@ -326,8 +336,7 @@ LIBRARY_ACTIVATIONS = ("none", "relu", "gelu_tanh")
 LIBRARY_DTYPES = ("float32", "float16", "bfloat16")
 
 
-@dataclass(frozen=True)
-class LibraryPlan:
+class LibraryPlan(Record):
     """One library GEMM, in row-major terms (what NumPy and the program see):
 
         D[b] = act(alpha * op(A[b]) @ op(B[b]) + bias + C[b])     for b < batch
@@ -340,20 +349,43 @@ class LibraryPlan:
     the tanh approximation. `operands` names the pointers a call passes, in order (a subset of
     a, b, bias, c, d in that order)."""
 
+    __match_args__ = ("m", "n", "k", "dtype", "batch", "a_stride", "b_stride", "trans_a",
+                      "trans_b", "alpha", "bias", "residual", "activation", "kind")
+    _fields = __match_args__
+
     m: int
     n: int
     k: int
     dtype: str
-    batch: int = 1
-    a_stride: int = 0
-    b_stride: int = 0
-    trans_a: bool = False
-    trans_b: bool = False
-    alpha: float = 1.0
-    bias: bool = False
-    residual: bool = False
-    activation: str = "none"
-    kind: str = "gemm"
+    batch: int
+    a_stride: int
+    b_stride: int
+    trans_a: bool
+    trans_b: bool
+    alpha: float
+    bias: bool
+    residual: bool
+    activation: str
+    kind: str
+
+    def __init__(self, m: int, n: int, k: int, dtype: str, batch: int = 1, a_stride: int = 0,
+                 b_stride: int = 0, trans_a: bool = False, trans_b: bool = False,
+                 alpha: float = 1.0, bias: bool = False, residual: bool = False,
+                 activation: str = "none", kind: str = "gemm") -> None:
+        object.__setattr__(self, "m", m)
+        object.__setattr__(self, "n", n)
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "batch", batch)
+        object.__setattr__(self, "a_stride", a_stride)
+        object.__setattr__(self, "b_stride", b_stride)
+        object.__setattr__(self, "trans_a", trans_a)
+        object.__setattr__(self, "trans_b", trans_b)
+        object.__setattr__(self, "alpha", alpha)
+        object.__setattr__(self, "bias", bias)
+        object.__setattr__(self, "residual", residual)
+        object.__setattr__(self, "activation", activation)
+        object.__setattr__(self, "kind", kind)
 
     @property
     def operands(self) -> tuple[str, ...]:
@@ -361,14 +393,14 @@ class LibraryPlan:
                 "d")
 
     def to_json(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return {f: getattr(self, f) for f in self._fields}
 
     @classmethod
     def from_json(cls, data: Any) -> LibraryPlan:
         """A validated plan; a malformed entry is a `ValueError` saying what is wrong."""
         if not isinstance(data, dict):
             raise ValueError(f"a library plan must be a JSON object, got {type(data).__name__}")
-        unknown = set(data) - set(cls.__dataclass_fields__)
+        unknown = set(data) - set(cls._fields)
         if unknown:
             raise ValueError(f"unknown library plan field(s): {', '.join(sorted(unknown))}")
         try:
@@ -402,8 +434,7 @@ class LibraryPlan:
 CONV_ACTIVATIONS = ("none", "relu")
 
 
-@dataclass(frozen=True)
-class ConvPlan:
+class ConvPlan(Record):
     """One library 2-D convolution (cross-correlation, as ONNX Conv), NCHW tensors:
 
         y = act(conv(x, w) + bias + z)
@@ -415,6 +446,11 @@ class ConvPlan:
     operand has storage type `dtype`; products accumulate in fp32 (never TF32). `operands`
     names the pointers a call passes, in order (a subset of x, w, bias, z, y in that order)."""
 
+    __match_args__ = ("n", "c", "h", "w", "k", "r", "s", "dtype", "stride_h", "stride_w",
+                      "pad_h", "pad_w", "dil_h", "dil_w", "groups", "bias", "residual",
+                      "activation", "kind")
+    _fields = __match_args__
+
     n: int
     c: int
     h: int
@@ -423,17 +459,29 @@ class ConvPlan:
     r: int
     s: int
     dtype: str
-    stride_h: int = 1
-    stride_w: int = 1
-    pad_h: int = 0
-    pad_w: int = 0
-    dil_h: int = 1
-    dil_w: int = 1
-    groups: int = 1
-    bias: bool = False
-    residual: bool = False
-    activation: str = "none"
-    kind: str = "conv2d"
+    stride_h: int
+    stride_w: int
+    pad_h: int
+    pad_w: int
+    dil_h: int
+    dil_w: int
+    groups: int
+    bias: bool
+    residual: bool
+    activation: str
+    kind: str
+
+    def __init__(self, n: int, c: int, h: int, w: int, k: int, r: int, s: int, dtype: str,
+                 stride_h: int = 1, stride_w: int = 1, pad_h: int = 0, pad_w: int = 0,
+                 dil_h: int = 1, dil_w: int = 1, groups: int = 1, bias: bool = False,
+                 residual: bool = False, activation: str = "none", kind: str = "conv2d") -> None:
+        for name, value in (("n", n), ("c", c), ("h", h), ("w", w), ("k", k), ("r", r),
+                            ("s", s), ("dtype", dtype), ("stride_h", stride_h),
+                            ("stride_w", stride_w), ("pad_h", pad_h), ("pad_w", pad_w),
+                            ("dil_h", dil_h), ("dil_w", dil_w), ("groups", groups),
+                            ("bias", bias), ("residual", residual),
+                            ("activation", activation), ("kind", kind)):
+            object.__setattr__(self, name, value)
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -448,12 +496,14 @@ class ConvPlan:
                 "y")
 
     def to_json(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return {f: getattr(self, f) for f in self._fields}
 
     @classmethod
     def from_json(cls, data: Any) -> ConvPlan:
         """A validated plan; a malformed entry is a `ValueError` saying what is wrong."""
-        unknown = set(data) - set(cls.__dataclass_fields__)
+        if not isinstance(data, dict):
+            raise ValueError(f"a conv plan must be a JSON object, got {type(data).__name__}")
+        unknown = set(data) - set(cls._fields)
         if unknown:
             raise ValueError(f"unknown conv plan field(s): {', '.join(sorted(unknown))}")
         try:

@@ -4,35 +4,73 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, fields, replace
-from pathlib import Path
+
+from nova.records import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 
-@dataclass(frozen=True)
-class Config:
-    """Nova's settings. `device` is 'cuda', 'cpu' or '' (auto: cuda when usable, else cpu)."""
+class Config(Record):
+    """Nova's settings. `device` is 'cuda', 'cpu' or '' (auto: cuda when usable, else cpu).
 
-    device: str = ""
-    dump_dir: Path | None = None
-    override_dir: Path | None = None  # NOVA_OVERRIDE_DIR: hand-edited stage outputs
-    cache_dir: Path = Path.home() / ".cache" / "nova"
-    cache_enabled: bool = True
-    arch: str = "sm_90"
-    cpu_workers: int = 0  # 0: one worker thread per core
-    cpu_stack_kib: int = 64  # fiber stack per GPU thread of CPU-device kernels with barriers
+    A frozen Record (nova.records): its module is on every cold-start path, so it does not import
+    pathlib (3-4 ms with urllib.parse and ipaddress) either: `cache_dir` is kept as given (the
+    default and NOVA_CACHE_DIR as strings) and made a Path when read; `cache_path` joins paths
+    under it without pathlib, for the cache lookups of cold starts."""
+
+    _cache_dir: str | os.PathLike[str]
+
+    __match_args__ = ("device", "dump_dir", "override_dir", "cache_dir", "cache_enabled", "arch",
+                      "cpu_workers", "cpu_stack_kib", "cpu_arch", "cpu_regions", "check_bounds",
+                      "debug", "poison_memory", "trusted_keys")
+    _fields = __match_args__
+    device: str
+    dump_dir: Path | None
+    override_dir: Path | None  # NOVA_OVERRIDE_DIR: hand-edited stage outputs
+    cache_enabled: bool
+    arch: str
+    cpu_workers: int  # 0: one worker thread per core
+    cpu_stack_kib: int  # fiber stack per GPU thread of CPU-device kernels with barriers
     # NOVA_CPU_ARCH: CPU-device kernels are compiled for this machine's CPU ('native', AVX2/
     # AVX-512/FMA where present) or for baseline x86-64 ('generic', objects that load anywhere)
-    cpu_arch: str = "native"
+    cpu_arch: str
     # NOVA_CPU_REGIONS=0: run every barrier kernel as fibers (no barrier-region splitting);
     # for comparisons and debugging (docs/cpu-device.md)
-    cpu_regions: bool = True
-    check_bounds: bool = False  # NOVA_CHECK_BOUNDS: the default of the check_bounds option
-    debug: bool = False  # NOVA_DEBUG: CLIs print tracebacks of internal errors
-    poison_memory: bool = False  # NOVA_POISON: cpu device fills fresh allocations with 0xCD
+    cpu_regions: bool
+    check_bounds: bool  # NOVA_CHECK_BOUNDS: the default of the check_bounds option
+    debug: bool  # NOVA_DEBUG: CLIs print tracebacks of internal errors
+    poison_memory: bool  # NOVA_POISON: cpu device fills fresh allocations with 0xCD
     # NOVA_TRUSTED_KEYS: PEM public keys (paths, os.pathsep-separated); when any is given, only
     # bundles signed by one of them load (nova.load's trusted_keys overrides it)
-    trusted_keys: tuple[Path, ...] = ()
+    trusted_keys: tuple[Path, ...]
+
+    def __init__(self, device: str = "", dump_dir: Path | None = None,
+                 override_dir: Path | None = None,
+                 cache_dir: str | os.PathLike[str] | None = None,
+                 cache_enabled: bool = True, arch: str = "sm_90", cpu_workers: int = 0,
+                 cpu_stack_kib: int = 64, cpu_arch: str = "native", cpu_regions: bool = True,
+                 check_bounds: bool = False, debug: bool = False, poison_memory: bool = False,
+                 trusted_keys: tuple[Path, ...] = ()) -> None:
+        values = (device, dump_dir, override_dir,
+                  _default_cache_dir() if cache_dir is None else cache_dir, cache_enabled, arch,
+                  cpu_workers, cpu_stack_kib, cpu_arch, cpu_regions, check_bounds, debug,
+                  poison_memory, trusted_keys)
+        for name, value in zip(self._fields, values, strict=True):
+            object.__setattr__(self, "_cache_dir" if name == "cache_dir" else name, value)
+
+    @property
+    def cache_dir(self) -> Path:
+        """Where Nova's caches live (NOVA_CACHE_DIR, default ~/.cache/nova)."""
+        from pathlib import Path
+
+        return Path(self._cache_dir)
+
+    def cache_path(self, *parts: str) -> str:
+        """`str(self.cache_dir.joinpath(*parts))` without pathlib."""
+        return os.path.join(os.fspath(self._cache_dir), *parts)
 
     @staticmethod
     def from_environ(environ: dict[str, str] | None = None) -> Config:
@@ -40,11 +78,13 @@ class Config:
         base = Config()
         dump = env.get("NOVA_DUMP_DIR")
         cache = env.get("NOVA_CACHE_DIR")
+        override = env.get("NOVA_OVERRIDE_DIR")
+        keys = [p for p in env.get("NOVA_TRUSTED_KEYS", "").split(os.pathsep) if p.strip()]
         return Config(
             device=env.get("NOVA_DEVICE", base.device).strip().lower(),
-            dump_dir=Path(dump) if dump else None,
-            override_dir=Path(env["NOVA_OVERRIDE_DIR"]) if env.get("NOVA_OVERRIDE_DIR") else None,
-            cache_dir=Path(cache) if cache else base.cache_dir,
+            dump_dir=_paths(dump)[0] if dump else None,
+            override_dir=_paths(override)[0] if override else None,
+            cache_dir=cache if cache else base._cache_dir,
             cache_enabled=env.get("NOVA_CACHE", "1") not in ("0", "off", "false"),
             arch=env.get("NOVA_ARCH", base.arch),
             cpu_workers=int(env.get("NOVA_CPU_WORKERS", "0") or 0),
@@ -54,9 +94,19 @@ class Config:
             check_bounds=env.get("NOVA_CHECK_BOUNDS", "0") not in ("0", "", "off", "false"),
             debug=env.get("NOVA_DEBUG", "0") not in ("0", "", "off", "false"),
             poison_memory=env.get("NOVA_POISON", "0") not in ("0", "", "off", "false"),
-            trusted_keys=tuple(Path(p) for p in env.get("NOVA_TRUSTED_KEYS", "").split(os.pathsep)
-                               if p.strip()),
+            trusted_keys=tuple(_paths(*keys)) if keys else (),
         )
+
+
+def _default_cache_dir() -> str:
+    """~/.cache/nova (`Path.home()` is `os.path.expanduser("~")`)."""
+    return os.path.join(os.path.expanduser("~"), ".cache", "nova")
+
+
+def _paths(*values: str) -> list[Path]:
+    from pathlib import Path  # only for settings the cold-start paths do not read
+
+    return [Path(v) for v in values]
 
 
 _current: Config | None = None
@@ -75,11 +125,10 @@ def scoped(**changes: object) -> Iterator[Config]:
     """Temporarily override settings (tests use this instead of touching os.environ)."""
     global _current
     previous = get()
-    names = {f.name for f in fields(Config)}
-    unknown = set(changes) - names
+    unknown = set(changes) - set(Config._fields)
     if unknown:
         raise TypeError(f"unknown config fields: {sorted(unknown)}")
-    _current = replace(previous, **changes)  # type: ignore[arg-type]
+    _current = previous._replace(**changes)
     try:
         yield _current
     finally:
@@ -103,15 +152,16 @@ def host_cpu_id() -> str:
     feature list) to another."""
     global _host_cpu_id
     if _host_cpu_id is None:
-        import hashlib
-        import platform
+        from nova.hashing import sha256
 
         try:
             with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
                 lines = [ln for ln in f.read(65536).splitlines()
                          if ln.startswith(("model name", "flags"))][:2]
         except OSError:
+            import platform
+
             lines = [platform.processor()]
-        _host_cpu_id = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+        _host_cpu_id = sha256("\n".join(lines).encode()).hexdigest()[:16]
     return _host_cpu_id
 

@@ -7,17 +7,24 @@ Every failure a user can cause or meet (bad source, bad bundle, device faults) r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from nova.records import Record
 
 
-@dataclass(frozen=True)
-class SourceLocation:
+class SourceLocation(Record):
     """A point in a source file (1-based line and column), with the file's text for excerpts."""
 
+    __match_args__ = ("filename", "line", "column", "source")
+    _fields = __match_args__
     filename: str
     line: int
     column: int
-    source: str | None = None
+    source: str | None
+
+    def __init__(self, filename: str, line: int, column: int, source: str | None = None) -> None:
+        object.__setattr__(self, "filename", filename)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
+        object.__setattr__(self, "source", source)
 
     def excerpt(self) -> str:
         """The source line and a caret under the column, or '' when the text is unknown."""

@@ -253,7 +253,13 @@ out = np.zeros_like(x)
 k[1, 32](out, x)
 print(" ".join(str(int(v)) for v in out))
 print("xdsl" in sys.modules, "llvmlite" in sys.modules, "nova.compiler.driver" in sys.modules)
+print(*sorted({m.split(".")[0] for m in sys.modules} & {AVOIDED!r}))
+import tokenize
+print(tokenize._compile.cache_info().currsize)  # 0: the kernel's source was never tokenized
 """
+AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argparse", "tempfile",
+           "shutil", "subprocess", "pathlib"}
+"""What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:
@@ -267,7 +273,7 @@ def _run(folder: Path, cache_dir: Path) -> list[str]:
 
 
 def test_a_warm_cache_launches_without_importing_the_compiler(tmp_path):
-    (tmp_path / "script.py").write_text(SCRIPT)
+    (tmp_path / "script.py").write_text(SCRIPT.replace("{AVOIDED!r}", repr(AVOIDED)))
     (tmp_path / "helpers.py").write_text("import nova\n\n@nova.func\ndef scale(v):\n"
                                          "    return v * 2\n")
     cold = _run(tmp_path, tmp_path / "cache")
@@ -275,6 +281,8 @@ def test_a_warm_cache_launches_without_importing_the_compiler(tmp_path):
     warm = _run(tmp_path, tmp_path / "cache")
     assert warm[0] == "0 2 4 6 8 10 12 14"
     assert warm[1] == "False False False"  # no xDSL, no llvmlite, no compile driver
+    assert warm[2] == ""  # no OpenSSL, concurrent.futures, logging, dataclasses, ...
+    assert warm[3] == "0"  # nova.lang.source.source_lines: no tokenize regex compiled
     # an edit of the called helper (another file) is a miss, not a stale hit
     (tmp_path / "helpers.py").write_text("import nova\n\n@nova.func\ndef scale(v):\n"
                                          "    return v * 3\n")

@@ -16,13 +16,15 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-BASE = ("nova.errors", "nova.config", "nova.abi")
+BASE = ("nova.records", "nova.errors", "nova.hashing", "nova.config", "nova.abi")
 RUNTIME_CORE = ("nova.runtime", *BASE, "nova.bundle")
 # rule -> what it may import (besides itself)
 ALLOWED: dict[str, tuple[str, ...]] = {
-    "nova.errors": (),
-    "nova.config": ("nova.errors",),
-    "nova.abi": ("nova.errors",),
+    "nova.records": (),
+    "nova.errors": ("nova.records",),
+    "nova.hashing": (),
+    "nova.config": ("nova.records", "nova.errors", "nova.hashing"),
+    "nova.abi": ("nova.records", "nova.errors"),
     "nova.bundle": BASE,
     "nova.ir": BASE,
     "nova.passes": (*BASE, "nova.ir"),

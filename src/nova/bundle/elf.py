@@ -8,9 +8,9 @@ malformed input raises `ElfError` (a BundleFormatError) and never IndexError/str
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from nova.errors import BundleFormatError
+from nova.records import Record
 
 ELF_MAGIC = b"\x7fELF"
 ELFCLASS64 = 2
@@ -55,9 +55,12 @@ class ElfError(BundleFormatError):
     """The bytes are not a well-formed ELF64 object of the expected kind."""
 
 
-@dataclass(frozen=True)
-class ElfSection:
+class ElfSection(Record):
     """One section header (with its decoded name)."""
+
+    __match_args__ = ("index", "name", "type", "flags", "offset", "size", "link", "info",
+                      "addralign", "entsize")
+    _fields = __match_args__
 
     index: int
     name: str
@@ -69,6 +72,19 @@ class ElfSection:
     info: int
     addralign: int
     entsize: int
+
+    def __init__(self, index: int, name: str, type: int, flags: int, offset: int, size: int,
+                 link: int, info: int, addralign: int, entsize: int) -> None:
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "flags", flags)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "link", link)
+        object.__setattr__(self, "info", info)
+        object.__setattr__(self, "addralign", addralign)
+        object.__setattr__(self, "entsize", entsize)
 
     @property
     def has_file_data(self) -> bool:
@@ -90,9 +106,11 @@ class ElfSection:
                                         (SHF_EXECINSTR, "X")) if self.flags & bit)
 
 
-@dataclass(frozen=True)
-class ElfSymbol:
+class ElfSymbol(Record):
     """One symbol table entry."""
+
+    __match_args__ = ("name", "value", "size", "binding", "type", "shndx")
+    _fields = __match_args__
 
     name: str
     value: int
@@ -100,6 +118,15 @@ class ElfSymbol:
     binding: int
     type: int
     shndx: int
+
+    def __init__(self, name: str, value: int, size: int, binding: int, type: int,
+                 shndx: int) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "binding", binding)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "shndx", shndx)
 
     @property
     def defined(self) -> bool:
@@ -110,12 +137,18 @@ class ElfSymbol:
         return self.binding in (STB_GLOBAL, STB_WEAK)
 
 
-@dataclass(frozen=True)
-class ElfFile:
+class ElfFile(Record):
     """A parsed ELF64 object: the raw bytes and its section headers."""
+
+    __match_args__ = ("data", "sections")
+    _fields = __match_args__
 
     data: bytes
     sections: tuple[ElfSection, ...]
+
+    def __init__(self, data: bytes, sections: tuple[ElfSection, ...]) -> None:
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "sections", sections)
 
     def sections_named(self, name: str) -> list[ElfSection]:
         return [s for s in self.sections if s.name == name]

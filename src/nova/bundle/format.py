@@ -8,10 +8,11 @@ module is shared by the compiler (writer) and the runtime (reader) and imports n
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
-from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+
+from nova.hashing import sha256
+from nova.records import Record, as_dict
 
 FORMAT_NAME = "nova-bundle"
 FORMAT_VERSION = 1
@@ -48,7 +49,7 @@ def seal_digest(file_bytes: bytes, seal_offset: int) -> bytes:
     SEAL_DIGEST_OFFSET) taken as zero: what `.nova.seal` must hold after its magic."""
     start = seal_offset + SEAL_DIGEST_OFFSET
     end = start + SEAL_SIZE - SEAL_DIGEST_OFFSET
-    digest = hashlib.sha256()
+    digest = sha256(size_hint=len(file_bytes))
     digest.update(memoryview(file_bytes)[:start])
     digest.update(bytes(end - start))
     digest.update(memoryview(file_bytes)[end:])
@@ -60,8 +61,7 @@ def payload_section(kind: PayloadKind, module: str) -> str:
     return f".nova.{kind.value}.{module}"
 
 
-@dataclass(frozen=True)
-class TypeSpec:
+class TypeSpec(Record):
     """An argument/result type of an entry point or kernel as the runtime needs it.
 
     kind: 'scalar', 'memref' or 'vector' (kernel arguments only). dtype: 'i1','i8','i16','i32',
@@ -69,38 +69,64 @@ class TypeSpec:
     sizes, -1 for dynamic; a vector's (N,). mlir: the type's MLIR spelling, for messages.
     """
 
+    __match_args__ = ("kind", "dtype", "mlir", "shape")
+    _fields = __match_args__
+
     kind: str
     dtype: str
     mlir: str
-    shape: tuple[int, ...] = ()
+    shape: tuple[int, ...]
+
+    def __init__(self, kind: str, dtype: str, mlir: str, shape: tuple[int, ...] = ()) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "mlir", mlir)
+        object.__setattr__(self, "shape", shape)
 
     @property
     def rank(self) -> int:
         return len(self.shape)
 
 
-@dataclass(frozen=True)
-class EntryPoint:
+class EntryPoint(Record):
     """A public host function callable from Python: `symbol` is its __nova_entry_ wrapper."""
+
+    __match_args__ = ("name", "symbol", "args", "results")
+    _fields = __match_args__
 
     name: str
     symbol: str
     args: tuple[TypeSpec, ...]
     results: tuple[TypeSpec, ...]
 
+    def __init__(self, name: str, symbol: str, args: tuple[TypeSpec, ...],
+                 results: tuple[TypeSpec, ...]) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "symbol", symbol)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "results", results)
 
-@dataclass(frozen=True)
-class KernelParam:
+
+class KernelParam(Record):
     """One expanded kernel parameter (a memref contributes 3 + 2*rank of them, a vector one).
 
     `align` is the value's alignment in bytes (a vector's is LLVM's, e.g. 16 for `<3 x i32>`);
     0 means not recorded (manifests written before the field existed, hand-built records), read
     as `alignment`'s natural default."""
 
+    __match_args__ = ("llvm_type", "size", "arg_index", "align")
+    _fields = __match_args__
+
     llvm_type: str  # 'ptr', 'i64', 'i32', 'float', '<3 x i32>', ...
     size: int  # bytes (a vector's LLVM alloc size: `<3 x i32>` takes 16)
     arg_index: int  # which MLIR kernel argument it comes from
-    align: int = 0
+    align: int
+
+    def __init__(self, llvm_type: str, size: int, arg_index: int, align: int = 0) -> None:
+        object.__setattr__(self, "llvm_type", llvm_type)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "arg_index", arg_index)
+        object.__setattr__(self, "align", align)
 
     @property
     def alignment(self) -> int:
@@ -110,21 +136,33 @@ class KernelParam:
         return self.align or (self.size & -self.size)
 
 
-@dataclass(frozen=True)
-class Kernel:
+class Kernel(Record):
     """One gpu.func kernel of a device module: its MLIR arguments, the expanded parameters the
     launch passes (in order), its static shared memory and whether it uses barriers."""
+
+    __match_args__ = ("name", "args", "params", "static_shared_bytes", "uses_barriers")
+    _fields = __match_args__
 
     name: str
     args: tuple[TypeSpec, ...]
     params: tuple[KernelParam, ...]
-    static_shared_bytes: int = 0
-    uses_barriers: bool = False
+    static_shared_bytes: int
+    uses_barriers: bool
+
+    def __init__(self, name: str, args: tuple[TypeSpec, ...], params: tuple[KernelParam, ...],
+                 static_shared_bytes: int = 0, uses_barriers: bool = False) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "static_shared_bytes", static_shared_bytes)
+        object.__setattr__(self, "uses_barriers", uses_barriers)
 
 
-@dataclass(frozen=True)
-class Payload:
+class Payload(Record):
     """One image of a device module: its section, size (PTX: without the NUL) and SHA-256."""
+
+    __match_args__ = ("kind", "section", "size", "sha256", "arch")
+    _fields = __match_args__
 
     kind: PayloadKind
     section: str
@@ -132,38 +170,72 @@ class Payload:
     sha256: str
     arch: str  # 'sm_90' for ptx/cubin, 'x86_64' for cpu objects
 
+    def __init__(self, kind: PayloadKind, section: str, size: int, sha256: str, arch: str) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "section", section)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "sha256", sha256)
+        object.__setattr__(self, "arch", arch)
 
-@dataclass(frozen=True)
-class DeviceModule:
+
+class DeviceModule(Record):
     """One gpu.module: its kernels and the images (payloads) built for it."""
+
+    __match_args__ = ("name", "kernels", "payloads")
+    _fields = __match_args__
 
     name: str
     kernels: tuple[Kernel, ...]
     payloads: tuple[Payload, ...]
 
+    def __init__(self, name: str, kernels: tuple[Kernel, ...],
+                 payloads: tuple[Payload, ...]) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kernels", kernels)
+        object.__setattr__(self, "payloads", payloads)
+
     def payload(self, kind: PayloadKind) -> Payload | None:
         return next((p for p in self.payloads if p.kind is kind), None)
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(Record):
     """Everything the runtime needs to know about a bundle; stored as JSON in `.nova.manifest`
     (docs/bundle-format.md, section 4, gives the schema)."""
+
+    __match_args__ = ("arch", "entries", "modules", "source_name", "format", "format_version",
+                      "producer", "abi_version", "host_triple", "extra")
+    _fields = __match_args__
 
     arch: str
     entries: tuple[EntryPoint, ...]
     modules: tuple[DeviceModule, ...]
-    source_name: str = ""
-    format: str = FORMAT_NAME
-    format_version: int = FORMAT_VERSION
-    producer: str = PRODUCER
-    abi_version: int = ABI_VERSION
-    host_triple: str = HOST_TRIPLE
-    extra: dict[str, str] = field(default_factory=dict)
+    source_name: str
+    format: str
+    format_version: int
+    producer: str
+    abi_version: int
+    host_triple: str
+    extra: dict[str, str]
+
+    def __init__(self, arch: str, entries: tuple[EntryPoint, ...],
+                 modules: tuple[DeviceModule, ...], source_name: str = "",
+                 format: str = FORMAT_NAME, format_version: int = FORMAT_VERSION,
+                 producer: str = PRODUCER, abi_version: int = ABI_VERSION,
+                 host_triple: str = HOST_TRIPLE, extra: dict[str, str] | None = None) -> None:
+        object.__setattr__(self, "arch", arch)
+        object.__setattr__(self, "entries", entries)
+        object.__setattr__(self, "modules", modules)
+        object.__setattr__(self, "source_name", source_name)
+        object.__setattr__(self, "format", format)
+        object.__setattr__(self, "format_version", format_version)
+        object.__setattr__(self, "producer", producer)
+        object.__setattr__(self, "abi_version", abi_version)
+        object.__setattr__(self, "host_triple", host_triple)
+        object.__setattr__(self, "extra", {} if extra is None else extra)
 
     def to_json(self) -> str:
         """The manifest's JSON text (stable: sorted keys), as stored in `.nova.manifest`."""
-        return json.dumps(asdict(self), indent=1, sort_keys=True)
+        return json.dumps(as_dict(self), indent=1, sort_keys=True)
 
     def module(self, name: str) -> DeviceModule | None:
         """The device module called `name`, or None."""

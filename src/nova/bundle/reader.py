@@ -13,7 +13,6 @@ The runtime imports this module: it uses only the standard library, `nova.bundle
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from nova.bundle.format import (
 from nova.bundle.signature import check_signature
 from nova.bundle.verify import verify_elf, verify_object
 from nova.errors import BundleFormatError
+from nova.hashing import sha256
 
 REBUILD_HINT = "rebuild it from its source with this Nova"
 
@@ -254,7 +254,7 @@ def _read_payloads(elf: ElfFile, manifest: Manifest, name: str
                 if content[-1:] != b"\0":
                     raise BundleFormatError(f"{where}: the PTX is not NUL-terminated")
                 content = content[:-1]
-            digest = hashlib.sha256(content).hexdigest()
+            digest = sha256(content).hexdigest()
             if digest != payload.sha256:
                 raise BundleFormatError(f"{where}: SHA-256 {digest} does not match the "
                                         f"manifest's {payload.sha256}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from nova.errors import DiagnosticError, InputError, NovaError
 
@@ -30,7 +29,8 @@ def read_input(path: str) -> tuple[str, str]:
     if path == "-":
         return sys.stdin.read(), "<stdin>"
     try:
-        return Path(path).read_text(encoding="utf-8"), path
+        with open(path, encoding="utf-8") as f:  # Path.read_text, without pathlib's import
+            return f.read(), path
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read '{path}': {_reason(exc)}") from None
 
@@ -48,9 +48,11 @@ def write_output(path: str | None, data: str | bytes) -> None:
         return
     try:
         if isinstance(data, bytes):
-            Path(path).write_bytes(data)
+            with open(path, "wb") as out:
+                out.write(data)
         else:
-            Path(path).write_text(data, encoding="utf-8")
+            with open(path, "w", encoding="utf-8") as text_out:
+                text_out.write(data)
     except OSError as exc:
         raise InputError(f"cannot write '{path}': {_reason(exc)}") from None
 

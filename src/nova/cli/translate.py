@@ -17,9 +17,9 @@ Python. Anything else, or a miss, takes the full path.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from types import SimpleNamespace
 
 from nova.cli.toolmain import (
@@ -95,7 +95,7 @@ def format_timings(timings: dict[str, float], cache_hit: bool) -> str:
 def _gen_key(path: str) -> int:
     from nova.bundle.signature import fingerprint, generate_key, load_public_key
 
-    if Path(path).exists():
+    if os.path.exists(path):
         raise InputError(f"'{path}' exists; not overwriting a key")
     private, public = generate_key(path)
     print(f"wrote {private} (private key: keep it secret) and {public} (public key, "
@@ -118,6 +118,19 @@ def _options(args: Any) -> CompileOptions:
     if args.check_bounds:
         fields["check_bounds"] = True
     return CompileOptions(**fields)  # type: ignore[arg-type]
+
+
+def _quick_option_values(ns: SimpleNamespace) -> dict[str, object]:
+    """`asdict(_options(ns))` for `_quick_args`' namespaces, without importing the compiler's
+    stage table (CompileOptions' module: dataclasses, threading, pathlib): the cache key of a
+    quick lookup. tests/unit/test_cold_start.py checks both agree."""
+    from nova import config
+
+    cfg = config.get()
+    return {"arch": ns.arch or cfg.arch, "emit": ns.emit, "ptx": not ns.no_ptx,
+            "cubin": not ns.no_cubin, "cpu_image": not ns.no_cpu_image,
+            "opt_level": ns.opt_level, "check_bounds": bool(ns.check_bounds or cfg.check_bounds),
+            "allow_unregistered": bool(ns.allow_unregistered_dialect), "manifest_extra": ()}
 
 
 _NOT_HANDLED = -1
@@ -166,11 +179,9 @@ def _cache_hit(argv: list[str]) -> bool:
         text, filename = read_input(ns.input)
     except InputError:
         return False  # the full path reports it
-    from dataclasses import asdict
-
     from nova.compiler.cache import BundleCache, cache_key
 
-    data = BundleCache(cfg.cache_dir).get(cache_key(text, filename, asdict(_options(ns))))
+    data = BundleCache(cfg.cache_path()).get(cache_key(text, filename, _quick_option_values(ns)))
     if data is None:
         return False
     write_output(ns.output, data)

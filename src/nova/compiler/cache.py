@@ -9,14 +9,17 @@ or llvmlite: a cache hit costs a few stat() calls and one file read.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
 from functools import cache
-from pathlib import Path
 
+from nova.hashing import sha256
 from nova.runtime.digested import read_digested, write_digested
+
+TYPE_CHECKING = False  # pathlib is not imported at run time (a cache hit's cold start)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
 _COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi.py",
@@ -28,9 +31,15 @@ def _dist_version(package: str) -> str:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         return "absent"
-    site = Path(spec.origin).parent.parent
-    for entry in site.glob(f"{package}-*.dist-info"):
-        return entry.name.removesuffix(".dist-info").split("-", 1)[1]
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    prefix = f"{package}-"
+    try:
+        names = sorted(os.listdir(site))
+    except OSError:
+        names = []
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".dist-info"):
+            return name.removesuffix(".dist-info").split("-", 1)[1]
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -39,20 +48,40 @@ def _dist_version(package: str) -> str:
         return "unknown"
 
 
+def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> None:
+    """(path relative to the nova package, absolute path) of every *.py file under `folder`
+    (recursively; os.scandir rather than pathlib's rglob: this runs on every cold start)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        rel = f"{relative}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):  # as rglob: no symlinked folders
+            _python_files(entry.path, rel, out)
+        elif entry.name.endswith(".py"):
+            out.append((rel, entry.path))
+
+
 @cache
 def _compiler_fingerprint() -> str:
     """Hash of (path, size, mtime) of every compiler source file: changes whenever one is edited."""
-    root = Path(__file__).parent.parent  # the nova package
-    digest = hashlib.sha256()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nova package
+    digest = sha256()
     for part in _COMPILER_PARTS:
-        path = root / part
-        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
-        for file in files:
+        path = os.path.join(root, part)
+        files: list[tuple[str, str]] = []
+        if os.path.isdir(path):
+            _python_files(path, part, files)
+            files.sort(key=lambda f: f[0].split("/"))  # pathlib's order: by path components
+        else:
+            files.append((part, path))
+        for rel, file in files:
             try:
-                stat = file.stat()
+                stat = os.stat(file)
             except OSError:
                 continue
-            digest.update(f"{file.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+            digest.update(f"{rel}:{stat.st_size}:{stat.st_mtime_ns};".encode())
     return digest.hexdigest()
 
 
@@ -103,7 +132,7 @@ def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
          **codegen_settings()},
         sort_keys=True, default=str,
     )
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return sha256(payload.encode()).hexdigest()
 
 
 __all__ = ["BundleCache", "cache_key", "environment_fingerprint", "read_digested",
@@ -114,12 +143,19 @@ class BundleCache:
     """A directory of cached bundles: `<dir>/bundles/<key[:2]>/<key>.nova`, holding at most
     `max_entries` (the least recently written go first)."""
 
-    def __init__(self, directory: Path, max_entries: int = 512) -> None:
-        self.directory = directory / "bundles"
+    def __init__(self, directory: str | os.PathLike[str], max_entries: int = 512) -> None:
+        self._root = os.path.join(os.fspath(directory), "bundles")  # no pathlib for a hit
         self.max_entries = max_entries
 
-    def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / f"{key}.nova"
+    @property
+    def directory(self) -> Path:
+        """`<dir>/bundles`."""
+        from pathlib import Path
+
+        return Path(self._root)
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self._root, key[:2], f"{key}.nova")
 
     def get(self, key: str) -> bytes | None:
         """The cached bytes for `key`, or None (missing, unreadable or corrupt entries)."""

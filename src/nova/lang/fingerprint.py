@@ -24,13 +24,13 @@ This module imports neither xDSL nor the compiler.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import sys
 import types
 from typing import Any
 
 from nova.compiler.cache import codegen_settings, environment_fingerprint
+from nova.hashing import sha256
 from nova.lang import types as T
 from nova.lang.source import FunctionSource, assigned_names
 
@@ -63,7 +63,7 @@ def source_key(kernel: Any, sig: tuple[T.NovaType, ...], target: str, arch: str,
         **environment_fingerprint(), **codegen_settings(),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def type_fingerprint(ty: T.NovaType) -> list[Any]:

@@ -18,13 +18,10 @@ when a signature must be built or lowered.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import contextlib
-import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from nova import config
 from nova.bundle.format import Kernel, KernelParam, TypeSpec
@@ -34,17 +31,30 @@ from nova.compiler.cache import (
     read_digested,
     write_digested,
 )
+from nova.hashing import sha256
+from nova.records import Record, as_dict
+from nova.runtime.digested import remove
 
 
-@dataclass(frozen=True)
-class CompiledImages:
+class CompiledImages(Record):
     """The device images of one compiled signature and its kernel's manifest entry."""
 
+    __match_args__ = ("kernel", "ptx", "cubin", "cubin_arch", "cpu_object")
+    _fields = __match_args__
+
     kernel: Kernel
-    ptx: str | None = None
-    cubin: bytes | None = None
-    cubin_arch: str | None = None
-    cpu_object: bytes | None = None
+    ptx: str | None
+    cubin: bytes | None
+    cubin_arch: str | None
+    cpu_object: bytes | None
+
+    def __init__(self, kernel: Kernel, ptx: str | None = None, cubin: bytes | None = None,
+                 cubin_arch: str | None = None, cpu_object: bytes | None = None) -> None:
+        object.__setattr__(self, "kernel", kernel)
+        object.__setattr__(self, "ptx", ptx)
+        object.__setattr__(self, "cubin", cubin)
+        object.__setattr__(self, "cubin_arch", cubin_arch)
+        object.__setattr__(self, "cpu_object", cpu_object)
 
 
 def mlir_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False) -> str:
@@ -53,23 +63,24 @@ def mlir_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False)
     payload = json.dumps({"kind": "python-kernel", "mlir": mlir_text, "target": target,
                           "arch": arch, "check_bounds": check_bounds,
                           **environment_fingerprint(), **codegen_settings()}, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return sha256(payload.encode()).hexdigest()
 
 
-def _path(key: str) -> Path:
-    return config.get().cache_dir / "kernels" / key[:2] / f"{key}.json"
+def _path(key: str) -> str:
+    return config.get().cache_path("kernels", key[:2], f"{key}.json")
 
 
 def _b64(data: bytes | None) -> str | None:
-    return None if data is None else base64.b64encode(data).decode()
+    # binascii is what base64.b64encode/b64decode call (the base64 module costs a cold start more)
+    return None if data is None else binascii.b2a_base64(data, newline=False).decode()
 
 
 def _unb64(text: str | None) -> bytes | None:
-    return None if text is None else base64.b64decode(text)
+    return None if text is None else binascii.a2b_base64(text)
 
 
 def encode(images: CompiledImages) -> bytes:
-    raw = {"kernel": asdict(images.kernel), "ptx": images.ptx, "cubin": _b64(images.cubin),
+    raw = {"kernel": as_dict(images.kernel), "ptx": images.ptx, "cubin": _b64(images.cubin),
            "cubin_arch": images.cubin_arch, "cpu_object": _b64(images.cpu_object)}
     return json.dumps(raw).encode()
 
@@ -94,7 +105,7 @@ def get(key: str) -> CompiledImages | None:
     try:
         return decode(data)
     except (ValueError, KeyError, TypeError):
-        path.unlink(missing_ok=True)
+        remove(path)
         return None
 
 

@@ -16,13 +16,13 @@ NumPy arguments (staged) and anything the guard does not recognise take the gene
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from nova.errors import ArgumentError
 from nova.lang import types as T
+from nova.records import MutableRecord
 from nova.runtime.device import Device, DeviceFunction, DeviceKind
 from nova.runtime.memory import Buffer
 
@@ -83,14 +83,21 @@ def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
     return strides[::-1]
 
 
-@dataclass
-class Staged:
+class Staged(MutableRecord):
     """A NumPy array copied to the device for one launch and back after it (on the cpu
     device a contiguous writable array is used in place; the launch still waits for it)."""
+
+    __match_args__ = ("host", "buffer", "copy_back")
+    _fields = __match_args__
 
     host: np.ndarray
     buffer: Buffer | None  # None: used in place (cpu device), only waited for
     copy_back: bool
+
+    def __init__(self, host: np.ndarray, buffer: Buffer | None, copy_back: bool) -> None:
+        self.host = host
+        self.buffer = buffer
+        self.copy_back = copy_back
 
 
 def slot_format(sig: tuple[T.NovaType, ...]) -> str:

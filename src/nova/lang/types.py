@@ -19,13 +19,13 @@ Promotion rules (binary arithmetic and comparisons; documented in docs/python-ke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nova.errors import ArgumentError, ScalarConversionError
+from nova.records import Record
 
 if TYPE_CHECKING:  # xDSL is imported only to build MLIR: launching a cached kernel never does
     from xdsl.dialects.builtin import MemRefType
@@ -50,13 +50,22 @@ SHARED_MEMORY_SPACE = 3
 """The memref memory space of workgroup (shared) memory (NVVM's address space 3)."""
 
 
-@dataclass(frozen=True, eq=False)
-class ScalarType:
+class ScalarType(Record):
     """A kernel scalar type: `kind` is 'bool', 'int', 'uint' or 'float'."""
+
+    _fields = ("name", "kind", "bits")
+    __match_args__ = ("name", "kind", "bits")
+    __eq__ = object.__eq__  # eq=False: identity
+    __hash__ = object.__hash__
 
     name: str
     kind: str
     bits: int
+
+    def __init__(self, name: str, kind: str, bits: int) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "bits", bits)
 
     @property
     def is_int(self) -> bool:
@@ -155,8 +164,7 @@ SCALAR_TYPES: tuple[ScalarType, ...] = (bool_, int8, int16, int32, int64, uint8,
 BY_NAME: dict[str, ScalarType] = {t.name: t for t in SCALAR_TYPES}
 
 
-@dataclass(frozen=True)
-class ArrayType:
+class ArrayType(Record):
     """A C-contiguous array of `dtype` with `ndim` dimensions. `shape` is None for arguments
     (sizes known at run time) and the static shape for shared/local arrays; `space` is 0 (global
     or private) or SHARED_MEMORY_SPACE.
@@ -169,20 +177,36 @@ class ArrayType:
     the signature, so each combination compiles once; explicit types (`nova.float32[:]`) assume
     neither."""
 
+    __match_args__ = ("dtype", "ndim", "shape", "space", "align", "noalias")
+    _fields = __match_args__
+
     dtype: ScalarType
     ndim: int
-    shape: tuple[int, ...] | None = None
-    space: int = 0
-    align: int = 0
-    noalias: bool = False
+    shape: tuple[int, ...] | None
+    space: int
+    align: int
+    noalias: bool
 
-    def __post_init__(self) -> None:
+    def __init__(self, dtype: ScalarType, ndim: int, shape: tuple[int, ...] | None = None,
+                 space: int = 0, align: int = 0, noalias: bool = False) -> None:
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "ndim", ndim)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "space", space)
+        object.__setattr__(self, "align", align)
+        object.__setattr__(self, "noalias", noalias)
         # signatures are hashed on every launch: hash the fields once
-        object.__setattr__(self, "_hash", hash((self.dtype, self.ndim, self.shape, self.space,
-                                                self.align, self.noalias)))
+        object.__setattr__(self, "_hash", hash((dtype, ndim, shape, space, align, noalias)))
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined]  # set by __post_init__ (frozen class)
+        return self._hash  # type: ignore[attr-defined]  # set by __init__
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: ArrayType = other
+        return (self.dtype, self.ndim, self.shape, self.space, self.align, self.noalias) == \
+            (o.dtype, o.ndim, o.shape, o.space, o.align, o.noalias)
 
     def arg_attrs(self) -> dict[str, Attribute]:
         """The MLIR argument attributes (`llvm.noalias`, `llvm.align`) stating these facts."""
@@ -217,16 +241,23 @@ FRAGMENT_KINDS = ("a", "b", "c")
 """Fragment kinds: the multiplicands A (m x k) and B (k x n), the accumulator C (m x n)."""
 
 
-@dataclass(frozen=True)
-class FragmentType:
+class FragmentType(Record):
     """A warp's tensor-core matrix fragment (`nova.mma`): `kind` 'a', 'b' or 'c', the element
     type, and for A/B the layout the fragment was loaded with ('row' or 'col'; the tensor-core
     multiply must know it, so it is part of the type; accumulators have none). The MLIR type is
     upstream's opaque `!gpu.mma_matrix<16x16xT, "AOp"|"BOp"|"COp">`."""
 
+    __match_args__ = ("kind", "dtype", "layout")
+    _fields = __match_args__
+
     kind: str
     dtype: ScalarType
-    layout: str | None = None
+    layout: str | None
+
+    def __init__(self, kind: str, dtype: ScalarType, layout: str | None = None) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "layout", layout)
 
     @property
     def mlir(self) -> Attribute:

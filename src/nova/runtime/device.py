@@ -1,7 +1,8 @@
 """The device contract and device selection.
 
 One small ABC (`Device`) with two implementations chosen at run time: `cuda` (the CUDA driver API
-through cuda-bindings, `nova.runtime.cuda.device`) and `cpu` (host memory, worker-thread streams and
+through cuda-bindings, `nova.runtime.cuda.device`) and `cpu` (host memory,
+                                                              worker-thread streams and
 kernels compiled ahead of time to x86-64, `nova.runtime.cpu.device`). `get_device("cuda"|"cpu")` or
 NOVA_DEVICE picks one; the default is cuda when a GPU is usable, else cpu.
 
@@ -13,23 +14,23 @@ provide a handful of raw primitives (`_raw_alloc`, `_enqueue_copy`, `_launch`, .
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from nova.bundle.format import Kernel
 from nova.errors import ArgumentError
+from nova.hashing import sha256
+from nova.records import Record
 from nova.runtime.pool import MemoryPool
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from concurrent.futures import Future
 
     import numpy as np
 
@@ -52,9 +53,15 @@ class DeviceKind(StrEnum):
     CPU = "cpu"
 
 
-@dataclass(frozen=True)
-class DeviceProperties:
+class DeviceProperties(Record):
     """What a program may ask of a device. `compute_capability` is (0, 0) for the cpu device."""
+
+    __match_args__ = ("name", "kind", "index", "compute_capability", "multiprocessor_count",
+                      "total_memory", "warp_size", "max_threads_per_block", "max_block_dim",
+                      "max_grid_dim", "max_shared_memory_per_block",
+                      "max_shared_memory_per_block_optin", "clock_rate_khz",
+                      "memory_clock_rate_khz", "memory_bus_width", "l2_cache_size")
+    _fields = __match_args__
 
     name: str
     kind: DeviceKind
@@ -69,9 +76,34 @@ class DeviceProperties:
     max_shared_memory_per_block: int  # without opt-in
     max_shared_memory_per_block_optin: int
     clock_rate_khz: int
-    memory_clock_rate_khz: int = 0
-    memory_bus_width: int = 0
-    l2_cache_size: int = 0
+    memory_clock_rate_khz: int
+    memory_bus_width: int
+    l2_cache_size: int
+
+    def __init__(self, name: str, kind: DeviceKind, index: int,
+                 compute_capability: tuple[int, int], multiprocessor_count: int, total_memory: int,
+                 warp_size: int, max_threads_per_block: int, max_block_dim: Dim3,
+                 max_grid_dim: Dim3, max_shared_memory_per_block: int,
+                 max_shared_memory_per_block_optin: int, clock_rate_khz: int,
+                 memory_clock_rate_khz: int = 0, memory_bus_width: int = 0,
+                 l2_cache_size: int = 0) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "compute_capability", compute_capability)
+        object.__setattr__(self, "multiprocessor_count", multiprocessor_count)
+        object.__setattr__(self, "total_memory", total_memory)
+        object.__setattr__(self, "warp_size", warp_size)
+        object.__setattr__(self, "max_threads_per_block", max_threads_per_block)
+        object.__setattr__(self, "max_block_dim", max_block_dim)
+        object.__setattr__(self, "max_grid_dim", max_grid_dim)
+        object.__setattr__(self, "max_shared_memory_per_block", max_shared_memory_per_block)
+        object.__setattr__(self, "max_shared_memory_per_block_optin",
+                           max_shared_memory_per_block_optin)
+        object.__setattr__(self, "clock_rate_khz", clock_rate_khz)
+        object.__setattr__(self, "memory_clock_rate_khz", memory_clock_rate_khz)
+        object.__setattr__(self, "memory_bus_width", memory_bus_width)
+        object.__setattr__(self, "l2_cache_size", l2_cache_size)
 
     @property
     def arch(self) -> str:
@@ -81,8 +113,7 @@ class DeviceProperties:
         return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
 
 
-@dataclass(frozen=True)
-class ModuleImages:
+class ModuleImages(Record):
     """Every image of one device module; a device picks the one it can run.
 
     `cubin_arch` says which GPU the cubin was built for ('sm_90'); cuda loads the cubin only on a
@@ -90,11 +121,22 @@ class ModuleImages:
     of the same kernels for the cpu device.
     """
 
+    __match_args__ = ("name", "ptx", "cubin", "cubin_arch", "cpu_object")
+    _fields = __match_args__
+
     name: str
-    ptx: str | None = None
-    cubin: bytes | None = None
-    cubin_arch: str | None = None
-    cpu_object: bytes | None = None
+    ptx: str | None
+    cubin: bytes | None
+    cubin_arch: str | None
+    cpu_object: bytes | None
+
+    def __init__(self, name: str, ptx: str | None = None, cubin: bytes | None = None,
+                 cubin_arch: str | None = None, cpu_object: bytes | None = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "ptx", ptx)
+        object.__setattr__(self, "cubin", cubin)
+        object.__setattr__(self, "cubin_arch", cubin_arch)
+        object.__setattr__(self, "cpu_object", cpu_object)
 
     @staticmethod
     def from_descriptor(desc: DeviceModuleDescriptor, arch: str | None) -> ModuleImages:
@@ -116,7 +158,7 @@ class ModuleImages:
 def image_digest(image: bytes | str) -> str:
     """sha256 of an image: the key under which devices cache loaded modules."""
     data = image.encode("utf-8") if isinstance(image, str) else image
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 class DeviceFunction:

@@ -19,11 +19,11 @@ import ctypes
 import functools
 import re
 import struct
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nova.bundle.format import Kernel, KernelParam
 from nova.errors import ArgumentError
+from nova.records import MutableRecord
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,13 +35,20 @@ _INT_FORMATS = {"i1": "<B", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "
 _FLOAT_FORMATS = {"half": "<e", "float": "<f", "double": "<d"}
 
 
-@dataclass
-class PackedParams:
+class PackedParams(MutableRecord):
     """An owned parameter array: `address` is the void** to hand to the kernel."""
+
+    __match_args__ = ("storage", "pointers", "count")
+    _fields = __match_args__
 
     storage: ctypes.Array
     pointers: ctypes.Array
     count: int
+
+    def __init__(self, storage: ctypes.Array, pointers: ctypes.Array, count: int) -> None:
+        self.storage = storage
+        self.pointers = pointers
+        self.count = count
 
     @property
     def address(self) -> int:

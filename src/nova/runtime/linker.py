@@ -17,10 +17,10 @@ import functools
 import struct
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from nova.abi import ABI_BY_NAME
 from nova.errors import BundleFormatError
+from nova.records import MutableRecord
 
 _LINK_LOCK = threading.Lock()
 LINK_LOCK = _LINK_LOCK
@@ -133,12 +133,18 @@ def check_symbols(obj: bytes, bindings: Mapping[str, int], name: str = "<bundle>
                 "runtime ABI function nor in libc/libm")
 
 
-@dataclass
-class LinkedObject:
+class LinkedObject(MutableRecord):
     """A host object linked into the process. Keep it alive as long as its code may run."""
+
+    __match_args__ = ("engine", "name")
+    _fields = __match_args__
 
     engine: object  # a LoadedObject, or an llvmlite ExecutionEngine
     name: str
+
+    def __init__(self, engine: object, name: str) -> None:
+        self.engine = engine
+        self.name = name
 
     def _address(self, symbol: str, function: bool) -> int:
         from nova.runtime.objload import LoadedObject

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import struct
 import threading
 from typing import TYPE_CHECKING
 
 from nova.bundle.elf import SHN_UNDEF, SHT_NOBITS, ElfFile, ElfSection, ElfSymbol
 from nova.errors import DeviceError
+from nova.hashing import sha256
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -198,8 +198,8 @@ def compiled_ir(name: str, ir: str) -> bytes:
     from nova.runtime.digested import read_digested, write_digested
 
     cfg = config.get()
-    key = hashlib.sha256(f"{name}/1/x86_64-large-static\n{ir}".encode()).hexdigest()
-    path = cfg.cache_dir / "runtime" / f"{name}-{key[:32]}.o"
+    key = sha256(f"{name}/1/x86_64-large-static\n{ir}".encode()).hexdigest()
+    path = cfg.cache_path("runtime", f"{name}-{key[:32]}.o")
     if cfg.cache_enabled:
         cached = read_digested(path)
         if cached is not None:

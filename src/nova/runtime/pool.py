@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from nova.errors import OutOfMemoryError
+from nova.records import MutableRecord, Record
 
 _SMALL = 1 << 20  # below 1 MiB: round to 512 B; above: round to 64 KiB
 _SMALL_GRAIN = 512
@@ -37,9 +37,13 @@ def size_class(nbytes: int) -> int:
     return -(-nbytes // grain) * grain
 
 
-@dataclass(frozen=True)
-class PoolStats:
+class PoolStats(Record):
     """A snapshot of a pool's counters. Byte counts are of rounded (reserved) sizes."""
+
+    __match_args__ = ("bytes_in_use", "bytes_cached", "peak_bytes_in_use", "alloc_count",
+                      "free_count", "hits", "misses", "device_allocs", "device_frees", "limit",
+                      "pending_blocks")
+    _fields = __match_args__
 
     bytes_in_use: int
     bytes_cached: int
@@ -51,7 +55,22 @@ class PoolStats:
     device_allocs: int  # raw allocations made
     device_frees: int  # raw frees made
     limit: int | None
-    pending_blocks: int = 0  # freed, waiting for other streams' work (Buffer.record_stream)
+    pending_blocks: int  # freed, waiting for other streams' work (Buffer.record_stream)
+
+    def __init__(self, bytes_in_use: int, bytes_cached: int, peak_bytes_in_use: int,
+                 alloc_count: int, free_count: int, hits: int, misses: int, device_allocs: int,
+                 device_frees: int, limit: int | None, pending_blocks: int = 0) -> None:
+        object.__setattr__(self, "bytes_in_use", bytes_in_use)
+        object.__setattr__(self, "bytes_cached", bytes_cached)
+        object.__setattr__(self, "peak_bytes_in_use", peak_bytes_in_use)
+        object.__setattr__(self, "alloc_count", alloc_count)
+        object.__setattr__(self, "free_count", free_count)
+        object.__setattr__(self, "hits", hits)
+        object.__setattr__(self, "misses", misses)
+        object.__setattr__(self, "device_allocs", device_allocs)
+        object.__setattr__(self, "device_frees", device_frees)
+        object.__setattr__(self, "limit", limit)
+        object.__setattr__(self, "pending_blocks", pending_blocks)
 
     @property
     def bytes_reserved(self) -> int:
@@ -59,13 +78,20 @@ class PoolStats:
         return self.bytes_in_use + self.bytes_cached
 
 
-@dataclass
-class Block:
+class Block(MutableRecord):
     """One reserved region: the address, its rounded size and the stream key it belongs to."""
+
+    __match_args__ = ("ptr", "size", "stream_key")
+    _fields = __match_args__
 
     ptr: int
     size: int
     stream_key: int | None
+
+    def __init__(self, ptr: int, size: int, stream_key: int | None) -> None:
+        self.ptr = ptr
+        self.size = size
+        self.stream_key = stream_key
 
 
 class MemoryPool:

@@ -10,23 +10,30 @@ from __future__ import annotations
 
 import threading
 import warnings
-from dataclasses import dataclass
 
 from nova import config
 from nova.errors import ArgumentError, DeviceError
+from nova.records import Record
 from nova.runtime.device import Device, DeviceKind
 
 _devices: dict[tuple[DeviceKind, int], Device] = {}
 _devices_lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class CudaStatus:
+class CudaStatus(Record):
     """Whether the CUDA driver is usable here and, if not, why."""
+
+    __match_args__ = ("usable", "device_count", "reason")
+    _fields = __match_args__
 
     usable: bool
     device_count: int
     reason: str
+
+    def __init__(self, usable: bool, device_count: int, reason: str) -> None:
+        object.__setattr__(self, "usable", usable)
+        object.__setattr__(self, "device_count", device_count)
+        object.__setattr__(self, "reason", reason)
 
 
 def cuda_status() -> CudaStatus:

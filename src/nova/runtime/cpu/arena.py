@@ -31,9 +31,9 @@ import bisect
 import ctypes
 import mmap
 import threading
-from dataclasses import dataclass
 
 from nova.errors import OutOfMemoryError
+from nova.records import MutableRecord
 
 PAGE = mmap.PAGESIZE
 GUARD_BYTES = 1 << 30
@@ -62,14 +62,22 @@ def _pages(nbytes: int) -> int:
     return -(-max(nbytes, 1) // PAGE) * PAGE
 
 
-@dataclass
-class _Range:
+class _Range(MutableRecord):
     """One reserved range: [base, base + size); `free` holds (start, length) gaps, sorted."""
+
+    __match_args__ = ("base", "size", "guard", "free")
+    _fields = __match_args__
 
     base: int
     size: int
     guard: int
     free: list[tuple[int, int]]
+
+    def __init__(self, base: int, size: int, guard: int, free: list[tuple[int, int]]) -> None:
+        self.base = base
+        self.size = size
+        self.guard = guard
+        self.free = free
 
     def take(self, nbytes: int) -> int | None:
         """First fit for `nbytes` of data plus the guard after it; the data address or None."""

@@ -16,13 +16,13 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from nova import config
 from nova.errors import DeviceError
 from nova.runtime.cpu.arena import GuardedArena
+from nova.runtime.cpu.helpers import HelperThreads
 from nova.runtime.cpu.module import BlockRun, CpuFunction, CpuModule
 from nova.runtime.cpu.stream import CpuEvent, CpuStream
 from nova.runtime.device import (
@@ -40,6 +40,8 @@ from nova.runtime.memory import Buffer
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from nova.bundle.format import Manifest
     from nova.bundle.reader import Bundle
     from nova.runtime.cpu.abi import CpuAbi
@@ -119,7 +121,7 @@ class CpuDevice(Device):
         self.arena = GuardedArena("cpu:0")
         super().__init__(DeviceKind.CPU, 0)
         self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
-        self._helpers = (ThreadPoolExecutor(self.workers - 1, thread_name_prefix="nova-cpu-block")
+        self._helpers = (HelperThreads(self.workers - 1, thread_name_prefix="nova-cpu-block")
                          if self.workers > 1 else None)
         self._streams: weakref.WeakSet[CpuStream] = weakref.WeakSet()
 

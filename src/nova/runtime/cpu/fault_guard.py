@@ -54,10 +54,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from nova.abi import CpuLaunch
+from nova.records import Record
 
 FAULT_STATUS = -0x4E46
 """What `nova_cpu_guarded_call` returns after a caught fault (kernels return 0 or small positive
@@ -422,10 +422,12 @@ fail:
 """
 
 
-@dataclass(frozen=True)
-class FaultGuard:
+class FaultGuard(Record):
     """The process's fault guard: `call(kernel_address, params, launch)` runs a kernel entry
     and returns its status, or FAULT_STATUS with a FaultRecord in `launch.error`."""
+
+    __match_args__ = ("engine", "call", "address", "entry", "state")
+    _fields = __match_args__
 
     engine: object  # what owns the code (a LoadedObject or an llvmlite engine; kept alive here)
     call: Callable[..., int]
@@ -435,6 +437,14 @@ class FaultGuard:
     `nova_rt_call_entry`, guarded; FAULT_STATUS with a FaultRecord at `record` on a fault."""
     state: Callable[[], int | None]
     """The calling thread's guard state (its first i32 is the `active` word), or None."""
+
+    def __init__(self, engine: object, call: Callable[..., int], address: int,
+                 entry: Callable[..., int], state: Callable[[], int | None]) -> None:
+        object.__setattr__(self, "engine", engine)
+        object.__setattr__(self, "call", call)
+        object.__setattr__(self, "address", address)
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "state", state)
 
 
 _lock = threading.Lock()

@@ -21,7 +21,6 @@ import functools
 import os
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
@@ -37,6 +36,7 @@ from nova.runtime.objload import LoadedObject, ObjectLoadError
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
+    from nova.runtime.cpu.helpers import HelperThreads
 
 KERNEL_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -95,9 +95,11 @@ def _host_features() -> frozenset[str]:
 
     path = None
     if config.get().cache_enabled:
-        path = config.get().cache_dir / "runtime" / f"host-cpu-features-{config.host_cpu_id()}.txt"
+        path = config.get().cache_path("runtime",
+                                       f"host-cpu-features-{config.host_cpu_id()}.txt")
         try:
-            return frozenset(path.read_text(encoding="ascii").split())
+            with open(path, "rb") as f:  # bytes.decode: no codec module import (encodings.ascii)
+                return frozenset(f.read().decode("ascii").split())
         except OSError:
             pass
     import llvmlite.binding as llvm
@@ -106,9 +108,10 @@ def _host_features() -> frozenset[str]:
     features = frozenset(f[1:] for f in flat.split(",") if f.startswith("+"))
     if path is not None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(" ".join(sorted(features)), encoding="ascii")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path.removesuffix('.txt')}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as out:
+                out.write(" ".join(sorted(features)).encode("ascii"))
             os.replace(tmp, path)
         except OSError:
             pass
@@ -227,7 +230,7 @@ class BlockRun:
     device's helper threads, and raises KernelFault when a block fails."""
 
     def __init__(self, function: CpuFunction, grid: Dim3, block: Dim3, cluster: Dim3 | None,
-                 shared_bytes: int, params: PackedParams, helpers: ThreadPoolExecutor | None,
+                 shared_bytes: int, params: PackedParams, helpers: HelperThreads | None,
                  workers: int) -> None:
         self.function = function
         self.grid, self.block = grid, block

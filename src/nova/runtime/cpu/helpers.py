@@ -1,0 +1,65 @@
+"""The cpu device's block helper threads: run submitted calls on up to `count` daemon threads.
+
+A minimal stand-in for `concurrent.futures.ThreadPoolExecutor` (only `submit`, without a Future):
+importing concurrent.futures pulls in `logging`, about 3 ms of every cold start that launches a
+kernel. Threads start on demand, one per submitted call until `count` run, and wait for more work
+afterwards; they are daemons like the streams' own threads (a launch in progress never keeps the
+interpreter alive: `BlockRun` hands out its chunks to whoever asks, so a helper that never starts
+only leaves more chunks to the stream's thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import deque
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+class HelperThreads:
+    """Runs `submit`ted calls on at most `count` threads named `<prefix>_<n>`. Exceptions of the
+    calls are swallowed, as an executor's unobserved Futures would hold them; `BlockRun` reports
+    its own failures."""
+
+    def __init__(self, count: int, thread_name_prefix: str) -> None:
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        self.count = count
+        self.prefix = thread_name_prefix
+        self._work: deque[Callable[[], object]] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+
+    def submit(self, fn: Callable[[], object]) -> None:
+        """Run `fn()` on a helper thread as soon as one is free."""
+        with self._cond:
+            self._work.append(fn)
+            if self._idle > 0:  # wake a waiting thread, counted busy from now on (so the next
+                self._idle -= 1  # call starts another thread rather than counting on this one)
+                self._cond.notify()
+                return
+            if len(self._threads) >= self.count:
+                return
+            thread = threading.Thread(target=self._run, daemon=True,
+                                      name=f"{self.prefix}_{len(self._threads)}")
+            self._threads.append(thread)
+        try:
+            thread.start()
+        except BaseException:  # e.g. RuntimeError at interpreter shutdown: the caller's to handle
+            with self._cond:
+                self._threads.remove(thread)
+            raise
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._work:
+                    self._idle += 1
+                    self._cond.wait()  # submit() took this thread off the idle count
+                fn = self._work.popleft()
+            with contextlib.suppress(BaseException):  # a Future would have held it
+                fn()
