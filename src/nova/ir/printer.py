@@ -10,6 +10,8 @@ Differences from xDSL 0.74's `Printer` that this subclass fixes:
   `%0:2 = ...` and their results as `%0#1`;
 * blocks with predecessors get MLIR's `// pred: ^bb0` / `// 2 preds: ^bb0, ^bb1` comments;
 * attribute dictionaries and properties print sorted by name (MLIR's DictionaryAttr order);
+* affine maps and integer sets print as aliases (`#map`, `#map1`, `#set`) defined before the
+  top-level op, numbered in the order they are first printed, as MLIR's AliasInitializer does;
 * integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`);
 * floats that need the shortest form print with an upper-case exponent (`3.40282347E+38`) and
   NaN/Inf as upper-case hex (`0x7FC00000`), as MLIR's APFloat printing does.
@@ -23,6 +25,8 @@ import struct
 from collections.abc import Mapping
 
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
     AnyFloat,
     ArrayAttr,
     Float32Type,
@@ -69,7 +73,13 @@ def _override_for(op: Operation) -> type[Operation] | None:
 
 
 class NovaPrinter(Printer):
-    """`Printer` with mlir-opt's op-name elision, result groups, block comments and formats."""
+    """`Printer` with mlir-opt's op-name elision, result groups, block comments and formats.
+
+    `aliases`: the alias name of each affine map / integer set attribute (printed as `#name`);
+    every such attribute printed is recorded in `aliased`, in order, to build that table."""
+
+    aliases: dict[Attribute, str]
+    aliased: list[Attribute]
 
     # ---- op names and results -------------------------------------------------------------
     def _print_results(self, op: Operation) -> None:
@@ -172,7 +182,11 @@ class NovaPrinter(Printer):
             self.print_list(sorted(attr_dict.items()), self._print_attr_string)
 
     def print_attribute(self, attribute: Attribute) -> None:
-        """Print an attribute; memref types with an i64 memory space print it bare."""
+        """Print an attribute; memref types with an i64 memory space print it bare; affine
+        maps and sets as their alias, else in MLIR's syntax."""
+        if isinstance(attribute, AffineMapAttr | AffineSetAttr):
+            self._print_affine(attribute)
+            return
         if isinstance(attribute, MemRefType | UnrankedMemRefType) and _is_i64_int(
                 attribute.memory_space):
             self._print_memref_with_int_space(attribute)
@@ -184,6 +198,16 @@ class NovaPrinter(Printer):
                 for group in attribute.data) + "]")  # type: ignore[attr-defined]
             return
         super().print_attribute(attribute)
+
+    def _print_affine(self, attribute: AffineMapAttr | AffineSetAttr) -> None:
+        aliases = getattr(self, "aliases", {})
+        if attribute in aliases:
+            self.print_string("#" + aliases[attribute])
+            return
+        if not hasattr(self, "aliased"):
+            self.aliased = []
+        self.aliased.append(attribute)
+        self.print_string(format_affine(attribute))
 
     def _print_memref_with_int_space(self, t: MemRefType | UnrankedMemRefType) -> None:
         space = t.memory_space
@@ -255,10 +279,49 @@ def _block_sort_key(name: str) -> tuple[int, str]:
     return (int(digits), name) if digits.isdigit() else (1 << 30, name)
 
 
+def format_affine(attribute: AffineMapAttr | AffineSetAttr) -> str:
+    """`affine_map<...>` / `affine_set<...>` in MLIR's syntax."""
+    from nova.ir.dialects.affine_syntax import format_map, format_set
+    if isinstance(attribute, AffineMapAttr):
+        return format_map(attribute.data)
+    return format_set(attribute.data)
+
+
+def alias_names(attributes: list[Attribute]) -> dict[Attribute, str]:
+    """MLIR's alias of each affine map (`map`, `map1`, ...) and integer set (`set`, ...): the
+    distinct attributes in first-printed order, maps before sets (AliasInitializer sorts its
+    aliases by name, stably), each name numbered from its second use on."""
+    distinct = list(dict.fromkeys(attributes))
+    names: dict[Attribute, str] = {}
+    for kind, prefix in ((AffineMapAttr, "map"), (AffineSetAttr, "set")):
+        for index, attr in enumerate(a for a in distinct if isinstance(a, kind)):
+            names[attr] = prefix if index == 0 else f"{prefix}{index}"
+    return names
+
+
 def print_to_string(op: Operation, generic: bool = False) -> str:
-    """Print `op` (and everything nested) to a string, ending in a newline."""
+    """Print `op` (and everything nested) to a string, ending in a newline; preceded by the
+    alias definitions of its affine maps and sets when it has any (printed a second time
+    then, with the aliases)."""
+    printer = _print_once(op, generic, {})
+    if not getattr(printer, "aliased", None):
+        return printer.stream.getvalue()  # type: ignore[union-attr]
+    aliases = alias_names(printer.aliased)
+    header = "".join(f"#{name} = {format_affine(attr)}\n"  # type: ignore[arg-type]
+                     for attr, name in sorted(aliases.items(),
+                                              key=lambda item: _alias_key(item[1])))
+    return header + _print_once(op, generic, aliases).stream.getvalue()  # type: ignore[union-attr]
+
+
+def _alias_key(name: str) -> tuple[str, int]:
+    stem = name.rstrip("0123456789")
+    return stem, int(name[len(stem):] or "0")
+
+
+def _print_once(op: Operation, generic: bool, aliases: dict[Attribute, str]) -> NovaPrinter:
     stream = io.StringIO()
     printer = NovaPrinter(stream=stream, print_generic_format=generic)
+    printer.aliases = aliases
     printer.print_op(op)
     stream.write("\n")
-    return stream.getvalue()
+    return printer

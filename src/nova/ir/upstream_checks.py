@@ -1,7 +1,8 @@
 """Checks that run before xDSL's own verifier of an op, so that IR both reject is reported with
 mlir-opt 22's message (and, where upstream rejects what xDSL accepts, rejected at all).
 
-`nova.ir.verify` calls `check_first(op)` for every op before `op.verify_()`:
+`nova.ir.verify` calls `check_first(op)` for every op before `op.verify_()`: operand and result
+types against upstream's ODS constraints (`nova.ir.ods_types`), then the op's own check:
 
 * `func.return`: operand count and types against the enclosing function's results.
 * `func.call`: the callee exists and is a function; operand and result counts and types.
@@ -28,13 +29,16 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolTable
 
+from nova.ir.ods_types import check_ods_types
 from nova.ir.rules import RuleError
 
 Check = Callable[[Operation], None]
 
 
 def check_first(op: Operation) -> None:
-    """Run the upstream-message check registered for `op`'s name (raises RuleError)."""
+    """Check `op`'s operand and result types as upstream's ODS does (`nova.ir.ods_types`),
+    then run the upstream-message check registered for its name (raises RuleError)."""
+    check_ods_types(op)
     check = CHECKS.get(op.name)
     if check is not None:
         check(op)
