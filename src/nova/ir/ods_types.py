@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import IndexType, IntegerType, Signedness
+from xdsl.dialects.builtin import IndexType, IntegerType, Signedness, VectorType
 from xdsl.ir import Attribute, Operation
 
 from nova.ir.rules import RuleError
@@ -39,6 +39,9 @@ I1: Constraint = ("1-bit signless integer", _signless(1))
 I32: Constraint = ("32-bit signless integer", _signless(32))
 I32_OR_I64: Constraint = ("32-bit signless integer or 64-bit signless integer",
                           _signless(32, 64))
+INDEX_VECTOR_1D: Constraint = ("vector of index values of ranks 1", lambda ty: (
+    isinstance(ty, VectorType) and isinstance(ty.element_type, IndexType)
+    and len(ty.get_shape()) == 1))
 ASYNC_TOKEN_OR_VALUE: Constraint = ("async value type or async token type",
                                     _async_token_or_value)
 
@@ -69,6 +72,7 @@ RESULTS: dict[str, tuple[Constraint | None, ...]] = {
     "index.bool.constant": (I1,),
     "index.casts": (INTEGER_OR_INDEX,),
     "index.castu": (INTEGER_OR_INDEX,),
+    "vector.step": (INDEX_VECTOR_1D,),
 }
 """Op name -> the constraint of each result, in result order."""
 

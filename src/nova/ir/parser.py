@@ -30,6 +30,7 @@ from nova.errors import DiagnosticError, ParseError, SourceLocation, Unsupported
 from nova.ir.context import SUPPORTED_DIALECTS, make_context
 from nova.ir.locations import location_of, make_loc, register_source
 from nova.ir.printer import print_to_string
+from nova.ir.vector_checks import CONSTRAINT_MESSAGES
 from nova.ir.verify import verify_located
 
 _CONTEXT: Context | None = None
@@ -192,9 +193,12 @@ class _LocatingParser(Parser):
             raise ParseError(f"a constant does not fit its element type ({err})",
                              self.source_location(start)) from err
         except (VerifyException, ValueError, KeyError, IndexError, OverflowError) as err:
-            # Raised by an op's constructor or custom parser on malformed input.
-            raise ParseError(" ".join(str(err).split()) or type(err).__name__,
-                             self.source_location(start)) from err
+            # Raised by an op's constructor or custom parser on malformed input: located at the
+            # op name, as upstream locates its custom parsers' and verifiers' errors.
+            at = self._name_starts[depth] if len(self._name_starts) > depth else start
+            message = " ".join(str(err).split()) or type(err).__name__
+            raise ParseError(_construction_message(self._text, at, message),
+                             self.source_location(at)) from err
         finally:
             self._op_start = outer
             del self._name_starts[depth:]
@@ -230,6 +234,20 @@ class _LocatingParser(Parser):
             offset = name_at - (1 if self._text[name_at - 1:name_at] == '"' else 0)
         raise UnsupportedError(f"unsupported operation '{name}' ({detail})",
                                self.source_location(offset))
+
+
+_OP_NAME = re.compile(r'"?([\w.$-]+)')
+
+
+def _construction_message(text: str, at: int, message: str) -> str:
+    """Upstream's message for an error xDSL raises while building an op from its custom syntax:
+    an element-type rule xDSL states as a type variable (`attribute f32 expected from variable
+    'T', but got i32`) is upstream's trait message for that op."""
+    if "expected from variable" not in message:
+        return message
+    match = _OP_NAME.match(text, at)
+    name = match.group(1) if match else ""
+    return CONSTRAINT_MESSAGES.get(name, message)
 
 
 def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True,

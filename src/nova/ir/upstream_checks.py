@@ -11,6 +11,7 @@ types against upstream's ODS constraints (`nova.ir.ods_types`), then the op's ow
   with equal static sizes, or unranked on one side).
 * `arith.index_cast`: exactly one side is `index` (of scalars, or of vectors of one shape).
 * `arith.select`: both values and the result have one type.
+* vector ops: `nova.ir.vector_checks`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from xdsl.traits import SymbolTable
 
 from nova.ir.ods_types import check_ods_types
 from nova.ir.rules import RuleError
+from nova.ir.vector_checks import VECTOR_CHECKS
 
 Check = Callable[[Operation], None]
 
@@ -167,5 +169,6 @@ CHECKS: dict[str, Check] = {
     "memref.cast": _check_memref_cast,
     "arith.index_cast": _check_index_cast,
     "arith.select": _check_select,
+    **VECTOR_CHECKS,
 }
 """Op name -> the check that runs before xDSL's verifier (see the module docstring)."""
