@@ -12,7 +12,8 @@ Differences from xDSL 0.74's `Printer` that this subclass fixes:
 * attribute dictionaries and properties print sorted by name (MLIR's DictionaryAttr order);
 * affine maps and integer sets print as aliases (`#map`, `#map1`, `#set`) defined before the
   top-level op, numbered in the order they are first printed, as MLIR's AliasInitializer does;
-* integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`);
+* integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`), and so do i64 integers
+  in arrays (`[1, 2]`);
 * floats that need the shortest form print with an upper-case exponent (`3.40282347E+38`) and
   NaN/Inf as upper-case hex (`0x7FC00000`), as MLIR's APFloat printing does.
 """
@@ -22,13 +23,14 @@ from __future__ import annotations
 import io
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AffineSetAttr,
     AnyFloat,
     ArrayAttr,
+    DictionaryAttr,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -38,7 +40,7 @@ from xdsl.dialects.builtin import (
     UnrankedMemRefType,
     UnregisteredOp,
 )
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove
 
@@ -175,6 +177,12 @@ class NovaPrinter(Printer):
             self.print_string(f"  // {label}: " + ", ".join("^" + n for n in names))
         super().print_block(block, False, print_block_terminator)
 
+    def print_successors(self, successors: Sequence[Block]) -> None:
+        """The generic form's successor list, `(%x)[^bb1]` (no space before it, as MLIR)."""
+        if successors:
+            with self.in_square_brackets():
+                self.print_list(successors, self.print_block_name)
+
     # ---- attributes -----------------------------------------------------------------------
     def print_attr_dict(self, attr_dict: Mapping[str, Attribute]) -> None:
         """Print `{a = .., b}` with entries sorted by name, as MLIR's DictionaryAttr is."""
@@ -197,7 +205,19 @@ class NovaPrinter(Printer):
                 "[" + ", ".join(str(i.value.data) for i in group.data) + "]"
                 for group in attribute.data) + "]")  # type: ignore[attr-defined]
             return
+        if isinstance(attribute, ArrayAttr):
+            # elements that are i64 integers print without their type, as in MLIR
+            self.print_string("[")
+            self.print_list(attribute.data, self._print_array_element)
+            self.print_string("]")
+            return
         super().print_attribute(attribute)
+
+    def _print_array_element(self, attribute: Attribute) -> None:
+        if _is_i64_int(attribute):
+            self.print_string(str(attribute.value.data))  # type: ignore[attr-defined]
+        else:
+            self.print_attribute(attribute)
 
     def _print_affine(self, attribute: AffineMapAttr | AffineSetAttr) -> None:
         aliases = getattr(self, "aliases", {})
@@ -306,11 +326,45 @@ def print_to_string(op: Operation, generic: bool = False) -> str:
     printer = _print_once(op, generic, {})
     if not getattr(printer, "aliased", None):
         return printer.stream.getvalue()  # type: ignore[union-attr]
-    aliases = alias_names(printer.aliased)
+    aliases = alias_names(_generic_alias_order(op) if generic else printer.aliased)
     header = "".join(f"#{name} = {format_affine(attr)}\n"  # type: ignore[arg-type]
                      for attr, name in sorted(aliases.items(),
                                               key=lambda item: _alias_key(item[1])))
     return header + _print_once(op, generic, aliases).stream.getvalue()  # type: ignore[union-attr]
+
+
+def _affine_attrs(attr: Attribute, found: list[Attribute]) -> None:
+    """Append the affine maps and sets in `attr` (itself, or nested in it) to `found`."""
+    if isinstance(attr, AffineMapAttr | AffineSetAttr):
+        found.append(attr)
+    elif isinstance(attr, ArrayAttr):
+        for item in attr.data:
+            _affine_attrs(item, found)
+    elif isinstance(attr, DictionaryAttr):
+        for item in attr.data.values():
+            _affine_attrs(item, found)
+    elif isinstance(attr, ParametrizedAttribute):
+        for param in attr.parameters:
+            _affine_attrs(param, found)
+
+
+def _generic_alias_order(op: Operation, found: list[Attribute] | None = None
+                         ) -> list[Attribute]:
+    """The affine maps and sets of `op` in the order MLIR's alias initializer meets them when
+    it prints generically: an op's regions first (block argument types, then the nested ops),
+    then its operand and result types, then its properties and attributes, each by name."""
+    found = [] if found is None else found
+    for region in op.regions:
+        for block in region.blocks:
+            for arg in block.args:
+                _affine_attrs(arg.type, found)
+            for child in block.ops:
+                _generic_alias_order(child, found)
+    for value in (*op.operands, *op.results):
+        _affine_attrs(value.type, found)
+    for _, attr in (*sorted(op.properties.items()), *sorted(op.attributes.items())):
+        _affine_attrs(attr, found)
+    return found
 
 
 def _alias_key(name: str) -> tuple[str, int]:
