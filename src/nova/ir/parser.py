@@ -93,6 +93,7 @@ class _LocatingParser(Parser):
         self._positions = _Positions(text)
         self._op_start = 0
         self._name_starts: list[int] = []
+        self._bound: list[int] = []
         self.forward_names: dict[SSAValue, str] = {}
         self.forward_uses: dict[str, int] = {}
 
@@ -174,7 +175,16 @@ class _LocatingParser(Parser):
         the position MLIR locates an op at."""
         results = super()._parse_op_result_list()
         self._name_starts.append(self._current_token.span.start)
+        self._bound.append(sum(count for _, count in results))
         return results
+
+    def bound_results(self) -> int:
+        """How many results the op being parsed binds (`%a, %b:2 = ` binds 3)."""
+        return self._bound[-1] if self._bound else 0
+
+    def op_start(self) -> int:
+        """Where the op being parsed starts (its results, if any)."""
+        return self._op_start
 
     def op_name_pos(self) -> int:
         """Where the name of the op being parsed starts (for errors of custom parsers, which
@@ -202,6 +212,7 @@ class _LocatingParser(Parser):
         finally:
             self._op_start = outer
             del self._name_starts[depth:]
+            del self._bound[depth:]
         if isinstance(op.location, UnknownLoc) and not self._explicit_unknown(start):
             line, col = self._positions.line_col(start)
             op.location = make_loc(self._filename, line, col)

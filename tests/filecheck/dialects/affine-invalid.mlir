@@ -56,6 +56,22 @@ func.func @apply_operands(%n: index) {
 
 // -----
 
+func.func @apply_results(%n: index) {
+  // expected-error @+1 {{operation defines 2 results but was provided 1 to bind}}
+  %0 = affine.apply affine_map<(d0) -> (d0, d0)>(%n)
+  return
+}
+
+// -----
+
+func.func @apply_bound_results(%n: index) {
+  // expected-error @+1 {{'affine.apply' op requires one result}}
+  %0:2 = affine.apply affine_map<(d0) -> (d0, d0)>(%n)
+  return
+}
+
+// -----
+
 func.func @min_operands(%n: index) {
   // expected-error @+1 {{'affine.min' op operand count and affine map dimension and symbol count must match}}
   %0 = affine.min affine_map<(d0)[s0] -> (d0)>(%n)

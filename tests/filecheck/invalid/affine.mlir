@@ -40,8 +40,8 @@ func.func @rank_mismatch(%m: memref<4x4xf32>, %a: index) -> f32 {
 // -----
 
 func.func @apply_two_results(%a: index) -> index {
-  // CHECK: affine.mlir:[[# @LINE + 1]]:8: error: 'affine.apply' op affine.apply expects a unidimensional map.
-  %0 = affine.apply affine_map<(d0) -> (d0, d0 + 1)>(%a) // expected-error {{unidimensional map}}
+  // CHECK: affine.mlir:[[# @LINE + 1]]:3: error: operation defines 2 results but was provided 1 to bind
+  %0 = affine.apply affine_map<(d0) -> (d0, d0 + 1)>(%a) // expected-error {{operation defines 2 results but was provided 1 to bind}}
   return %0 : index
 }
 

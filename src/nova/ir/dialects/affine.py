@@ -92,6 +92,7 @@ class ApplyOp(xaffine.ApplyOp):
     def parse(cls, parser: Parser) -> Self:
         attr, operands = parse_map_and_operands(parser, cls.name,
                                                 "dimension or symbol index mismatch")
+        _check_apply_results(parser, len(attr.data.results))
         op = cls(operands, attr)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
@@ -100,6 +101,21 @@ class ApplyOp(xaffine.ApplyOp):
         printer.print_string(" ")
         print_map_and_operands(printer, self.map.data, list(self.mapOperands))
         print_attr_dict(printer, self.attributes)
+
+
+def _check_apply_results(parser: Parser, count: int) -> None:
+    """An affine.apply defines one result per map result (upstream's result-count inference):
+    a map of several results is upstream's binding error, or its verifier's when that many
+    results are bound (Nova's affine.apply has exactly one result)."""
+    if count == 1:
+        return
+    bound = getattr(parser, "bound_results", lambda: 1)()
+    if bound != count:
+        at = getattr(parser, "op_start", lambda: parser.pos)()
+        parser.raise_error(f"operation defines {count} results but was provided {bound} to "
+                           "bind", at, at + 1)
+    at = getattr(parser, "op_name_pos", lambda: parser.pos)()
+    parser.raise_error("'affine.apply' op requires one result", at, at + 1)
 
 
 class _MinMaxSyntax(IRDLOperation):
