@@ -195,3 +195,11 @@ func.func @bitcast_rank(%v: vector<4xf32>) {
   %0 = vector.bitcast %v : vector<4xf32> to vector<2x4xf32>
   return
 }
+
+// -----
+
+func.func @from_elements_count(%s: f32) {
+  // expected-error @+1 {{custom op 'vector.from_elements' number of operands and types do not match: got 1 operands and 2 types}}
+  %0 = vector.from_elements %s : vector<2xf32>
+  return
+}

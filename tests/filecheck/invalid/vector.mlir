@@ -64,7 +64,7 @@ func.func @main(%v: vector<4xf32>) {
 // -----
 
 func.func @main(%s: f32) {
-  // VERIFY: vector.mlir:[[# @LINE + 1]]:8: error: 'vector.from_elements' op number of operands and types do not match: got 2 operands and 3 types
+  // VERIFY: vector.mlir:[[# @LINE + 1]]:29: error: custom op 'vector.from_elements' number of operands and types do not match: got 2 operands and 3 types
   %r = vector.from_elements %s, %s : vector<3xf32>
   return
 }

@@ -151,6 +151,7 @@ class FromElementsOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
+        pos = parser.pos
         operands = parser.parse_optional_undelimited_comma_separated_list(
             parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
         attrs = parser.parse_optional_attr_dict()
@@ -158,6 +159,11 @@ class FromElementsOp(IRDLOperation):
         ty = parser.parse_type()
         if not isinstance(ty, VectorType):
             parser.raise_error("'vector.from_elements' expects a vector result type")
+        if len(operands) != ty.element_count():
+            # upstream resolves one operand per element of the type, erring at the operands
+            parser.raise_error(f"custom op 'vector.from_elements' number of operands and types "
+                               f"do not match: got {len(operands)} operands and "
+                               f"{ty.element_count()} types", pos, pos + 1)
         values = [parser.resolve_operand(o, ty.element_type) for o in operands]
         op = cls(values, ty)
         op.attributes.update(attrs)
