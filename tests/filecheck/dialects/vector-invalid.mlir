@@ -203,3 +203,19 @@ func.func @from_elements_count(%s: f32) {
   %0 = vector.from_elements %s : vector<2xf32>
   return
 }
+
+// -----
+
+func.func @step_type() {
+  // expected-error @+1 {{'vector.step' op result #0 must be vector of index values of ranks 1, but got 'vector<4xi32>'}}
+  %0 = vector.step : vector<4xi32>
+  return
+}
+
+// -----
+
+func.func @step_rank() {
+  // expected-error @+1 {{'vector.step' op result #0 must be vector of index values of ranks 1, but got 'vector<2x4xindex>'}}
+  %0 = vector.step : vector<2x4xindex>
+  return
+}

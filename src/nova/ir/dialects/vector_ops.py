@@ -183,19 +183,13 @@ class StepOp(IRDLOperation):
     """`%s = vector.step : vector<4xindex>`: the vector [0, 1, ..., N-1] of index."""
 
     name = "vector.step"
-    result = result_def(VectorType[IndexType])
+    result = result_def()  # a 1-D vector of index: nova.ir.ods_types checks it, upstream's words
     traits = traits_def(Pure())
 
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, result_type: Attribute) -> None:
         super().__init__(result_types=[result_type])
-
-    def verify_(self) -> None:
-        ty = self.result.type
-        assert isinstance(ty, VectorType)
-        if ty.get_num_dims() != 1:
-            raise VerifyException("'vector.step' op result must be a 1-D vector of index")
 
 
 @irdl_op_definition
