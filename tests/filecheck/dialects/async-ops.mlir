@@ -49,6 +49,14 @@ func.func @groups() {
   return
 }
 
+func.func @empty_lists() {
+  %t = async.execute [] () {
+    async.yield
+  }
+  async.await %t : !async.token
+  return
+}
+
 // CHECK:      module {
 // CHECK-NEXT:   func.func @execute(%x: f32, %m: memref<4xf32>) -> f32 {
 // CHECK-NEXT:     %t0 = async.execute {
@@ -91,6 +99,13 @@ func.func @groups() {
 // CHECK-NEXT:     }
 // CHECK-NEXT:     %j = async.add_to_group %u, %g : !async.token
 // CHECK-NEXT:     async.await_all %g
+// CHECK-NEXT:     return
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.func @empty_lists() {
+// CHECK-NEXT:     %t = async.execute {
+// CHECK-NEXT:       async.yield
+// CHECK-NEXT:     }
+// CHECK-NEXT:     async.await %t : !async.token
 // CHECK-NEXT:     return
 // CHECK-NEXT:   }
 // CHECK-NEXT: }

@@ -100,7 +100,8 @@ class ExecuteOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         deps: list[SSAValue] = []
-        if parser.parse_optional_punctuation("[") is not None:
+        if parser.parse_optional_punctuation("[") is not None and (
+                parser.parse_optional_punctuation("]") is None):  # `[]`: no dependencies
             deps = parser.parse_comma_separated_list(
                 Parser.Delimiter.NONE, lambda: parser.parse_operand(TokenType()))
             parser.parse_punctuation("]")
