@@ -144,3 +144,35 @@ func.func @parallel_reductions(%m: memref<8xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @non_affine_map(%a: index) {
+  // expected-error @+1 {{non-affine expression: at least one of the multiply operands has to be either a constant or symbolic}}
+  %0 = affine.apply affine_map<(d0) -> (d0 * d0)>(%a)
+  return
+}
+
+// -----
+
+func.func @non_affine_subscript(%n: index, %m: memref<4xf32>) {
+  // expected-error @+1 {{non-affine expression: at least one of the multiply operands has to be either a constant or symbolic}}
+  %0 = affine.load %m[%n + %n * %n] : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @non_affine_mod(%a: index, %m: memref<4xf32>) {
+  // expected-error @+1 {{non-affine expression: right operand of mod has to be either a constant or symbolic}}
+  %0 = affine.load %m[%a mod %a] : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @non_affine_floordiv(%a: index) {
+  // expected-error @+1 {{non-affine expression: right operand of floordiv has to be either a constant or symbolic}}
+  %0 = affine.apply affine_map<(d0) -> (d0 floordiv (d0 + 1))>(%a)
+  return
+}

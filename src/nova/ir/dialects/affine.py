@@ -64,7 +64,6 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 
 from nova.errors import VerifyError
 from nova.ir.dialects.affine_syntax import (
-    SEMI_AFFINE,
     SsaIds,
     custom_op_error,
     mlir_order_map,
@@ -77,6 +76,7 @@ from nova.ir.dialects.affine_syntax import (
     print_map_and_operands,
     print_map_of_ssa_ids,
     print_operands_of,
+    raise_semi_affine,
 )
 from nova.ir.gpu.base import print_arrow_types, print_attr_dict
 from nova.ir.locations import nearest_location
@@ -175,8 +175,8 @@ class ForOp(xaffine.ForOp):
         pos = parser.pos
         try:
             op = super().parse(parser)
-        except NotImplementedError:
-            parser.raise_error(SEMI_AFFINE, pos)
+        except NotImplementedError as err:
+            raise_semi_affine(parser, err, pos)
         except ParseError as err:
             _reraise_for_error(parser, err)
         op.__class__ = cls  # xDSL builds its own class; Nova's adds no state, only printing

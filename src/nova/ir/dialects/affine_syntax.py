@@ -9,6 +9,7 @@ parentheses: `d0 * 2 - 5`, `-d0 + s0`); `mlir_order*` put operands in MLIR's can
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -185,8 +186,43 @@ def parse_affine_attr(parser: Parser) -> Attribute:
     pos = parser.pos
     try:
         return parser.parse_attribute()
-    except NotImplementedError:
-        parser.raise_error(SEMI_AFFINE, pos)
+    except NotImplementedError as err:
+        raise_semi_affine(parser, err, pos)
+
+
+_MUL_OPERANDS = re.compile(r"self: (.*) other: (.*)$")
+_DIM = re.compile(r"\bd\d+\b|%[\w$.-]+")
+_SYMBOL_USE = re.compile(r"symbol\(\s*%[\w$.-]+\s*\)")
+_DIVISIONS = {"Floor division": "floordiv", "Ceil division": "ceildiv", "Mod": "mod"}
+_NON_AFFINE_MUL = ("non-affine expression: at least one of the multiply operands has to be "
+                   "either a constant or symbolic")
+
+
+def _has_dim(text: str) -> bool:
+    """Whether affine-expression text uses a dim (`d0`, or an SSA id outside `symbol(...)`)."""
+    return _DIM.search(_SYMBOL_USE.sub("", text)) is not None
+
+
+def raise_semi_affine(parser: Parser, err: NotImplementedError, pos: int) -> NoReturn:
+    """The error for an expression xDSL cannot build (parsed from `pos`): a product of two
+    expressions of dims, or a division or modulo by one, is upstream's non-affine error at its
+    operator; by a symbol it is semi-affine (upstream accepts it, Nova does not)."""
+    text = parser.lexer.input.content
+    message = str(err)
+    operands = _MUL_OPERANDS.search(message)
+    if operands is not None and all(_DIM.search(side) for side in operands.groups()):
+        at = text.rfind("*", pos, parser.pos)
+        if at != -1:
+            parser.raise_error(_NON_AFFINE_MUL, at, at + 1)
+    keyword = next((kw for start, kw in _DIVISIONS.items() if message.startswith(start)), None)
+    if keyword is not None:
+        found = list(re.finditer(rf"\b{keyword}\b", text[pos:parser.pos]))
+        if found:
+            at = pos + found[-1].start()
+            if _has_dim(text[at + len(keyword):parser.pos]):
+                parser.raise_error(f"non-affine expression: right operand of {keyword} has to "
+                                   "be either a constant or symbolic", at, at + len(keyword))
+    parser.raise_error(SEMI_AFFINE, pos)
 
 
 # ---- SSA-id affine maps: `[%i + 1, symbol(%n)]` ------------------------------------------------
@@ -224,8 +260,8 @@ class SsaIds:
         pos = self.parser.pos
         try:
             return self.affine._parse_affine_expr(self._leaf)  # pyright: ignore
-        except NotImplementedError:
-            self.parser.raise_error(SEMI_AFFINE, pos)
+        except NotImplementedError as err:
+            raise_semi_affine(self.parser, err, pos)
 
     def finish(self, exprs: Sequence[AffineExpr]) -> tuple[AffineMap, list[SSAValue]]:
         """The map over (dims, symbols) and its operands, dims first, each in first-use order."""
