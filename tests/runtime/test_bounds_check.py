@@ -51,7 +51,7 @@ func.func @shift(%k: index, %x: memref<?x?xf32>, %out: memref<?x?xf32>) {
   return
 }
 """
-SHIFT_LOAD = "9:5"  # line:column of the memref.load op (its result) in SHIFT
+SHIFT_LOAD = "9:10"  # line:column of the memref.load op (its name) in SHIFT
 
 # Host code reading element i of a 4-element host buffer.
 HOST = """\

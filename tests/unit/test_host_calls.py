@@ -133,7 +133,7 @@ func.func @main(%x: f32) -> f32 {
     with pytest.raises(UnsupportedError) as info:
         lower_host(parse_mlir(source, "ext.mlir"))
     text = str(info.value)
-    assert text.startswith("ext.mlir:4:3: error: external function @mystery is not provided by "
+    assert text.startswith("ext.mlir:4:8: error: external function @mystery is not provided by "
                            "the Nova runtime; available: @printMemrefF32")
     assert "@printNewline" in text
 

@@ -213,25 +213,12 @@ def _normalize_line(line: str, current: dict[str, str], fresh: itertools.count[i
     return '"'.join(parts)
 
 
-_ALIAS_DEF = re.compile(r"^(#[\w$.-]+) = (affine_(?:map|set)<.*>)$", re.MULTILINE)
-
-
-def expand_affine_aliases(text: str) -> str:
-    """`mlir-opt` output with its `#map = affine_map<...>` / `#set = ...` aliases substituted
-    where they are used (Nova prints affine maps and sets inline, like the generic form)."""
-    aliases = dict(_ALIAS_DEF.findall(text))
-    if not aliases:
-        return text
-    body = _ALIAS_DEF.sub("", text)
-    return re.sub(r"#[\w$.-]+", lambda m: aliases.get(m.group(0), m.group(0)), body)
-
-
 def _mlir_opt(text: str, *flags: str) -> str:
     assert MLIR_OPT is not None
     done = subprocess.run([MLIR_OPT, *flags], input=text, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    return expand_affine_aliases(done.stdout)
+    return done.stdout
 
 
 def test_normalizer_distinguishes_and_equates() -> None:

@@ -23,12 +23,14 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.utils.exceptions import ParseError as XdslParseError
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from nova.errors import DiagnosticError, ParseError, SourceLocation, UnsupportedError
 from nova.ir.context import SUPPORTED_DIALECTS, make_context
 from nova.ir.locations import location_of, make_loc, register_source
 from nova.ir.printer import print_to_string
+from nova.ir.vector_checks import CONSTRAINT_MESSAGES
 from nova.ir.verify import verify_located
 
 _CONTEXT: Context | None = None
@@ -90,7 +92,10 @@ class _LocatingParser(Parser):
         self._filename = filename
         self._positions = _Positions(text)
         self._op_start = 0
+        self._name_starts: list[int] = []
+        self._bound: list[int] = []
         self.forward_names: dict[SSAValue, str] = {}
+        self.forward_uses: dict[str, int] = {}
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """As xDSL's, but input with no operations (empty, or only comments) is an empty module,
@@ -158,27 +163,56 @@ class _LocatingParser(Parser):
         value = super().resolve_operand(operand, type)
         if isinstance(value, ForwardDeclaredValue):
             self.forward_names.setdefault(value, operand.span.text)
+            self.forward_uses.setdefault(operand.span.text.strip(), operand.span.start)
         return value
 
     def source_location(self, offset: int) -> SourceLocation:
         line, col = self._positions.line_col(offset)
         return SourceLocation(self._filename, line, col, self._text)
 
+    def _parse_op_result_list(self) -> list[tuple[Span, int]]:
+        """As xDSL's; also records where the op's name starts (the token after the results),
+        the position MLIR locates an op at."""
+        results = super()._parse_op_result_list()
+        self._name_starts.append(self._current_token.span.start)
+        self._bound.append(sum(count for _, count in results))
+        return results
+
+    def bound_results(self) -> int:
+        """How many results the op being parsed binds (`%a, %b:2 = ` binds 3)."""
+        return self._bound[-1] if self._bound else 0
+
+    def op_start(self) -> int:
+        """Where the op being parsed starts (its results, if any)."""
+        return self._op_start
+
+    def op_name_pos(self) -> int:
+        """Where the name of the op being parsed starts (for errors of custom parsers, which
+        upstream reports at the op name)."""
+        return self._name_starts[-1] if self._name_starts else self._op_start
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         outer = self._op_start
         self._op_start = start
+        depth = len(self._name_starts)
         try:
             op = super().parse_operation()
+            start = self._name_starts[depth]
         except struct.error as err:  # xDSL packing a dense literal that does not fit its type
             raise ParseError(f"a constant does not fit its element type ({err})",
                              self.source_location(start)) from err
         except (VerifyException, ValueError, KeyError, IndexError, OverflowError) as err:
-            # Raised by an op's constructor or custom parser on malformed input.
-            raise ParseError(" ".join(str(err).split()) or type(err).__name__,
-                             self.source_location(start)) from err
+            # Raised by an op's constructor or custom parser on malformed input: located at the
+            # op name, as upstream locates its custom parsers' and verifiers' errors.
+            at = self._name_starts[depth] if len(self._name_starts) > depth else start
+            message = " ".join(str(err).split()) or type(err).__name__
+            raise ParseError(_construction_message(self._text, at, message),
+                             self.source_location(at)) from err
         finally:
             self._op_start = outer
+            del self._name_starts[depth:]
+            del self._bound[depth:]
         if isinstance(op.location, UnknownLoc) and not self._explicit_unknown(start):
             line, col = self._positions.line_col(start)
             op.location = make_loc(self._filename, line, col)
@@ -213,11 +247,26 @@ class _LocatingParser(Parser):
                                self.source_location(offset))
 
 
+_OP_NAME = re.compile(r'"?([\w.$-]+)')
+
+
+def _construction_message(text: str, at: int, message: str) -> str:
+    """Upstream's message for an error xDSL raises while building an op from its custom syntax:
+    an element-type rule xDSL states as a type variable (`attribute f32 expected from variable
+    'T', but got i32`) is upstream's trait message for that op."""
+    if "expected from variable" not in message:
+        return message
+    match = _OP_NAME.match(text, at)
+    name = match.group(1) if match else ""
+    return CONSTRAINT_MESSAGES.get(name, message)
+
+
 def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True,
                allow_unregistered: bool = False) -> ModuleOp:
     """Parse MLIR text into a verified `builtin.module` whose ops carry source locations.
     `allow_unregistered`: ops of unknown dialects parse (generic form) instead of failing."""
     register_source(filename, text)
+    parser: _LocatingParser | None = None
     try:
         # The constructor already lexes the first token (and may fail on a stray character).
         parser = _LocatingParser(_context(allow_unregistered), text, filename)
@@ -225,7 +274,8 @@ def parse_mlir(text: str, filename: str = "<stdin>", verify: bool = True,
     except DiagnosticError:
         raise
     except XdslParseError as err:
-        message, location = _describe(err, text, filename)
+        uses = {} if parser is None else parser.forward_uses
+        message, location = _describe(err, text, filename, uses)
         raise ParseError(message, location, _notes(err, text, filename)) from err
     if isinstance(module.location, UnknownLoc):
         module.location = make_loc(filename, 1, 1)
@@ -264,8 +314,10 @@ def _notes(err: XdslParseError, text: str, filename: str
     return (("prior use here", SourceLocation(filename, line, col, text)),)
 
 
-def _describe(err: XdslParseError, text: str, filename: str) -> tuple[str, SourceLocation]:
-    """A readable message and location for one of xDSL's parse errors."""
+def _describe(err: XdslParseError, text: str, filename: str,
+              forward_uses: dict[str, int]) -> tuple[str, SourceLocation]:
+    """A readable message and location for one of xDSL's parse errors (`forward_uses`: where
+    each name used before its definition was first used)."""
     msg = " ".join(err.msg.split())
     offset = err.span.start
     if not text[offset:].strip():
@@ -273,12 +325,17 @@ def _describe(err: XdslParseError, text: str, filename: str) -> tuple[str, Sourc
         # exists, so the diagnostic keeps its source line and caret.
         offset = len(text.rstrip())
     if msg.startswith(_UNDEFINED):
-        # xDSL reports these at the end of input; point at the first use instead.
+        # xDSL reports these at the end of input; point at the first use instead, with
+        # mlir-opt's message (which does not repeat the name the caret points at).
         first = msg[len(_UNDEFINED):].split(",")[0].rstrip("]").strip()
+        uses = [at for name, at in forward_uses.items()
+                if name == first or name.startswith(first + "#")]
         match = re.search(re.escape(first) + r"(?![\w$.-])", text)
-        if match is not None:
+        if uses:
+            offset = min(uses)
+        elif match is not None:
             offset = match.start()
-        msg = f"use of undeclared SSA value name {first}"
+        msg = "use of undeclared SSA value name"
     elif (mismatch := _TYPE_MISMATCH.match(msg)) is not None:
         name = err.span.text.strip()
         msg = (f"use of value '{name}' expects different type than prior uses: "

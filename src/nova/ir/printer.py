@@ -10,7 +10,10 @@ Differences from xDSL 0.74's `Printer` that this subclass fixes:
   `%0:2 = ...` and their results as `%0#1`;
 * blocks with predecessors get MLIR's `// pred: ^bb0` / `// 2 preds: ^bb0, ^bb1` comments;
 * attribute dictionaries and properties print sorted by name (MLIR's DictionaryAttr order);
-* integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`);
+* affine maps and integer sets print as aliases (`#map`, `#map1`, `#set`) defined before the
+  top-level op, numbered in the order they are first printed, as MLIR's AliasInitializer does;
+* integer memory spaces print bare (`memref<4xf32, 3>`, not `3 : i64`), and so do i64 integers
+  in arrays (`[1, 2]`);
 * floats that need the shortest form print with an upper-case exponent (`3.40282347E+38`) and
   NaN/Inf as upper-case hex (`0x7FC00000`), as MLIR's APFloat printing does.
 """
@@ -20,11 +23,14 @@ from __future__ import annotations
 import io
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
     AnyFloat,
     ArrayAttr,
+    DictionaryAttr,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -34,7 +40,7 @@ from xdsl.dialects.builtin import (
     UnrankedMemRefType,
     UnregisteredOp,
 )
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Attribute, Block, Operation, ParametrizedAttribute
 from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove
 
@@ -69,7 +75,13 @@ def _override_for(op: Operation) -> type[Operation] | None:
 
 
 class NovaPrinter(Printer):
-    """`Printer` with mlir-opt's op-name elision, result groups, block comments and formats."""
+    """`Printer` with mlir-opt's op-name elision, result groups, block comments and formats.
+
+    `aliases`: the alias name of each affine map / integer set attribute (printed as `#name`);
+    every such attribute printed is recorded in `aliased`, in order, to build that table."""
+
+    aliases: dict[Attribute, str]
+    aliased: list[Attribute]
 
     # ---- op names and results -------------------------------------------------------------
     def _print_results(self, op: Operation) -> None:
@@ -165,6 +177,12 @@ class NovaPrinter(Printer):
             self.print_string(f"  // {label}: " + ", ".join("^" + n for n in names))
         super().print_block(block, False, print_block_terminator)
 
+    def print_successors(self, successors: Sequence[Block]) -> None:
+        """The generic form's successor list, `(%x)[^bb1]` (no space before it, as MLIR)."""
+        if successors:
+            with self.in_square_brackets():
+                self.print_list(successors, self.print_block_name)
+
     # ---- attributes -----------------------------------------------------------------------
     def print_attr_dict(self, attr_dict: Mapping[str, Attribute]) -> None:
         """Print `{a = .., b}` with entries sorted by name, as MLIR's DictionaryAttr is."""
@@ -172,7 +190,11 @@ class NovaPrinter(Printer):
             self.print_list(sorted(attr_dict.items()), self._print_attr_string)
 
     def print_attribute(self, attribute: Attribute) -> None:
-        """Print an attribute; memref types with an i64 memory space print it bare."""
+        """Print an attribute; memref types with an i64 memory space print it bare; affine
+        maps and sets as their alias, else in MLIR's syntax."""
+        if isinstance(attribute, AffineMapAttr | AffineSetAttr):
+            self._print_affine(attribute)
+            return
         if isinstance(attribute, MemRefType | UnrankedMemRefType) and _is_i64_int(
                 attribute.memory_space):
             self._print_memref_with_int_space(attribute)
@@ -183,7 +205,29 @@ class NovaPrinter(Printer):
                 "[" + ", ".join(str(i.value.data) for i in group.data) + "]"
                 for group in attribute.data) + "]")  # type: ignore[attr-defined]
             return
+        if isinstance(attribute, ArrayAttr):
+            # elements that are i64 integers print without their type, as in MLIR
+            self.print_string("[")
+            self.print_list(attribute.data, self._print_array_element)
+            self.print_string("]")
+            return
         super().print_attribute(attribute)
+
+    def _print_array_element(self, attribute: Attribute) -> None:
+        if _is_i64_int(attribute):
+            self.print_string(str(attribute.value.data))  # type: ignore[attr-defined]
+        else:
+            self.print_attribute(attribute)
+
+    def _print_affine(self, attribute: AffineMapAttr | AffineSetAttr) -> None:
+        aliases = getattr(self, "aliases", {})
+        if attribute in aliases:
+            self.print_string("#" + aliases[attribute])
+            return
+        if not hasattr(self, "aliased"):
+            self.aliased = []
+        self.aliased.append(attribute)
+        self.print_string(format_affine(attribute))
 
     def _print_memref_with_int_space(self, t: MemRefType | UnrankedMemRefType) -> None:
         space = t.memory_space
@@ -255,10 +299,83 @@ def _block_sort_key(name: str) -> tuple[int, str]:
     return (int(digits), name) if digits.isdigit() else (1 << 30, name)
 
 
+def format_affine(attribute: AffineMapAttr | AffineSetAttr) -> str:
+    """`affine_map<...>` / `affine_set<...>` in MLIR's syntax."""
+    from nova.ir.dialects.affine_syntax import format_map, format_set
+    if isinstance(attribute, AffineMapAttr):
+        return format_map(attribute.data)
+    return format_set(attribute.data)
+
+
+def alias_names(attributes: list[Attribute]) -> dict[Attribute, str]:
+    """MLIR's alias of each affine map (`map`, `map1`, ...) and integer set (`set`, ...): the
+    distinct attributes in first-printed order, maps before sets (AliasInitializer sorts its
+    aliases by name, stably), each name numbered from its second use on."""
+    distinct = list(dict.fromkeys(attributes))
+    names: dict[Attribute, str] = {}
+    for kind, prefix in ((AffineMapAttr, "map"), (AffineSetAttr, "set")):
+        for index, attr in enumerate(a for a in distinct if isinstance(a, kind)):
+            names[attr] = prefix if index == 0 else f"{prefix}{index}"
+    return names
+
+
 def print_to_string(op: Operation, generic: bool = False) -> str:
-    """Print `op` (and everything nested) to a string, ending in a newline."""
+    """Print `op` (and everything nested) to a string, ending in a newline; preceded by the
+    alias definitions of its affine maps and sets when it has any (printed a second time
+    then, with the aliases)."""
+    printer = _print_once(op, generic, {})
+    if not getattr(printer, "aliased", None):
+        return printer.stream.getvalue()  # type: ignore[union-attr]
+    aliases = alias_names(_generic_alias_order(op) if generic else printer.aliased)
+    header = "".join(f"#{name} = {format_affine(attr)}\n"  # type: ignore[arg-type]
+                     for attr, name in sorted(aliases.items(),
+                                              key=lambda item: _alias_key(item[1])))
+    return header + _print_once(op, generic, aliases).stream.getvalue()  # type: ignore[union-attr]
+
+
+def _affine_attrs(attr: Attribute, found: list[Attribute]) -> None:
+    """Append the affine maps and sets in `attr` (itself, or nested in it) to `found`."""
+    if isinstance(attr, AffineMapAttr | AffineSetAttr):
+        found.append(attr)
+    elif isinstance(attr, ArrayAttr):
+        for item in attr.data:
+            _affine_attrs(item, found)
+    elif isinstance(attr, DictionaryAttr):
+        for item in attr.data.values():
+            _affine_attrs(item, found)
+    elif isinstance(attr, ParametrizedAttribute):
+        for param in attr.parameters:
+            _affine_attrs(param, found)
+
+
+def _generic_alias_order(op: Operation, found: list[Attribute] | None = None
+                         ) -> list[Attribute]:
+    """The affine maps and sets of `op` in the order MLIR's alias initializer meets them when
+    it prints generically: an op's regions first (block argument types, then the nested ops),
+    then its operand and result types, then its properties and attributes, each by name."""
+    found = [] if found is None else found
+    for region in op.regions:
+        for block in region.blocks:
+            for arg in block.args:
+                _affine_attrs(arg.type, found)
+            for child in block.ops:
+                _generic_alias_order(child, found)
+    for value in (*op.operands, *op.results):
+        _affine_attrs(value.type, found)
+    for _, attr in (*sorted(op.properties.items()), *sorted(op.attributes.items())):
+        _affine_attrs(attr, found)
+    return found
+
+
+def _alias_key(name: str) -> tuple[str, int]:
+    stem = name.rstrip("0123456789")
+    return stem, int(name[len(stem):] or "0")
+
+
+def _print_once(op: Operation, generic: bool, aliases: dict[Attribute, str]) -> NovaPrinter:
     stream = io.StringIO()
     printer = NovaPrinter(stream=stream, print_generic_format=generic)
+    printer.aliases = aliases
     printer.print_op(op)
     stream.write("\n")
-    return stream.getvalue()
+    return printer

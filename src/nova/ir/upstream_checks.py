@@ -1,7 +1,8 @@
 """Checks that run before xDSL's own verifier of an op, so that IR both reject is reported with
 mlir-opt 22's message (and, where upstream rejects what xDSL accepts, rejected at all).
 
-`nova.ir.verify` calls `check_first(op)` for every op before `op.verify_()`:
+`nova.ir.verify` calls `check_first(op)` for every op before `op.verify_()`: operand and result
+types against upstream's ODS constraints (`nova.ir.ods_types`), then the op's own check:
 
 * `func.return`: operand count and types against the enclosing function's results.
 * `func.call`: the callee exists and is a function; operand and result counts and types.
@@ -10,6 +11,7 @@ mlir-opt 22's message (and, where upstream rejects what xDSL accepts, rejected a
   with equal static sizes, or unranked on one side).
 * `arith.index_cast`: exactly one side is `index` (of scalars, or of vectors of one shape).
 * `arith.select`: both values and the result have one type.
+* vector ops: `nova.ir.vector_checks`.
 """
 
 from __future__ import annotations
@@ -28,13 +30,17 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolTable
 
+from nova.ir.ods_types import check_ods_types
 from nova.ir.rules import RuleError
+from nova.ir.vector_checks import VECTOR_CHECKS
 
 Check = Callable[[Operation], None]
 
 
 def check_first(op: Operation) -> None:
-    """Run the upstream-message check registered for `op`'s name (raises RuleError)."""
+    """Check `op`'s operand and result types as upstream's ODS does (`nova.ir.ods_types`),
+    then run the upstream-message check registered for its name (raises RuleError)."""
+    check_ods_types(op)
     check = CHECKS.get(op.name)
     if check is not None:
         check(op)
@@ -163,5 +169,6 @@ CHECKS: dict[str, Check] = {
     "memref.cast": _check_memref_cast,
     "arith.index_cast": _check_index_cast,
     "arith.select": _check_select,
+    **VECTOR_CHECKS,
 }
 """Op name -> the check that runs before xDSL's verifier (see the module docstring)."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region
+from xdsl.dialects.builtin import UnregisteredOp
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.traits import (
     IsolatedFromAbove,
     IsTerminator,
@@ -21,8 +22,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import DiagnosticException
 
-from nova.errors import NovaError, VerifyError
-from nova.ir.locations import nearest_location
+from nova.errors import NovaError, SourceLocation, VerifyError
+from nova.ir.locations import location_of, nearest_location
 from nova.ir.rules import RuleError, check_rules
 from nova.ir.upstream_checks import check_first
 
@@ -41,6 +42,11 @@ def _same_type_op(op: Operation) -> bool:
     return op.name in _ARITH_SAME_TYPE or op.has_trait(SameOperandsAndResultType)
 
 
+def _name(op: Operation) -> str:
+    """The op's name as diagnostics show it (an unregistered op's own, not xDSL's class's)."""
+    return op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+
+
 class _StructureError(DiagnosticException):
     """A block-structure violation (its message is complete, without an op-name prefix)."""
 
@@ -51,16 +57,16 @@ def _check_structure(op: Operation) -> None:
     region = None if block is None else block.parent
     if op.successors:
         if block is None or region is None or block.last_op is not op:
-            raise DiagnosticException(f"'{op.name}' op with successors must terminate its "
+            raise DiagnosticException(f"'{_name(op)}' op with successors must terminate its "
                                       "parent block")
         for succ in op.successors:
             if succ.parent is not region:
-                raise DiagnosticException(f"'{op.name}' op branches to a block of another "
+                raise DiagnosticException(f"'{_name(op)}' op branches to a block of another "
                                           "region")
     if not op.has_trait(NoTerminator):
         for own_region in op.regions:
             if any(blk.first_op is None for blk in own_region.blocks):
-                raise _StructureError(f"'{op.name}' op has an empty block: expect at least a "
+                raise _StructureError(f"'{_name(op)}' op has an empty block: expect at least a "
                                       "terminator")
     if block is None or region is None or block.last_op is not op:
         return
@@ -68,7 +74,7 @@ def _check_structure(op: Operation) -> None:
     needs_terminator = len(region.blocks) > 1 or (
         parent is not None and not parent.has_trait(NoTerminator))
     if needs_terminator and not op.has_trait(IsTerminator, value_if_unregistered=True):
-        raise _StructureError(f"block with no terminator, has '{op.name}' as its last "
+        raise _StructureError(f"block with no terminator, has '{_name(op)}' as its last "
                                       "op")
 
 
@@ -96,8 +102,8 @@ class _Dominance:
             while user is not None and user.parent_region() is not region:
                 user = user.parent_op()
             if user is None or not self._dominates(definer, block, user):
-                raise _StructureError(f"'{op.name}' op operand #{index} does not dominate "
-                                      "this use")
+                raise VerifyError(f"operand #{index} does not dominate this use",
+                                  nearest_location(op), (_defined_here(op, value),))
 
     def _dominates(self, definer: Operation | None, block: Block, user: Operation) -> bool:
         user_block = user.parent
@@ -134,6 +140,59 @@ class _Dominance:
                     dom[b], changed = new, True
         self._dominators[region] = dom
         return dom
+
+
+def _relation(user: Region | None, definer: Region | None) -> str:
+    """Where the region of a value's definition lies from the using op's region, in upstream's
+    words: `same`, `parent`, `child` or `neither`."""
+    if user is definer:
+        return "same"
+    if definer is not None and user is not None and _encloses(definer, user):
+        return "parent"
+    if definer is not None and user is not None and _encloses(user, definer):
+        return "child"
+    return "neither"
+
+
+def _encloses(outer: Region, inner: Region) -> bool:
+    """True when `inner` lies (properly) inside `outer`."""
+    current = inner.parent_region()
+    while current is not None:
+        if current is outer:
+            return True
+        current = current.parent_region()
+    return False
+
+
+def _defined_here(op: Operation, value: SSAValue) -> tuple[str, SourceLocation | None]:
+    """Upstream's note on an operand that does not dominate its use: where the value is
+    defined and how that place relates to the use (Verifier.cpp's
+    `diagnoseInvalidOperandDominance`)."""
+    user_region = None if op.parent is None else op.parent.parent
+    if isinstance(value, OpResult):
+        block = value.op.parent
+        region = None if block is None else block.parent
+        if block is op.parent:
+            where = "(op in the same block)"
+        else:
+            where = {"same": "(op in the same region)", "parent": "(op in a parent region)",
+                     "child": "(op in a child region)",
+                     "neither": "(op is neither in a parent nor in a child region)"}[
+                         _relation(user_region, region)]
+        return f"operand defined here {where}", location_of(value.op)
+    assert isinstance(value, BlockArgument)
+    owner = value.block
+    region = owner.parent
+    parent = owner.parent_op()
+    loc = None if parent is None else location_of(parent)
+    if region is None:
+        return " (block without parent)", loc
+    index = list(region.blocks).index(owner)
+    where = {"same": "in the same region", "parent": "in a parent region",
+             "child": "in a child region",
+             "neither": "neither in a parent nor in a child region"}[
+                 _relation(user_region, region)]
+    return f"operand defined as a block argument (block #{index} {where})", loc
 
 
 def verify_located(root: Operation) -> None:
@@ -221,6 +280,6 @@ def _diagnose(op: Operation, checks: Callable[[], None]) -> VerifyError | None:
         unprefixed = isinstance(err, _StructureError | RuleError) or getattr(
             err, "unprefixed", False)
         if not message.startswith("'") and not unprefixed:
-            message = f"'{op.name}' op {message}"
+            message = f"'{_name(op)}' op {message}"
         return VerifyError(message, nearest_location(op))
     return None

@@ -72,10 +72,10 @@ module attributes {gpu.container_module} {
 // NVPTX:       bounds.fail.2:
 // NVPTX:       bounds.ok.2:
 // NVPTX:       atomicrmw fadd
-// NVPTX:       c"index %lld out of bounds for dimension %lld of size %lld (memref.load on %%m at {{.*}}bounds-check.mlir:22:7) in @k, block (%lld,%lld,%lld), thread (%lld,%lld,%lld)\0a\00"
-// NVPTX:       c"memref index out of bounds (memref.load on %m at {{.*}}bounds-check.mlir:22:7)\00"
+// NVPTX:       c"index %lld out of bounds for dimension %lld of size %lld (memref.load on %%m at {{.*}}bounds-check.mlir:22:12) in @k, block (%lld,%lld,%lld), thread (%lld,%lld,%lld)\0a\00"
+// NVPTX:       c"memref index out of bounds (memref.load on %m at {{.*}}bounds-check.mlir:22:12)\00"
 // NVPTX:       (memref.store on %%m at {{.*}}bounds-check.mlir:23:7)
-// NVPTX:       (memref.atomic_rmw on %%m at {{.*}}bounds-check.mlir:24:7)
+// NVPTX:       (memref.atomic_rmw on %%m at {{.*}}bounds-check.mlir:24:14)
 // NVPTX:       ![[W]] = !{ !"branch_weights", i32 1048576, i32 1 }
 
 // The CPU device formats the message into one 512-byte buffer per function and fails the fiber;
@@ -89,7 +89,7 @@ module attributes {gpu.container_module} {
 // CPU-NEXT:    call void @"__nova_cpu_fail"(ptr %{{.*}}, ptr %[[TEXT]])
 // CPU-NEXT:    unreachable
 // CPU:         bounds.fail.2:
-// CPU:         c"index %lld out of bounds for dimension %lld of size %lld (memref.load on %%m at {{.*}}bounds-check.mlir:22:7)\00"
+// CPU:         c"index %lld out of bounds for dimension %lld of size %lld (memref.load on %%m at {{.*}}bounds-check.mlir:22:12)\00"
 // CPU:         define i32 @"k"(ptr %"{{.*}}", ptr %"{{.*}}")
 // CPU:         call i32 @"__nova_cpu_block_alloc"
 
@@ -106,7 +106,7 @@ module attributes {gpu.container_module} {
 // HOST:        bounds.ok:
 // HOST-NEXT:   getelementptr inbounds float
 // HOST-NEXT:   load float
-// HOST:        (memref.load on %%m at {{.*}}bounds-check.mlir:31:5)
+// HOST:        (memref.load on %%m at {{.*}}bounds-check.mlir:31:10)
 
 // Without --check-bounds: the same accesses and no check around any of them (each run matches
 // the accesses, and its NOT lines sit before, between and after them: together they cover the
@@ -153,4 +153,4 @@ module attributes {gpu.container_module} {
 // OFFHOST-NOT:   snprintf
 // OFFHOST-NOT:   nova_rt_host_assert_fail
 
-// RUNERR: nova-run: error: host assertion failed: index 9 out of bounds for dimension 0 of size 8 (memref.load on %m at {{.*}}bounds-check.mlir:31:5)
+// RUNERR: nova-run: error: host assertion failed: index 9 out of bounds for dimension 0 of size 8 (memref.load on %m at {{.*}}bounds-check.mlir:31:10)

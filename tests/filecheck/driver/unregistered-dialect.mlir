@@ -23,4 +23,4 @@ func.func @f(%x: i32) -> i32 {
 }
 
 // REFUSED: unregistered-dialect.mlir:17:8: error: unsupported operation 'test.foo' ({{.*}}--allow-unregistered-dialect parses ops of other dialects)
-// COMPILE: unregistered-dialect.mlir:17:3: error: op 'test.foo' is not supported by the host LLVM lowering
+// COMPILE: unregistered-dialect.mlir:17:8: error: op 'test.foo' is not supported by the host LLVM lowering

@@ -36,9 +36,10 @@ func.func @token_operand() {
 // -----
 
 func.func @yield_types(%a: i32) {
-  // CHECK: async.mlir:[[# @LINE + 1]]:3: error: 'async.yield' op operand types do not match the types of the parent 'async.execute' results
-  %t, %v = async.execute -> !async.value<f32> { // expected-error {{operand types do not match}}
-    async.yield %a : i32
+  // CHECK: async.mlir:[[# @LINE + 2]]:12: error: 'async.execute' op along control flow edge from Operation async.yield to parent: successor operand type #0 'i32' should match successor input type #0 '!async.value<f32>'
+  // CHECK: async.mlir:[[# @LINE + 2]]:5: note: region branch point
+  %t, %v = async.execute -> !async.value<f32> { // expected-error {{successor operand type #0 'i32' should match}}
+    async.yield %a : i32 // expected-note {{region branch point}}
   }
   return
 }
@@ -81,7 +82,7 @@ func.func @token_argument(%t: !async.token) { // expected-error {{region argumen
 // -----
 
 func.func @yielded_by_if(%c: i1) {
-  // CHECK: async.mlir:[[# @LINE + 1]]:3: error: async-to-sync: 'scf.if' op produces a !async.token value, which async-to-sync cannot map
+  // CHECK: async.mlir:[[# @LINE + 1]]:8: error: async-to-sync: 'scf.if' op produces a !async.token value, which async-to-sync cannot map
   %t = scf.if %c -> (!async.token) { // expected-error {{'scf.if' op produces a !async.token value}}
     %a = async.execute {
       async.yield
@@ -104,7 +105,7 @@ func.func @rank_used(%n: index, %out: memref<1xindex>) {
   %t = async.execute {
     async.yield
   }
-  // CHECK: async.mlir:[[# @LINE + 1]]:3: error: async-to-sync: 'async.add_to_group' op result (the token's rank in the group) is used; async-to-sync does not compute it
+  // CHECK: async.mlir:[[# @LINE + 1]]:8: error: async-to-sync: 'async.add_to_group' op result (the token's rank in the group) is used; async-to-sync does not compute it
   %i = async.add_to_group %t, %g : !async.token // expected-error {{rank in the group) is used}}
   %c0 = arith.constant 0 : index
   memref.store %i, %out[%c0] : memref<1xindex>
@@ -117,7 +118,7 @@ func.func @rank_used(%n: index, %out: memref<1xindex>) {
 func.func @in_kernel(%c1: index) {
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
-    // CHECK: async.mlir:[[# @LINE + 1]]:5: error: async-to-sync: 'async.execute' op inside 'gpu.launch' is not supported: the async dialect is host code
+    // CHECK: async.mlir:[[# @LINE + 1]]:10: error: async-to-sync: 'async.execute' op inside 'gpu.launch' is not supported: the async dialect is host code
     %t = async.execute { // expected-error {{inside 'gpu.launch' is not supported}}
       async.yield
     }

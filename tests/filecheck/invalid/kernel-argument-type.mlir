@@ -32,7 +32,7 @@ func.func @main(%s: f32) {
   %v = vector.broadcast %s : f32 to vector<2x4xf32>
   // CHECK: kernel-argument-type.mlir:[[# @LINE + 3]]:3: error: kernel @main_kernel argument #0: type 'vector<2x4xf32>' cannot be a kernel argument: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
   // CHECK-NEXT: {{^}}  gpu.launch blocks
-  // HOST: kernel-argument-type.mlir:[[# @LINE - 3]]:3: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
+  // HOST: kernel-argument-type.mlir:[[# @LINE - 3]]:8: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %x = vector.extract %v[0, 1] : f32 from vector<2x4xf32>
@@ -48,7 +48,7 @@ func.func @main() {
   %c1 = arith.constant 1 : index
   %m = memref.alloc() : memref<4xvector<4xf32>>
   // CHECK: kernel-argument-type.mlir:[[# @LINE + 2]]:3: error: kernel @main_kernel argument #0: type 'memref<4xvector<4xf32>>' cannot be a kernel argument (supported: index, iN, f16, bf16, f32, f64, ranked memrefs of those, 1-D vectors of those (except i1))
-  // HOST: kernel-argument-type.mlir:[[# @LINE - 2]]:3: error: type 'vector<4xf32>' is not supported here: vectors are supported as SSA values
+  // HOST: kernel-argument-type.mlir:[[# @LINE - 2]]:8: error: type 'vector<4xf32>' is not supported here: vectors are supported as SSA values
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %v = memref.load %m[%c1] : memref<4xvector<4xf32>>

@@ -12,7 +12,7 @@ func.func @range(%out: memref<1xi32>) {
 // -----
 
 func.func @width(%out: memref<1xi32>) {
-  // PARSE: nvvm.mlir:[[# @LINE + 1]]:37: error: 'nvvm.read.ptx.sreg.clock64' op result #0 must be i64, but got i32
+  // PARSE: nvvm.mlir:[[# @LINE + 1]]:37: error: 'nvvm.read.ptx.sreg.clock64' with result type i32 is not supported by Nova (the register is read as i64)
   %0 = nvvm.read.ptx.sreg.clock64 : i32
   return
 }
@@ -28,7 +28,7 @@ func.func @valid_flag(%m: i32, %v: f32) {
 // -----
 
 func.func @shfl_f64(%m: i32, %v: f64) {
-  // PARSE: nvvm.mlir:[[# @LINE + 1]]:3: error: 'nvvm.shfl.sync' op value must be i32 or f32, but got f64
+  // PARSE: nvvm.mlir:[[# @LINE + 1]]:8: error: 'nvvm.shfl.sync' op value must be i32 or f32, but got f64
   %0 = nvvm.shfl.sync idx %m, %v, %m, %m : f64 -> f64
   return
 }
@@ -36,7 +36,7 @@ func.func @shfl_f64(%m: i32, %v: f64) {
 // -----
 
 func.func @vote_type(%m: i32, %p: i1) {
-  // PARSE: nvvm.mlir:[[# @LINE + 1]]:40: error: 'nvvm.vote.sync' ballot returns i32, not i1
+  // PARSE: nvvm.mlir:[[# @LINE + 1]]:8: error: 'nvvm.vote.sync' op vote.sync 'ballot' returns an i32
   %0 = nvvm.vote.sync ballot %m, %p -> i1
   return
 }
@@ -57,7 +57,7 @@ func.func @main() {
   %c1 = arith.constant 1 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
-    // PLACE: nvvm.mlir:[[# @LINE + 1]]:5: error: op 'nvvm.read.ptx.sreg.globaltimer' is not supported by the cpu LLVM lowering
+    // PLACE: nvvm.mlir:[[# @LINE + 1]]:10: error: op 'nvvm.read.ptx.sreg.globaltimer' is not supported by the cpu LLVM lowering
     %t = nvvm.read.ptx.sreg.globaltimer : i64
     gpu.terminator
   }

@@ -7,9 +7,9 @@
 // d1: memref.dim with a constant index >= rank (upstream accepts it: undefined behaviour).
 func.func @f(%a: memref<?xf32>) -> index {
   %c1 = arith.constant 1 : index
-  // CHECK: unsupported-limits.mlir:[[# @LINE + 3]]:3: error: memref.dim index 1 is out of range for memref<?xf32> of rank 1 (a constant index must be in [0, 1))
+  // CHECK: unsupported-limits.mlir:[[# @LINE + 3]]:8: error: memref.dim index 1 is out of range for memref<?xf32> of rank 1 (a constant index must be in [0, 1))
   // CHECK-NEXT: {{^}}  %n = memref.dim %a, %c1 : memref<?xf32>
-  // CHECK-NEXT: {{^}}  ^
+  // CHECK-NEXT: {{^}}       ^
   %n = memref.dim %a, %c1 : memref<?xf32>
   return %n : index
 }
@@ -24,7 +24,7 @@ module attributes {gpu.container_module} {
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
                threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
       %c3 = arith.constant 3 : index
-      // CHECK: unsupported-limits.mlir:[[# @LINE + 1]]:7: error: memref.dim index 3 is out of range for memref<?xf32> of rank 1 (a constant index must be in [0, 1))
+      // CHECK: unsupported-limits.mlir:[[# @LINE + 1]]:12: error: memref.dim index 3 is out of range for memref<?xf32> of rank 1 (a constant index must be in [0, 1))
       %n = memref.dim %a, %c3 : memref<?xf32>
       gpu.terminator
     }
@@ -37,7 +37,7 @@ module attributes {gpu.container_module} {
 // d1c: a negative constant index.
 func.func @f(%a: memref<?x?xf32>) -> index {
   %c = arith.constant -1 : index
-  // CHECK: unsupported-limits.mlir:[[# @LINE + 1]]:3: error: memref.dim index -1 is out of range for memref<?x?xf32> of rank 2 (a constant index must be in [0, 2))
+  // CHECK: unsupported-limits.mlir:[[# @LINE + 1]]:8: error: memref.dim index -1 is out of range for memref<?x?xf32> of rank 2 (a constant index must be in [0, 2))
   %n = memref.dim %a, %c : memref<?x?xf32>
   return %n : index
 }
@@ -68,7 +68,7 @@ func.func @f() -> i32 {
 
 // Within MLIR's limit but past what the LLVM lowering takes (LLVM itself stops at 2^23 bits).
 func.func @f(%a: i32) -> i32 {
-  // CHECK: unsupported-limits.mlir:[[# @LINE + 1]]:3: error: type 'i1000000' is not supported by the LLVM lowering: integers are limited to 65536 bits
+  // CHECK: unsupported-limits.mlir:[[# @LINE + 1]]:8: error: type 'i1000000' is not supported by the LLVM lowering: integers are limited to 65536 bits
   %e = arith.extui %a : i32 to i1000000
   %y = arith.trunci %e : i1000000 to i32
   return %y : i32

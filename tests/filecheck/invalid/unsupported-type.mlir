@@ -4,9 +4,9 @@
 // supported ones.
 
 func.func @main() {
-  // CHECK: unsupported-type.mlir:[[# @LINE + 3]]:3: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
+  // CHECK: unsupported-type.mlir:[[# @LINE + 3]]:8: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
   // CHECK-NEXT: {{^}}  %v = arith.constant dense<1.0> : vector<2x4xf32>
-  // CHECK-NEXT: {{^}}  ^
+  // CHECK-NEXT: {{^}}       ^
   %v = arith.constant dense<1.0> : vector<2x4xf32>
   %w = arith.addf %v, %v : vector<2x4xf32>
   return
@@ -15,7 +15,7 @@ func.func @main() {
 // -----
 
 func.func @main() {
-  // CHECK: unsupported-type.mlir:[[# @LINE + 1]]:3: error: type 'f8E4M3FN' is not supported by the LLVM lowering (supported:
+  // CHECK: unsupported-type.mlir:[[# @LINE + 1]]:8: error: type 'f8E4M3FN' is not supported by the LLVM lowering (supported:
   %v = arith.constant 1.0 : f8E4M3FN
   %w = arith.addf %v, %v : f8E4M3FN
   return
@@ -24,7 +24,7 @@ func.func @main() {
 // -----
 
 func.func @main() {
-  // CHECK: unsupported-type.mlir:[[# @LINE + 1]]:3: error: type 'vector<4xf32>' is not supported here: vectors are supported as SSA values (function arguments and results, block arguments), not as memref elements
+  // CHECK: unsupported-type.mlir:[[# @LINE + 1]]:8: error: type 'vector<4xf32>' is not supported here: vectors are supported as SSA values (function arguments and results, block arguments), not as memref elements
   %m = memref.alloc() : memref<4xvector<4xf32>>
   return
 }

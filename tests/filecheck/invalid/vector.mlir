@@ -6,9 +6,9 @@
 // verifier messages are mlir-opt's.
 
 func.func @main(%s: f32) {
-  // CHECK: vector.mlir:[[# @LINE + 3]]:3: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
+  // CHECK: vector.mlir:[[# @LINE + 3]]:8: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
   // CHECK-NEXT: {{^}}  %v = vector.broadcast %s : f32 to vector<2x4xf32>
-  // CHECK-NEXT: {{^}}  ^
+  // CHECK-NEXT: {{^}}       ^
   %v = vector.broadcast %s : f32 to vector<2x4xf32>
   return
 }
@@ -16,7 +16,7 @@ func.func @main(%s: f32) {
 // -----
 
 func.func @main(%s: f32) {
-  // CHECK: vector.mlir:[[# @LINE + 1]]:3: error: type 'vector<[4]xf32>' is not supported by the LLVM lowering: scalable vectors are not supported (only 1-D fixed-size vectors)
+  // CHECK: vector.mlir:[[# @LINE + 1]]:8: error: type 'vector<[4]xf32>' is not supported by the LLVM lowering: scalable vectors are not supported (only 1-D fixed-size vectors)
   %v = vector.broadcast %s : f32 to vector<[4]xf32>
   return
 }
@@ -24,7 +24,7 @@ func.func @main(%s: f32) {
 // -----
 
 func.func @main(%s: i128) {
-  // CHECK: vector.mlir:[[# @LINE + 1]]:3: error: type 'vector<2xi128>' is not supported by the LLVM lowering: vector elements are integers up to 64 bits, index or floats
+  // CHECK: vector.mlir:[[# @LINE + 1]]:8: error: type 'vector<2xi128>' is not supported by the LLVM lowering: vector elements are integers up to 64 bits, index or floats
   %v = vector.broadcast %s : i128 to vector<2xi128>
   return
 }
@@ -32,7 +32,7 @@ func.func @main(%s: i128) {
 // -----
 
 func.func @main(%m: memref<8xf32, strided<[2]>>, %i: index) {
-  // CHECK: vector.mlir:[[# @LINE + 1]]:3: error: op 'vector.load' is not supported by the host LLVM lowering (vector.load needs a unit stride in the innermost dimension of memref<8xf32, strided<[2]>> (known from its type))
+  // CHECK: vector.mlir:[[# @LINE + 1]]:8: error: op 'vector.load' is not supported by the host LLVM lowering (vector.load needs a unit stride in the innermost dimension of memref<8xf32, strided<[2]>> (known from its type))
   %v = vector.load %m[%i] : memref<8xf32, strided<[2]>>, vector<4xf32>
   return
 }
@@ -40,7 +40,7 @@ func.func @main(%m: memref<8xf32, strided<[2]>>, %i: index) {
 // -----
 
 func.func @main(%m: memref<4x4xf32>, %i: index, %p: f32) {
-  // CHECK: vector.mlir:[[# @LINE + 1]]:3: error: op 'vector.transfer_read' is not supported by the host LLVM lowering (permutation map affine_map<(d0, d1) -> (d0)>: only the minor identity map (1-D vectors along the innermost dimension) is supported)
+  // CHECK: vector.mlir:[[# @LINE + 1]]:8: error: op 'vector.transfer_read' is not supported by the host LLVM lowering (permutation map affine_map<(d0, d1) -> (d0)>: only the minor identity map (1-D vectors along the innermost dimension) is supported)
   %v = vector.transfer_read %m[%i, %i], %p {permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<4x4xf32>, vector<4xf32>
   return
 }
@@ -48,7 +48,7 @@ func.func @main(%m: memref<4x4xf32>, %i: index, %p: f32) {
 // -----
 
 func.func @main() {
-  // VERIFY: vector.mlir:[[# @LINE + 1]]:3: error: 'vector.constant_mask' op array attr of size out of bounds of vector result dimension size
+  // VERIFY: vector.mlir:[[# @LINE + 1]]:8: error: 'vector.constant_mask' op array attr of size out of bounds of vector result dimension size
   %m = vector.constant_mask [5] : vector<4xi1>
   return
 }
@@ -56,7 +56,7 @@ func.func @main() {
 // -----
 
 func.func @main(%v: vector<4xf32>) {
-  // VERIFY: vector.mlir:[[# @LINE + 1]]:3: error: 'vector.shape_cast' op has different number of elements at source (4) and result (3)
+  // VERIFY: vector.mlir:[[# @LINE + 1]]:8: error: 'vector.shape_cast' op has different number of elements at source (4) and result (3)
   %r = vector.shape_cast %v : vector<4xf32> to vector<3xf32>
   return
 }
@@ -64,7 +64,7 @@ func.func @main(%v: vector<4xf32>) {
 // -----
 
 func.func @main(%s: f32) {
-  // VERIFY: vector.mlir:[[# @LINE + 1]]:3: error: 'vector.from_elements' op number of operands and types do not match: got 2 operands and 3 types
+  // VERIFY: vector.mlir:[[# @LINE + 1]]:29: error: custom op 'vector.from_elements' number of operands and types do not match: got 2 operands and 3 types
   %r = vector.from_elements %s, %s : vector<3xf32>
   return
 }
@@ -72,7 +72,7 @@ func.func @main(%s: f32) {
 // -----
 
 func.func @main(%c: vector<2xi1>, %v: vector<4xf32>) {
-  // VERIFY: vector.mlir:[[# @LINE + 1]]:3: error: 'arith.select' op failed to verify that condition is signless i1 or has matching shape
+  // VERIFY: vector.mlir:[[# @LINE + 1]]:8: error: 'arith.select' op failed to verify that condition is signless i1 or has matching shape
   %r = arith.select %c, %v, %v : vector<2xi1>, vector<4xf32>
   return
 }
@@ -80,7 +80,7 @@ func.func @main(%c: vector<2xi1>, %v: vector<4xf32>) {
 // -----
 
 func.func @main(%w: vector<4xi32>) {
-  // VERIFY: vector.mlir:[[# @LINE + 1]]:3: error: 'arith.extsi' op requires the same shape for all operands and results
+  // VERIFY: vector.mlir:[[# @LINE + 1]]:8: error: 'arith.extsi' op requires the same shape for all operands and results
   %r = arith.extsi %w : vector<4xi32> to vector<2xi64>
   return
 }

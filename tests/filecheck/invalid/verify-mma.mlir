@@ -14,7 +14,7 @@ func.func @bad_operand_kind(%m: memref<32x32xf16>) {
 
 func.func @bad_element(%m: memref<32x32xi8>) {
   %i = arith.constant 0 : index
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: MMAMatrixType elements must be SI8, UI8, I32, F16, F32, or F64
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:104: error: MMAMatrixType elements must be SI8, UI8, I32, F16, F32, or F64
   %a = gpu.subgroup_mma_load_matrix %m[%i, %i] {leadDimension = 32 : index} : memref<32x32xi8> -> !gpu.mma_matrix<16x16xi8, "AOp">
   return
 }
@@ -22,7 +22,7 @@ func.func @bad_element(%m: memref<32x32xi8>) {
 // -----
 
 func.func @operand_order(%a: !gpu.mma_matrix<16x16xf16, "AOp">, %c: !gpu.mma_matrix<16x16xf16, "COp">) {
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: operands must be in the order AOp, BOp, COp
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:8: error: operands must be in the order AOp, BOp, COp
   %d = gpu.subgroup_mma_compute %a, %a, %c : !gpu.mma_matrix<16x16xf16, "AOp">, !gpu.mma_matrix<16x16xf16, "AOp"> -> !gpu.mma_matrix<16x16xf16, "COp">
   return
 }
@@ -30,7 +30,7 @@ func.func @operand_order(%a: !gpu.mma_matrix<16x16xf16, "AOp">, %c: !gpu.mma_mat
 // -----
 
 func.func @matmul_shapes(%a: !gpu.mma_matrix<16x16xf16, "AOp">, %b: !gpu.mma_matrix<8x16xf16, "BOp">, %c: !gpu.mma_matrix<16x16xf16, "COp">) {
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: operand shapes do not satisfy matmul constraints
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:8: error: operand shapes do not satisfy matmul constraints
   %d = gpu.subgroup_mma_compute %a, %b, %c : !gpu.mma_matrix<16x16xf16, "AOp">, !gpu.mma_matrix<8x16xf16, "BOp"> -> !gpu.mma_matrix<16x16xf16, "COp">
   return
 }
@@ -48,7 +48,7 @@ func.func @store_not_cop(%m: memref<32x32xf16>, %a: !gpu.mma_matrix<16x16xf16, "
 
 func.func @strided_minor(%m: memref<32x32xf16, strided<[1, 32]>>) {
   %i = arith.constant 0 : index
-  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:3: error: expected source memref most minor dim must have unit stride
+  // CHECK: verify-mma.mlir:[[# @LINE + 1]]:8: error: expected source memref most minor dim must have unit stride
   %a = gpu.subgroup_mma_load_matrix %m[%i, %i] {leadDimension = 32 : index} : memref<32x32xf16, strided<[1, 32]>> -> !gpu.mma_matrix<16x16xf16, "AOp">
   return
 }

@@ -4,9 +4,9 @@
 // line and caret follow the `error:` line directly.
 
 func.func @bad_cast(%i: i32) {
-  // CHECK: verify-multiline-message.mlir:[[# @LINE + 3]]:3: error: 'index.casts' op result 'output' at position 0 does not verify: Unexpected attribute memref<?xf32>
+  // CHECK: verify-multiline-message.mlir:[[# @LINE + 3]]:8: error: 'index.casts' op result #0 must be integer or index, but got 'memref<?xf32>'
   // CHECK-NEXT: {{^}}  %r = index.casts %i : i32 to memref<?xf32>
-  // CHECK-NEXT: {{^}}  ^
+  // CHECK-NEXT: {{^}}       ^
   %r = index.casts %i : i32 to memref<?xf32>
   return
 }

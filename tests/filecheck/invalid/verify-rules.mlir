@@ -52,7 +52,7 @@ func.func @f(%x: i32) -> i32 {
 
 // d2: scf.if with a result whose else block has no scf.yield (was "internal error: IndexError").
 func.func @f(%b: i1) -> i32 {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:5: error: 'scf.if' op along control flow edge from Operation scf.yield to parent: region branch point has 0 operands, but region successor needs 1 inputs
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:10: error: 'scf.if' op along control flow edge from Operation scf.yield to parent: region branch point has 0 operands, but region successor needs 1 inputs
     %r = scf.if %b -> (i32) {
       %one = arith.constant 1 : i32
       scf.yield %one : i32
@@ -65,7 +65,7 @@ func.func @f(%b: i1) -> i32 {
 // -----
 
 func.func @f(%b: i1) -> i32 {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'scf.if' op along control flow edge from Operation scf.yield to parent: successor operand type #0 'i64' should match successor input type #0 'i32'
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'scf.if' op along control flow edge from Operation scf.yield to parent: successor operand type #0 'i64' should match successor input type #0 'i32'
   %r = scf.if %b -> (i32) {
     %one = arith.constant 1 : i64
     scf.yield %one : i64
@@ -79,7 +79,7 @@ func.func @f(%b: i1) -> i32 {
 // -----
 
 func.func @f(%b: i1) -> i32 {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'scf.if' op must have an else block if defining values
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'scf.if' op must have an else block if defining values
   %r = scf.if %b -> (i32) {
     %one = arith.constant 1 : i32
     scf.yield %one : i32
@@ -90,7 +90,7 @@ func.func @f(%b: i1) -> i32 {
 // -----
 
 func.func @f(%x: i32) -> i32 {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'scf.while' op along control flow edge from Operation scf.condition to parent: region branch point has 2 operands, but region successor needs 1 inputs
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'scf.while' op along control flow edge from Operation scf.condition to parent: region branch point has 2 operands, but region successor needs 1 inputs
   %r = scf.while (%a = %x) : (i32) -> i32 {
     %b = arith.constant true
     scf.condition(%b) %a, %a : i32, i32
@@ -105,7 +105,7 @@ func.func @f(%x: i32) -> i32 {
 
 // d2b: affine.if with a result whose else block has no affine.yield (was "internal error").
 func.func @f(%i: index) -> i32 {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:5: error: 'affine.yield' op parent of yield must have same number of results as the yield operands
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:10: error: 'affine.yield' op parent of yield must have same number of results as the yield operands
     %r = affine.if affine_set<(d0) : (d0 >= 0)>(%i) -> i32 {
       %one = arith.constant 1 : i32
       affine.yield %one : i32
@@ -172,7 +172,7 @@ func.func @main() {
 // s1: static positions outside the vector (printed garbage on the CPU device).
 func.func @main() {
   %v = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : vector<4xf32>
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'vector.extract' op expected position attribute #1 to be a non-negative integer smaller than the corresponding vector dimension or poison (-1)
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'vector.extract' op expected position attribute #1 to be a non-negative integer smaller than the corresponding vector dimension or poison (-1)
   %e = vector.extract %v[7] : f32 from vector<4xf32>
   vector.print %e : f32
   return
@@ -181,7 +181,7 @@ func.func @main() {
 // -----
 
 func.func @main(%v: vector<4xf32>, %x: f32) {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'vector.insert' op expected position attribute #1 to be a non-negative integer smaller than the corresponding dest vector dimension
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'vector.insert' op expected position attribute #1 to be a non-negative integer smaller than the corresponding dest vector dimension
   %w = vector.insert %x, %v[9] : f32 into vector<4xf32>
   return
 }
@@ -191,7 +191,7 @@ func.func @main(%v: vector<4xf32>, %x: f32) {
 // s2: get_global whose type differs from the global's (read 4 MiB past a 16-byte global).
 memref.global "private" constant @g : memref<4xf32> = dense<1.0>
 func.func @main() {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.get_global' op result type 'memref<1048576xi32>' does not match type 'memref<4xf32>' of the global memref @g
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.get_global' op result type 'memref<1048576xi32>' does not match type 'memref<4xf32>' of the global memref @g
   %g = memref.get_global @g : memref<1048576xi32>
   return
 }
@@ -199,7 +199,7 @@ func.func @main() {
 // -----
 
 func.func @main() {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.get_global' op 'nope' does not reference a valid global memref
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.get_global' op 'nope' does not reference a valid global memref
   %g = memref.get_global @nope : memref<4xf32>
   return
 }
@@ -208,7 +208,7 @@ func.func @main() {
 
 // s3: collapse_shape of 6 elements into 7; every group of collapse_shape and expand_shape.
 func.func @f(%a: memref<2x3xf32>) -> memref<7xf32> {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.collapse_shape' op collapsed dim size (7) must equal reassociation group size (6)
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.collapse_shape' op collapsed dim size (7) must equal reassociation group size (6)
   %r = memref.collapse_shape %a [[0, 1]] : memref<2x3xf32> into memref<7xf32>
   return %r : memref<7xf32>
 }
@@ -216,7 +216,7 @@ func.func @f(%a: memref<2x3xf32>) -> memref<7xf32> {
 // -----
 
 func.func @f(%a: memref<2x3x4xf32>) {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.collapse_shape' op collapsed dim size (5) must equal reassociation group size (4)
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.collapse_shape' op collapsed dim size (5) must equal reassociation group size (4)
   %r = memref.collapse_shape %a [[0, 1], [2]] : memref<2x3x4xf32> into memref<6x5xf32>
   return
 }
@@ -224,7 +224,7 @@ func.func @f(%a: memref<2x3x4xf32>) {
 // -----
 
 func.func @f(%a: memref<6xf32>) {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.expand_shape' op collapsed dim size (6) must equal reassociation group size (8)
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.expand_shape' op collapsed dim size (6) must equal reassociation group size (8)
   %r = memref.expand_shape %a [[0, 1]] output_shape [2, 4] : memref<6xf32> into memref<2x4xf32>
   return
 }
@@ -232,7 +232,7 @@ func.func @f(%a: memref<6xf32>) {
 // -----
 
 func.func @f(%a: memref<?x3xf32>) {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.collapse_shape' op collapsed dim (0) must be dynamic if and only if reassociation group is dynamic
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.collapse_shape' op collapsed dim (0) must be dynamic if and only if reassociation group is dynamic
   %r = memref.collapse_shape %a [[0, 1]] : memref<?x3xf32> into memref<6xf32>
   return
 }
@@ -240,7 +240,7 @@ func.func @f(%a: memref<?x3xf32>) {
 // -----
 
 func.func @f(%a: memref<2x3xf32>) {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.collapse_shape' op invalid number of reassociation groups: found 2, expected 1
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.collapse_shape' op invalid number of reassociation groups: found 2, expected 1
   %r = memref.collapse_shape %a [[0], [1]] : memref<2x3xf32> into memref<6xf32>
   return
 }
@@ -248,7 +248,7 @@ func.func @f(%a: memref<2x3xf32>) {
 // -----
 
 func.func @f(%a: memref<2x3x4xf32>) {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.collapse_shape' op expanded rank (3) inconsistent with number of reassociation indices (2)
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.collapse_shape' op expanded rank (3) inconsistent with number of reassociation indices (2)
   %r = memref.collapse_shape %a [[0], [1]] : memref<2x3x4xf32> into memref<2x3xf32>
   return
 }
@@ -256,7 +256,7 @@ func.func @f(%a: memref<2x3x4xf32>) {
 // -----
 
 func.func @f(%a: memref<6xf32>) {
-  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:3: error: 'memref.expand_shape' op invalid output shape provided at pos 0
+  // CHECK: verify-rules.mlir:[[# @LINE + 1]]:8: error: 'memref.expand_shape' op invalid output shape provided at pos 0
   %r = memref.expand_shape %a [[0, 1]] output_shape [3, 2] : memref<6xf32> into memref<2x3xf32>
   return
 }

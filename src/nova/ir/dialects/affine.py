@@ -21,7 +21,7 @@ What xDSL 0.74 gets wrong, and this module replaces:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import NoReturn, Self
 
 from xdsl.dialects import affine as xaffine
 from xdsl.dialects.builtin import (
@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineConstantExpr,
     AffineExpr,
@@ -60,24 +60,26 @@ from xdsl.irdl import (
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import Pure, RecursiveMemoryEffect
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 
+from nova.errors import VerifyError
 from nova.ir.dialects.affine_syntax import (
-    SEMI_AFFINE,
     SsaIds,
-    format_set,
+    custom_op_error,
     mlir_order_map,
     mlir_order_set,
     parse_affine_attr,
-    parse_dims_and_syms,
+    parse_dim_and_sym_lists,
     parse_map_and_operands,
     parse_map_of_ssa_ids,
     print_expr_of_ssa_ids,
     print_map_and_operands,
     print_map_of_ssa_ids,
     print_operands_of,
+    raise_semi_affine,
 )
 from nova.ir.gpu.base import print_arrow_types, print_attr_dict
+from nova.ir.locations import nearest_location
 
 # ---- ops --------------------------------------------------------------------------------------
 
@@ -88,7 +90,9 @@ class ApplyOp(xaffine.ApplyOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        attr, operands = parse_map_and_operands(parser)
+        attr, operands = parse_map_and_operands(parser, cls.name,
+                                                "dimension or symbol index mismatch")
+        _check_apply_results(parser, len(attr.data.results))
         op = cls(operands, attr)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
@@ -97,6 +101,21 @@ class ApplyOp(xaffine.ApplyOp):
         printer.print_string(" ")
         print_map_and_operands(printer, self.map.data, list(self.mapOperands))
         print_attr_dict(printer, self.attributes)
+
+
+def _check_apply_results(parser: Parser, count: int) -> None:
+    """An affine.apply defines one result per map result (upstream's result-count inference):
+    a map of several results is upstream's binding error, or its verifier's when that many
+    results are bound (Nova's affine.apply has exactly one result)."""
+    if count == 1:
+        return
+    bound = getattr(parser, "bound_results", lambda: 1)()
+    if bound != count:
+        at = getattr(parser, "op_start", lambda: parser.pos)()
+        parser.raise_error(f"operation defines {count} results but was provided {bound} to "
+                           "bind", at, at + 1)
+    at = getattr(parser, "op_name_pos", lambda: parser.pos)()
+    parser.raise_error("'affine.apply' op requires one result", at, at + 1)
 
 
 class _MinMaxSyntax(IRDLOperation):
@@ -108,7 +127,7 @@ class _MinMaxSyntax(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        attr, operands = parse_map_and_operands(parser)
+        attr, operands = parse_map_and_operands(parser, cls.name)
         op = cls.build(operands=[operands], result_types=[IndexType()],
                        properties={"map": attr})
         op.attributes.update(parser.parse_optional_attr_dict())
@@ -156,8 +175,10 @@ class ForOp(xaffine.ForOp):
         pos = parser.pos
         try:
             op = super().parse(parser)
-        except NotImplementedError:
-            parser.raise_error(SEMI_AFFINE, pos)
+        except NotImplementedError as err:
+            raise_semi_affine(parser, err, pos)
+        except ParseError as err:
+            _reraise_for_error(parser, err)
         op.__class__ = cls  # xDSL builds its own class; Nova's adds no state, only printing
         for key in ("lowerBoundMap", "upperBoundMap"):
             bound = op.properties[key]
@@ -198,6 +219,32 @@ class ForOp(xaffine.ForOp):
                                       "result")
 
 
+_FOR_ERRORS = {
+    "loop bound affine map with multiple results requires 'max' prefix":
+        ("lower loop bound affine map with multiple results requires 'max' prefix", False),
+    "loop bound affine map with multiple results requires 'min' prefix":
+        ("upper loop bound affine map with multiple results requires 'min' prefix", False),
+    "dim operand count and affine map dim count must match":
+        ("dim operand count and affine map dim count must match", True),
+    "symbol operand count and affine map symbol count must match":
+        ("symbol operand count and affine map symbol count must match", True),
+    "expected step to be representable as a positive signed integer":
+        ("expected step to be representable as a positive signed integer", False),
+}
+"""xDSL's affine.for header errors -> upstream's text (after `custom op 'affine.for' `) and
+whether upstream reports it at the op name (else where xDSL does)."""
+
+
+def _reraise_for_error(parser: Parser, err: ParseError) -> NoReturn:
+    """Re-raise an error of xDSL's affine.for parser with upstream's text and position (errors
+    of nested ops, which xDSL's messages do not match exactly, pass through)."""
+    found = _FOR_ERRORS.get(err.msg)
+    if found is None:
+        raise err
+    message, at_name = found
+    custom_op_error(parser, "affine.for", message, None if at_name else err.span.start)
+
+
 def _print_assign(printer: Printer, arg: SSAValue, value: SSAValue) -> None:
     printer.print_ssa_value(arg)
     printer.print_string(" = ")
@@ -229,8 +276,11 @@ def _parse_result_types(parser: Parser) -> list[Attribute]:
 
 
 def _ensure_yield(region: Region) -> None:
-    """Add the implicit empty `affine.yield` to a region whose block lacks a terminator."""
-    if region.blocks and not isinstance(region.block.last_op, xaffine.YieldOp):
+    """Add the implicit empty `affine.yield` to a region whose block lacks a terminator (and
+    the block itself to an empty region, `{}`, as MLIR's parser does)."""
+    if not region.blocks:
+        region.add_block(Block())
+    if not isinstance(region.block.last_op, xaffine.YieldOp):
         region.block.add_op(xaffine.YieldOp.get())
 
 
@@ -254,7 +304,14 @@ class IfOp(IRDLOperation):
         attr = parse_affine_attr(parser)
         if not isinstance(attr, AffineSetAttr):
             parser.raise_error("expected an integer set", pos)
-        operands = parse_dims_and_syms(parser, attr.data.num_dims, attr.data.num_symbols, pos)
+        dims, syms = parse_dim_and_sym_lists(parser)
+        if len(dims) != attr.data.num_dims:
+            custom_op_error(parser, cls.name,
+                            "dim operand count and integer set dim count must match")
+        if len(syms) != attr.data.num_symbols:
+            custom_op_error(parser, cls.name,
+                            "symbol operand count and integer set symbol count must match")
+        operands = [*dims, *syms]
         attr = AffineSetAttr(mlir_order_set(attr.data))
         types = _parse_result_types(parser)
         then_region = parser.parse_region()
@@ -270,7 +327,8 @@ class IfOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         s = self.condition.data
-        printer.print_string(" " + format_set(s))
+        printer.print_string(" ")
+        printer.print_attribute(self.condition)
         print_operands_of(printer, s.num_dims, list(self.args))
         types = list(self.result_types)
         print_arrow_types(printer, types)
@@ -287,7 +345,11 @@ class IfOp(IRDLOperation):
             raise VerifyException("'affine.if' op operand count and condition integer set "
                                   "dimension and symbol count must match")
         if self.results and not self.else_region.blocks:
-            raise VerifyException("'affine.if' op must have an else block if defining values")
+            # upstream's RegionBranchOpInterface check of the missing else (parent to parent)
+            raise VerifyError("'affine.if' op along control flow edge from parent to parent: "
+                              f"region branch point has 0 operands, but region successor "
+                              f"needs {len(self.results)} inputs", nearest_location(self),
+                              (("region branch point", nearest_location(self)),))
 
 
 # MLIR's arith::AtomicRMWKind numbering (alphabetical), as affine.parallel stores its reductions.

@@ -9,7 +9,9 @@ parentheses: `d0 * 2 - 5`, `-d0 + s0`); `mlir_order*` put operands in MLIR's can
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -184,8 +186,43 @@ def parse_affine_attr(parser: Parser) -> Attribute:
     pos = parser.pos
     try:
         return parser.parse_attribute()
-    except NotImplementedError:
-        parser.raise_error(SEMI_AFFINE, pos)
+    except NotImplementedError as err:
+        raise_semi_affine(parser, err, pos)
+
+
+_MUL_OPERANDS = re.compile(r"self: (.*) other: (.*)$")
+_DIM = re.compile(r"\bd\d+\b|%[\w$.-]+")
+_SYMBOL_USE = re.compile(r"symbol\(\s*%[\w$.-]+\s*\)")
+_DIVISIONS = {"Floor division": "floordiv", "Ceil division": "ceildiv", "Mod": "mod"}
+_NON_AFFINE_MUL = ("non-affine expression: at least one of the multiply operands has to be "
+                   "either a constant or symbolic")
+
+
+def _has_dim(text: str) -> bool:
+    """Whether affine-expression text uses a dim (`d0`, or an SSA id outside `symbol(...)`)."""
+    return _DIM.search(_SYMBOL_USE.sub("", text)) is not None
+
+
+def raise_semi_affine(parser: Parser, err: NotImplementedError, pos: int) -> NoReturn:
+    """The error for an expression xDSL cannot build (parsed from `pos`): a product of two
+    expressions of dims, or a division or modulo by one, is upstream's non-affine error at its
+    operator; by a symbol it is semi-affine (upstream accepts it, Nova does not)."""
+    text = parser.lexer.input.content
+    message = str(err)
+    operands = _MUL_OPERANDS.search(message)
+    if operands is not None and all(_DIM.search(side) for side in operands.groups()):
+        at = text.rfind("*", pos, parser.pos)
+        if at != -1:
+            parser.raise_error(_NON_AFFINE_MUL, at, at + 1)
+    keyword = next((kw for start, kw in _DIVISIONS.items() if message.startswith(start)), None)
+    if keyword is not None:
+        found = list(re.finditer(rf"\b{keyword}\b", text[pos:parser.pos]))
+        if found:
+            at = pos + found[-1].start()
+            if _has_dim(text[at + len(keyword):parser.pos]):
+                parser.raise_error(f"non-affine expression: right operand of {keyword} has to "
+                                   "be either a constant or symbolic", at, at + len(keyword))
+    parser.raise_error(SEMI_AFFINE, pos)
 
 
 # ---- SSA-id affine maps: `[%i + 1, symbol(%n)]` ------------------------------------------------
@@ -223,8 +260,8 @@ class SsaIds:
         pos = self.parser.pos
         try:
             return self.affine._parse_affine_expr(self._leaf)  # pyright: ignore
-        except NotImplementedError:
-            self.parser.raise_error(SEMI_AFFINE, pos)
+        except NotImplementedError as err:
+            raise_semi_affine(self.parser, err, pos)
 
     def finish(self, exprs: Sequence[AffineExpr]) -> tuple[AffineMap, list[SSAValue]]:
         """The map over (dims, symbols) and its operands, dims first, each in first-use order."""
@@ -266,28 +303,40 @@ def print_map_of_ssa_ids(printer: Printer, m: AffineMap, operands: Sequence[SSAV
 
 # ---- map-with-operands syntax: `#map(%a)[%b]` -------------------------------------------------
 
-def parse_map_and_operands(parser: Parser) -> tuple[AffineMapAttr, list[SSAValue]]:
-    """Parse `affine_map<...>(%dims)[%syms]` (the map may be an alias), checking the counts."""
+def parse_map_and_operands(parser: Parser, op_name: str, mismatch: str | None = None
+                           ) -> tuple[AffineMapAttr, list[SSAValue]]:
+    """Parse `affine_map<...>(%dims)[%syms]` (the map may be an alias). Operand counts that
+    differ from the map's are upstream's parse error `custom op 'OP' <mismatch>` (at the op
+    name) when `mismatch` is given, else left to the op's verifier (as upstream does)."""
     pos = parser.pos
     attr = parse_affine_attr(parser)
     if not isinstance(attr, AffineMapAttr):
         parser.raise_error("expected an affine map", pos)
-    operands = parse_dims_and_syms(parser, attr.data.num_dims, attr.data.num_symbols, pos)
-    return AffineMapAttr(mlir_order_map(attr.data)), operands
+    dims, syms = parse_dim_and_sym_lists(parser)
+    if mismatch is not None and (len(dims), len(syms)) != (attr.data.num_dims,
+                                                           attr.data.num_symbols):
+        custom_op_error(parser, op_name, mismatch)
+    return AffineMapAttr(mlir_order_map(attr.data)), [*dims, *syms]
 
 
-def parse_dims_and_syms(parser: Parser, num_dims: int, num_syms: int, pos: int
-                         ) -> list[SSAValue]:
+def custom_op_error(parser: Parser, op_name: str, message: str, at: int | None = None
+                    ) -> NoReturn:
+    """Raise upstream's error of an op's custom parser: `custom op 'OP' <message>`, at `at`
+    or else at the op's name (where upstream's `OpAsmParser::getNameLoc` points)."""
+    if at is None:
+        op_name_pos = getattr(parser, "op_name_pos", None)
+        at = op_name_pos() if op_name_pos is not None else parser.pos
+    parser.raise_error(f"custom op '{op_name}' {message}", at, at + 1)
+
+
+def parse_dim_and_sym_lists(parser: Parser) -> tuple[list[SSAValue], list[SSAValue]]:
+    """`(%dims)[%syms]`, the `[...]` optional."""
     index = IndexType()
-    dims = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
-                                             lambda: parser.parse_operand(index))
-    syms = parser.parse_optional_comma_separated_list(
-        Parser.Delimiter.SQUARE, lambda: parser.parse_operand(index)) or []
-    if len(dims) != num_dims:
-        parser.raise_error("dim operand count and affine map dim count must match", pos)
-    if len(syms) != num_syms:
-        parser.raise_error("symbol operand count and affine map symbol count must match", pos)
-    return [*dims, *syms]
+    dims: list[SSAValue] = list(parser.parse_comma_separated_list(
+        Parser.Delimiter.PAREN, lambda: parser.parse_operand(index)))
+    syms: list[SSAValue] = list(parser.parse_optional_comma_separated_list(
+        Parser.Delimiter.SQUARE, lambda: parser.parse_operand(index)) or [])
+    return dims, syms
 
 
 def print_operands_of(printer: Printer, num_dims: int, operands: Sequence[SSAValue]) -> None:
@@ -302,6 +351,6 @@ def print_operands_of(printer: Printer, num_dims: int, operands: Sequence[SSAVal
 
 
 def print_map_and_operands(printer: Printer, m: AffineMap, operands: Sequence[SSAValue]) -> None:
-    """`affine_map<...>(%dims)[%syms]` with MLIR's map syntax."""
-    printer.print_string(format_map(m))
+    """`affine_map<...>(%dims)[%syms]` with MLIR's map syntax (or the map's alias)."""
+    printer.print_attribute(AffineMapAttr(m))
     print_operands_of(printer, m.num_dims, operands)

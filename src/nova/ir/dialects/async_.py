@@ -41,7 +41,9 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from nova.errors import VerifyError
 from nova.ir.gpu.base import print_arrow_types, print_attr_dict
+from nova.ir.locations import location_of, nearest_location
 
 
 @irdl_attr_definition
@@ -98,7 +100,8 @@ class ExecuteOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         deps: list[SSAValue] = []
-        if parser.parse_optional_punctuation("[") is not None:
+        if parser.parse_optional_punctuation("[") is not None and (
+                parser.parse_optional_punctuation("]") is None):  # `[]`: no dependencies
             deps = parser.parse_comma_separated_list(
                 Parser.Delimiter.NONE, lambda: parser.parse_operand(TokenType()))
             parser.parse_punctuation("]")
@@ -143,10 +146,24 @@ class ExecuteOp(IRDLOperation):
         last = block.last_op
         if not isinstance(last, YieldOp):
             raise VerifyException("'async.execute' op expects its body to end in 'async.yield'")
-        wanted = [r.type.value_type for r in self.bodyResults if isinstance(r.type, ValueType)]
-        if [o.type for o in last.operands] != wanted:
-            raise VerifyException("'async.yield' op operand types do not match the types of "
-                                  "the parent 'async.execute' results")
+        _check_yield(self, last)
+
+
+def _check_yield(execute: ExecuteOp, yield_op: YieldOp) -> None:
+    """The yielded values against the execute's value results, with the messages and the
+    `region branch point` note of upstream's RegionBranchOpInterface verifier."""
+    edge = "'async.execute' op along control flow edge from Operation async.yield to parent: "
+    note = (("region branch point", location_of(yield_op)),)
+    results = list(execute.bodyResults)
+    if len(yield_op.operands) != len(results):
+        raise VerifyError(f"{edge}region branch point has {len(yield_op.operands)} operands, "
+                          f"but region successor needs {len(results)} inputs",
+                          nearest_location(execute), note)
+    for index, (value, result) in enumerate(zip(yield_op.operands, results, strict=True)):
+        if not isinstance(result.type, ValueType) or result.type.value_type != value.type:
+            raise VerifyError(f"{edge}successor operand type #{index} '{value.type}' should "
+                              f"match successor input type #{index} '{result.type}'",
+                              nearest_location(execute), note)
 
 
 def _parse_body_operand(parser: Parser) -> tuple[SSAValue, Parser.Argument]:
@@ -241,11 +258,7 @@ class AwaitOp(IRDLOperation):
     def parse(cls, parser: Parser) -> Self:
         unresolved = parser.parse_unresolved_operand()
         parser.parse_punctuation(":")
-        pos = parser.pos
-        ty = parser.parse_type()
-        if not isinstance(ty, TokenType | ValueType):
-            parser.raise_error(f"'async.await' operand must be !async.token or !async.value, "
-                               f"not {ty}", pos, parser.pos)
+        ty = parser.parse_type()  # a wrong type is the verifier's (upstream's) error
         attrs = parser.parse_optional_attr_dict()
         op = cls(parser.resolve_operand(unresolved, ty))
         op.attributes.update(attrs)
@@ -300,11 +313,11 @@ class CreateGroupOp(IRDLOperation):
 
 @irdl_op_definition
 class AddToGroupOp(IRDLOperation):
-    """`%i = async.add_to_group %t, %g : !async.token`: add a token to a group; `%i` is the
-    token's rank in the group."""
+    """`%i = async.add_to_group %t, %g : !async.token` (or an `!async.value`): add a token or
+    value to a group; `%i` is its rank in the group."""
 
     name = "async.add_to_group"
-    operand = operand_def(TokenType)
+    operand = operand_def(TokenType | ValueType)
     group = operand_def(GroupType)
     rank = result_def(IndexType)
 
@@ -317,11 +330,7 @@ class AddToGroupOp(IRDLOperation):
         parser.parse_punctuation(",")
         group = parser.parse_operand(GroupType())
         parser.parse_punctuation(":")
-        pos = parser.pos
-        ty = parser.parse_type()
-        if not isinstance(ty, TokenType):
-            parser.raise_error(f"'async.add_to_group' adds an !async.token, not {ty}", pos,
-                               parser.pos)
+        ty = parser.parse_type()  # a wrong type is the verifier's (upstream's) error
         attrs = parser.parse_optional_attr_dict()
         op = cls(parser.resolve_operand(token, ty), group)
         op.attributes.update(attrs)

@@ -151,6 +151,11 @@ class ConstantOp(IRDLOperation):
         print_attr_dict(printer, self.attributes)
         printer.print_string(f" {self.value.value.data}")
 
+    def verify_(self) -> None:
+        if not isinstance(self.value.type, IndexType):
+            raise VerifyException("'index.constant' op attribute 'value' failed to satisfy "
+                                  "constraint: index attribute")
+
 
 @irdl_op_definition
 class BoolConstantOp(IRDLOperation):
@@ -205,8 +210,8 @@ class _CastOp(IRDLOperation):
 
     def verify_(self) -> None:
         if isinstance(self.input.type, IndexType) == isinstance(self.output.type, IndexType):
-            raise VerifyException(f"'{self.name}' op exactly one of the operand and result "
-                                  "types must be index")
+            raise VerifyException(f"'{self.name}' op operand type '{self.input.type}' and "
+                                  f"result type '{self.output.type}' are cast incompatible")
 
 
 @irdl_op_definition

@@ -117,8 +117,9 @@ class SpecialRegisterOp(IRDLOperation):
         pos = parser.pos
         ty = parser.parse_type()
         if ty != IntegerType(cls.WIDTH):
-            parser.raise_error(f"'{cls.name}' op result #0 must be i{cls.WIDTH}, but got {ty}",
-                               pos, parser.pos)
+            # upstream accepts any integer type; Nova reads the register at its PTX width
+            parser.raise_error(f"'{cls.name}' with result type {ty} is not supported by Nova "
+                               f"(the register is read as i{cls.WIDTH})", pos, parser.pos)
         op = cls()
         op.attributes.update(attrs)
         return op
@@ -180,9 +181,10 @@ class ShflSyncOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, kind: str | ShflKind, thread_mask: SSAValue, val: SSAValue,
-                 offset: SSAValue, mask_and_clamp: SSAValue) -> None:
+                 offset: SSAValue, mask_and_clamp: SSAValue,
+                 result_type: Attribute | None = None) -> None:
         super().__init__(operands=[thread_mask, val, offset, mask_and_clamp],
-                         result_types=[val.type],
+                         result_types=[val.type if result_type is None else result_type],
                          properties={"kind": ShflKindAttr(ShflKind(kind))})
 
     @classmethod
@@ -199,13 +201,9 @@ class ShflSyncOp(IRDLOperation):
         parser.parse_punctuation(":")
         value_type = parser.parse_type()
         parser.parse_punctuation("->")
-        pos = parser.pos
         result_type = parser.parse_type()
-        if result_type != value_type:
-            parser.raise_error(f"'nvvm.shfl.sync' result type {result_type} must equal the "
-                               f"value type {value_type}", pos, parser.pos)
         mask, value, offset, c = _resolve(parser, names, [i32, value_type, i32, i32])
-        op = cls(kind, mask, value, offset, c)
+        op = cls(kind, mask, value, offset, c, result_type)
         op.attributes.update(attrs)
         return op
 
@@ -219,6 +217,9 @@ class ShflSyncOp(IRDLOperation):
         printer.print_attribute(self.res.type)
 
     def verify_(self) -> None:
+        if self.res.type != self.val.type:
+            raise VerifyException(f"'nvvm.shfl.sync' op expected return type to be of type "
+                                  f"'{self.val.type}' but got '{self.res.type}' instead")
         if self.val.type not in (i32, f32):
             raise VerifyException("'nvvm.shfl.sync' op value must be i32 or f32, but got "
                                   f"{self.val.type}")
@@ -233,13 +234,15 @@ class VoteSyncOp(IRDLOperation):
     thread_mask = operand_def(i32)
     pred = operand_def(i1)
     kind = prop_def(VoteSyncKindAttr)
-    res = result_def(IntegerType)
+    res = result_def()
     traits = traits_def(Pure())
 
-    def __init__(self, kind: str | VoteSyncKind, thread_mask: SSAValue, pred: SSAValue) -> None:
+    def __init__(self, kind: str | VoteSyncKind, thread_mask: SSAValue, pred: SSAValue,
+                 result_type: Attribute | None = None) -> None:
         k = VoteSyncKind(kind)
-        super().__init__(operands=[thread_mask, pred],
-                         result_types=[i32 if k == VoteSyncKind.BALLOT else i1],
+        if result_type is None:
+            result_type = i32 if k == VoteSyncKind.BALLOT else i1
+        super().__init__(operands=[thread_mask, pred], result_types=[result_type],
                          properties={"kind": VoteSyncKindAttr(k)})
 
     @classmethod
@@ -250,12 +253,7 @@ class VoteSyncOp(IRDLOperation):
         pred = parser.parse_operand(i1)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation("->")
-        pos = parser.pos
-        result_type = parser.parse_type()
-        op = cls(kind, mask, pred)
-        if result_type != op.res.type:
-            parser.raise_error(f"'nvvm.vote.sync' {kind.value} returns {op.res.type}, not "
-                               f"{result_type}", pos, parser.pos)
+        op = cls(kind, mask, pred, parser.parse_type())
         op.attributes.update(attrs)
         return op
 
@@ -267,9 +265,11 @@ class VoteSyncOp(IRDLOperation):
         printer.print_attribute(self.res.type)
 
     def verify_(self) -> None:
-        want = i32 if self.kind.data == VoteSyncKind.BALLOT else i1
-        if self.res.type != want:
-            raise VerifyException(f"'nvvm.vote.sync' {self.kind.data.value} must return {want}")
+        if self.kind.data == VoteSyncKind.BALLOT and self.res.type != i32:
+            raise VerifyException("'nvvm.vote.sync' op vote.sync 'ballot' returns an i32")
+        if self.kind.data != VoteSyncKind.BALLOT and self.res.type != i1:
+            raise VerifyException("'nvvm.vote.sync' op vote.sync 'any', 'all' and 'uni' "
+                                  "returns an i1")
 
 
 @irdl_op_definition
@@ -312,7 +312,7 @@ class MatchSyncOp(IRDLOperation):
 
     name = "nvvm.match.sync"
     thread_mask = operand_def(i32)
-    val = operand_def(IntegerType)
+    val = operand_def()
     kind = prop_def(MatchSyncKindAttr)
     res = result_def(i32)
     traits = traits_def(Pure())

@@ -151,6 +151,7 @@ class FromElementsOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
+        pos = parser.pos
         operands = parser.parse_optional_undelimited_comma_separated_list(
             parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
         attrs = parser.parse_optional_attr_dict()
@@ -158,6 +159,11 @@ class FromElementsOp(IRDLOperation):
         ty = parser.parse_type()
         if not isinstance(ty, VectorType):
             parser.raise_error("'vector.from_elements' expects a vector result type")
+        if len(operands) != ty.element_count():
+            # upstream resolves one operand per element of the type, erring at the operands
+            parser.raise_error(f"custom op 'vector.from_elements' number of operands and types "
+                               f"do not match: got {len(operands)} operands and "
+                               f"{ty.element_count()} types", pos, pos + 1)
         values = [parser.resolve_operand(o, ty.element_type) for o in operands]
         op = cls(values, ty)
         op.attributes.update(attrs)
@@ -177,19 +183,13 @@ class StepOp(IRDLOperation):
     """`%s = vector.step : vector<4xindex>`: the vector [0, 1, ..., N-1] of index."""
 
     name = "vector.step"
-    result = result_def(VectorType[IndexType])
+    result = result_def()  # a 1-D vector of index: nova.ir.ods_types checks it, upstream's words
     traits = traits_def(Pure())
 
     assembly_format = "attr-dict `:` type($result)"
 
     def __init__(self, result_type: Attribute) -> None:
         super().__init__(result_types=[result_type])
-
-    def verify_(self) -> None:
-        ty = self.result.type
-        assert isinstance(ty, VectorType)
-        if ty.get_num_dims() != 1:
-            raise VerifyException("'vector.step' op result must be a 1-D vector of index")
 
 
 @irdl_op_definition

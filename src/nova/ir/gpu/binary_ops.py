@@ -217,8 +217,8 @@ class BinaryOp(IRDLOperation):
                  handler: Attribute | None = None) -> None:
         props: dict[str, Attribute] = {"sym_name": StringAttr(name),
                                        "objects": ArrayAttr(objects)}
-        if handler is not None:
-            props["offloadingHandler"] = handler
+        # upstream materializes the default handler (printed in the generic form)
+        props["offloadingHandler"] = SelectObjectAttr(NoneAttr()) if handler is None else handler
         super().__init__(properties=props)
 
     @classmethod

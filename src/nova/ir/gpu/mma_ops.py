@@ -94,6 +94,9 @@ class MMAMatrixType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        # upstream reports a bad shape or element type at the type's name (after `!gpu.`)
+        start = parser.lexer.input.content.rfind("!gpu.mma_matrix", 0, parser.pos)
+        start = parser.pos if start < 0 else start + len("!gpu.")
         with parser.in_angle_brackets():
             dims, elem = parser.parse_ranked_shape()
             parser.parse_punctuation(",")
@@ -102,6 +105,12 @@ class MMAMatrixType(ParametrizedAttribute, TypeAttribute):
             if operand not in MMA_OPERANDS:
                 parser.raise_error("operand expected to be one of AOp, BOp or COp", pos,
                                    parser.pos)
+        if len(dims) != 2:
+            parser.raise_error("MMAMatrixType must have exactly two dimensions", start,
+                               start + 1)
+        if not _is_mma_element(elem):
+            parser.raise_error("MMAMatrixType elements must be SI8, UI8, I32, F16, F32, or F64",
+                               start, start + 1)
         return (ArrayAttr([IntAttr(d) for d in dims]), elem, StringAttr(operand))
 
     def print_parameters(self, printer: Printer) -> None:
