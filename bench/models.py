@@ -17,15 +17,16 @@ tolerance (Nova's call or graph, or a peer), or a Nova that fails to run, is a f
 
     python bench/models.py [--device cuda] [--rows mlp-b1,enc-b8] [--dtypes fp16,fp32]
                            [--seconds 1.0] [--gemm auto|nova|library]
-                           [--conv auto|nova|library] [--attention fused|unfused]
+                           [--conv auto|nova|library] [--attention auto|fused|unfused]
                            [--out bench/results/models-<card>.md]
 
 --gemm is Nova's GEMM backend policy (docs/models.md "Libraries"): `auto` (default) gives large
 GEMMs to cuBLASLt, `nova` keeps every GEMM a generated kernel, `library` forces cuBLASLt; the
 `gemm` column says where the row's MatMuls ran (backend x count). --conv is the same for
-convolutions (`auto`: cuDNN when it loads; the `conv` column). --attention fused (default)
-runs each softmax(Q K^T) V as one flash-attention kernel, `unfused` as QK^T GEMM, softmax and PV
-GEMM (the A/B baseline); the `attention` column says which kernel each pattern got.
+convolutions (`auto`: cuDNN when it loads; the `conv` column). --attention fused runs each
+softmax(Q K^T) V as one flash-attention kernel, `unfused` as QK^T GEMM, softmax and PV GEMM (the
+A/B baseline), `auto` (default) fuses where the fused kernel wins (passes/attention.py); the
+`attention` column says which kernel each pattern got.
     python bench/models.py --device cpu --quick      # small shapes, to debug without a GPU
 --peers eager (a comma-separated subset of eager, default, reduce-overhead) limits the PyTorch
 runners (torch.compile on the cpu takes minutes).
@@ -153,7 +154,7 @@ PEERS = ("eager", "default", "reduce-overhead")
 
 
 def run_row(row: Row, dtype: str, device: str, seconds: float,
-            gemm: str = "auto", conv: str = "auto", attention: str = "fused",
+            gemm: str = "auto", conv: str = "auto", attention: str = "auto",
             peers: tuple[str, ...] = PEERS) -> dict[str, Any]:
     import torch
 
@@ -272,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="Nova's GEMM backend policy")
     ap.add_argument("--conv", default="auto", choices=("auto", "nova", "library"),
                     help="Nova's convolution backend policy")
-    ap.add_argument("--attention", default="fused", choices=("fused", "unfused"),
+    ap.add_argument("--attention", default="auto", choices=("auto", "fused", "unfused"),
                     help="one flash-attention kernel per pattern, or GEMM/softmax/GEMM")
     ap.add_argument("--peers", default=",".join(PEERS),
                     help="PyTorch runners: a comma-separated subset of " + ", ".join(PEERS))

@@ -1,7 +1,7 @@
 """Run one compiled model's forward a few times, for a profiler (ncu) to time every kernel:
     ncu --metrics gpu__time_duration.sum --print-summary per-kernel \
         python scripts/models-profile.py [mlp|encoder|conv] [fp16|fp32] [auto|nova|library]
-            [conv policy: auto|nova|library] [attention: fused|unfused]"""
+            [conv policy: auto|nova|library] [attention: auto|fused|unfused]"""
 import sys
 
 import numpy as np
@@ -13,7 +13,7 @@ which = sys.argv[1] if len(sys.argv) > 1 else "mlp"
 dtype = {"fp16": "float16", "fp32": "float32"}[sys.argv[2] if len(sys.argv) > 2 else "fp16"]
 gemm = sys.argv[3] if len(sys.argv) > 3 else "auto"
 conv = sys.argv[4] if len(sys.argv) > 4 else "auto"
-attention = sys.argv[5] if len(sys.argv) > 5 else "fused"
+attention = sys.argv[5] if len(sys.argv) > 5 else "auto"
 if which == "mlp":
     example, shape = examples.mlp((1024, 4096, 4096, 1024)), (4096, 1024)
 elif which == "conv":

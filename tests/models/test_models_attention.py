@@ -42,6 +42,9 @@ def _sdpa(batch: tuple[int, ...], sq: int, sk: int, d: int, dv: int, mask: bool,
 
 def _run(g: nm.Graph, inputs: list[np.ndarray], device: str, dtype: str,
          **options: object) -> tuple[np.ndarray, nm.CompiledModel]:
+    """Compile and run; the fused kernel unless the test asks for another mode (the default
+    `auto` policy leaves CUDA-core attention unfused where GEMMs go to a library)."""
+    options.setdefault("attention", "fused")
     model = nm.compile(g, device=device, dtype=dtype, **options)
     got = model(*(x.astype(numpy_dtype(dtype)) for x in inputs))
     assert isinstance(got, np.ndarray)
@@ -320,3 +323,28 @@ def test_fused_attention_is_not_an_input_op() -> None:
     g.output(g.node("FusedAttention", [q, q, q], {"scale": 1.0, "batch": [2]}))
     with pytest.raises(nm.UnsupportedOpError, match=r"internal to nova\.models"):
         nm.compile(g, device="cpu")
+
+
+@pytest.mark.parametrize(("dtype", "gemm", "expected"), [
+    ("float32", "nova", "fused-simt"), ("float32", "library", "unfused"),
+    ("float32", "auto", "unfused"), ("float16", "library", "fused-wmma")])
+def test_auto_policy_fuses_where_the_fused_kernel_wins(dtype: str, gemm: str,
+                                                       expected: str) -> None:
+    """`attention="auto"`: tensor cores always fuse; CUDA cores fuse only when the unfused
+    GEMMs would be generated kernels too (measured: library GEMMs + row softmax win there)."""
+    from nova.models.pipeline import lower
+
+    g, _ = _sdpa((2, 2), 40, 45, 32, 32, True, None)
+    lowered = lower(g, {}, dtype, tensor_cores=True, gemm=gemm)
+    (choice,) = lowered.program.attention
+    assert choice.backend == expected
+    if expected == "unfused":
+        assert choice.reason.startswith("auto:")
+
+
+def test_auto_is_the_default_and_fuses_on_the_cpu_device() -> None:
+    g, inputs = _sdpa((2, 2), 40, 45, 32, 32, True, None)
+    model = nm.compile(g, device="cpu", dtype="float32")
+    got = model(*inputs)
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float32"]
+    assert [c["backend"] for c in _choices(model)] == ["fused-simt"]

@@ -77,7 +77,7 @@ class CompiledModel:
         self.compile_options = compile_options
         check_policy(str(compile_options.get("gemm", "auto")))
         check_conv_policy(str(compile_options.get("conv", "auto")))
-        check_attention_mode(str(compile_options.get("attention", "fused")))
+        check_attention_mode(str(compile_options.get("attention", "auto")))
         self._cache: dict[tuple[tuple[str, int], ...], Specialisation] = {}
         if not graph.symbols():
             self.specialise({})
@@ -119,7 +119,7 @@ class CompiledModel:
                    **self.compile_options}
         tensor_cores = bool(options.pop("tensor_cores", on_gpu))
         policy, library = self._gemm_policy(str(options.pop("gemm", "auto")))
-        attention = str(options.pop("attention", "fused"))
+        attention = str(options.pop("attention", "auto"))
         asked = str(options.pop("conv", "auto"))
         conv, conv_library = self._conv_policy(asked)
         lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library,

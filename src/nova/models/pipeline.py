@@ -87,13 +87,14 @@ def optimize(graph: Graph, bindings: dict[str, int], dtype: str = "float32") -> 
 def lower(graph: Graph, bindings: dict[str, int], dtype: str = "float32",
           tensor_cores: bool = True, gemm: str = "nova", library: str = "library",
           conv: str = "nova", conv_library: str = "library",
-          attention: str = "fused") -> Lowered:
+          attention: str = "auto") -> Lowered:
     """`gemm`: the GEMM backend policy (passes/library.py: nova, library, auto); `library`
     names the library the device binds library GEMMs to (recorded in the choices); `conv` and
-    `conv_library` the same for convolutions (passes/library_conv.py); `attention`: fused (one
-    flash-attention kernel per recognised pattern) or unfused (passes/attention.py)."""
+    `conv_library` the same for convolutions (passes/library_conv.py); `attention`: auto, fused
+    (one flash-attention kernel per recognised pattern) or unfused (passes/attention.py)."""
     g = optimize(graph, bindings, dtype)
-    attention_choices = fuse_attention(g, attention, tensor_cores)
+    attention_choices = fuse_attention(g, attention, tensor_cores,
+                                       library_gemms=gemm in ("auto", "library"))
     eliminate_dead_code(g)
     plan = plan_fusion(g)
     choices = select_library(g, plan, gemm, library)

@@ -17,7 +17,14 @@ fusion plan, so it reads them where they live.
 Every recognised pattern gets an `AttentionChoice` (recorded in the model signature, like GEMM
 choices): `fused-wmma` (fp16 on tensor cores), `fused-simt` (CUDA cores: fp32, bf16, or no
 tensor cores) or `unfused` with the reason (`attention="unfused"`, a head dim the tiles do not
-allow).
+allow, or the `auto` policy).
+
+`attention="auto"` (the default) fuses where the fused kernel wins: always on tensor cores, and
+on CUDA cores only where the unfused path's GEMMs would be generated kernels too. Where they go
+to a library (cuBLASLt on cuda), the CUDA-core kernel loses to library GEMMs plus the row
+softmax: H100, encoder layer 8x512x768 fp32, graph replay 1.75 ms fused-simt against 1.66 ms
+unfused (bench/results/models-2026-11-26-h100-run6.md); fp16 with tensor cores 0.213 ms fused
+against 0.253 ms unfused.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from nova.models.errors import ModelError
 from nova.models.graph import Graph, Node
 from nova.models.ops.shape import transpose_perm
 
-ATTENTION_MODES = ("fused", "unfused")
+ATTENTION_MODES = ("auto", "fused", "unfused")
 MAX_HEAD_DIM = 128
 """Largest head dim (of Q/K and of V) the kernels' shared-memory tiles and registers hold."""
 WMMA_STEP = 16
@@ -67,9 +74,11 @@ class _Match:
     transpose: Node | None
 
 
-def fuse_attention(graph: Graph, mode: str, tensor_cores: bool) -> list[AttentionChoice]:
+def fuse_attention(graph: Graph, mode: str, tensor_cores: bool,
+                   library_gemms: bool = False) -> list[AttentionChoice]:
     """Replace every recognised pattern per `mode` (see the module doc), in place; the dead
-    intermediate nodes are left for eliminate_dead_code. Returns the choices."""
+    intermediate nodes are left for eliminate_dead_code. `library_gemms`: the unfused path's
+    GEMMs would be library calls (the `auto` policy's question). Returns the choices."""
     check_attention_mode(mode)
     choices = []
     for softmax in [n for n in graph.nodes if n.op == "Softmax"]:
@@ -87,9 +96,13 @@ def fuse_attention(graph: Graph, mode: str, tensor_cores: bool) -> list[Attentio
         output = (match.transpose or match.pv).outputs[0]
         wmma = tensor_cores and qt.dtype == "float16"
         reason = _unsupported(d, dv, wmma)
-        if mode == "unfused" or reason:
-            choices.append(AttentionChoice(output, "unfused", shape,
-                                           reason or "attention='unfused'"))
+        if not reason and mode == "unfused":
+            reason = "attention='unfused'"
+        if not reason and mode == "auto" and not wmma and library_gemms:
+            reason = ("auto: on CUDA cores, library GEMMs and the row softmax are faster than "
+                      "the fused kernel")
+        if reason:
+            choices.append(AttentionChoice(output, "unfused", shape, reason))
             continue
         attrs: dict[str, Any] = {"scale": match.scale, "batch": [int(x) for x in scores[:-2]],
                                  "trans_k": trans_k, "trans_v": trans_v,
