@@ -224,16 +224,19 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
     lane = nova.int32(nova.lane_id())
     size = nova.int32(page_size)
     nwords = size >> 2
-    # offsets and indices are written as multiples of 16 bytes (page sizes are), so LLVM can
-    # prove the 16-byte alignment that merges a lane's four words into one v4 load/store
-    pbase = warp * (page_size // 16) * 16
-    # one word more than the page: load_word_nc reads the word after a position's word
-    # without a clamp; after the last page of the block come the hash tables, so it exists
-    buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, pbase)
-    buf = nova.dynamic_shared_array(nova.uint8, size, pbase)
     hlog = nova.int32(hash_bits)
     entries = nova.int32(1) << hlog
-    toff = nwarps * page_size + warp * (2 * nova.int64(entries))
+    # each warp's page, then its hash table (2-byte entries). Offsets and indices are written
+    # as multiples of 16 bytes (page sizes and tables are), so LLVM can prove the 16-byte
+    # alignment that merges a lane's four words into one v4 load/store
+    pbase = warp * ((page_size + 2 * nova.int64(entries) + 15) // 16) * 16
+    # one word more than the page: load_word_nc reads the word after a position's word
+    # without a clamp; after the page comes the warp's own table, so the word exists and no
+    # other warp writes it (compute-sanitizer's racecheck saw the last warp's reads of the
+    # first warp's table when the tables followed all the pages)
+    buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, pbase)
+    buf = nova.dynamic_shared_array(nova.uint8, size, pbase)
+    toff = pbase + page_size
     table = nova.dynamic_shared_array(nova.uint16, entries, toff)
     table32 = nova.dynamic_shared_array(nova.uint32, entries >> 1, toff)
     hshift = nova.uint32(32 - hlog)
@@ -308,9 +311,14 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
             found = nova.ballot(ok, members=FULL)
             # every lane has read the table: insert the positions up to the first match (the
             # next batch starts after the match, so later positions would be found as their own
-            # candidates there)
+            # candidates there). Lanes whose positions hash alike leave the latest position, as
+            # a sequential compressor would: only the highest of them stores, so the table and
+            # the output do not depend on which of several same-address stores wins
             first = nova.int32(nova.ctz(found))  # 32 when there is no match
-            if inside and lane <= first:
+            inserting = inside and lane <= first
+            alike = nova.match_any(h) & nova.ballot(inserting, members=FULL)
+            nova.syncwarp()  # every lane's table read is done before any lane stores
+            if inserting and (alike >> nova.uint32(lane)) == nova.uint32(1):
                 table[h] = nova.uint16(p)
             nova.syncwarp()  # ... and the next batch sees every insertion
             if found == 0:
@@ -673,7 +681,9 @@ def compress_warps_per_block(page_size: int, hash_bits: int | None = None,
 
 
 def compress_shared_bytes(page_size: int, warps: int, hash_bits: int | None = None) -> int:
-    return warps * (page_size + table_bytes(page_size, hash_bits))
+    """Per warp its page, then its table (16-byte multiples both: see compress_pages_kernel)."""
+    per_warp = page_size + table_bytes(page_size, hash_bits)
+    return warps * (-(-per_warp // 16) * 16)
 
 
 def decompress_shared_bytes(page_size: int, warps: int) -> int:
