@@ -10,9 +10,11 @@ per lane per step, v4 loads, two steps in flight) and zeroes a hash table of 16-
 costs 8 KiB of shared memory. Then greedy LZ4 matching, 32 positions at a time, each step
 straight-line code: each lane hashes the 4 bytes at `pos + lane` (Knuth's multiplicative hash),
 reads the table's candidate and verifies it (a candidate must be earlier and hold the same 4
-bytes), `match_any` (or four shuffles: `in_batch`) finds the nearest earlier lane with the
-same bytes, and one vote picks the first lane with a match, as a sequential LZ4 compressor
-would. The match is extended backwards over the pending literals and forwards over the next 8
+bytes), `match_any` of the hashes (or four shuffles of the words: `in_batch`) finds the nearest
+earlier lane with the same bytes, and one vote picks the first lane with a match, as a
+sequential LZ4 compressor would. The same `match_any` makes the insertions deterministic: of
+the lanes whose positions hash alike only the highest stores (no same-address stores race).
+The match is extended backwards over the pending literals and forwards over the next 8
 bytes by every lane alike (4-byte XORs of broadcast loads, no vote), longer matches 128 bytes
 per warp step (each lane compares one 4-byte word; a ballot and a count of trailing zero bits
 of the XOR find the first differing byte). Each sequence (token, length bytes, literals,
@@ -298,16 +300,22 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
             c = nova.int32(table[h])
             wc = load_word_nc(buf32, c)
             ok = inside and c < p and wc == w
-            # a nearer match inside this batch: the closest earlier valid lane with the same word
+            # a nearer match inside this batch: the closest earlier valid lane with the same
+            # word. One match_any over the hashes serves both this and the insertions below:
+            # the nearest earlier lane with the same hash is taken when its word is the same too
+            # (a hash collision in between costs that in-batch match, rarely)
             nvalid = min(limit - pos + 1, 32)
             valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
+            alike_all = nova.match_any(h)
             if in_batch == IN_BATCH_MATCH_ANY:  # uniform: a kernel parameter
-                same = nova.match_any(w) & valid & below
+                same = alike_all & valid & below
             else:
                 same = near_repeats(w, lane) & valid
             if same != 0 and inside:
-                c = pos + 31 - nova.int32(nova.clz(same))
-                ok = True
+                near = pos + 31 - nova.int32(nova.clz(same))
+                if in_batch != IN_BATCH_MATCH_ANY or load_word_nc(buf32, near) == w:
+                    c = near
+                    ok = True
             found = nova.ballot(ok, members=FULL)
             # every lane has read the table: insert the positions up to the first match (the
             # next batch starts after the match, so later positions would be found as their own
@@ -316,7 +324,7 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
             # the output do not depend on which of several same-address stores wins
             first = nova.int32(nova.ctz(found))  # 32 when there is no match
             inserting = inside and lane <= first
-            alike = nova.match_any(h) & nova.ballot(inserting, members=FULL)
+            alike = alike_all & nova.ballot(inserting, members=FULL)
             nova.syncwarp()  # every lane's table read is done before any lane stores
             if inserting and (alike >> nova.uint32(lane)) == nova.uint32(1):
                 table[h] = nova.uint16(p)
