@@ -324,7 +324,9 @@ def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_
             # the output do not depend on which of several same-address stores wins
             first = nova.int32(nova.ctz(found))  # 32 when there is no match
             inserting = inside and lane <= first
-            alike = alike_all & nova.ballot(inserting, members=FULL)
+            # the inserting lanes without a vote: `valid` is the lanes inside, and lanes 0..first
+            upto = nova.uint32(0xFFFFFFFF) >> nova.uint32(31 - min(first, 31))
+            alike = alike_all & valid & upto
             nova.syncwarp()  # every lane's table read is done before any lane stores
             if inserting and (alike >> nova.uint32(lane)) == nova.uint32(1):
                 table[h] = nova.uint16(p)
