@@ -12,8 +12,8 @@ Columns (ms per call, and the effective bandwidth: bytes the op must read and wr
 `nova` (today's kernels: register-resident rows, 16-byte vector chunks), `nova scalar` (the same
 graph with the previous shapes forced: rows strided over by a block with gpu.all_reduce and read
 three times, one element per thread, no vectors), PyTorch eager when installed. Each result is
-checked against NumPy first (rel. L2 <= 1e-5 fp32, 2e-2 fp16); a failing runner prints its
-error in its cell, nothing asserts.
+checked against NumPy first (rel. L2 <= 1e-5 fp32, 2e-2 fp16); a wrong result or a failing
+Nova runner prints in its cell, fails the run (CHECK FAILED, exit 1, no result file).
 
     python bench/row_kernels.py [--device cuda] [--dtype fp16|fp32] [--rows softmax-attn,...]
                                 [--seconds 0.5] [--out bench/results/row-kernels-<card>.md]
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from checks import finish, record
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -168,11 +169,13 @@ def run_case(case: Case, dtype: str, device: str, seconds: float) -> dict[str, A
                     model(x_half)  # specialise (generate) inside the scope
             x_dev = nova.to_device(x_half, device)
             err = _rel(model(x_dev).numpy(), ref)
-            if err > tol:
+            if not record(f"{case.name} {dtype} {column}: rel. error {err:.2e} <= {tol}",
+                          err <= tol):
                 result[column] = f"wrong: rel. error {err:.2e}"
                 continue
             result[column] = _time(_call(model, x_dev), model.synchronize, seconds)
-        except Exception as exc:  # a failing runner is reported, not fatal
+        except Exception as exc:  # Nova failing to run is a failed check
+            record(f"{case.name} {dtype} {column}: {type(exc).__name__}: {exc}", False)
             result[column] = f"error: {type(exc).__name__}: {str(exc)[:100]}"
     try:
         import torch
@@ -182,7 +185,7 @@ def run_case(case: Case, dtype: str, device: str, seconds: float) -> dict[str, A
         sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
         with torch.no_grad():
             err = _rel(case.torch_fn(xt).float().cpu().numpy(), ref)
-            if err > tol:
+            if not record(f"{case.name} {dtype} torch eager: rel. error {err:.2e}", err <= tol):
                 result["torch eager"] = f"wrong: rel. error {err:.2e}"
             else:
                 result["torch eager"] = _time(lambda: case.torch_fn(xt), sync, seconds)
@@ -222,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     results = [run_case(all_cases[n], args.dtype, args.device, args.seconds) for n in names]
     text = table(results)
     print(text)
+    if finish():
+        return 1  # no result file for wrong results
     if args.out:
         Path(args.out).write_text(text + "\n")
     return 0

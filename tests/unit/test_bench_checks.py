@@ -56,6 +56,8 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
                       "CHECK FAILED"),
     "models.py": (["--device", "cpu", "--quick", "--rows", "mlp-b1", "--dtypes", "fp32",
                    "--seconds", "0.01", "--peers", "eager", "--out", "OUT"], "CHECK FAILED"),
+    "row_kernels.py": (["--device", "cpu", "--quick", "--rows", "layernorm", "--dtype", "fp32",
+                        "--seconds", "0.01", "--out", "OUT"], "CHECK FAILED"),
     # its kernel script and tools run from --src: the sabotage's directory, nova linked in
     "cold_start.py": (["--runs", "1", "--src", "SAB"], "the kernel's result is wrong"),
 }
