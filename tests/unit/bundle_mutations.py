@@ -17,9 +17,12 @@ import hashlib
 import json
 import os
 import re
+import select
+import signal
 import struct
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 
@@ -137,9 +140,35 @@ def run(data: bytes) -> np.ndarray:
     return c
 
 
+CHILD_SECONDS = 60
+"""How long one mutant may run: an edited relocation can make the host code call anything,
+including a wait that never ends (seen: a call retargeted so that the process deadlocked on
+the GIL). Such a child is killed and reported as hung: like a crash, acceptable for a code
+edit, a bug anywhere else (and always while loading)."""
+
+
+def _read_stages(read_fd: int, pid: int) -> tuple[bytes, bool]:
+    """Everything the child writes until it exits; (stages, True) when it outlives
+    CHILD_SECONDS (then it is killed)."""
+    deadline = time.monotonic() + CHILD_SECONDS
+    stages = b""
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([pipe], [], [], max(left, 0))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                return stages, True
+            chunk = pipe.read(64)
+            if not chunk:
+                return stages, False
+            stages += chunk
+
+
 def try_in_child(data: bytes, expected: np.ndarray | None) -> str:
     """Load and run `data` in a forked child: 'refused at load', 'identical run', 'different
-    result', 'died while running' (after linking) or 'DIED WHILE LOADING' (the linker: a bug)."""
+    result', 'died while running' or 'hung while running' (after linking), or 'DIED WHILE
+    LOADING' / 'HUNG WHILE LOADING' (the linker: a bug)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report each stage through the pipe, never return
@@ -163,9 +192,10 @@ def try_in_child(data: bytes, expected: np.ndarray | None) -> str:
             code = 1
         os._exit(code)
     os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        stages = pipe.read()
+    stages, hung = _read_stages(read_fd, pid)
     os.waitpid(pid, 0)
+    if hung:
+        return "hung while running" if stages.startswith(b"L") else "HUNG WHILE LOADING"
     if stages.endswith(b"R"):
         return "refused at load"
     if stages.endswith(b"I"):
@@ -203,7 +233,7 @@ def main(argv: list[str]) -> int:
         print(f"    accepted: {outcome}", flush=True)
         outcomes[outcome] += 1
         code_edit = CODE_EDIT.search(label) is not None
-        if outcome == "DIED WHILE LOADING" or (
+        if outcome in ("DIED WHILE LOADING", "HUNG WHILE LOADING") or (
                 outcome not in ("identical run", "refused at load") and not code_edit):
             unexpected.append(f"{label}: {outcome}")
     print(json.dumps({"outcomes": outcomes, "unexpected": unexpected}))
