@@ -140,7 +140,7 @@ def run(data: bytes) -> np.ndarray:
     return c
 
 
-CHILD_SECONDS = 60
+CHILD_SECONDS = 20
 """How long one mutant may run: an edited relocation can make the host code call anything,
 including a wait that never ends (seen: a call retargeted so that the process deadlocked on
 the GIL). Such a child is killed and reported as hung: like a crash, acceptable for a code
