@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from nova.abi import LibraryPlan
-from nova.errors import DeviceError, RuntimeFailure
+from nova.errors import DeviceError
 from nova.runtime.cuda.gemm_tuning import Tuning, tune_plan, tuning_enabled
+from nova.runtime.cuda.library_jit import NativeLibrary, jit_library
 
 LIBRARY_SONAME = "libcublasLt.so.13"
 ENV_PATH = "NOVA_CUBLASLT"
@@ -490,48 +491,12 @@ done:
 """
 
 
-_ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
-
-
-@dataclass
-class NativeLibrary:
-    """The JIT-compiled per-call module of one device."""
-
-    engine: Any
-    call: int
-    on_error: Any  # the ctypes error callback (kept alive here)
-
-
 def compile_native(describe_plan: Callable[[int], str], prefix: str = "",
                    symbols: Mapping[str, int] | None = None) -> NativeLibrary:
     """JIT-compile `native_ir`. Real use: libcublasLt is loaded first (its symbols resolve by
     name); tests pass `prefix` and `symbols` (`<prefix>cublasLtX` -> mock address)."""
-    import llvmlite.binding as llvm
-
-    from nova.runtime.native_support import host_target_machine, record_error
-
-    def on_error(call: int | None, status: int, plan: int | None) -> None:
-        try:
-            name = ctypes.string_at(call).decode() if call else "cuBLASLt"
-            record_error(LibraryCallError(f"{name} failed: {status_name(status)} ({status}) "
-                                          f"for the GEMM {describe_plan(plan or 0)}"))
-        except BaseException as exc:  # never unwind through C frames
-            record_error(RuntimeFailure(f"a cuBLASLt call failed ({status}); reporting it "
-                                        f"failed too: {exc}"))
-
-    callback = _ERROR_CALLBACK_TYPE(on_error)
-    from nova.runtime.cuda.abi import _compile_lock
-
-    with _compile_lock:
-        for name, address in (symbols or {}).items():
-            llvm.add_symbol(name, address)
-        module = llvm.parse_assembly(native_ir(prefix))
-        module.verify()
-        engine = llvm.create_mcjit_compiler(module, host_target_machine())
-        engine.finalize_object()
-    ctypes.c_void_p.from_address(engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = \
-        ctypes.cast(callback, ctypes.c_void_p).value
-    return NativeLibrary(engine, engine.get_function_address(CALL_NAME), callback)
+    return jit_library(native_ir(prefix), CALL_NAME, ERROR_CALLBACK_GLOBAL, "cuBLASLt", "GEMM",
+                       status_name, LibraryCallError, describe_plan, symbols)
 
 
 class CublasLtRuntime:

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from nova.abi import ConvPlan
-from nova.errors import RuntimeFailure
 from nova.runtime.cuda.cublaslt import LibraryCallError, LibraryUnavailableError
+from nova.runtime.cuda.library_jit import NativeLibrary, jit_library
 
 LIBRARY_SONAME = "libcudnn.so.9"
 ENV_PATH = "NOVA_CUDNN"
@@ -534,50 +534,18 @@ done:
 """
 
 
-_ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
 _CALL_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
                               ctypes.c_void_p)
-
-
-@dataclass
-class NativeConv:
-    """The JIT-compiled per-call module of one device."""
-
-    engine: Any
-    call: int
-    on_error: Any  # the ctypes error callback (kept alive here)
+NativeConv = NativeLibrary
+"""The JIT-compiled per-call module of one device (nova.runtime.cuda.library_jit)."""
 
 
 def compile_native(describe_plan: Callable[[int], str], prefix: str = "",
                    symbols: Mapping[str, int] | None = None) -> NativeConv:
     """JIT-compile `native_ir` with `symbols` (`<prefix>cudnnX` -> address: the library's,
     `library_symbols`, or mocks in tests)."""
-    import llvmlite.binding as llvm
-
-    from nova.runtime.native_support import host_target_machine, record_error
-
-    def on_error(call: int | None, status: int, plan: int | None) -> None:
-        try:
-            name = ctypes.string_at(call).decode() if call else "cuDNN"
-            record_error(LibraryCallError(f"{name} failed: {status_name(status)} ({status}) "
-                                          f"for the convolution {describe_plan(plan or 0)}"))
-        except BaseException as exc:  # never unwind through C frames
-            record_error(RuntimeFailure(f"a cuDNN call failed ({status}); reporting it failed "
-                                        f"too: {exc}"))
-
-    callback = _ERROR_CALLBACK_TYPE(on_error)
-    from nova.runtime.cuda.abi import _compile_lock
-
-    with _compile_lock:
-        for name, address in (symbols or {}).items():
-            llvm.add_symbol(name, address)
-        module = llvm.parse_assembly(native_ir(prefix))
-        module.verify()
-        engine = llvm.create_mcjit_compiler(module, host_target_machine())
-        engine.finalize_object()
-    ctypes.c_void_p.from_address(engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = \
-        ctypes.cast(callback, ctypes.c_void_p).value
-    return NativeConv(engine, engine.get_function_address(CALL_NAME), callback)
+    return jit_library(native_ir(prefix), CALL_NAME, ERROR_CALLBACK_GLOBAL, "cuDNN",
+                       "convolution", status_name, LibraryCallError, describe_plan, symbols)
 
 
 class CudnnRuntime:

@@ -1,0 +1,60 @@
+"""The per-call native module of a library binding (cuBLASLt, cuDNN), JIT-compiled once per
+device: its LLVM IR calls the library and reports a failed call through an error callback
+global (`void callback(call name, status, plan)`), which `jit_library` points at a Python
+function that records the error for the native error path (nova.runtime.native_support).
+One place for what both bindings share; each gives its IR, names and messages."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nova.errors import DeviceError, RuntimeFailure
+
+ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
+
+
+@dataclass
+class NativeLibrary:
+    """A JIT-compiled per-call module: the engine (kept alive), the call's address and the
+    error callback (kept alive here: the native code holds its address)."""
+
+    engine: Any
+    call: int
+    on_error: Any
+
+
+def jit_library(ir: str, call_name: str, callback_global: str, library: str, what: str,
+                status_name: Callable[[int], str], error: type[DeviceError],
+                describe_plan: Callable[[int], str],
+                symbols: Mapping[str, int] | None = None) -> NativeLibrary:
+    """Compile `ir` (with `symbols` added first: the library's or test mocks) and bind its
+    error callback: a failed call becomes `error("<call> failed: <status> for the <what>
+    <plan>")`, recorded for the caller's native error path."""
+    import llvmlite.binding as llvm
+
+    from nova.runtime.cuda.abi import _compile_lock
+    from nova.runtime.native_support import host_target_machine, record_error
+
+    def on_error(call: int | None, status: int, plan: int | None) -> None:
+        try:
+            name = ctypes.string_at(call).decode() if call else library
+            record_error(error(f"{name} failed: {status_name(status)} ({status}) for the "
+                               f"{what} {describe_plan(plan or 0)}"))
+        except BaseException as exc:  # never unwind through C frames
+            record_error(RuntimeFailure(f"a {library} call failed ({status}); reporting it "
+                                        f"failed too: {exc}"))
+
+    callback = ERROR_CALLBACK_TYPE(on_error)
+    with _compile_lock:
+        for name, address in (symbols or {}).items():
+            llvm.add_symbol(name, address)
+        module = llvm.parse_assembly(ir)
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, host_target_machine())
+        engine.finalize_object()
+    ctypes.c_void_p.from_address(engine.get_global_value_address(callback_global)).value = \
+        ctypes.cast(callback, ctypes.c_void_p).value
+    return NativeLibrary(engine, engine.get_function_address(call_name), callback)
