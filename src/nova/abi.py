@@ -336,6 +336,22 @@ LIBRARY_ACTIVATIONS = ("none", "relu", "gelu_tanh")
 LIBRARY_DTYPES = ("float32", "float16", "bfloat16")
 
 
+def _plan_from_json(cls: Any, data: Any, what: str) -> Any:
+    """`cls(**data)` checked (`cls.check`), with a `ValueError` naming `what` is wrong: not an
+    object, unknown fields, missing or malformed ones."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a {what} must be a JSON object, got {type(data).__name__}")
+    unknown = set(data) - set(cls._fields)
+    if unknown:
+        raise ValueError(f"unknown {what} field(s): {', '.join(sorted(unknown))}")
+    try:
+        plan = cls(**data)
+    except TypeError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    plan.check()
+    return plan
+
+
 class LibraryPlan(Record):
     """One library GEMM, in row-major terms (what NumPy and the program see):
 
@@ -398,16 +414,7 @@ class LibraryPlan(Record):
     @classmethod
     def from_json(cls, data: Any) -> LibraryPlan:
         """A validated plan; a malformed entry is a `ValueError` saying what is wrong."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a library plan must be a JSON object, got {type(data).__name__}")
-        unknown = set(data) - set(cls._fields)
-        if unknown:
-            raise ValueError(f"unknown library plan field(s): {', '.join(sorted(unknown))}")
-        try:
-            plan = cls(**data)
-        except TypeError as exc:
-            raise ValueError(f"library plan: {exc}") from None
-        plan.check()
+        plan: LibraryPlan = _plan_from_json(cls, data, "library plan")
         return plan
 
     def check(self) -> None:
@@ -501,16 +508,7 @@ class ConvPlan(Record):
     @classmethod
     def from_json(cls, data: Any) -> ConvPlan:
         """A validated plan; a malformed entry is a `ValueError` saying what is wrong."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a conv plan must be a JSON object, got {type(data).__name__}")
-        unknown = set(data) - set(cls._fields)
-        if unknown:
-            raise ValueError(f"unknown conv plan field(s): {', '.join(sorted(unknown))}")
-        try:
-            plan = cls(**data)
-        except TypeError as exc:
-            raise ValueError(f"conv plan: {exc}") from None
-        plan.check()
+        plan: ConvPlan = _plan_from_json(cls, data, "conv plan")
         return plan
 
     def check(self) -> None:
