@@ -5,6 +5,7 @@ NumPy's double-precision functions as references for the f32 ones)."""
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -17,6 +18,15 @@ from nova.backends.nvptx.math import Math64
 from nova.backends.nvptx.math32 import IMPLS32, MEASURED_ULP, TRIG_FAST_MAX, Math32
 
 RNG = np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def _rng_per_test(request: pytest.FixtureRequest) -> None:
+    """Each test draws from its own seeded generator: with pytest-xdist the tests a worker
+    runs before this one differ from run to run, and a shared generator made the samples (and
+    the worst error found) differ with them."""
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def ulp_error(got: float, want: float) -> float:

@@ -37,6 +37,7 @@ from xdsl.ir import Attribute
 
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter
+from nova.backends.nvptx.float_builder import FloatBuilder
 from nova.backends.nvptx.math32 import IMPLS32, Math32
 from nova.errors import UnsupportedError
 
@@ -74,40 +75,10 @@ def lower(fe: FunctionEmitter, name: str, args: list[ir.Value], mlir_type: Attri
     return result if ty == T.F64 else b.fptrunc(result, ty)
 
 
-class Math64:
+class Math64(FloatBuilder):
     """IR builders for IEEE-double helpers (every value is a `double`)."""
 
-    def __init__(self, fe: FunctionEmitter) -> None:
-        self.fe = fe
-        self.b = fe.builder
-
-    def c(self, v: float) -> ir.Constant:
-        return ir.Constant(T.F64, v)
-
-    def intr(self, name: str, *xs: ir.Value) -> ir.Value:
-        return self.b.call(self.fe.module.intrinsic(name, T.F64, len(xs)), list(xs))
-
-    def fma(self, a: ir.Value, x: ir.Value, y: ir.Value) -> ir.Value:
-        return self.intr("llvm.fma", a, x, y)
-
-    def poly(self, x: ir.Value, coeffs: list[float]) -> ir.Value:
-        """Horner: coeffs[0] + x*(coeffs[1] + x*(...))."""
-        acc: ir.Value = self.c(coeffs[-1])
-        for k in reversed(coeffs[:-1]):
-            acc = self.fma(acc, x, self.c(k))
-        return acc
-
-    def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
-        return self.b.select(cond, a, b)
-
-    def lt(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return self.b.fcmp_ordered("<", a, b)
-
-    def abs(self, x: ir.Value) -> ir.Value:
-        return self.intr("llvm.fabs", x)
-
-    def isnan(self, x: ir.Value) -> ir.Value:
-        return self.b.fcmp_unordered("uno", x, x)
+    FLOAT = T.F64
 
     def pow2(self, k: ir.Value) -> ir.Value:
         """2^k for an i64 k in [-1022, 1023], built from exponent bits."""
