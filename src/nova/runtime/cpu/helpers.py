@@ -10,8 +10,10 @@ only leaves more chunks to the stream's thread).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
+import weakref
 from collections import deque
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
@@ -33,6 +35,22 @@ class HelperThreads:
         self._cond = threading.Condition(threading.Lock())
         self._threads: list[threading.Thread] = []
         self._idle = 0
+        self._closing = False
+        _POOLS.add(self)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Let the threads finish the calls queued so far and end; wait for them (at most
+        `timeout` seconds each). Run for every pool at interpreter exit, before finalization
+        tears down what a call may still touch (a daemon thread still running native kernel
+        code then could crash the exiting process: seen once, SIGSEGV after a program's
+        output, under load)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+            threads = list(self._threads)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
 
     def submit(self, fn: Callable[[], object]) -> None:
         """Run `fn()` on a helper thread as soon as one is free."""
@@ -58,8 +76,21 @@ class HelperThreads:
         while True:
             with self._cond:
                 while not self._work:
+                    if self._closing:
+                        return
                     self._idle += 1
-                    self._cond.wait()  # submit() took this thread off the idle count
+                    self._cond.wait()  # submit() (or close()) took it off the idle count
+                    if self._closing and not self._work:
+                        return
                 fn = self._work.popleft()
             with contextlib.suppress(BaseException):  # a Future would have held it
                 fn()
+
+
+_POOLS: weakref.WeakSet[HelperThreads] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for pool in list(_POOLS):
+        pool.close()
