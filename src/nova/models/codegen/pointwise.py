@@ -217,53 +217,19 @@ def _unary(ev: Evaluator, node: Node, idx: list[Index]) -> str:
         pos = b.op(f"arith.cmpf oge, {x}, {b.const(0.0, ty)} : {ty}")
         return b.op(f"arith.select {pos}, {x}, {scaled} : {ty}")
     if op == "Gelu":
-        return _gelu(ev, node, x, ty)
-    raise UnsupportedOpError(f"{node.describe()}: no pointwise code generator")
-
-
-def _gelu(ev: Evaluator, node: Node, x: str, ty: str) -> str:
-    """0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation (`approximate="tanh"`)."""
-    b = ev.body
-    half = b.op(f"arith.mulf {x}, {b.const(0.5, ty)} : {ty}")
-    if node.attrs.get("approximate", "none") == "tanh":
-        x2 = b.op(f"arith.mulf {x}, {x} : {ty}")
-        x3 = b.op(f"arith.mulf {x2}, {x} : {ty}")
-        inner = b.op(f"math.fma {x3}, {b.const(0.044715, ty)}, {x} : {ty}")
-        scaled = b.op(f"arith.mulf {inner}, {b.const(math.sqrt(2.0 / math.pi), ty)} : {ty}")
-        t = b.op(f"math.tanh {scaled} : {ty}")
-    else:
-        scaled = b.op(f"arith.mulf {x}, {b.const(1.0 / math.sqrt(2.0), ty)} : {ty}")
-        if ev.ctx.type_of(node.outputs[0]).dtype in HALF_STORAGE:
-            t = _erf_for_half(ev, scaled, ty)
+        half = b.op(f"arith.mulf {x}, {b.const(0.5, ty)} : {ty}")
+        if node.attrs.get("approximate", "none") == "tanh":
+            x2 = b.op(f"arith.mulf {x}, {x} : {ty}")
+            x3 = b.op(f"arith.mulf {x2}, {x} : {ty}")
+            inner = b.op(f"math.fma {x3}, {b.const(0.044715, ty)}, {x} : {ty}")
+            scaled = b.op(f"arith.mulf {inner}, {b.const(math.sqrt(2.0 / math.pi), ty)} : {ty}")
+            t = b.op(f"math.tanh {scaled} : {ty}")
         else:
+            scaled = b.op(f"arith.mulf {x}, {b.const(1.0 / math.sqrt(2.0), ty)} : {ty}")
             t = b.op(f"math.erf {scaled} : {ty}")
-    one_plus = b.op(f"arith.addf {t}, {b.const(1.0, ty)} : {ty}")
-    return b.op(f"arith.mulf {half}, {one_plus} : {ty}")
-
-
-HALF_STORAGE = ("float16", "bfloat16")
-ERF_AS = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
-ERF_AS_P = 0.3275911
-
-
-def _erf_for_half(ev: Evaluator, x: str, ty: str) -> str:
-    """erf(x) for a result stored as fp16/bf16: Abramowitz and Stegun 7.1.26,
-    1 - (a1 t + ... + a5 t^5) exp(-x^2) with t = 1 / (1 + p|x|), absolute error below 1.5e-7,
-    far inside the storage's rounding (fp16 keeps 11 bits). It costs about two thirds of the
-    f32-accurate erf's instructions, and exact-GELU kernels of fp16 models are bound by them
-    (H100: 26 us at 1.9 TB/s for the encoder layer's 12.6M elements)."""
-    b = ev.body
-    ax = b.op(f"math.absf {x} : {ty}")
-    den = b.op(f"math.fma {ax}, {b.const(ERF_AS_P, ty)}, {b.const(1.0, ty)} : {ty}")
-    t = b.op(f"arith.divf {b.const(1.0, ty)}, {den} : {ty}")
-    poly = b.const(ERF_AS[-1], ty)
-    for k in reversed(ERF_AS[:-1]):
-        poly = b.op(f"math.fma {poly}, {t}, {b.const(k, ty)} : {ty}")
-    poly = b.op(f"arith.mulf {poly}, {t} : {ty}")
-    sq = b.op(f"arith.mulf {ax}, {ax} : {ty}")
-    e = b.op(f"math.exp {b.op(f'arith.negf {sq} : {ty}')} : {ty}")
-    y = b.op(f"math.fma {b.op(f'arith.negf {poly} : {ty}')}, {e}, {b.const(1.0, ty)} : {ty}")
-    return b.op(f"math.copysign {y}, {x} : {ty}")
+        one_plus = b.op(f"arith.addf {t}, {b.const(1.0, ty)} : {ty}")
+        return b.op(f"arith.mulf {half}, {one_plus} : {ty}")
+    raise UnsupportedOpError(f"{node.describe()}: no pointwise code generator")
 
 
 def _clip(ev: Evaluator, node: Node, idx: list[Index]) -> str:
