@@ -37,6 +37,7 @@ from typing import Any
 
 from nova.abi import LibraryPlan
 from nova.errors import DeviceError
+from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.gemm_tuning import Tuning, tune_plan, tuning_enabled
 from nova.runtime.cuda.library_jit import NativeLibrary, jit_library
 
@@ -94,41 +95,13 @@ def candidate_paths() -> list[Path]:
     """Where libcublasLt.so.13 may be: $NOVA_CUBLASLT, the nvidia wheels' lib folders (the
     `nvidia` namespace package: `cublas/lib`, `cu13/lib`), torch's lib folder, the CUDA
     toolkit ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda)."""
-    found: list[Path] = []
-    env = os.environ.get(ENV_PATH)
-    if env:
-        found.append(Path(env))
-    roots: list[str] = []
-    try:
-        import nvidia  # type: ignore[import-not-found]  # NVIDIA's wheels' namespace
-
-        roots += list(getattr(nvidia, "__path__", []))
-    except ImportError:
-        pass
-    for root in roots:
-        for sub in ("cublas/lib", "cu13/lib", "cu13/lib64"):
-            found.append(Path(root) / sub / LIBRARY_SONAME)
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("torch")
-        if spec is not None and spec.origin:
-            found.append(Path(spec.origin).parent / "lib" / LIBRARY_SONAME)
-    except (ImportError, ValueError):
-        pass
-    toolkits = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for toolkit in dict.fromkeys(t for t in toolkits if t):
-        for sub in ("lib64", "targets/x86_64-linux/lib"):
-            found.append(Path(toolkit) / sub / LIBRARY_SONAME)
-    return found
+    return library_paths.candidate_paths(LIBRARY_SONAME, ENV_PATH,
+                                         ("cublas/lib", "cu13/lib", "cu13/lib64"))
 
 
 def find_library() -> str:
     """The first existing candidate, else the bare soname (left to the dynamic loader)."""
-    for path in candidate_paths():
-        if path.is_file():
-            return str(path)
-    return LIBRARY_SONAME
+    return library_paths.find_library(candidate_paths(), LIBRARY_SONAME)
 
 
 def unavailable_reason() -> str | None:

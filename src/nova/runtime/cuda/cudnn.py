@@ -30,7 +30,6 @@ generated kernels only).
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from nova.abi import ConvPlan
+from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.cublaslt import LibraryCallError, LibraryUnavailableError
 from nova.runtime.cuda.library_jit import NativeLibrary, jit_library
 
@@ -88,38 +88,12 @@ def status_name(code: int) -> str:
 def candidate_paths() -> list[Path]:
     """Where libcudnn.so.9 may be: $NOVA_CUDNN, the nvidia-cudnn wheel (`nvidia/cudnn/lib`),
     torch's lib folder, the CUDA toolkit ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda)."""
-    found: list[Path] = []
-    env = os.environ.get(ENV_PATH)
-    if env:
-        found.append(Path(env))
-    try:
-        import nvidia  # type: ignore[import-not-found]  # NVIDIA's wheels' namespace
-
-        found += [Path(root) / "cudnn" / "lib" / LIBRARY_SONAME
-                  for root in getattr(nvidia, "__path__", [])]
-    except ImportError:
-        pass
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("torch")
-        if spec is not None and spec.origin:
-            found.append(Path(spec.origin).parent / "lib" / LIBRARY_SONAME)
-    except (ImportError, ValueError):
-        pass
-    toolkits = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    for toolkit in dict.fromkeys(t for t in toolkits if t):
-        for sub in ("lib64", "targets/x86_64-linux/lib"):
-            found.append(Path(toolkit) / sub / LIBRARY_SONAME)
-    return found
+    return library_paths.candidate_paths(LIBRARY_SONAME, ENV_PATH, ("cudnn/lib",))
 
 
 def find_library() -> str:
     """The first existing candidate, else the bare soname (left to the dynamic loader)."""
-    for path in candidate_paths():
-        if path.is_file():
-            return str(path)
-    return LIBRARY_SONAME
+    return library_paths.find_library(candidate_paths(), LIBRARY_SONAME)
 
 
 _loaded: dict[str, Any] = {}
