@@ -218,3 +218,22 @@ def convert_compute_to_storage(body: Body, value: str, dtype: str) -> str:
         return body.op(f"arith.truncf {value} : f32 to {st}")
     return body.op(f"arith.trunci {value} : {ct} to {st}")
 
+
+def to_f32(ctx: KernelContext, tensor: str, value: str) -> str:
+    """`value` (compute type of `tensor`) as f32."""
+    ty = ctx.ctype(tensor)
+    if ty == "f32":
+        return value
+    if ty == "f64":
+        return ctx.body.op(f"arith.truncf {value} : f64 to f32")
+    return ctx.body.op(f"arith.sitofp {value} : {ty} to f32")
+
+
+def from_f32(ctx: KernelContext, tensor: str, value: str) -> str:
+    """f32 `value` in the compute type of `tensor`."""
+    ty = ctx.ctype(tensor)
+    if ty == "f32":
+        return value
+    if ty == "f64":
+        return ctx.body.op(f"arith.extf {value} : f32 to f64")
+    return ctx.body.op(f"arith.fptosi {value} : f32 to {ty}")

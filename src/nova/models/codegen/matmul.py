@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from functools import partial
 
-from nova.models.codegen.context import GeneratedKernel, KernelContext
+from nova.models.codegen.context import GeneratedKernel, KernelContext, from_f32, to_f32
 from nova.models.codegen.pointwise import Evaluator, store_epilogue
 from nova.models.codegen.text import Index, broadcast_index
 from nova.models.graph import Node
@@ -222,26 +222,26 @@ def matmul_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generat
         batch = b.delinearize(bz, out_batch) if out_batch else []
         idx = [*broadcast_index(batch, out_batch, shape[:-2]), row, col]
         with ev.scope():
-            return _as_f32(ctx, name, ev.value(name, idx))
+            return to_f32(ctx, name, ev.value(name, idx))
 
     def load_a(bz: Index, gm: Index, gk: Index) -> str:
         if a_name in ev.members:
             return through_prologue(a_name, a_shape, bz, *((gk, gm) if ta else (gm, gk)))
         off = _batch_offset(ctx, bz, out_batch, a_shape[:-2], m * k)
         inner = b.add(b.mul(gk, m), gm) if ta else b.add(b.mul(gm, k), gk)
-        return _as_f32(ctx, a_name, ctx.load(a_name, b.add(off, inner)))
+        return to_f32(ctx, a_name, ctx.load(a_name, b.add(off, inner)))
 
     def load_b(bz: Index, gk: Index, gn: Index) -> str:
         if b_name in ev.members:
             return through_prologue(b_name, b_shape, bz, *((gn, gk) if tb else (gk, gn)))
         off = _batch_offset(ctx, bz, out_batch, b_shape[:-2], k * n)
         inner = b.add(b.mul(gn, k), gk) if tb else b.add(b.mul(gk, n), gn)
-        return _as_f32(ctx, b_name, ctx.load(b_name, b.add(off, inner)))
+        return to_f32(ctx, b_name, ctx.load(b_name, b.add(off, inner)))
 
     def store(bz: Index, gm: Index, gn: Index, value: str) -> None:
         if alpha != 1.0:
             value = b.op(f"arith.mulf {value}, {b.const(alpha, 'f32')} : f32")
-        value = _from_f32(ctx, out, value)
+        value = from_f32(ctx, out, value)
         idx = [*(b.delinearize(bz, out_batch) if out_batch else []), gm, gn]
         linear = b.add(b.mul(bz, m * n), b.add(b.mul(gm, n), gn))
         store_epilogue(ctx, ev, group, out, idx, linear, value)
@@ -286,7 +286,7 @@ def conv_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generated
 
     def load_a(g: Index, gm: Index, gk: Index) -> str:
         row = b.add(b.mul(g, m), gm)
-        return _as_f32(ctx, w_name, ctx.load(w_name, b.add(b.mul(row, k), gk)))
+        return to_f32(ctx, w_name, ctx.load(w_name, b.add(b.mul(row, k), gk)))
 
     def load_b(g: Index, gk: Index, gn: Index) -> str:
         cin = b.add(b.mul(g, ci), b.div(gk, kh * kw))
@@ -299,7 +299,7 @@ def conv_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generated
 
         def load() -> str:
             lin = b.linear([img, cin, iy, ix], (nb, c, h, w))
-            return _as_f32(ctx, x_name, ctx.load(x_name, lin))
+            return to_f32(ctx, x_name, ctx.load(x_name, lin))
 
         if not padded:
             return load()
@@ -314,9 +314,9 @@ def conv_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Generated
     def store(g: Index, gm: Index, gn: Index, value: str) -> None:
         cout = b.add(b.mul(g, m), gm)
         if bias is not None:
-            bv = _as_f32(ctx, bias, ctx.load(bias, cout))
+            bv = to_f32(ctx, bias, ctx.load(bias, cout))
             value = b.op(f"arith.addf {value}, {bv} : f32")
-        value = _from_f32(ctx, out, value)
+        value = from_f32(ctx, out, value)
         img, pix = b.div(gn, oh * ow), b.rem(gn, oh * ow)
         idx = [img, cout, b.div(pix, ow), b.rem(pix, ow)]
         linear = b.add(b.mul(b.add(b.mul(img, co), cout), oh * ow), pix)
@@ -375,24 +375,6 @@ def _signed_offset(ctx: KernelContext, value: Index, pad: int) -> Index:
     if isinstance(value, int):
         return value - pad
     return b.op(f"arith.subi {value}, {b.ix(pad)} : index")
-
-
-def _as_f32(ctx: KernelContext, tensor: str, value: str) -> str:
-    ty = ctx.ctype(tensor)
-    if ty == "f32":
-        return value
-    if ty == "f64":
-        return ctx.body.op(f"arith.truncf {value} : f64 to f32")
-    return ctx.body.op(f"arith.sitofp {value} : {ty} to f32")
-
-
-def _from_f32(ctx: KernelContext, tensor: str, value: str) -> str:
-    ty = ctx.ctype(tensor)
-    if ty == "f32":
-        return value
-    if ty == "f64":
-        return ctx.body.op(f"arith.extf {value} : f32 to f64")
-    return ctx.body.op(f"arith.fptosi {value} : f32 to {ty}")
 
 
 WARPS = 8
@@ -461,7 +443,7 @@ def small_m_kernel(ctx: KernelContext, group: KernelGroup, node: Node, rows: int
                 value = total
                 if alpha != 1.0:
                     value = b.op(f"arith.mulf {value}, {b.const(alpha, 'f32')} : f32")
-                value = _from_f32(ctx, out, value)
+                value = from_f32(ctx, out, value)
                 idx = [*b.delinearize(r, out_shape[:-1]), col]
                 store_epilogue(ctx, ev, group, out, idx, b.add(r * n_cols, col), value)
         b.line("}")

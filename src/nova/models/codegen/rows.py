@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nova.models.codegen.context import GeneratedKernel, KernelContext
+from nova.models.codegen.context import GeneratedKernel, KernelContext, from_f32, to_f32
 from nova.models.codegen.pointwise import Evaluator, store_epilogue
-from nova.models.codegen.row_shape import Rows, from_f32, row_axes, to_f32
+from nova.models.codegen.row_shape import Rows, row_axes
 from nova.models.codegen.rows_resident import resident_layout, resident_row_kernel
 from nova.models.codegen.text import Index, broadcast_index
 from nova.models.graph import Node

@@ -22,9 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from nova.models.codegen.context import GeneratedKernel, KernelContext, vector_lanes
+from nova.models.codegen.context import (
+    GeneratedKernel,
+    KernelContext,
+    from_f32,
+    to_f32,
+    vector_lanes,
+)
 from nova.models.codegen.pointwise import Evaluator, epilogue_value, store_epilogue
-from nova.models.codegen.row_shape import Rows, from_f32, to_f32
+from nova.models.codegen.row_shape import Rows
 from nova.models.codegen.text import Body, Index, broadcast_index
 from nova.models.graph import Node
 from nova.models.passes.fusion import KernelGroup
