@@ -129,6 +129,24 @@ def test_large_dynamic_shared_memory_opt_in(device):
     assert out.view(np.int64).numpy()[0] == shared
 
 
+def test_max_active_blocks(device):
+    """The occupancy query persistent kernels size their grids with: on cuda the driver's
+    calculator (sm_90: 2048 threads and 228 KiB of shared memory per SM, at most 32 blocks),
+    on cpu one block per worker."""
+    fn = tk.function(device, "dyn_shared")
+    counts = [device.max_active_blocks(fn, threads, shared)
+              for threads, shared in ((128, 0), (1024, 0), (128, 120 * 1024), (32, 0))]
+    if device.kind == "cpu":
+        assert counts == [1, 1, 1, 1]
+    else:
+        assert counts == [16, 2, 1, 32]
+    assert device.max_active_blocks(fn, 1024, 0) == counts[1]  # cached per shape
+    with pytest.raises(ArgumentError, match="shared_bytes"):
+        device.max_active_blocks(fn, 128, -1)
+    with pytest.raises(ArgumentError, match="block_threads"):
+        device.max_active_blocks(fn, 4096, 0)
+
+
 def test_cpu_kernel_fault_is_raised_at_synchronize(cpu_device):
     fn = tk.function(cpu_device, "fault")
     s = cpu_device.create_stream()

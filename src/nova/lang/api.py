@@ -212,6 +212,19 @@ class KernelFunction:
         assert images.ptx is not None
         return images.ptx
 
+    def max_active_blocks(self, *sig: Any, block: int, shared_bytes: int = 0,
+                          device: str | Device | None = None) -> int:
+        """Blocks of `block` threads (with `shared_bytes` of dynamic shared memory) of this
+        kernel's `sig` specialisation that one multiprocessor of `device` holds at once, as
+        CUDA's occupancy calculator counts them (registers included): the grid of a persistent
+        kernel is this times the multiprocessor count. Compiles and loads `sig` if needed."""
+        dev = get_device(device if device is not None else self._device)
+        checked = self._check_bounds
+        if checked is None:
+            checked = config.get().check_bounds
+        plan = self._plan(dev, self.signature(*sig), checked)
+        return dev.max_active_blocks(plan.function, block, shared_bytes)
+
     # --- launching ------------------------------------------------------------------------------
     def __getitem__(self, config: Any) -> _Configured:
         try:

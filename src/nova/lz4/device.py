@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -106,19 +107,31 @@ def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer,
         warps = K.compress_warps_per_block(page_size, bits)
     smem = K.compress_shared_bytes(page_size, warps, bits)
     work = _work_counter(stream, work)
+    args = (src32, staged, sizes, n, page_size, fault_page, bits,
+            K.IN_BATCH if in_batch is None else in_batch, work)
     K.compress_pages_kernel.launch(
-        src32, staged, sizes, n, page_size, fault_page, bits,
-        K.IN_BATCH if in_batch is None else in_batch, work,
-        grid=resident_grid(stream.device, n, warps, smem), block=32 * warps, stream=stream,
-        shared_bytes=smem)
+        *args, grid=resident_grid(K.compress_pages_kernel, args, stream.device, n, warps, smem),
+        block=32 * warps, stream=stream, shared_bytes=smem)
 
 
-def resident_grid(device: nova.Device, n: int, warps: int, shared_bytes: int) -> int:
+_RESIDENT: dict[tuple[Any, nova.Device, int, int], int] = {}
+"""(kernel, device, warps, shared bytes) -> blocks per multiprocessor (the driver's count)."""
+
+
+def resident_grid(kernel: Any, args: tuple[Any, ...], device: nova.Device, n: int, warps: int,
+                  shared_bytes: int) -> int:
     """Blocks for a page kernel over n pages with `warps` pages per block: enough for one page
-    per warp, but no more than fit on the device at once (shared memory bounds them); the
-    kernels' warps then claim the remaining pages one at a time (their `work` counter), so a
-    warp whose pages were quick takes more instead of idling until its block retires."""
-    per_sm = min(K.SM_SHARED_BYTES // (shared_bytes + K.BLOCK_RESERVED), 32, 64 // warps)
+    per warp, but no more than fit on the device at once (the occupancy calculator's count:
+    registers or shared memory bound them); the kernels' warps then claim the remaining pages
+    one at a time (their `work` counter), so a warp whose pages were quick takes more instead
+    of idling until its block retires. A grid past what is resident would leave a second,
+    partial wave of blocks that start only as the first ones retire: a tail of idle SMs."""
+    key = (kernel, device, warps, shared_bytes)
+    per_sm = _RESIDENT.get(key)
+    if per_sm is None:
+        per_sm = kernel.max_active_blocks(*args, block=32 * warps, shared_bytes=shared_bytes,
+                                          device=device)
+        _RESIDENT[key] = per_sm
     return max(1, min(-(-n // warps), max(1, per_sm) * device.properties.multiprocessor_count))
 
 
@@ -184,7 +197,7 @@ def launch_decompress(payload: nova.Buffer, offsets: nova.Buffer, sizes: nova.Bu
         warps = K.warps_per_block(page_size)
     smem = K.decompress_shared_bytes(page_size, warps)
     work = _work_counter(stream, work)
+    args = (payload, offsets, sizes, dst32, status, n, page_size, work)
     K.decompress_pages_kernel.launch(
-        payload, offsets, sizes, dst32, status, n, page_size, work,
-        grid=resident_grid(stream.device, n, warps, smem), block=32 * warps, stream=stream,
-        shared_bytes=smem)
+        *args, grid=resident_grid(K.decompress_pages_kernel, args, stream.device, n, warps, smem),
+        block=32 * warps, stream=stream, shared_bytes=smem)

@@ -293,6 +293,23 @@ class Device(ABC):
         """The same as `gemm_library`, for library convolutions (`ConvPlan`s)."""
         return "none", f"the {self.kind} device binds no library calls", False
 
+    def max_active_blocks(self, function: DeviceFunction, block_threads: int,
+                          shared_bytes: int = 0) -> int:
+        """How many blocks of `function` (`block_threads` threads, `shared_bytes` of dynamic
+        shared memory) one multiprocessor holds at once: for grids sized to what is resident
+        (persistent kernels whose warps claim work). A device that runs one block per worker at
+        a time (the CPU device) keeps this default of 1 (see `_occupancy`)."""
+        check_nbytes(shared_bytes, "shared_bytes")
+        limit = self.properties.max_threads_per_block
+        if type(block_threads) is not int or not 1 <= block_threads <= limit:
+            raise ArgumentError(f"kernel @{function.name}: block_threads must be an int from 1 "
+                                f"to {limit}, got {block_threads!r}")
+        return self._occupancy(function, block_threads, shared_bytes)
+
+    def _occupancy(self, function: DeviceFunction, block_threads: int, shared_bytes: int) -> int:
+        """`max_active_blocks` of validated arguments."""
+        return 1
+
     @property
     @abstractmethod
     def dlpack_device(self) -> tuple[int, int]:

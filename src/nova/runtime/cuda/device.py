@@ -308,6 +308,20 @@ class CudaDevice(Device):
         s.last_kernel = name
         del packed  # kept alive until the driver has copied the values
 
+    def _occupancy(self, function: DeviceFunction, block_threads: int, shared_bytes: int) -> int:
+        """The driver's occupancy calculator (registers, static and dynamic shared memory,
+        block limits), after opting `function` in to `shared_bytes`. Cached per shape."""
+        assert isinstance(function, CudaFunction)
+        key = (block_threads, shared_bytes)
+        blocks = function.occupancy.get(key)
+        if blocks is None:
+            self.opt_in_shared(function, shared_bytes)
+            blocks = int(self.driver.call("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                                          function.cu, block_threads, shared_bytes,
+                                          kernel=function.name))
+            function.occupancy[key] = blocks
+        return blocks
+
     def opt_in_shared(self, function: DeviceFunction, shared_bytes: int) -> None:
         """Let `function` use `shared_bytes` of dynamic shared memory: above 48 KiB a kernel
         must opt in (cuFuncSetAttribute), once per size it has not allowed yet."""

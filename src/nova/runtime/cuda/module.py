@@ -101,3 +101,4 @@ class CudaFunction(DeviceFunction):
         super().__init__(module, name, kernel, int(cu))
         self.cu = cu
         self.max_dynamic_shared = 48 * 1024  # what a function allows before opting in
+        self.occupancy: dict[tuple[int, int], int] = {}  # (threads, dynamic shared) -> blocks/SM
