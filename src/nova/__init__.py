@@ -94,7 +94,11 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'nova' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    # bound once: later `nova.X` reads are plain module-dict hits, not an import_module call
+    # each (hot paths read `nova.Buffer`, `nova.uint32`, ... per call)
+    globals()[name] = value
+    return value
 
 
 __all__ = sorted(_LAZY)

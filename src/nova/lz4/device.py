@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 import nova
 from nova.lz4 import kernels as K
+from nova.runtime.device import numpy_dtype
 
 SCAN_THREADS = 1024
 COMPACT_WARPS = 8
@@ -88,7 +89,7 @@ class SlotScratch:
 
 def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 0) -> nova.Buffer:
     """`count` elements of `dtype` at `byte_offset` into `buf` (no copy)."""
-    itemsize = np.dtype(dtype).itemsize
+    itemsize = numpy_dtype(dtype).itemsize
     return nova.Buffer.wrap(buf.device, buf.ptr + byte_offset, max(count * itemsize, itemsize),
                             dtype, (count,), owner=buf)
 

@@ -588,11 +588,25 @@ class Device(ABC):
         return Launcher(self, function, slot_format)
 
 
+_DTYPES: dict[Any, np.dtype] = {}
+"""numpy_dtype's answers for hashable specs (type objects, names, dtypes): every Buffer view
+resolves one, and np.dtype() of a type costs microseconds."""
+
+
 def numpy_dtype(dtype: Any) -> np.dtype:
     """np.dtype(dtype), turning failures into ArgumentError."""
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        hashable = True
+    except TypeError:
+        hashable = False
     import numpy as np
 
     try:
-        return np.dtype(dtype)
+        found = np.dtype(dtype)
     except TypeError as exc:
         raise ArgumentError(f"not a NumPy dtype: {dtype!r}") from exc
+    if hashable and len(_DTYPES) < 256:
+        _DTYPES[dtype] = found
+    return found

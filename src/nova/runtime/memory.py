@@ -50,11 +50,15 @@ class Buffer:
         self._dtype: np.dtype | None = None if type(dtype) is str and dtype == "uint8" \
             else numpy_dtype(dtype)
         itemsize = 1 if self._dtype is None else self._dtype.itemsize
-        self.shape: tuple[int, ...] = (
-            (nbytes // itemsize,) if shape is None else tuple(int(d) for d in shape))
-        if any(d < 0 for d in self.shape) or math.prod(self.shape) * itemsize > nbytes:
-            raise ArgumentError(f"shape {self.shape} of {self.dtype} does not fit the "
-                                f"{nbytes} bytes of the buffer")
+        if shape is None:  # whole elements of the bytes: fits by construction
+            if nbytes < 0:
+                raise ArgumentError(f"a buffer of {nbytes} bytes")
+            self.shape: tuple[int, ...] = (nbytes // itemsize,)
+        else:
+            self.shape = tuple(map(int, shape))
+            if min(self.shape, default=0) < 0 or math.prod(self.shape) * itemsize > nbytes:
+                raise ArgumentError(f"shape {self.shape} of {self.dtype} does not fit the "
+                                    f"{nbytes} bytes of the buffer")
         self.stream = stream
         self._base = base
         self._owner = owner
