@@ -550,17 +550,17 @@ def occupancy(dev: nova.Device, page: int, variants: list[Variant]) -> dict[str,
     out: dict[str, Any] = {}
     cudev = call(cu.cuDeviceGet(dev.index))
     call(cu.cuCtxSetCurrent(call(cu.cuDevicePrimaryCtxRetain(cudev))))  # Nova's context too
-    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int,
-            nova.uint32[:])
+    csig = (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, nova.uint32[:])
     cases = [
-        ("compress", K.compress_pages_kernel, csig, cw, K.compress_shared_bytes(page, cw)),
+        ("compress", K.compress_kernel(page, K.hash_log(page), K.IN_BATCH), csig, cw,
+         K.compress_shared_bytes(page, cw)),
         ("decompress", K.decompress_pages_kernel,
          (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int,
           nova.uint32[:]), dw, K.decompress_shared_bytes(page, dw)),
     ]
     for bits in sorted({b for _, b, _, _ in variants if b is not None}):
         w = K.compress_warps_per_block(page, bits)
-        cases.append((f"compress_h{bits}", K.compress_pages_kernel, csig, w,
+        cases.append((f"compress_h{bits}", K.compress_kernel(page, bits, K.IN_BATCH), csig, w,
                       K.compress_shared_bytes(page, w, bits)))
     sms = call(cu.cuDeviceGetAttribute(
         cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, cudev))

@@ -17,9 +17,8 @@ from nova.lz4 import kernels as K
 PTXAS = shutil.which("ptxas")
 
 KERNELS = {
-    "compress": (K.compress_pages_kernel,
-                 (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, int, int, int,
-                  nova.uint32[:])),
+    "compress": (K.compress_kernel(4096, K.hash_log(4096), K.IN_BATCH),
+                 (nova.uint32[:], nova.uint8[:], nova.uint32[:], int, int, nova.uint32[:])),
     "decompress": (K.decompress_pages_kernel,
                    (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:],
                     int, int, nova.uint32[:])),

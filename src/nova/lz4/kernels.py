@@ -41,6 +41,7 @@ Warp-level communication through shared memory is ordered by `nova.syncwarp()`.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import nova
 
@@ -208,220 +209,231 @@ def next_page(claim, grid_warps, group, groups):
     return grid_warps + group + groups * nova.int32(nova.shuffle_idx(claim, 0, members=FULL))
 
 
-@nova.kernel
-def compress_pages_kernel(src, dst, sizes, n_pages, page_size, fault_page, hash_bits,
-                          in_batch, work):
-    """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's block or
-    raw copy at i * page_size); sizes: uint32[n] (stored size | RAW); hash_bits: log2 of the
-    hash table's entries (hash_log(page_size) by default: launch_compress); in_batch: how a
-    position finds an earlier position of its own batch (the table cannot hold those yet):
-    IN_BATCH_MATCH_ANY (any of them: match_any) or IN_BATCH_SHUFFLE (those 1, 2, 4 or 8 bytes
-    back: four shuffles). Positions and lengths within a page are int32 (64-bit integer
-    arithmetic costs two instructions on the GPU). work: uint32[WORK_WORDS], zero at the
-    launch: the page counters of claim_next."""
-    warp = nova.thread_id(0) // 32
-    nwarps = nova.block_dim(0) // 32
-    page = nova.block_id(0) * nwarps + warp
-    grid_warps = nova.grid_dim(0) * nwarps
-    groups = min(nova.int32(CLAIM_GROUPS), nova.int32(nova.grid_dim(0)))
-    group = nova.int32(nova.block_id(0)) % groups
-    lane = nova.int32(nova.lane_id())
-    size = nova.int32(page_size)
-    nwords = size >> 2
-    hlog = nova.int32(hash_bits)
-    entries = nova.int32(1) << hlog
-    # each warp's page, then its hash table (2-byte entries). Offsets and indices are written
-    # as multiples of 16 bytes (page sizes and tables are), so LLVM can prove the 16-byte
-    # alignment that merges a lane's four words into one v4 load/store
-    pbase = warp * ((page_size + 2 * nova.int64(entries) + 15) // 16) * 16
-    # one word more than the page: load_word_nc reads the word after a position's word
-    # without a clamp; after the page comes the warp's own table, so the word exists and no
-    # other warp writes it (compute-sanitizer's racecheck saw the last warp's reads of the
-    # first warp's table when the tables followed all the pages)
-    buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, pbase)
-    buf = nova.dynamic_shared_array(nova.uint8, size, pbase)
-    toff = pbase + page_size
-    table = nova.dynamic_shared_array(nova.uint16, entries, toff)
-    table32 = nova.dynamic_shared_array(nova.uint32, entries >> 1, toff)
-    hshift = nova.uint32(32 - hlog)
-    while page < n_pages:
-        assert page != fault_page, "nova.lz4: injected fault (test hook)"
-        claim = claim_next(work, lane, group)
-        wbase = page * (page_size // 16) * 4
-        i = lane * 4
-        while i + 128 < nwords:  # two 16-byte loads in flight per lane, then their stores
-            w0 = src[wbase + i]
-            w1 = src[wbase + i + 1]
-            w2 = src[wbase + i + 2]
-            w3 = src[wbase + i + 3]
-            v0 = src[wbase + i + 128]
-            v1 = src[wbase + i + 129]
-            v2 = src[wbase + i + 130]
-            v3 = src[wbase + i + 131]
-            buf32[i] = w0
-            buf32[i + 1] = w1
-            buf32[i + 2] = w2
-            buf32[i + 3] = w3
-            buf32[i + 128] = v0
-            buf32[i + 129] = v1
-            buf32[i + 130] = v2
-            buf32[i + 131] = v3
-            i += 256
-        while i < nwords:
-            w0 = src[wbase + i]
-            w1 = src[wbase + i + 1]
-            w2 = src[wbase + i + 2]
-            w3 = src[wbase + i + 3]
-            buf32[i] = w0
-            buf32[i + 1] = w1
-            buf32[i + 2] = w2
-            buf32[i + 3] = w3
-            i += 128
-        j = lane
-        while j < entries >> 1:
-            table32[j] = nova.uint32(0)
-            j += 32
-        nova.syncwarp()
+@functools.cache
+def compress_kernel(page_size: int, hash_bits: int, in_batch: int) -> Any:
+    """The compression kernel for one page size, hash table (log2 of its entries: hash_log
+    by default) and in-batch mode: how a position finds an earlier position of its own batch,
+    which the table cannot hold yet: IN_BATCH_MATCH_ANY (any of them: match_any) or
+    IN_BATCH_SHUFFLE (those 1, 2, 4 or 8 bytes back: four shuffles). The three are
+    compile-time constants of the kernel (closure constants), so every size, limit and shift
+    derived from them folds: as kernel parameters they were reloaded from constant memory
+    inside the matching loop, where ncu attributed ~10% of the stall samples on text pages to
+    waiting for them."""
+    if not (type(page_size) is int and type(hash_bits) is int and type(in_batch) is int):
+        raise TypeError("compress_kernel(page_size, hash_bits, in_batch) takes ints")
 
-        obase = page * page_size
-        limit = size - MF_LIMIT  # the last position a match may start at
-        mlimit = size - LAST_LITERALS  # matches end at or before this
-        below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
-        pos: nova.int32 = 0
-        anchor: nova.int32 = 0
-        op: nova.int32 = 0
-        raw = False
-        misses: nova.int32 = 0  # batches without a match since the last match
-        while pos <= limit:
-            p = pos + lane
-            # every lane loads (lanes past the limit at the limit): no divergent branch; a table
-            # entry is always a position inside the page (0 when empty)
-            inside = p <= limit
-            w = load_word_nc(buf32, min(p, limit))
-            h = (w * nova.uint32(HASH_MUL)) >> hshift
-            # the warp collective first: MATCH.ANY's latency (its result was waited for right
-            # after it, ~18% of the stall samples on text pages) hides behind the table read
-            # and the candidate's loads
-            alike_all = nova.match_any(h)
-            c = nova.int32(table[h])
-            wc = load_word_nc(buf32, c)
-            ok = inside and c < p and wc == w
-            # a nearer match inside this batch: the closest earlier valid lane with the same
-            # word. One match_any over the hashes serves both this and the insertions below:
-            # the nearest earlier lane with the same hash is taken when its word is the same too
-            # (a hash collision in between costs that in-batch match, rarely)
-            nvalid = min(limit - pos + 1, 32)
-            valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
-            if in_batch == IN_BATCH_MATCH_ANY:  # uniform: a kernel parameter
-                same = alike_all & valid & below
-            else:
-                same = near_repeats(w, lane) & valid
-            if same != 0 and inside:
-                near = pos + 31 - nova.int32(nova.clz(same))
-                if in_batch != IN_BATCH_MATCH_ANY or load_word_nc(buf32, near) == w:
-                    c = near
-                    ok = True
-            found = nova.ballot(ok, members=FULL)
-            # every lane has read the table: insert the positions up to the first match (the
-            # next batch starts after the match, so later positions would be found as their own
-            # candidates there). Lanes whose positions hash alike leave the latest position, as
-            # a sequential compressor would: only the highest of them stores, so the table and
-            # the output do not depend on which of several same-address stores wins
-            first = nova.int32(nova.ctz(found))  # 32 when there is no match
-            inserting = inside and lane <= first
-            # the inserting lanes without a vote: `valid` is the lanes inside, and lanes 0..first
-            upto = nova.uint32(0xFFFFFFFF) >> nova.uint32(31 - min(first, 31))
-            alike = alike_all & valid & upto
-            nova.syncwarp()  # every lane's table read is done before any lane stores
-            if inserting and (alike >> nova.uint32(lane)) == nova.uint32(1):
-                table[h] = nova.uint16(p)
-            nova.syncwarp()  # ... and the next batch sees every insertion
-            if found == 0:
-                misses += 1
-                pos += 32 + 32 * (misses >> SKIP_SHIFT)
-                pending = pos - anchor
-                if op + 1 + pending + pending // 255 >= size:
-                    raw = True  # the literals alone already fill the page
-                    break
-                continue
-            s = pos + first
-            cand = nova.shuffle_idx(c, first, members=FULL)
-            # extend backwards over pending literals, 4 bytes per step, every lane alike (the
-            # loads broadcast; no warp vote): the equal bytes just below s and cand are the
-            # leading zero bytes of the XOR of the words before them. One step nearly always.
-            room = min(s - anchor, cand)
-            back: nova.int32 = 0
-            while back < room:
-                xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
-                eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
-                back += min(eq, room - back)
-                if eq < 4:
-                    break
-            s -= back
-            cand -= back
-            # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no vote;
-            # most matches end there: the corpus' median match is 7 bytes), then 128 bytes per
-            # warp step. The words read start at most at s + maxlen + 3 = size - 2 (their high
-            # word may be the one after the page: see buf32); bytes past maxlen are cut by the
-            # min below.
-            maxlen = mlimit - s
-            mlen = MIN_MATCH + back
-            if mlen < maxlen:
-                x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
-                x1 = load_word_nc(buf32, s + mlen + 4) ^ load_word_nc(buf32, cand + mlen + 4)
-                if x0 != 0:
-                    mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
-                    maxlen = min(mlen, maxlen)  # ends the warp loop
-                elif x1 != 0:
-                    mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
-                    maxlen = min(mlen, maxlen)
+    @nova.kernel
+    def compress_pages_kernel(src, dst, sizes, n_pages, fault_page, work):
+        """src: uint32[n * page_size / 4] (the pages); dst: uint8[n * page_size] (page i's
+        block or raw copy at i * page_size); sizes: uint32[n] (stored size | RAW). Positions
+        and lengths within a page are int32 (64-bit integer arithmetic costs two instructions
+        on the GPU). work: uint32[WORK_WORDS], zero at the launch: claim_next's counters."""
+        warp = nova.thread_id(0) // 32
+        nwarps = nova.block_dim(0) // 32
+        page = nova.block_id(0) * nwarps + warp
+        grid_warps = nova.grid_dim(0) * nwarps
+        groups = min(nova.int32(CLAIM_GROUPS), nova.int32(nova.grid_dim(0)))
+        group = nova.int32(nova.block_id(0)) % groups
+        lane = nova.int32(nova.lane_id())
+        size = nova.int32(page_size)
+        nwords = size >> 2
+        hlog = nova.int32(hash_bits)
+        entries = nova.int32(1) << hlog
+        # each warp's page, then its hash table (2-byte entries). Offsets and indices are written
+        # as multiples of 16 bytes (page sizes and tables are), so LLVM can prove the 16-byte
+        # alignment that merges a lane's four words into one v4 load/store
+        pbase = warp * ((page_size + 2 * nova.int64(entries) + 15) // 16) * 16
+        # one word more than the page: load_word_nc reads the word after a position's word
+        # without a clamp; after the page comes the warp's own table, so the word exists and no
+        # other warp writes it (compute-sanitizer's racecheck saw the last warp's reads of the
+        # first warp's table when the tables followed all the pages)
+        buf32 = nova.dynamic_shared_array(nova.uint32, nwords + 1, pbase)
+        buf = nova.dynamic_shared_array(nova.uint8, size, pbase)
+        toff = pbase + page_size
+        table = nova.dynamic_shared_array(nova.uint16, entries, toff)
+        table32 = nova.dynamic_shared_array(nova.uint32, entries >> 1, toff)
+        hshift = nova.uint32(32 - hlog)
+        while page < n_pages:
+            assert page != fault_page, "nova.lz4: injected fault (test hook)"
+            claim = claim_next(work, lane, group)
+            wbase = page * (page_size // 16) * 4
+            i = lane * 4
+            while i + 128 < nwords:  # two 16-byte loads in flight per lane, then their stores
+                w0 = src[wbase + i]
+                w1 = src[wbase + i + 1]
+                w2 = src[wbase + i + 2]
+                w3 = src[wbase + i + 3]
+                v0 = src[wbase + i + 128]
+                v1 = src[wbase + i + 129]
+                v2 = src[wbase + i + 130]
+                v3 = src[wbase + i + 131]
+                buf32[i] = w0
+                buf32[i + 1] = w1
+                buf32[i + 2] = w2
+                buf32[i + 3] = w3
+                buf32[i + 128] = v0
+                buf32[i + 129] = v1
+                buf32[i + 130] = v2
+                buf32[i + 131] = v3
+                i += 256
+            while i < nwords:
+                w0 = src[wbase + i]
+                w1 = src[wbase + i + 1]
+                w2 = src[wbase + i + 2]
+                w3 = src[wbase + i + 3]
+                buf32[i] = w0
+                buf32[i + 1] = w1
+                buf32[i + 2] = w2
+                buf32[i + 3] = w3
+                i += 128
+            j = lane
+            while j < entries >> 1:
+                table32[j] = nova.uint32(0)
+                j += 32
+            nova.syncwarp()
+
+            obase = page * page_size
+            limit = size - MF_LIMIT  # the last position a match may start at
+            mlimit = size - LAST_LITERALS  # matches end at or before this
+            below = (nova.uint32(1) << nova.uint32(lane)) - nova.uint32(1)
+            pos: nova.int32 = 0
+            anchor: nova.int32 = 0
+            op: nova.int32 = 0
+            raw = False
+            misses: nova.int32 = 0  # batches without a match since the last match
+            while pos <= limit:
+                p = pos + lane
+                # every lane loads (lanes past the limit at the limit): no divergent branch; a table
+                # entry is always a position inside the page (0 when empty)
+                inside = p <= limit
+                w = load_word_nc(buf32, min(p, limit))
+                h = (w * nova.uint32(HASH_MUL)) >> hshift
+                # the warp collective first: MATCH.ANY's latency (its result was waited for right
+                # after it, ~18% of the stall samples on text pages) hides behind the table read
+                # and the candidate's loads
+                alike_all = nova.match_any(h)
+                c = nova.int32(table[h])
+                wc = load_word_nc(buf32, c)
+                ok = inside and c < p and wc == w
+                # a nearer match inside this batch: the closest earlier valid lane with the same
+                # word. One match_any over the hashes serves both this and the insertions below:
+                # the nearest earlier lane with the same hash is taken when its word is the same too
+                # (a hash collision in between costs that in-batch match, rarely)
+                nvalid = min(limit - pos + 1, 32)
+                valid = nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - nvalid)
+                if in_batch == IN_BATCH_MATCH_ANY:  # uniform: a kernel parameter
+                    same = alike_all & valid & below
                 else:
-                    mlen += 8
-            while mlen < maxlen:
-                q = mlen + lane * 4
-                x = nova.uint32(0)
-                if q < maxlen:
-                    x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
-                diff = nova.ballot(x != 0, members=FULL)
-                if diff != 0:
-                    first_lane = nova.int32(nova.ctz(diff))
-                    xl = nova.shuffle_idx(x, first_lane, members=FULL)
-                    mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
+                    same = near_repeats(w, lane) & valid
+                if same != 0 and inside:
+                    near = pos + 31 - nova.int32(nova.clz(same))
+                    if in_batch != IN_BATCH_MATCH_ANY or load_word_nc(buf32, near) == w:
+                        c = near
+                        ok = True
+                found = nova.ballot(ok, members=FULL)
+                # every lane has read the table: insert the positions up to the first match (the
+                # next batch starts after the match, so later positions would be found as their own
+                # candidates there). Lanes whose positions hash alike leave the latest position, as
+                # a sequential compressor would: only the highest of them stores, so the table and
+                # the output do not depend on which of several same-address stores wins
+                first = nova.int32(nova.ctz(found))  # 32 when there is no match
+                inserting = inside and lane <= first
+                # the inserting lanes without a vote: `valid` is the lanes inside, lanes 0..first
+                upto = nova.uint32(0xFFFFFFFF) >> nova.uint32(31 - min(first, 31))
+                alike = alike_all & valid & upto
+                nova.syncwarp()  # every lane's table read is done before any lane stores
+                if inserting and (alike >> nova.uint32(lane)) == nova.uint32(1):
+                    table[h] = nova.uint16(p)
+                nova.syncwarp()  # ... and the next batch sees every insertion
+                if found == 0:
+                    misses += 1
+                    pos += 32 + 32 * (misses >> SKIP_SHIFT)
+                    pending = pos - anchor
+                    if op + 1 + pending + pending // 255 >= size:
+                        raw = True  # the literals alone already fill the page
+                        break
+                    continue
+                s = pos + first
+                cand = nova.shuffle_idx(c, first, members=FULL)
+                # extend backwards over pending literals, 4 bytes per step, every lane alike (the
+                # loads broadcast; no warp vote): the equal bytes just below s and cand are the
+                # leading zero bytes of the XOR of the words before them. One step nearly always.
+                room = min(s - anchor, cand)
+                back: nova.int32 = 0
+                while back < room:
+                    xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
+                    eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
+                    back += min(eq, room - back)
+                    if eq < 4:
+                        break
+                s -= back
+                cand -= back
+                # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no vote;
+                # most matches end there: the corpus' median match is 7 bytes), then 128 bytes per
+                # warp step. The words read start at most at s + maxlen + 3 = size - 2 (their high
+                # word may be the one after the page: see buf32); bytes past maxlen are cut by the
+                # min below.
+                maxlen = mlimit - s
+                mlen = MIN_MATCH + back
+                if mlen < maxlen:
+                    x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
+                    x1 = load_word_nc(buf32, s + mlen + 4) ^ load_word_nc(buf32, cand + mlen + 4)
+                    if x0 != 0:
+                        mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
+                        maxlen = min(mlen, maxlen)  # ends the warp loop
+                    elif x1 != 0:
+                        mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
+                        maxlen = min(mlen, maxlen)
+                    else:
+                        mlen += 8
+                while mlen < maxlen:
+                    q = mlen + lane * 4
+                    x = nova.uint32(0)
+                    if q < maxlen:
+                        x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
+                    diff = nova.ballot(x != 0, members=FULL)
+                    if diff != 0:
+                        first_lane = nova.int32(nova.ctz(diff))
+                        xl = nova.shuffle_idx(x, first_lane, members=FULL)
+                        mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
+                        break
+                    mlen += 128
+                mlen = min(mlen, maxlen)
+                lit = s - anchor
+                ml = mlen - MIN_MATCH
+                lb = length_bytes(lit)
+                mb = length_bytes(ml)
+                seq = 1 + lb + lit + 2 + mb
+                if op + seq + 1 + LAST_LITERALS >= size:
+                    raw = True
                     break
-                mlen += 128
-            mlen = min(mlen, maxlen)
-            lit = s - anchor
-            ml = mlen - MIN_MATCH
-            lb = length_bytes(lit)
-            mb = length_bytes(ml)
-            seq = 1 + lb + lit + 2 + mb
-            if op + seq + 1 + LAST_LITERALS >= size:
-                raw = True
-                break
-            write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq, lane)
-            op += seq
-            pos = s + mlen
-            anchor = pos
-            misses = 0
-        if not raw:
-            lit = size - anchor
-            lb = length_bytes(lit)
-            if op + 1 + lb + lit >= size:
-                raw = True
-            else:
-                write_sequence(dst, obase + op, buf, anchor, lit, lb, 0, 0, 0, 1 + lb + lit, lane)
-                op += 1 + lb + lit
-        if raw:
-            k = lane
-            while k < size:
-                dst[obase + k] = buf[k]
-                k += 32
-            op = size
-        if lane == 0:
-            sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
-        # the next page: the one claimed at the top of this iteration
-        nova.syncwarp()  # every lane is done with the shared page
-        page = next_page(claim, grid_warps, group, groups)
+                write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq, lane)
+                op += seq
+                pos = s + mlen
+                anchor = pos
+                misses = 0
+            if not raw:
+                lit = size - anchor
+                lb = length_bytes(lit)
+                if op + 1 + lb + lit >= size:
+                    raw = True
+                else:
+                    write_sequence(dst, obase + op, buf, anchor, lit, lb, 0, 0, 0, 1 + lb + lit,
+                                   lane)
+                    op += 1 + lb + lit
+            if raw:
+                k = lane
+                while k < size:
+                    dst[obase + k] = buf[k]
+                    k += 32
+                op = size
+            if lane == 0:
+                sizes[page] = nova.uint32(op) | nova.uint32(RAW if raw else 0)
+            # the next page: the one claimed at the top of this iteration
+            nova.syncwarp()  # every lane is done with the shared page
+            page = next_page(claim, grid_warps, group, groups)
+
+    return compress_pages_kernel
 
 
 LONG_MATCH = 256  # matches this long take the word path (see decompress_pages_kernel)
