@@ -73,9 +73,10 @@ class FakeLt:
                 self.next += 0x10
                 ctypes.cast(args[0], ctypes.POINTER(ctypes.c_void_p))[0] = self.next
             if name == "cublasLtMatmulAlgoGetHeuristic":
-                result = ctypes.cast(args[8], ctypes.POINTER(lt.HeuristicResult))[0]
-                result.algo[0] = 42
-                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = self.heuristics
+                count = min(self.heuristics, args[7].value)  # never past the caller's array
+                if count:
+                    ctypes.cast(args[8], ctypes.POINTER(lt.HeuristicResult))[0].algo[0] = 42
+                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = count
             return 0
         return call
 
@@ -235,11 +236,15 @@ class TuningLt(FakeLt):
     def __getattr__(self, name: str) -> Any:
         if name == "cublasLtMatmulAlgoGetHeuristic":
             def heuristic(*args: Any) -> int:
+                # as cuBLASLt: at most the requested count (args[7]) of results. Writing all
+                # three into create_plan's one-element buffer overran it into the Python heap
+                # and crashed a later test at random (a pymalloc free list overwritten).
                 self.calls.append((name, args))
                 results = ctypes.cast(args[8], ctypes.POINTER(lt.HeuristicResult))
-                for i, algo in enumerate((10, 20, 30)):
+                algos = (10, 20, 30)[:args[7].value]
+                for i, algo in enumerate(algos):
                     results[i].algo[0] = algo
-                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = 3
+                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = len(algos)
                 return 0
             return heuristic
         if name == "cublasLtMatmul":
