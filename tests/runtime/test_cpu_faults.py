@@ -32,7 +32,12 @@ import device_test_kernels as dtk
 pytestmark = pytest.mark.skipif(fault_guard.supported() is not None,
                                 reason=str(fault_guard.supported()))
 
-FAR = 1 << 40  # an index ~4 TiB past the buffer: unmapped in any realistic address space
+FAR = 1 << 26
+"""An f32 index 256 MiB past the buffer: inside the no-access guard (1 GiB) the device arena
+keeps after every allocation, so the store faults wherever the buffer lies. (It was 1 << 40,
+4 TiB past: just above the arena's 4 TiB reservation, among the process's other mappings, where
+a store into a writable one (a library's data, a thread's stack, malloc's heap) would not fault
+but silently damage the test process.)"""
 
 OOB_STORE = """
 func.func @store(%i: index, %out: memref<?xf32>) {
@@ -113,7 +118,7 @@ func.func @blocks(%bad: index, %out: memref<?xf32>) {
   %c16 = arith.constant 16 : index
   %c64 = arith.constant 64 : index
   %f = arith.constant 1.0 : f32
-  %far = arith.constant 1099511627776 : index
+  %far = arith.constant 67108864 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c64, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
     %base = arith.muli %bx, %c16 : index
@@ -136,7 +141,7 @@ NOVA_RUN_OOB = """
 func.func @main() {
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
-  %far = arith.constant 1099511627776 : index
+  %far = arith.constant 67108864 : index
   %f = arith.constant 1.0 : f32
   %m = gpu.alloc(%c4) : memref<?xf32>
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
@@ -337,6 +342,37 @@ def test_device_layer_launch_through_a_bad_pointer(where: str) -> None:
     device.launch(fn, 4, 64, [result.ptr, good.ptr, 2.0, 256])
     device.synchronize()
     assert result.numpy().tolist() == [2.0 * i for i in range(256)]
+
+
+def test_far_index_lands_in_the_guard_after_the_buffer() -> None:
+    """FAR must fault wherever the device places a buffer: in the reserved no-access guard after
+    it, never in memory of the process beyond the arena."""
+    device = get_device("cpu")
+    buffer = device.allocate(64 * 4)
+    target = buffer.ptr + 4 * FAR
+    assert device.arena.owns(target) and device.arena.locate(target) is not None
+    assert FAR * 4 < device.arena.guard_bytes
+    buffer.free()
+
+
+def test_host_code_fault_record_is_written_inside_the_record() -> None:
+    """A fault in guarded host code writes its FaultRecord at the caller's record, and nothing
+    past it (the handler's NUL after the fields used to land one byte past a standalone
+    FaultRecord, in the Python heap). Host code here: libc's strlen(NULL), called as an entry."""
+    from nova.runtime.native_support import unwind_key, unwind_symbols
+
+    guard = fault_guard.guard()
+    assert guard is not None
+    size = ctypes.sizeof(fault_guard.FaultRecord)
+    memory = (ctypes.c_uint8 * (size + 16))(*([0xAB] * (size + 16)))
+    strlen = ctypes.cast(ctypes.CDLL(None).strlen, ctypes.c_void_p).value
+    status = guard.entry(unwind_symbols()["nova_rt_call_entry"], strlen, None, None,
+                         ctypes.addressof(memory), unwind_key())
+    assert status == fault_guard.FAULT_STATUS
+    record = fault_guard.FaultRecord.from_buffer(memory)
+    assert record.magic == fault_guard.FAULT_MAGIC and record.signal == signal.SIGSEGV
+    assert record.address == 0
+    assert list(memory[size:]) == [0xAB] * 16
 
 
 def test_many_faults_in_a_row_do_not_exhaust_anything(oob) -> None:  # type: ignore[no-untyped-def]
