@@ -424,6 +424,32 @@ _CRASH_OUTSIDE = textwrap.dedent("""
 """)
 
 
+_THREAD_EXIT_AFTER_GUARD_DROPPED = textwrap.dedent("""
+    import gc
+    from nova.runtime.cpu import fault_guard
+    from nova.runtime.selection import get_device
+    stream = get_device("cpu").create_stream()
+    stream.enqueue(lambda: fault_guard.guard().state(), "map the worker's guard state")
+    stream.synchronize()
+    fault_guard._guard = None  # what interpreter shutdown does to the module's globals
+    gc.collect()
+    worker = stream._q.thread
+    stream.close()
+    worker.join()  # glibc runs the guard's pthread key destructor as the thread ends
+    print("worker exited", flush=True)
+""")
+
+
+def test_a_thread_exiting_after_the_guard_was_dropped_does_not_crash() -> None:
+    """The handler and the key destructor stay mapped when the last reference to the guard goes
+    (as at interpreter shutdown, before daemon stream threads exit): the exit used to call the
+    destructor at an unmapped address (SIGSEGV at the exit of `nova run`, rarely)."""
+    done = subprocess.run([sys.executable, "-c", _THREAD_EXIT_AFTER_GUARD_DROPPED],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "worker exited" in done.stdout
+
+
 @pytest.mark.parametrize("faulthandler", [False, True])
 def test_crashes_outside_kernels_still_kill_the_process(faulthandler: bool) -> None:
     code = _CRASH_OUTSIDE.format(tests=str(Path(__file__).parent))

@@ -489,10 +489,21 @@ def _load() -> tuple[object, Callable[[str], int]]:
     return engine, engine.get_function_address
 
 
+def _keep_forever(owner: object) -> None:
+    """Never free `owner` (one extra reference that nothing drops): once installed, the signal
+    handler and the pthread key destructor in its code are called by the kernel and by glibc,
+    not Python, until the process ends. Interpreter shutdown clears module globals (freeing a
+    LoadedObject unmaps its code) before the daemon stream threads are gone; such a thread that
+    ran a guarded call and exits afterwards (woken by its stream's finalizer, it calls
+    pthread_exit) ran its key destructor at an unmapped address: SIGSEGV at process exit."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(owner))
+
+
 def _compile() -> FaultGuard:
     from nova.errors import DeviceError
 
     owner, address_of = _load()
+    _keep_forever(owner)
     install = ctypes.CFUNCTYPE(ctypes.c_int32)(address_of("nova_cpu_fault_guard_install"))
     if install() != 0:
         raise DeviceError("cannot install the CPU device's fault handlers (sigaction or "
