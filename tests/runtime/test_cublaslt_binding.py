@@ -5,7 +5,7 @@ JIT-compiled against mock cublasLtMatmul / cublasLtMatmulDescSetAttribute."""
 from __future__ import annotations
 
 import ctypes
-import time
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
@@ -228,10 +228,13 @@ def test_native_call_rejects_a_wrong_operand_count() -> None:
 
 
 class TuningLt(FakeLt):
-    """Reports three candidates (algo ids 10, 20, 30); cublasLtMatmul sleeps per run as long as
-    the algo's entry in `seconds` says, and refuses algo 30 (a candidate the library rejects)."""
+    """Reports three candidates (algo ids 10, 20, 30); cublasLtMatmul advances the fake clock
+    `now` per run by the algo's entry in `seconds` (a fake clock: sleeping made the timing, and
+    the test, depend on the machine's load), and refuses algo 30 (a candidate the library
+    rejects)."""
 
     seconds: ClassVar[dict[int, float]] = {10: 0.002, 20: 0.0002}
+    now = 0.0
 
     def __getattr__(self, name: str) -> Any:
         if name == "cublasLtMatmulAlgoGetHeuristic":
@@ -253,7 +256,7 @@ class TuningLt(FakeLt):
                 self.calls.append((name, (algo,)))
                 if algo == 30:
                     return 15  # CUBLAS_STATUS_NOT_SUPPORTED
-                time.sleep(self.seconds[algo])
+                self.now += self.seconds[algo]
                 return 0
             return matmul
         return super().__getattr__(name)
@@ -283,10 +286,12 @@ class FakeDevice:
         pass
 
 
-def test_tuning_measures_every_candidate_and_keeps_the_fastest() -> None:
+def test_tuning_measures_every_candidate_and_keeps_the_fastest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from nova.runtime.cuda import gemm_tuning
 
     fake = TuningLt()
+    monkeypatch.setattr(gemm_tuning, "time", SimpleNamespace(perf_counter=lambda: fake.now))
     api = lt.CublasLtApi(fake)
     plan = LibraryPlan(m=64, n=32, k=16, dtype="float16", bias=True)
     native = lt.create_plan(api, 0x77, plan, 0x5000, 1 << 20, 0x99)
@@ -294,7 +299,7 @@ def test_tuning_measures_every_candidate_and_keeps_the_fastest() -> None:
     tuning = gemm_tuning.tune_plan(api, device, plan, native)
     assert tuning.chosen == 1 and native.algo[0] == 20
     assert tuning.seconds[2] is None  # refused: never chosen
-    assert tuning.seconds[1] < tuning.seconds[0]
+    assert tuning.seconds[:2] == pytest.approx((0.002, 0.0002))  # per run, from the fake clock
     runs = [a[0] for n, a in fake.calls if n == "cublasLtMatmul"]
     per = gemm_tuning.WARMUP + gemm_tuning.RUNS
     assert runs == [10] * per + [20] * per + [30]
