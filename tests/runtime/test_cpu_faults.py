@@ -32,7 +32,12 @@ import device_test_kernels as dtk
 pytestmark = pytest.mark.skipif(fault_guard.supported() is not None,
                                 reason=str(fault_guard.supported()))
 
-FAR = 1 << 40  # an index ~4 TiB past the buffer: unmapped in any realistic address space
+FAR = 1 << 26
+"""An f32 index 256 MiB past the buffer: inside the no-access guard (1 GiB) the device arena
+keeps after every allocation, so the store faults wherever the buffer lies. (It was 1 << 40,
+4 TiB past: just above the arena's 4 TiB reservation, among the process's other mappings, where
+a store into a writable one (a library's data, a thread's stack, malloc's heap) would not fault
+but silently damage the test process.)"""
 
 OOB_STORE = """
 func.func @store(%i: index, %out: memref<?xf32>) {
@@ -113,7 +118,7 @@ func.func @blocks(%bad: index, %out: memref<?xf32>) {
   %c16 = arith.constant 16 : index
   %c64 = arith.constant 64 : index
   %f = arith.constant 1.0 : f32
-  %far = arith.constant 1099511627776 : index
+  %far = arith.constant 67108864 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c64, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
     %base = arith.muli %bx, %c16 : index
@@ -136,7 +141,7 @@ NOVA_RUN_OOB = """
 func.func @main() {
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
-  %far = arith.constant 1099511627776 : index
+  %far = arith.constant 67108864 : index
   %f = arith.constant 1.0 : f32
   %m = gpu.alloc(%c4) : memref<?xf32>
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
@@ -339,6 +344,37 @@ def test_device_layer_launch_through_a_bad_pointer(where: str) -> None:
     assert result.numpy().tolist() == [2.0 * i for i in range(256)]
 
 
+def test_far_index_lands_in_the_guard_after_the_buffer() -> None:
+    """FAR must fault wherever the device places a buffer: in the reserved no-access guard after
+    it, never in memory of the process beyond the arena."""
+    device = get_device("cpu")
+    buffer = device.allocate(64 * 4)
+    target = buffer.ptr + 4 * FAR
+    assert device.arena.owns(target) and device.arena.locate(target) is not None
+    assert device.arena.guard_bytes > FAR * 4
+    buffer.free()
+
+
+def test_host_code_fault_record_is_written_inside_the_record() -> None:
+    """A fault in guarded host code writes its FaultRecord at the caller's record, and nothing
+    past it (the handler's NUL after the fields used to land one byte past a standalone
+    FaultRecord, in the Python heap). Host code here: libc's strlen(NULL), called as an entry."""
+    from nova.runtime.native_support import unwind_key, unwind_symbols
+
+    guard = fault_guard.guard()
+    assert guard is not None
+    size = ctypes.sizeof(fault_guard.FaultRecord)
+    memory = (ctypes.c_uint8 * (size + 16))(*([0xAB] * (size + 16)))
+    strlen = ctypes.cast(ctypes.CDLL(None).strlen, ctypes.c_void_p).value
+    status = guard.entry(unwind_symbols()["nova_rt_call_entry"], strlen, None, None,
+                         ctypes.addressof(memory), unwind_key())
+    assert status == fault_guard.FAULT_STATUS
+    record = fault_guard.FaultRecord.from_buffer(memory)
+    assert record.magic == fault_guard.FAULT_MAGIC and record.signal == signal.SIGSEGV
+    assert record.address == 0
+    assert list(memory[size:]) == [0xAB] * 16
+
+
 def test_many_faults_in_a_row_do_not_exhaust_anything(oob) -> None:  # type: ignore[no-untyped-def]
     """Each fault is caught on the same stream thread: the handler must unblock its signal
     (a second fault with SIGSEGV blocked would kill the process) and reuse the thread's state."""
@@ -386,6 +422,32 @@ _CRASH_OUTSIDE = textwrap.dedent("""
     print("installed", flush=True)
     ctypes.string_at(0)  # a crash outside any kernel
 """)
+
+
+_THREAD_EXIT_AFTER_GUARD_DROPPED = textwrap.dedent("""
+    import gc
+    from nova.runtime.cpu import fault_guard
+    from nova.runtime.selection import get_device
+    stream = get_device("cpu").create_stream()
+    stream.enqueue(lambda: fault_guard.guard().state(), "map the worker's guard state")
+    stream.synchronize()
+    fault_guard._guard = None  # what interpreter shutdown does to the module's globals
+    gc.collect()
+    worker = stream._q.thread
+    stream.close()
+    worker.join()  # glibc runs the guard's pthread key destructor as the thread ends
+    print("worker exited", flush=True)
+""")
+
+
+def test_a_thread_exiting_after_the_guard_was_dropped_does_not_crash() -> None:
+    """The handler and the key destructor stay mapped when the last reference to the guard goes
+    (as at interpreter shutdown, before daemon stream threads exit): the exit used to call the
+    destructor at an unmapped address (SIGSEGV at the exit of `nova run`, rarely)."""
+    done = subprocess.run([sys.executable, "-c", _THREAD_EXIT_AFTER_GUARD_DROPPED],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "worker exited" in done.stdout
 
 
 @pytest.mark.parametrize("faulthandler", [False, True])

@@ -5,7 +5,7 @@ JIT-compiled against mock cublasLtMatmul / cublasLtMatmulDescSetAttribute."""
 from __future__ import annotations
 
 import ctypes
-import time
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import pytest
@@ -73,9 +73,10 @@ class FakeLt:
                 self.next += 0x10
                 ctypes.cast(args[0], ctypes.POINTER(ctypes.c_void_p))[0] = self.next
             if name == "cublasLtMatmulAlgoGetHeuristic":
-                result = ctypes.cast(args[8], ctypes.POINTER(lt.HeuristicResult))[0]
-                result.algo[0] = 42
-                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = self.heuristics
+                count = min(self.heuristics, args[7].value)  # never past the caller's array
+                if count:
+                    ctypes.cast(args[8], ctypes.POINTER(lt.HeuristicResult))[0].algo[0] = 42
+                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = count
             return 0
         return call
 
@@ -227,19 +228,26 @@ def test_native_call_rejects_a_wrong_operand_count() -> None:
 
 
 class TuningLt(FakeLt):
-    """Reports three candidates (algo ids 10, 20, 30); cublasLtMatmul sleeps per run as long as
-    the algo's entry in `seconds` says, and refuses algo 30 (a candidate the library rejects)."""
+    """Reports three candidates (algo ids 10, 20, 30); cublasLtMatmul advances the fake clock
+    `now` per run by the algo's entry in `seconds` (a fake clock: sleeping made the timing, and
+    the test, depend on the machine's load), and refuses algo 30 (a candidate the library
+    rejects)."""
 
     seconds: ClassVar[dict[int, float]] = {10: 0.002, 20: 0.0002}
+    now = 0.0
 
     def __getattr__(self, name: str) -> Any:
         if name == "cublasLtMatmulAlgoGetHeuristic":
             def heuristic(*args: Any) -> int:
+                # as cuBLASLt: at most the requested count (args[7]) of results. Writing all
+                # three into create_plan's one-element buffer overran it into the Python heap
+                # and crashed a later test at random (a pymalloc free list overwritten).
                 self.calls.append((name, args))
                 results = ctypes.cast(args[8], ctypes.POINTER(lt.HeuristicResult))
-                for i, algo in enumerate((10, 20, 30)):
+                algos = (10, 20, 30)[:args[7].value]
+                for i, algo in enumerate(algos):
                     results[i].algo[0] = algo
-                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = 3
+                ctypes.cast(args[9], ctypes.POINTER(ctypes.c_int))[0] = len(algos)
                 return 0
             return heuristic
         if name == "cublasLtMatmul":
@@ -248,7 +256,7 @@ class TuningLt(FakeLt):
                 self.calls.append((name, (algo,)))
                 if algo == 30:
                     return 15  # CUBLAS_STATUS_NOT_SUPPORTED
-                time.sleep(self.seconds[algo])
+                self.now += self.seconds[algo]
                 return 0
             return matmul
         return super().__getattr__(name)
@@ -278,10 +286,12 @@ class FakeDevice:
         pass
 
 
-def test_tuning_measures_every_candidate_and_keeps_the_fastest() -> None:
+def test_tuning_measures_every_candidate_and_keeps_the_fastest(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from nova.runtime.cuda import gemm_tuning
 
     fake = TuningLt()
+    monkeypatch.setattr(gemm_tuning, "time", SimpleNamespace(perf_counter=lambda: fake.now))
     api = lt.CublasLtApi(fake)
     plan = LibraryPlan(m=64, n=32, k=16, dtype="float16", bias=True)
     native = lt.create_plan(api, 0x77, plan, 0x5000, 1 << 20, 0x99)
@@ -289,7 +299,7 @@ def test_tuning_measures_every_candidate_and_keeps_the_fastest() -> None:
     tuning = gemm_tuning.tune_plan(api, device, plan, native)
     assert tuning.chosen == 1 and native.algo[0] == 20
     assert tuning.seconds[2] is None  # refused: never chosen
-    assert tuning.seconds[1] < tuning.seconds[0]
+    assert tuning.seconds[:2] == pytest.approx((0.002, 0.0002))  # per run, from the fake clock
     runs = [a[0] for n, a in fake.calls if n == "cublasLtMatmul"]
     per = gemm_tuning.WARMUP + gemm_tuning.RUNS
     assert runs == [10] * per + [20] * per + [30]

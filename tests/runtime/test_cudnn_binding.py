@@ -93,10 +93,11 @@ class FakeCudnn:
                     ref._obj.value = value
             if name == "cudnnGetConvolutionForwardAlgorithm_v7":
                 perf = ctypes.cast(args[7], ctypes.POINTER(cudnn.AlgoPerf))
-                for i, (algo, status, memory, math) in enumerate(self.results):
+                results = self.results[:args[5].value]  # as cuDNN: at most the requested count
+                for i, (algo, status, memory, math) in enumerate(results):
                     perf[i] = cudnn.AlgoPerf(algo=algo, status=status, memory=memory,
                                              math_type=math)
-                args[6]._obj.value = len(self.results)
+                args[6]._obj.value = len(results)
             return 0
         return call
 

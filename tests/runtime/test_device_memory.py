@@ -289,3 +289,43 @@ def test_views_must_fit(device):
             buf.view(dtype, shape)
     with pytest.raises(ArgumentError, match="not a NumPy dtype"):
         buf.view("nope")
+
+
+_FREE_UNDER_QUEUED_COPY = """
+import threading
+import numpy as np
+import nova
+dev = nova.get_device("cpu")
+s = dev.create_stream()
+a = dev.allocate(1 << 20, stream=s)
+b = dev.allocate(1 << 20, stream=s)
+dev.pool.limit = 1 << 20  # below the bytes in use: a freed block is handed back, not cached
+gate = threading.Event()
+s.enqueue(gate.wait, "hold the stream")
+host = np.full(1 << 20, 7, np.uint8)
+dev.memset(a, 3, stream=s)
+dev.copy_dtoh(host, a, stream=s)  # queued behind the gate
+a.free()  # stream-ordered: the copy above still reads the block
+waiting = dev._frees.waiting if hasattr(dev, "_frees") else None
+gate.set()
+s.synchronize()
+assert (host == 3).all()
+print("copied", flush=True)
+assert waiting == 1, waiting
+dev.pool.limit = None
+dev.allocate(4096).free()  # a later raw allocation unmaps what waited
+assert dev._frees.waiting == 0
+"""
+
+
+def test_block_freed_under_a_queued_copy_is_unmapped_only_after_it() -> None:
+    """cpu: with a pool limit below the bytes in use, a stream-ordered free hands the block back
+    to the arena at once; the arena used to make it no-access while a copy queued on the stream
+    still read it (SIGSEGV on the stream thread, no guard: the process died). In a subprocess,
+    so a regression fails this test instead of killing the test worker."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FREE_UNDER_QUEUED_COPY], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "copied" in done.stdout, (done.returncode, done.stderr)

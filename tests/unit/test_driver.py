@@ -392,3 +392,38 @@ def test_bundle_cache_keeps_at_most_max_entries(tmp_path: Path) -> None:
         path = next((tmp_path / "bundles").rglob(f"{key}.nova"))
         os.utime(path, ns=(age * 10**9, age * 10**9))  # distinct, increasing write times
     assert [cache.get(k) is not None for k in keys] == [False, False, True, True, True]
+
+
+_CACHE_WRITER = """
+import sys
+from nova.compiler.cache import BundleCache
+cache = BundleCache(sys.argv[1], max_entries=8)  # small: prunes (deletes) while others read
+bad = 0
+for round in range(60):
+    key = f"{round % 12:064x}"
+    data = (key.encode() * 5000)[: 20000 + round % 12]
+    cache.put(key, data)
+    for other in range(12):
+        k = f"{other:064x}"
+        got = cache.get(k)
+        if got is not None and got != (k.encode() * 5000)[: 20000 + other]:
+            bad += 1
+print("bad", bad, flush=True)
+"""
+
+
+def test_bundle_cache_concurrent_writers_never_expose_a_torn_entry(tmp_path: Path) -> None:
+    """Two processes putting, reading and pruning the same keys at once (as two pytest-xdist
+    workers compiling the same source): every read is a miss or the whole entry, and nothing
+    raises (writes are atomic renames of unique temporary files)."""
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", _CACHE_WRITER, str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert out.split() == ["bad", "0"], (out, err)
+    assert not list(tmp_path.glob("bundles/*/.tmp-*"))  # no temporary file left behind

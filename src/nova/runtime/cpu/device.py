@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from nova import config
 from nova.errors import DeviceError
 from nova.runtime.cpu.arena import GuardedArena
+from nova.runtime.cpu.deferred_free import DeferredFrees
 from nova.runtime.cpu.helpers import HelperThreads
 from nova.runtime.cpu.module import BlockRun, CpuFunction, CpuModule
-from nova.runtime.cpu.stream import CpuEvent, CpuStream
+from nova.runtime.cpu.stream import CpuEvent, CpuStream, StreamQueue
 from nova.runtime.device import (
     Device,
     DeviceFunction,
@@ -119,6 +120,9 @@ class CpuDevice(Device):
 
     def __init__(self) -> None:
         self.arena = GuardedArena("cpu:0")
+        # every stream's queue, also of streams already collected whose workers still run
+        self._queues: weakref.WeakSet[StreamQueue] = weakref.WeakSet()
+        self._frees = DeferredFrees(self.arena.free)
         super().__init__(DeviceKind.CPU, 0)
         self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
         self._helpers = (HelperThreads(self.workers - 1, thread_name_prefix="nova-cpu-block")
@@ -155,10 +159,13 @@ class CpuDevice(Device):
 
     # --- memory ------------------------------------------------------------------------------
     def _raw_alloc(self, size: int) -> int:
+        self._frees.flush()
         return self.arena.allocate(size)  # page-aligned (ALIGNMENT and more); OutOfMemoryError
 
     def _raw_free(self, ptr: int) -> None:
-        self.arena.free(ptr)
+        """Unmapped once the stream work queued so far has run (nova.runtime.cpu.deferred_free:
+        the pool hands back stream-ordered frees that queued work may still read)."""
+        self._frees.free(ptr, list(self._queues))
 
     @cached_property
     def host_heap(self) -> HostHeap:
@@ -225,6 +232,7 @@ class CpuDevice(Device):
     def _new_stream(self) -> Stream:
         stream = CpuStream(self)
         self._streams.add(stream)
+        self._queues.add(stream._q)
         return stream
 
     def _new_event(self, timing: bool) -> Event:
@@ -242,11 +250,13 @@ class CpuDevice(Device):
         for s in [s for s in list(self._streams) if not s.closed]:
             if s._q.thread is not me:
                 s._q.drain()
+        self._frees.flush()
 
     def _synchronize_all(self) -> None:
         streams = [s for s in list(self._streams) if not s.closed]
         for s in streams:
             s._q.drain()
+        self._frees.flush()
         for s in streams:
             s._q.take_error()
 

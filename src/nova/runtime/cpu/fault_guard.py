@@ -19,7 +19,7 @@ the cache directory (`<cache_dir>/runtime/`), which later processes place with
   They are mmap'd, not malloc'd, so a fiber stack overflow that overwrote the thread's malloc
   arena (the fiber stacks come from it) does not take the handler's own state with it.
 - The handler: when the faulting thread is in a guarded kernel call it writes a `FaultRecord`
-  (signal, si_code, faulting address, pc and sp from the ucontext) at the start of
+  (signal, si_code, faulting address, pc and sp from the ucontext, then a NUL) at the start of
   `launch->error` and `siglongjmp`s back to the guarded call, which returns `FAULT_STATUS`. The
   jump leaves the fiber stack (kernels with barriers run GPU threads as fibers, on stacks of their
   own) for the guarded-call frame on the thread's real stack. The mask is not saved by the
@@ -93,7 +93,10 @@ GUARDED_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_
 
 
 class FaultRecord(ctypes.Structure):
-    """What the handler writes at the start of `CpuLaunch.error` (40 of its 512 bytes)."""
+    """What the handler writes at the start of `CpuLaunch.error` (48 of its 512 bytes), or at
+    the record a guarded host-code call passes. `end`: the handler stores a NUL in its first
+    byte; it belongs to the record, so a standalone FaultRecord is never written past (a
+    40-byte one was: one byte into the Python heap per host-code fault)."""
 
     _fields_ = (
         ("magic", ctypes.c_uint64),
@@ -102,6 +105,7 @@ class FaultRecord(ctypes.Structure):
         ("address", ctypes.c_uint64),
         ("pc", ctypes.c_uint64),
         ("sp", ctypes.c_uint64),
+        ("end", ctypes.c_char * 8),
     )
 
 
@@ -177,7 +181,7 @@ caught:
   %sp = load i64, ptr %sp.at
   %rec.sp = getelementptr inbounds i8, ptr %rec, i64 32
   store volatile i64 %sp, ptr %rec.sp
-  %rec.nul = getelementptr inbounds i8, ptr %rec, i64 40
+  %rec.nul = getelementptr inbounds i8, ptr %rec, i64 {FaultRecord.end.offset}
   store volatile i8 0, ptr %rec.nul
   ; the jump does not restore the signal mask (saving it would cost a syscall per call), so
   ; unblock the signal the kernel blocked for this handler (sa_mask is empty)
@@ -485,10 +489,21 @@ def _load() -> tuple[object, Callable[[str], int]]:
     return engine, engine.get_function_address
 
 
+def _keep_forever(owner: object) -> None:
+    """Never free `owner` (one extra reference that nothing drops): once installed, the signal
+    handler and the pthread key destructor in its code are called by the kernel and by glibc,
+    not Python, until the process ends. Interpreter shutdown clears module globals (freeing a
+    LoadedObject unmaps its code) before the daemon stream threads are gone; such a thread that
+    ran a guarded call and exits afterwards (woken by its stream's finalizer, it calls
+    pthread_exit) ran its key destructor at an unmapped address: SIGSEGV at process exit."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(owner))
+
+
 def _compile() -> FaultGuard:
     from nova.errors import DeviceError
 
     owner, address_of = _load()
+    _keep_forever(owner)
     install = ctypes.CFUNCTYPE(ctypes.c_int32)(address_of("nova_cpu_fault_guard_install"))
     if install() != 0:
         raise DeviceError("cannot install the CPU device's fault handlers (sigaction or "

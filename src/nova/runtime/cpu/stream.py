@@ -251,6 +251,11 @@ class _Queue:
             self.work.notify()
 
 
+StreamQueue = _Queue
+"""A stream's queue, for the device's bookkeeping (it outlives a collected CpuStream until its
+worker has run the work queued before)."""
+
+
 def _stop_queue(q: _Queue) -> None:
     q.stop()
 
