@@ -237,6 +237,21 @@ def test_tracked_blocks_need_no_pointer_query(rt: Runtime) -> None:
     assert rt.driver.names() == ["cuPointerGetAttribute", "cuStreamSynchronize", "cuMemFree_v2"]
 
 
+def test_a_second_free_of_a_cached_block_is_an_error(rt: Runtime) -> None:
+    """Freeing twice would otherwise hand the block out from the cache after the driver got it
+    back: it is reported as the driver reports a second free."""
+    a = rt.alloc(64, S1)
+    rt.free(a, S1)
+    rt.driver.calls.clear()
+    assert _fn("nova_rt_mem_free")(a, S2) == 1
+    error = take_error()
+    assert isinstance(error, CudaError)
+    assert (error.call, error.error_name) == ("cuMemFreeAsync", "CUDA_ERROR_INVALID_VALUE")
+    assert rt.driver.calls == [] and rt.native.cached_bytes() == 64
+    assert rt.alloc(64, S1) == a  # still cached once, for S1
+    rt.reset([a])
+
+
 def test_cache_byte_limit(rt: Runtime) -> None:
     size = TRACK_MAX_BYTES
     count = CACHE_MAX_BYTES // size

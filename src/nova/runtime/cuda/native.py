@@ -504,9 +504,14 @@ def _free_body(b: _Body, keep: bool) -> _Body:
     b.return_if_zero("%pointer", "ptr")
     s = b.stream()
     b(f"  %known = call i32 @nova_blocks_free(ptr %pointer, ptr {s}, i1 {int(keep)})")
-    b("  switch i32 %known, label %ask [i32 1, label %kept i32 2, label %ordered]")
+    b("  switch i32 %known, label %ask [i32 1, label %kept i32 2, label %ordered "
+      "i32 3, label %twice]")
     b("kept:")
     b("  ret i32 0")
+    b("twice:")  # a cached block freed again: the error the driver gives a second free
+    b(f"  call void @nova_cuda_fail(ptr @name.cuMemFreeAsync, i32 {CUDA_ERROR_INVALID_VALUE}, "
+      "ptr null)")
+    b("  ret i32 1")
     b("ask:")
     b("  %managed.flag = alloca i32, align 4")
     b("  store i32 0, ptr %managed.flag")

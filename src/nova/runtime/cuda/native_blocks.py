@@ -189,7 +189,8 @@ done:
 
 ; a free of `block` on `stream`: 0 when the block is not tracked (the caller asks the driver
 ; what it is); 1 when it is now CACHED for `stream` (nothing else to do); 2 when it was tracked
-; but must go to cuMemFreeAsync (no room in the cache, or `keep` is 0); the slot is then empty
+; but must go to cuMemFreeAsync (no room in the cache, or `keep` is 0); the slot is then empty;
+; 3 when it is cached already: freed twice (the driver would reject the second free too)
 define internal i32 @nova_blocks_free(ptr %block, ptr %stream, i1 %keep) {{
 entry:
   call void @nova_blocks_acquire()
@@ -197,8 +198,11 @@ entry:
   %untracked = icmp eq i64 %i, -1
   br i1 %untracked, label %unknown, label %tracked
 unknown:
+  %again = call i64 @nova_blocks_find(i64 {STATE_CACHED}, ptr %block, i64 -1, ptr null)
   call void @nova_blocks_release_lock()
-  ret i32 0
+  %twice = icmp ne i64 %again, -1
+  %status = select i1 %twice, i32 3, i32 0
+  ret i32 %status
 tracked:
 {_field("%i", 1, "size.at")}
   %size = load i64, ptr %size.at
