@@ -252,6 +252,21 @@ def test_a_second_free_of_a_cached_block_is_an_error(rt: Runtime) -> None:
     rt.reset([a])
 
 
+def test_a_stale_slot_never_shadows_a_new_block(rt: Runtime) -> None:
+    """A tracked block given back to the driver past the cache (no such path exists in Nova;
+    defence in depth) and handed out again with another size: its free uses the new size."""
+    a = rt.alloc(64, S1)
+    rt.driver.live.discard(a)  # "freed" without the cache seeing it
+    rt.driver.returned.append(a)
+    b = rt.alloc(4096, S1)
+    assert b == a
+    rt.free(b, S1)
+    assert rt.native.cached_bytes() == 4096
+    c, d = rt.alloc(64, S1), rt.alloc(4096, S1)
+    assert c != a and d == a
+    rt.reset([c, d])
+
+
 def test_cache_byte_limit(rt: Runtime) -> None:
     size = TRACK_MAX_BYTES
     count = CACHE_MAX_BYTES // size

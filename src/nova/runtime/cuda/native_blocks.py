@@ -167,7 +167,12 @@ entry:
   br i1 %skip, label %done, label %look
 look:
   call void @nova_blocks_acquire()
-  %i = call i64 @nova_blocks_find(i64 {STATE_EMPTY}, ptr null, i64 -1, ptr null)
+  ; the driver never hands out a live block: a LIVE slot with this address is stale (freed
+  ; past the cache), so it is reused rather than left to shadow the new one
+  %stale = call i64 @nova_blocks_find(i64 {STATE_LIVE}, ptr %block, i64 -1, ptr null)
+  %empty = call i64 @nova_blocks_find(i64 {STATE_EMPTY}, ptr null, i64 -1, ptr null)
+  %fresh = icmp eq i64 %stale, -1
+  %i = select i1 %fresh, i64 %empty, i64 %stale
   %full = icmp eq i64 %i, -1
   br i1 %full, label %unlock, label %store
 store:
