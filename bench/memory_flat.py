@@ -9,6 +9,12 @@ Three entry points of one compiled program, each called `--calls` times after `-
 - `scratch_step(x, d)`: the same copies and kernel on a preallocated scratch Buffer `d`, so
   `alloc_step / scratch_step` is the cost of allocating and freeing alone (`step` does no
   copies).
+- `alloc_only_step(x)`: `step`'s kernel (which also stores its result into a scratch buffer)
+  between a gpu.alloc and a gpu.dealloc, no copies: `alloc_only_step / step` is the cost of the
+  allocate/free pair against the same kernel without it.
+- cuda only, same run: `alloc_step` and `alloc_only_step` again with the native block cache off
+  (nova.runtime.cuda.native_blocks: every pair then goes to the driver's pool), the peers that
+  show what the cache saves.
 - `step(host)` with a NumPy array: the executor stages it to the device and back every call.
 
 For each, host RSS (/proc/self/status) and device memory are sampled before, every `--calls/10`
@@ -87,6 +93,31 @@ module attributes {gpu.container_module} {
       gpu.terminator
     }
     gpu.memcpy %x, %d : memref<?xf32>, memref<?xf32>
+    gpu.dealloc %d : memref<?xf32>
+    return
+  }
+
+  func.func @alloc_only_step(%x: memref<?xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c256 = arith.constant 256 : index
+    %one = arith.constant 1.0 : f32
+    %n = memref.dim %x, %c0 : memref<?xf32>
+    %nb = arith.ceildivui %n, %c256 : index
+    %d = gpu.alloc(%n) : memref<?xf32>
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %nb, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1) {
+      %base = arith.muli %bx, %sx : index
+      %i = arith.addi %base, %tx : index
+      %ok = arith.cmpi ult, %i, %n : index
+      scf.if %ok {
+        %v = memref.load %x[%i] : memref<?xf32>
+        %w = arith.addf %v, %one : f32
+        memref.store %w, %d[%i] : memref<?xf32>
+        memref.store %w, %x[%i] : memref<?xf32>
+      }
+      gpu.terminator
+    }
     gpu.dealloc %d : memref<?xf32>
     return
   }
@@ -215,17 +246,35 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
         ("step(device buffer)", lambda: mod.step(buf), buf.numpy),
         ("alloc_step(device buffer)", lambda: mod.alloc_step(buf), buf.numpy),
         ("scratch_step(device buffers)", lambda: mod.scratch_step(buf, scratch), buf.numpy),
+        ("alloc_only_step(device buffer)", lambda: mod.alloc_only_step(buf), buf.numpy),
         ("step(numpy array)", lambda: mod.step(host), lambda: host),
     ]
+    cache = block_cache(device)
+    if cache is not None:
+        cases += [(f"{name}, no block cache", call, value)
+                  for name, call, value in cases if name.startswith("alloc")]
     for name, call, value in cases:
+        if cache is not None:
+            cache.set_block_cache("no block cache" not in name)
         start_value = float(value()[0])
         row = {"device": kind, "case": name, "calls": calls, "warmup": warmup, "n": n,
                **measure(device, call, calls, warmup)}
         got = float(value()[0]) - start_value
         row["result_ok"] = bool(got == calls + warmup)
         rows.append(row)
+    if cache is not None:
+        cache.set_block_cache(True)
     mod.close()
     return rows
+
+
+def block_cache(device: Any) -> Any:
+    """The cuda device's native ABI (its block cache can be switched off), or None."""
+    if device.kind != "cuda":
+        return None
+    from nova.runtime.cuda.abi import native_for
+
+    return native_for(device)
 
 
 def main() -> int:
@@ -252,12 +301,12 @@ def main() -> int:
         return f"{'n/a':>9}" if value is None else f"{value / 2**20:+9.3f}"
 
     print(f"\nMemory over {args.calls} calls (after {args.warmup} warm-up calls), n = {args.n}")
-    head = (f"{'device':<6} {'case':<28} {'us/call':>8} {'RSS MiB':>9} {'RSS/1k':>9} "
+    head = (f"{'device':<6} {'case':<42} {'us/call':>8} {'RSS MiB':>9} {'RSS/1k':>9} "
             f"{'dev/1k':>9} {'pool use':>9} {'raw alloc':>9} {'ok':>3}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['device']:<6} {r['case']:<28} {r['us_per_call']:8.1f} "
+        print(f"{r['device']:<6} {r['case']:<42} {r['us_per_call']:8.1f} "
               f"{r['rss_after'] / 2**20:9.1f} {mib(r['rss_growth_per_1000_calls'])} "
               f"{mib(r['device_used_growth_per_1000_calls'])} "
               f"{r['pool_in_use_after'] / 2**20:9.3f} {r['pool_raw_allocs_during']:>9} "
@@ -265,8 +314,16 @@ def main() -> int:
     for kind in dict.fromkeys(r["device"] for r in rows):
         us = {r["case"]: r["us_per_call"] for r in rows if r["device"] == kind}
         alloc = us["alloc_step(device buffer)"]
-        print(f"{kind}: alloc_step / step = {alloc / us['step(device buffer)']:.2f}x, "
-              f"alloc_step / scratch_step = {alloc / us['scratch_step(device buffers)']:.2f}x")
+        step = us["step(device buffer)"]
+        print(f"{kind}: alloc_step / step = {alloc / step:.2f}x, "
+              f"alloc_step / scratch_step = {alloc / us['scratch_step(device buffers)']:.2f}x, "
+              f"alloc_only_step / step = {us['alloc_only_step(device buffer)'] / step:.2f}x")
+        off = "{}(device buffer), no block cache"
+        if off.format("alloc_step") in us:
+            scratch = us["scratch_step(device buffers)"]
+            print(f"{kind}, block cache off: alloc_step / scratch_step = "
+                  f"{us[off.format('alloc_step')] / scratch:.2f}x, alloc_only_step / step = "
+                  f"{us[off.format('alloc_only_step')] / step:.2f}x")
     for kind, reason in skipped.items():
         print(f"{kind}: skipped ({reason})")
     print("RSS/1k, dev/1k: growth in MiB per 1000 calls (host RSS; device memory in use from "

@@ -28,7 +28,9 @@ Conventions (all C calling convention, x86-64 SysV):
   used by work enqueued on `stream` after the call (other streams must be ordered after it, by
   events), `nova_rt_mem_free` releases it once the work enqueued on `stream` before it has run,
   and the runtime may hand a freed block to a later allocation ordered after the free (on cuda a
-  memory pool of the device that keeps freed memory; on cpu the device pool, per stream). An
+  memory pool of the device that keeps freed memory, behind a native cache that gives a block
+  freed on a stream back to the next allocation of its size on that stream without a driver
+  call; on cpu the device pool, per stream). An
   allocation on the null stream is also ordered before later work on every stream the calling
   thread's program has open, so a synchronous `gpu.alloc`/`gpu.dealloc` needs no host
   synchronization. Host code may touch only `host_shared` memory, at once (cuda: managed memory,

@@ -135,7 +135,7 @@ class FakeDriver:
         return (OK,)
 
     def cuMemPoolGetAttribute(self, pool: Any, attr: Any) -> tuple:
-        values = {"CU_MEMPOOL_ATTR_USED_MEM_CURRENT": 0,
+        values = {"CU_MEMPOOL_ATTR_USED_MEM_CURRENT": self.mem_pools[int(pool)].get("used", 0),
                   "CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT": 2 << 20}
         return OK, real.cuuint64_t(values[attr.name])
 

@@ -304,3 +304,39 @@ def test_python_side_allocation_never_synchronizes(gpu, fake):
         fake.calls)
     stream.close()
     other.close()
+
+
+class _BlockCache:
+    """Stands in for the native ABI's block cache (nova.runtime.cuda.native_blocks)."""
+
+    def __init__(self, cached: int) -> None:
+        self.cached = cached
+        self.flushes = 0
+
+    def cached_bytes(self) -> int:
+        return self.cached
+
+    def flush_blocks(self, stream: int = 0) -> None:
+        self.flushes += 1
+        self.cached = 0
+
+
+def test_block_cache_counts_as_free_and_is_flushed_before_trimming(gpu, fake):
+    """Blocks the native block cache holds freed are reserved, not in use, for
+    ordered_pool_usage; trimming gives them back first and waits for those frees."""
+    handle = gpu.ordered_pool_handle
+    pool = fake.mem_pools[handle]
+    pool["used"] = 3 * 4096  # two blocks in use, one cached
+    cache = _BlockCache(4096)
+    gpu.attach_block_cache(cache)
+    try:
+        assert gpu.ordered_pool_usage() == (2 * 4096, 2 << 20)
+        fake.calls.clear()
+        gpu.pool.empty_cache()
+        assert cache.flushes == 1 and pool["trims"] == [0]
+        assert fake.calls.index("cuCtxSynchronize") < fake.calls.index("cuMemPoolTrimTo")
+        fake.calls.clear()
+        gpu.pool.empty_cache()  # nothing cached: no flush, no synchronization for it
+        assert cache.flushes == 1 and "cuCtxSynchronize" not in fake.calls
+    finally:
+        gpu.attach_block_cache(None)

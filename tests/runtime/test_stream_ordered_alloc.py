@@ -224,3 +224,37 @@ def test_cuda_gpu_alloc_keeps_its_pool_memory_reserved(cuda_device: Any) -> None
         assert cuda_device.ordered_pool_usage()[1] < reserved
     finally:
         module.close()
+
+
+@pytest.mark.gpu
+def test_cuda_block_cache_serves_repeated_allocations(cuda_device: Any) -> None:
+    """On the GPU the native block cache (nova.runtime.cuda.native_blocks) hands the block a
+    gpu.dealloc freed back to the next gpu.alloc of its size on the same stream: results stay
+    right, the blocks it holds count as free in ordered_pool_usage, and emptying the device's
+    caches gives them back to the driver (the pool's reserved memory then shrinks)."""
+    from nova.runtime.cuda.abi import native_for
+
+    module = nova.compile(PROGRAM, device=cuda_device)
+    native = native_for(cuda_device)
+    try:
+        assert native.block_cache_enabled()
+        x = np.arange(1 << 20, dtype=np.float32)  # 4 MiB: tracked by the cache
+        buf = nova.to_device(x, cuda_device)
+        cuda_device.pool.empty_cache()
+        in_use = cuda_device.ordered_pool_usage()[0]
+        module.reuse_loop(buf, 100)
+        cuda_device.synchronize()
+        np.testing.assert_array_equal(buf.numpy(), x + 100)
+        assert native.cached_bytes() >= x.nbytes
+        used, reserved = cuda_device.ordered_pool_usage()
+        assert used == in_use and reserved >= in_use + x.nbytes
+        cuda_device.pool.empty_cache()
+        assert native.cached_bytes() == 0
+        assert cuda_device.ordered_pool_usage()[1] < reserved
+        native.set_block_cache(False)  # the driver path alone still gives the same results
+        module.reuse_loop(buf, 10)
+        np.testing.assert_array_equal(buf.numpy(), x + 110)
+        assert native.cached_bytes() == 0
+    finally:
+        native.set_block_cache(True)
+        module.close()

@@ -67,7 +67,7 @@ def test_module_loaded_once_for_two_launches() -> None:
     status, rt, jit = run(program(launch() + "\n" + launch()))
     assert status == 0
     # the second launch is ordered after the first on the same stream and waits for both: one
-    # host wait for the pair (gpu_ops._next_sync_covers)
+    # host wait for the pair (gpu_ops._wait_site)
     assert rt.names() == ["nova_rt_module_load", "nova_rt_module_get_function",
                           "nova_rt_launch", "nova_rt_launch", "nova_rt_stream_synchronize"]
     load = rt.of("nova_rt_module_load")[0]

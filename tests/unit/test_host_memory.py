@@ -52,9 +52,10 @@ def test_sync_alloc_copy_fill_free_roundtrip() -> None:
     np.testing.assert_array_equal(host, np.full((2, 3), -2.5, np.float32))
     sync = "nova_rt_stream_synchronize"
     # allocation and free are stream-ordered by the runtime: no host synchronization after them;
-    # the copies and the fill follow each other on one stream: one wait, after the last
+    # the copies and the fill follow each other on one stream: one wait, after the last, moved
+    # past the free (queued on the same stream, so the host enqueues it while the device works)
     assert rt.names() == ["nova_rt_mem_alloc", "nova_rt_memcpy", "nova_rt_memcpy",
-                          "nova_rt_memset32", "nova_rt_memcpy", sync, "nova_rt_mem_free"]
+                          "nova_rt_memset32", "nova_rt_memcpy", "nova_rt_mem_free", sync]
     alloc = rt.of("nova_rt_mem_alloc")[0]
     assert (alloc.arg("size"), alloc.arg("stream"), alloc.arg("host_shared")) == (24, 0, 0)
     device = ctypes.addressof(rt.buffers[0])

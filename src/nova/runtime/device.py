@@ -25,7 +25,7 @@ from nova.bundle.format import Kernel
 from nova.errors import ArgumentError
 from nova.hashing import sha256
 from nova.records import Record
-from nova.runtime.pool import MemoryPool
+from nova.runtime.pool import Block, MemoryPool
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
@@ -397,8 +397,13 @@ class Device(ABC):
 
         check_nbytes(nbytes)
         stream = self._stream(stream)
-        block = self.pool.allocate(nbytes, stream.pool_key)
-        return Buffer._from_pool(self, block, nbytes, stream)
+        return Buffer._from_pool(self, self.allocate_block(nbytes, stream), nbytes, stream)
+
+    def allocate_block(self, nbytes: int, stream: Stream) -> Block:
+        """A pool block of at least `nbytes` for use on `stream`, without a Buffer around it
+        (the caller gives it back with `pool.release`): what `allocate` and the cpu runtime
+        ABI's gpu.alloc build on."""
+        return self.pool.allocate(nbytes, stream.pool_key)
 
     def allocate_pinned(self, nbytes: int) -> HostBuffer:
         """Page-locked host memory (cpu: plain aligned host memory) from the pinned pool."""

@@ -3,7 +3,8 @@
 // A chain of synchronous stream ops (copy in, launch, copy out) waits once, after the last one:
 // each is ordered after the one before it on the null stream, and nothing in between (scalar
 // arithmetic only) could observe memory. A host access, a call or the end of a block's chain
-// keeps the wait.
+// keeps the wait, placed after the synchronous frees (and allocations) in between: they are
+// queued on the same stream, so the host enqueues them while the device still works.
 
 module attributes {gpu.container_module} {
   gpu.module @k {
@@ -50,9 +51,10 @@ module attributes {gpu.container_module} {
 // CHECK:       call i32 @"nova_rt_launch"
 // CHECK-NOT:   nova_rt_stream_synchronize
 // CHECK:       call i32 @"nova_rt_memcpy"
-// CHECK:       call i32 @"nova_rt_stream_synchronize"(ptr null)
 // CHECK-NOT:   call i32 @"nova_rt_stream_synchronize"
 // CHECK:       call i32 @"nova_rt_mem_free"
+// CHECK:       call i32 @"nova_rt_stream_synchronize"(ptr null)
+// CHECK-NOT:   call i32 @"nova_rt_stream_synchronize"
 // CHECK:       load float
 
 // A model's forward: allocations, frees and library calls between launches are queued on the

@@ -82,20 +82,52 @@ def _host_invisible(op: Operation) -> bool:
     return False
 
 
-def _next_sync_covers(op: Operation) -> bool:
-    """Whether a synchronous stream op may skip its host wait: the next op in its block, past
-    ops the host cannot observe memory through (`_host_invisible`), is another synchronous op
-    on the same (null) stream, which is ordered after this one and blocks the host until both
-    are done. Nothing can observe the difference (no host access to memory, no other call, no
-    branch in between), so `gpu.memcpy; launch_func; gpu.memcpy` waits once, as a CUDA stream
-    program would, and a model's forward (launches, allocations, library calls) waits once,
-    after its last launch. A fault of an earlier op is then reported at the later wait, within
-    the same call."""
+def _is_sync_stream_op(op: Operation | None) -> bool:
+    """A synchronous `gpu.launch_func`/`gpu.memcpy`/`gpu.memset`: one that ends by blocking the
+    host until the null stream is idle (no token result, no explicit async object)."""
+    return (op is not None and op.name in _SYNCING_OPS and _token_result(op) is None
+            and getattr(op, "asyncObject", None) is None)
+
+
+def _is_sync_memory_op(op: Operation) -> bool:
+    """A synchronous `gpu.alloc`/`gpu.dealloc` (stream-ordered on the null stream)."""
+    return op.name in ("gpu.alloc", "gpu.dealloc") and _token_result(op) is None \
+        and not _deps(op)
+
+
+def _wait_site(op: Operation) -> Operation | None:
+    """Where the host wait of synchronous stream op `op` goes, looking at the ops after it in
+    its block past those the host cannot observe memory through (`_host_invisible`):
+
+    - None when that run ends at another synchronous stream op: it is ordered after `op` on
+      the same (null) stream and its own wait covers both, so `gpu.memcpy; launch_func;
+      gpu.memcpy` waits once, as a CUDA stream program would, and a model's forward
+      (launches, allocations, library calls) waits once, after its last launch;
+    - else after the run's last synchronous `gpu.alloc`/`gpu.dealloc`, when it has one: those
+      are queued on the same stream and never wait, so the host enqueues them (driver calls,
+      ~1 us each on cuda) while the device still runs `op`, instead of after it finished
+      (`copy out; gpu.dealloc; return` frees, then waits);
+    - else `op` itself.
+
+    Nothing can observe the difference (no host access to memory, no other call, no branch in
+    between); the one visible change is that a fault of an earlier op is reported at the later
+    wait, within the same call and with the same error."""
+    site: Operation = op
     nxt = op.next_op
     while nxt is not None and _host_invisible(nxt):
+        if _is_sync_memory_op(nxt):
+            site = nxt
         nxt = nxt.next_op
-    return (nxt is not None and nxt.name in _SYNCING_OPS
-            and _token_result(nxt) is None and getattr(nxt, "asyncObject", None) is None)
+    return None if _is_sync_stream_op(nxt) else site
+
+
+def _owed_wait(op: Operation) -> bool:
+    """Whether synchronous gpu.alloc/gpu.dealloc `op` carries the host wait of the synchronous
+    stream op before it (`_wait_site`)."""
+    prev = op.prev_op
+    while prev is not None and _host_invisible(prev):
+        prev = prev.prev_op
+    return prev is not None and _is_sync_stream_op(prev) and _wait_site(prev) is op
 
 
 class GpuOpLowering:
@@ -126,11 +158,14 @@ class GpuOpLowering:
 
     def _end(self, fe: FunctionEmitter, op: Operation, stream: ir.Value, is_async: bool,
              host_sync: bool = True) -> None:
-        """Bind the op's token; a synchronous op then blocks the host, unless `host_sync` is
-        False (allocation and free: the runtime orders them without the host waiting)."""
+        """Bind the op's token; a synchronous op then blocks the host where `_wait_site` puts
+        its wait. `host_sync` False (allocation and free: the runtime orders them without the
+        host waiting): no wait of its own, only one deferred to it (`_owed_wait`)."""
         if not is_async and not host_sync:
+            if _owed_wait(op):
+                self.device.synchronize(fe.builder, stream)
             return
-        if not is_async and _next_sync_covers(op):
+        if not is_async and _wait_site(op) is not op:
             return
         token = self.device.finish(fe.builder, stream, is_async)
         result = _token_result(op)

@@ -10,6 +10,7 @@ callback returns a nonzero status (host code then calls `nova_rt_raise`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import threading
@@ -30,6 +31,7 @@ from nova.runtime.native_support import (
     unwind_key,
     unwind_symbols,
 )
+from nova.runtime.pool import Block, MemoryPool
 from nova.runtime.results import ResultMemory
 from nova.runtime.stream import Event, Stream
 
@@ -51,6 +53,32 @@ CPU_ABI_NAMES: tuple[str, ...] = (
 
 FREE_STREAMS = 16
 """How many streams a program is done with the cpu ABI keeps for reuse."""
+
+
+class _OrderedAllocation:
+    """A stream-ordered `nova_rt_mem_alloc` block: the device pool's block and the stream it
+    was allocated on. Lighter than a Buffer (no finalizer, shape or dtype), which is most of
+    what an allocate/free pair cost in Python; the program frees it, or close() does, or the
+    caller it is returned to (`take_allocation`)."""
+
+    __slots__ = ("block", "freed", "pool", "stream")
+
+    def __init__(self, block: Block, stream: Stream, pool: MemoryPool) -> None:
+        self.block = block
+        self.stream = stream
+        self.pool = pool
+        self.freed = False
+
+    def free(self, used_on: Stream | None = None) -> None:
+        """Back to the pool (once): cached for its stream at once; when `used_on` (another
+        stream) may still use it, only once that stream's work so far has completed."""
+        if self.freed:
+            return
+        self.freed = True
+        # never raises (as a Buffer's finalizer): a failed event record keeps the block back
+        with contextlib.suppress(Exception):
+            after = () if used_on is None or used_on is self.stream else (used_on.record(),)
+            self.pool.release(self.block, after)
 
 
 def _store_pointer(out: int | None, value: int) -> None:
@@ -79,7 +107,7 @@ class CpuAbi:
         self._functions: dict[int, DeviceFunction] = {}
         self._streams: dict[int, Stream] = {}
         self._events: dict[int, Event] = {}
-        self._allocations: dict[int, Buffer] = {}
+        self._allocations: dict[int, Buffer | _OrderedAllocation] = {}
         self._idle_blocks: set[int] = set()  # allocations from _allocate_idle
         self._module_handles: dict[int, int] = {}  # descriptor address -> handle
         self._function_handles: dict[tuple[int, str], int] = {}
@@ -323,12 +351,14 @@ class CpuAbi:
         if host_shared:
             buffer = self._allocate_idle(size)
             self._idle_blocks.add(buffer.ptr)
-        else:
-            buffer = self.device.allocate(size, stream=target)
-            if not stream:
-                self._order_open_streams_after(target)
-        self._allocations[buffer.ptr] = buffer
-        _store_pointer(out, buffer.ptr)
+            self._allocations[buffer.ptr] = buffer
+            _store_pointer(out, buffer.ptr)
+            return
+        block = self.device.allocate_block(size, target)
+        self._allocations[block.ptr] = _OrderedAllocation(block, target, self.device.pool)
+        if not stream:
+            self._order_open_streams_after(target)
+        _store_pointer(out, block.ptr)
 
     def _allocate_idle(self, size: int) -> Buffer:
         """Memory no queued work uses (host code may touch it at once, unlike stream-ordered
@@ -367,12 +397,11 @@ class CpuAbi:
         if buffer is None:
             raise RuntimeFailure(f"nova_rt_mem_free: {pointer:#x} was not allocated by "
                                  "nova_rt_mem_alloc (or was freed already)")
-        if pointer in self._idle_blocks:
-            self._idle_blocks.discard(pointer)
-            self._enqueue(target, buffer.free, "free", inline=True)
+        if isinstance(buffer, _OrderedAllocation):
+            buffer.free(target)
             return
-        buffer.record_stream(target)
-        buffer.free()
+        self._idle_blocks.discard(pointer)
+        self._enqueue(target, buffer.free, "free", inline=True)
 
     def _memcpy(self, dst: int | None, src: int | None, size: int, stream: int | None) -> None:
         if size == 0:

@@ -38,6 +38,7 @@ from nova.runtime.device import (
 )
 from nova.runtime.launch_params import pack_params
 from nova.runtime.memory import Buffer
+from nova.runtime.pool import Block
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
@@ -198,11 +199,11 @@ class CpuDevice(Device):
     _raw_alloc_host = _raw_alloc
     _raw_free_host = _raw_free
 
-    def allocate(self, nbytes: int, *, stream: Stream | None = None) -> Buffer:
-        buf = super().allocate(nbytes, stream=stream)
+    def allocate_block(self, nbytes: int, stream: Stream) -> Block:
+        block = super().allocate_block(nbytes, stream)
         if config.get().poison_memory and nbytes:
-            ctypes.memset(buf.ptr, POISON_BYTE, nbytes)
-        return buf
+            ctypes.memset(block.ptr, POISON_BYTE, nbytes)
+        return block
 
     def _enqueue_copy(self, direction: str, dst: int, src: int, nbytes: int, stream: Stream,
                       keepalive: object) -> None:

@@ -39,6 +39,13 @@ from nova.runtime.cuda.native import (
     launch_ir,
     native_ir,
 )
+from nova.runtime.cuda.native_blocks import (
+    ALLOC_DIRECT,
+    BLOCKS_ENABLED_GLOBAL,
+    CACHED_BYTES_GLOBAL,
+    FLUSH_BLOCKS,
+    FREE_DIRECT,
+)
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.native_support import (
     guarded_callback,
@@ -57,6 +64,7 @@ STICKY_ERRORS: frozenset[int] = frozenset({214, 700, 702, 710, 714, 715, 716, 71
 
 _ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
 _RECLAIM_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+_FLUSH_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_void_p)
 _MEMCPY_TYPE = ABI_BY_NAME["nova_rt_memcpy"].ctypes_prototype()
@@ -102,6 +110,33 @@ class NativeCudaAbi:
     mem_pool_at: int = 0
     reclaim_at: int = 0
     on_reclaim: Any = None  # the ctypes reclaim callback (kept alive here)
+    direct: dict[str, int] | None = None  # ALLOC_DIRECT / FREE_DIRECT -> address
+    blocks_enabled_at: int = 0
+    blocks_cached_at: int = 0
+    flush_blocks_at: int = 0
+
+    def set_block_cache(self, enabled: bool) -> None:
+        """Turn the block cache in front of the stream-ordered pool on or off
+        (`nova.runtime.cuda.native_blocks`; off flushes what it holds)."""
+        ctypes.c_int32.from_address(self.blocks_enabled_at).value = int(enabled)
+        if not enabled:
+            self.flush_blocks()
+
+    def block_cache_enabled(self) -> bool:
+        return bool(ctypes.c_int32.from_address(self.blocks_enabled_at).value)
+
+    def cached_bytes(self) -> int:
+        """Bytes of freed blocks the block cache holds (still allocated from the driver's
+        pool, free for Nova's purposes)."""
+        return int(ctypes.c_int64.from_address(self.blocks_cached_at).value)
+
+    def flush_blocks(self, stream: int = 0) -> None:
+        """Give the blocks cached for `stream` (0: every stream) back to the driver, each with
+        cuMemFreeAsync on the stream it was freed on; raises the first failure."""
+        status = _FLUSH_TYPE(self.flush_blocks_at)(stream or None)
+        if status:
+            raise cuda_error("cuMemFreeAsync", error_name(status), status,
+                             "giving cached gpu.alloc blocks back to the pool failed")
 
     def set_default_stream(self, handle: int) -> None:
         ctypes.c_void_p.from_address(self.default_stream_at).value = handle or None
@@ -196,6 +231,10 @@ def compile_native(device: Any = None, prefix: str = "",
         device=device,
         mem_pool_at=engine.get_global_value_address(MEM_POOL_GLOBAL),
         reclaim_at=engine.get_global_value_address(RECLAIM_CALLBACK_GLOBAL),
+        direct={n: engine.get_function_address(n) for n in (ALLOC_DIRECT, FREE_DIRECT)},
+        blocks_enabled_at=engine.get_global_value_address(BLOCKS_ENABLED_GLOBAL),
+        blocks_cached_at=engine.get_global_value_address(CACHED_BYTES_GLOBAL),
+        flush_blocks_at=engine.get_function_address(FLUSH_BLOCKS),
     )
     ctypes.c_void_p.from_address(
         engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = ctypes.cast(
@@ -262,8 +301,12 @@ def native_for(device: Any) -> NativeCudaAbi:
         native.set_default_stream(device.default_stream.handle)
         native.set_mem_pool(device.ordered_pool_handle)
         native.set_reclaim(device.reclaim_for_ordered_alloc)
+        native.set_block_cache(True)
         with _compile_lock:
             native = _natives.setdefault(id(device), native)
+        attach = getattr(device, "attach_block_cache", None)
+        if attach is not None:  # the device flushes it and reports it in ordered_pool_usage
+            attach(native)
     return native
 
 

@@ -57,6 +57,7 @@ class CudaDevice(Device):
         ctx = self.driver.call("cuDevicePrimaryCtxRetain", self.cu_device, current=False)
         self.driver.context = ctx
         self.context_handle = int(ctx)
+        self._block_cache: Any = None  # the native ABI's, once compiled (attach_block_cache)
         super().__init__(DeviceKind.CUDA, index)
 
     # --- hooks of the shared runtime (nova.runtime.device.Device) -----------------------------
@@ -195,9 +196,16 @@ class CudaDevice(Device):
         pool = self._ordered_pool
         return 0 if pool is None else int(pool)
 
+    def attach_block_cache(self, cache: Any) -> None:
+        """The native ABI's block cache in front of the stream-ordered pool
+        (`nova.runtime.cuda.native_blocks`; a `NativeCudaAbi`): flushed when the device trims
+        its caches, and its cached bytes reported as free by `ordered_pool_usage`."""
+        self._block_cache = cache
+
     def ordered_pool_usage(self) -> tuple[int, int] | None:
         """(bytes in use, bytes reserved) of the stream-ordered pool of compiled code, or None
-        when the device's default pool serves it."""
+        when the device's default pool serves it. Blocks the native block cache holds freed
+        count as reserved, not in use (as the driver's own cached memory)."""
         pool = self._ordered_pool
         if pool is None:
             return None
@@ -206,14 +214,21 @@ class CudaDevice(Device):
                                 attrs.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
         reserved = self.driver.call("cuMemPoolGetAttribute", pool,
                                     attrs.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
-        return int(used), int(reserved)
+        cached = self._block_cache.cached_bytes() if self._block_cache is not None else 0
+        return int(used) - cached, int(reserved)
 
     def _trim_other_caches(self) -> None:
         """Give the stream-ordered pool's free memory back to the driver (after a device-wide
-        synchronize everything freed is releasable; never memory still in use)."""
+        synchronize everything freed is releasable; never memory still in use), the blocks the
+        native block cache holds first (freed on their streams, then waited for)."""
         pool = self.__dict__.get("_ordered_pool")  # not created just to trim it
-        if pool is not None:
-            self.driver.quiet("cuMemPoolTrimTo", pool, 0)
+        if pool is None:
+            return
+        cache = self._block_cache
+        if cache is not None and cache.cached_bytes() and not self.context_lost:
+            cache.flush_blocks()
+            self._synchronize_all()
+        self.driver.quiet("cuMemPoolTrimTo", pool, 0)
 
     def reclaim_for_ordered_alloc(self, stream: int) -> bool:
         """An allocation from the stream-ordered pool on `stream` ran out of memory (called by

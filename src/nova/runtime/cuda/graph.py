@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from nova.abi import ABI_BY_NAME
 from nova.errors import CudaError, NovaError, RuntimeFailure
+from nova.runtime.cuda.native_blocks import ALLOC_DIRECT, FREE_DIRECT
 from nova.runtime.native_support import clear_error, record_error, take_error
 from nova.runtime.runner_utils import flush_stdout
 from nova.runtime.stream import Stream
@@ -49,6 +50,13 @@ class CudaCaptureAbi:
         self.origin = origin if isinstance(origin, int) else origin.handle
         self.native = {name: ABI_BY_NAME[name].ctypes_prototype()(address)
                        for name, address in self.base.native.addresses.items()}
+        # allocations and frees bypass the block cache: graph memory is never cached outside
+        # the graph, nor a cached block handed to one (nova.runtime.cuda.native_blocks)
+        direct = self.base.native.direct or {}
+        for name, native_name in (("nova_rt_mem_alloc", ALLOC_DIRECT),
+                                  ("nova_rt_mem_free", FREE_DIRECT)):
+            if native_name in direct:
+                self.native[name] = ABI_BY_NAME[name].ctypes_prototype()(direct[native_name])
         self._forget = _FORGET_TYPE(self.base.native.forget_stream)
         self.live: set[int] = set()
         self.dead_streams: list[int] = []

@@ -15,6 +15,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+from nova.runtime.cuda.native_blocks import ALLOC_DIRECT, FLUSH_BLOCKS, FREE_DIRECT, blocks_ir
+
 DRIVER_FUNCTIONS: dict[str, str] = {
     "cuCtxGetCurrent": "i32 (ptr)",
     "cuCtxSetCurrent": "i32 (ptr)",
@@ -244,8 +246,8 @@ def _functions(prefix: str) -> list[str]:
     b.call("cuEventSynchronize", "ptr %event")
     out.append(_define("nova_rt_event_synchronize", "ptr %event", b))
 
-    out.append(_mem_alloc(body(), body()))
-    out.append(_mem_free(body()))
+    out.append(_mem_alloc(body(), body(), body()))
+    out.append(_mem_free(body(), body()))
 
     b = body()
     b.return_if_zero("%size")
@@ -342,12 +344,27 @@ def _launch_packed(b: _Body) -> str:
     return _define(LAUNCH_PACKED, "ptr %fixed, ptr %header, ptr %stream, ptr %slots", b)
 
 
-def _mem_alloc(b: _Body, follow: _Body) -> str:
+def _mem_alloc(b: _Body, follow: _Body, direct: _Body) -> str:
+    """`nova_rt_mem_alloc` (through the block cache, `native_blocks`), `ALLOC_DIRECT` (the
+    same without it, for graph captures) and the helper they share."""
+    return "\n".join([f"@{MEM_POOL_GLOBAL} = global ptr null",
+                      f"@{RECLAIM_CALLBACK_GLOBAL} = global ptr null",
+                      _streams_follow(follow),
+                      _define("nova_rt_mem_alloc",
+                              "ptr %out, i64 %size, ptr %stream, i32 %host_shared",
+                              _alloc_body(b, cached=True)),
+                      _define(ALLOC_DIRECT, "ptr %out, i64 %size, ptr %stream, i32 %host_shared",
+                              _alloc_body(direct, cached=False))])
+
+
+def _alloc_body(b: _Body, cached: bool) -> _Body:
     """Stream-ordered allocation from the device's pool, never waiting: memory freed on a
     stream is reused by later allocations ordered after the free (the driver's pool tracks
-    that, across streams too). Out of memory: reclaim, then one retry. An allocation on the null
-    stream (a synchronous `gpu.alloc`) is also ordered before the thread's open streams' later
-    work (`nova_streams_follow`), as a host synchronization used to do."""
+    that, across streams too; with `cached`, a block the block cache holds for this stream and
+    size is taken first, without a driver call, and a new block is tracked). Out of memory:
+    flush the block cache, reclaim, then one retry. An allocation on the null stream (a
+    synchronous `gpu.alloc`) is also ordered before the thread's open streams' later work
+    (`nova_streams_follow`), as a host synchronization used to do."""
     b("  store ptr null, ptr %out")  # a zero-byte allocation is the null pointer
     b.return_if_zero("%size")
     b("  %is.shared = icmp ne i32 %host_shared, 0")
@@ -357,12 +374,20 @@ def _mem_alloc(b: _Body, follow: _Body) -> str:
     b("  ret i32 0")
     b("ordered:")
     s = b.stream()
+    if cached:
+        b(f"  %reused = call ptr @nova_blocks_take(i64 %size, ptr {s})")
+        b("  %have.reused = icmp ne ptr %reused, null")
+        b("  br i1 %have.reused, label %reuse, label %from.driver")
+        b("reuse:")
+        b("  store ptr %reused, ptr %out")
+        b("  br label %allocated")
+        b("from.driver:")
     b(f"  %pool = load ptr, ptr @{MEM_POOL_GLOBAL}")
     b("  %have.pool = icmp ne ptr %pool, null")
     b("  br i1 %have.pool, label %from.pool, label %default.pool")
     b("default.pool:")
     b.call("cuMemAllocAsync", f"ptr %out, i64 %size, ptr {s}")
-    b("  br label %allocated")
+    b("  br label %fresh")
     b("from.pool:")
     args = f"ptr %out, i64 %size, ptr %pool, ptr {s}"
     b(f"  %first = call i32 @{b.prefix}cuMemAllocFromPoolAsync({args})")
@@ -372,14 +397,21 @@ def _mem_alloc(b: _Body, follow: _Body) -> str:
     b("  %try.reclaim = and i1 %out.of.memory, %can.reclaim")
     b("  br i1 %try.reclaim, label %reclaiming, label %first.result")
     b("reclaiming:")
+    # cached blocks back to the driver first: the reclaim synchronizes and trims after it
+    b(f"  %flushed = call i32 @{FLUSH_BLOCKS}(ptr null)")
     b(f"  %reclaimed = call i32 %reclaim.fn(ptr {s})")
     b("  %retry = icmp ne i32 %reclaimed, 0")
     b("  br i1 %retry, label %second.try, label %first.result")
     b("second.try:")
     b.call("cuMemAllocFromPoolAsync", args)
-    b("  br label %allocated")
+    b("  br label %fresh")
     b("first.result:")
     b.check("%first", "cuMemAllocFromPoolAsync")
+    b("  br label %fresh")
+    b("fresh:")
+    if cached:
+        b("  %block = load ptr, ptr %out")
+        b("  call void @nova_blocks_track(ptr %block, i64 %size)")
     b("  br label %allocated")
     b("allocated:")
     b("  %on.null = icmp eq ptr %stream, null")
@@ -390,16 +422,13 @@ def _mem_alloc(b: _Body, follow: _Body) -> str:
     b("  br i1 %follow.ok, label %finished, label %unwind")
     b("unwind:")  # the failure is reported; the caller raises and never sees the pointer
     b("  %orphan = load ptr, ptr %out")
+    b(f"  %untracked = call i32 @nova_blocks_free(ptr %orphan, ptr {s}, i1 0)")
     b(f"  %orphan.freed = call i32 @{b.prefix}cuMemFreeAsync(ptr %orphan, ptr {s})")
     b("  store ptr null, ptr %out")
     b("  ret i32 1")
     b("finished:")
     b("  ret i32 0")
-    return "\n".join([f"@{MEM_POOL_GLOBAL} = global ptr null",
-                      f"@{RECLAIM_CALLBACK_GLOBAL} = global ptr null",
-                      _streams_follow(follow),
-                      _define("nova_rt_mem_alloc",
-                              "ptr %out, i64 %size, ptr %stream, i32 %host_shared", b)])
+    return b
 
 
 def _streams_follow(b: _Body) -> str:
@@ -459,17 +488,37 @@ def _streams_follow(b: _Body) -> str:
         "define i32 @nova_streams_follow", "define internal i32 @nova_streams_follow")
 
 
-def _mem_free(b: _Body) -> str:
-    """Stream-ordered free; managed memory (not from a stream-ordered pool) is freed after the
-    stream drained, with cuMemFree."""
+def _mem_free(b: _Body, direct: _Body) -> str:
+    """`nova_rt_mem_free` (through the block cache) and `FREE_DIRECT` (without it)."""
+    return "\n".join([_define("nova_rt_mem_free", "ptr %pointer, ptr %stream",
+                              _free_body(b, keep=True)),
+                      _define(FREE_DIRECT, "ptr %pointer, ptr %stream",
+                              _free_body(direct, keep=False))])
+
+
+def _free_body(b: _Body, keep: bool) -> _Body:
+    """Stream-ordered free. A block the block cache tracks is known to be stream-ordered
+    memory: with `keep` it is cached for this stream (no driver call), else (or when the cache
+    is full) freed with cuMemFreeAsync. Any other pointer is asked about (managed memory, not
+    from a stream-ordered pool, is freed after the stream drained, with cuMemFree)."""
     b.return_if_zero("%pointer", "ptr")
+    s = b.stream()
+    b(f"  %known = call i32 @nova_blocks_free(ptr %pointer, ptr {s}, i1 {int(keep)})")
+    b("  switch i32 %known, label %ask [i32 1, label %kept i32 2, label %ordered "
+      "i32 3, label %twice]")
+    b("kept:")
+    b("  ret i32 0")
+    b("twice:")  # a cached block freed again: the error the driver gives a second free
+    b(f"  call void @nova_cuda_fail(ptr @name.cuMemFreeAsync, i32 {CUDA_ERROR_INVALID_VALUE}, "
+      "ptr null)")
+    b("  ret i32 1")
+    b("ask:")
     b("  %managed.flag = alloca i32, align 4")
     b("  store i32 0, ptr %managed.flag")
     b.call("cuPointerGetAttribute",
            f"ptr %managed.flag, i32 {CU_POINTER_ATTRIBUTE_IS_MANAGED}, ptr %pointer")
     b("  %managed.value = load i32, ptr %managed.flag")
     b("  %is.managed = icmp ne i32 %managed.value, 0")
-    s = b.stream()
     b("  br i1 %is.managed, label %managed, label %ordered")
     b("managed:")
     b.call("cuStreamSynchronize", f"ptr {s}")
@@ -477,7 +526,7 @@ def _mem_free(b: _Body) -> str:
     b("  ret i32 0")
     b("ordered:")
     b.call("cuMemFreeAsync", f"ptr %pointer, ptr {s}")
-    return _define("nova_rt_mem_free", "ptr %pointer, ptr %stream", b)
+    return b
 
 
 def _make_current(b: _Body) -> str:
@@ -513,6 +562,9 @@ def _recycle_or_destroy(b: _Body, stream: str) -> None:
     b(f"  %kept{n} = call i1 @nova_streams_recycle(ptr {stream})")
     b(f"  br i1 %kept{n}, label %recycled{n}, label %destroy{n}")
     b(f"destroy{n}:")
+    # blocks cached for the stream go back first: a later stream may get the same handle value
+    b(f"  %flushed{n} = call i32 @{FLUSH_BLOCKS}(ptr {stream})")
+    b.check(f"%flushed{n}", "cuMemFreeAsync")
     b.call("cuStreamDestroy_v2", f"ptr {stream}")
     b(f"  br label %recycled{n}")
     b(f"recycled{n}:")
@@ -769,7 +821,8 @@ def _head(prefix: str, driver: list[str]) -> list[str]:
 def native_ir(prefix: str = "") -> str:
     """The LLVM IR module implementing the native part of the cuda ABI."""
     head = _head(prefix, list(DRIVER_FUNCTIONS))
-    head += ["declare i32 @nova_rt_call_entry(ptr, ptr, ptr)", _REGISTRY_IR, *_HELPERS_IR]
+    head += ["declare i32 @nova_rt_call_entry(ptr, ptr, ptr)", _REGISTRY_IR,
+             blocks_ir(prefix), *_HELPERS_IR]
     return "\n".join(head) + "\n".join(_functions(prefix))
 
 
