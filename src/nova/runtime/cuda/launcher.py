@@ -88,6 +88,13 @@ class CudaLauncher(Launcher):
 
         return bound
 
+    def native_call(self, config: LaunchConfig,
+                    slots: bytes) -> tuple[Callable[..., int], tuple[object, ...]]:
+        """The native call (function, arguments) a launch of packed `slots` with `config` on
+        the default stream makes, checks and bookkeeping left out: the floor of a launch's host
+        cost (bench/launch_overhead.py's host section)."""
+        return self._native, (self._fixed_address, config.header, None, slots)
+
     def inline_launch(self, config: LaunchConfig,
                       stream: Stream | None) -> tuple[list[str], dict[str, object]]:
         """`bound`'s body as statements (see Launcher.inline_launch)."""
