@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from nova import config
 from nova.lang import types as T
 from nova.runtime.device import Device, DeviceKind
 from nova.runtime.launcher import Launcher
@@ -109,10 +110,11 @@ class _Writer:
         return name
 
 
-def _array(w: _Writer, k: int, ty: T.ArrayType) -> list[str]:
+def _array(w: _Writer, k: int, ty: T.ArrayType, buffer_only: bool) -> list[str]:
     d = w.const(f"D{k}", ty.dtype.np_dtype)
     w(f"if type(a{k}) is Buffer:")
-    w(f"    if a{k}.device is not dev or (a{k}.dtype is not {d} and a{k}.dtype != {d}):")
+    # the dtype attribute first: Buffer.dtype is a property (its value when _dtype is None)
+    w(f"    if a{k}.device is not dev or (a{k}._dtype is not {d} and a{k}.dtype != {d}):")
     w(f"        {w.miss}")
     w(f"    s{k} = a{k}.shape")
     w(f"    if len(s{k}) != {ty.ndim}:")
@@ -120,6 +122,10 @@ def _array(w: _Writer, k: int, ty: T.ArrayType) -> list[str]:
     # Buffer.ptr's checks (freed, or a view of a freed base) only when they can fail
     w(f"    p{k} = a{k}._ptr if a{k}._base is None and not a{k}._freed else a{k}.ptr")
     w("else:")
+    if buffer_only:
+        w(f"    {w.miss}")
+        sizes = [f"s{k}[{e}]" for e in range(ty.ndim)]
+        return [f"p{k}", f"p{k}", "0", *sizes, *_strides(k, ty.ndim)]
     w(f"    r{k} = cuda_array(a{k}, {d}, {ty.ndim}, dev, stream)")
     w(f"    if r{k} is None:")
     w(f"        {w.miss}")
@@ -167,8 +173,10 @@ def _facts(w: _Writer, arrays: list[tuple[int, T.ArrayType]], exact: bool) -> No
             w(f"    {w.miss}")
 
 
-def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool) -> str:
-    """Write the checks of `sig`'s arguments `args`; returns the packing expression."""
+def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool,
+          first_buffer: bool = False) -> str:
+    """Write the checks of `sig`'s arguments `args` (with `first_buffer`, the first must be
+    a Nova Buffer); returns the packing expression."""
     names = [f"a{k}" for k in range(len(sig))]
     w(f"if len(args) != {len(sig)}:")
     w(f"    {w.miss}")
@@ -178,7 +186,7 @@ def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool) -> str:
     arrays: list[tuple[int, T.ArrayType]] = []
     for k, ty in enumerate(sig):
         if isinstance(ty, T.ArrayType):
-            values += _array(w, k, ty)
+            values += _array(w, k, ty, first_buffer and k == 0)
             arrays.append((k, ty))
         else:
             assert isinstance(ty, T.ScalarType)
@@ -214,17 +222,15 @@ def make_guard(sig: tuple[T.NovaType, ...], exact: bool, launcher: Launcher) -> 
     return guard
 
 
-def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
-                       stream: Any, launch: tuple[list[str], dict[str, Any]],
-                       fallback: Callable[[tuple[Any, ...]], None]) -> Callable[..., None]:
-    """`__call__(self, *args)` of a prepared launch: the not-exact guard of `sig` on `device`
-    and `stream` with the launch (`launch`: the launcher's inline statements on `slots` and
-    their globals, Launcher.inline_launch) in the same function, and `fallback(args)` for
-    arguments it does not take (nova.lang.prepared) — one Python frame per launch."""
-    w = _Writer(launcher, "return fallback(args)")
+def _launch_call(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool,
+                 launch: tuple[list[str], dict[str, Any]], what: str,
+                 first_buffer: bool = False) -> Callable[..., None]:
+    """`__call__(self, *args)`: `w`'s lines so far, the guard of `sig`, then the launch
+    (`launch`: the launcher's inline statements on `slots` and their globals,
+    Launcher.inline_launch) — one Python frame per launch."""
     statements, launch_env = launch
-    w.env.update(dev=device, stream=stream, fallback=fallback, **launch_env)
-    packed = _body(w, sig, False)
+    w.env.update(launch_env)
+    packed = _body(w, sig, exact, first_buffer)
     w("try:")
     w(f"    slots = {packed}")
     w("except struct_error as exc:")
@@ -232,5 +238,34 @@ def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: 
     for line in statements:
         w(line)
     source = "\n".join(["def __call__(self, *args):", *w.lines, ""])
-    call: Callable[..., None] = _compile(source, w.env, "__call__", "prepared call")
+    call: Callable[..., None] = _compile(source, w.env, "__call__", what)
     return call
+
+
+def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
+                       stream: Any, launch: tuple[list[str], dict[str, Any]],
+                       fallback: Callable[[tuple[Any, ...]], None]) -> Callable[..., None]:
+    """`__call__(self, *args)` of a prepared launch: the not-exact guard of `sig` on `device`
+    and `stream` with the launch in the same function, and `fallback(args)` for arguments it
+    does not take (nova.lang.prepared)."""
+    w = _Writer(launcher, "return fallback(args)")
+    w.env.update(dev=device, stream=stream, fallback=fallback)
+    return _launch_call(w, sig, False, launch, "prepared call")
+
+
+def make_cached_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
+                     check_bounds: bool | None, launch: tuple[list[str], dict[str, Any]],
+                     slow: Callable[..., None]) -> Callable[..., None]:
+    """`__call__(self, *args)` of `kern[grid, block]` specialised to one signature (nova.lang.
+    api): the exact guard of `sig` on `device` (the device a launch picks when its first
+    argument is a Buffer there, which this guard requires), the active configuration's bounds
+    checking equal to `check_bounds` (None: the kernel fixes it, nothing to check), then the
+    launch on the default stream; `slow(self, *args)` for anything else (the general
+    launch)."""
+    w = _Writer(launcher, "return slow(self, *args)")
+    w.env.update(dev=device, stream=None, slow=slow, _config=config, _CHECKED=check_bounds)
+    if check_bounds is not None:
+        w("_cfg = _config._current")
+        w("if _cfg is None or _cfg.check_bounds is not _CHECKED:")
+        w(f"    {w.miss}")
+    return _launch_call(w, sig, True, launch, "cached call", first_buffer=True)

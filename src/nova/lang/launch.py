@@ -118,15 +118,19 @@ class LaunchPlan:
     the launch guard (nova.lang.guard), which turns arguments of the signature's kinds straight
     into slot values."""
 
-    def __init__(self, device: Device, function: DeviceFunction,
-                 sig: tuple[T.NovaType, ...]) -> None:
+    def __init__(self, device: Device, function: DeviceFunction, sig: tuple[T.NovaType, ...],
+                 check_bounds: bool = False) -> None:
         from nova.lang.guard import make_guard
 
         self.device = device
         self.function = function
         self.sig = sig
+        self.check_bounds = check_bounds
         self.launcher = device.launcher(function, slot_format(sig))
         self.guard = make_guard(sig, True, self.launcher)
+        self.configured: dict[tuple[Any, Any, int], type] = {}
+        """`kern[grid, block]` classes specialised to this plan, by (grid, block, shared_bytes)
+        (nova.lang.api._Configured)."""
 
 
 def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ...],
