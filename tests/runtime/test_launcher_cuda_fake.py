@@ -166,8 +166,13 @@ def test_launches_on_every_path_reach_the_driver(gpu, fake, native, launch_call)
     kern[1, 64](x, np.float32(1))  # general path
     kern[1, 64](x, np.float32(2))  # guard path, default stream
     assert native.last()[0] == 2 and native.last()[9] == gpu.default_stream.handle
+    kern[1, 64](x, np.float32(2.5))  # the specialised kern[1, 64]
+    assert type(kern[1, 64]).__name__ == "_Configured" and kern[1, 64].plan is not None
+    words = native.last()
+    assert words[0] == 3 and words[9] == gpu.default_stream.handle
+    assert words[11:17] == [x.ptr, x.ptr, 0, 40, 1, _bits(2.5)]
     kern[1, 64, stream](x, np.float32(3))  # guard path, another stream
-    assert native.last()[0] == 3 and native.last()[9] == stream.handle
+    assert native.last()[0] == 4 and native.last()[9] == stream.handle
     for s in (None, gpu.default_stream, stream):
         run = kern.prepare(x, np.float32(0), grid=2, block=32, stream=s)
         run(x, 4.0)
@@ -180,7 +185,7 @@ def test_launches_on_every_path_reach_the_driver(gpu, fake, native, launch_call)
     stream.close()
     with pytest.raises(nova.NovaError, match="closed"):
         run(x, 1.0)  # the prepared launch on the closed stream
-    assert native.last()[0] == 6
+    assert native.last()[0] == 7
 
 
 def test_the_launch_builtin_checks_its_argument(gpu, fake, native):

@@ -95,6 +95,8 @@ class _Configured:
     A configuration launched once pays nothing for that."""
 
     __slots__ = ("_last", "block", "grid", "kernel", "shared_bytes", "stream")
+    plan: LaunchPlan | None = None
+    """The plan a specialised class launches (None: not specialised)."""
 
     def __init__(self, kernel: KernelFunction, grid: Any, block: Any, stream: Any,
                  shared_bytes: int) -> None:
@@ -106,7 +108,7 @@ class _Configured:
         """The general launch; specialises this object to a plan it used twice in a row."""
         plan = self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_bytes,
                                    None)
-        if plan is None or plan is type(self).__dict__.get("plan"):
+        if plan is None or plan is self.plan:
             return
         if plan is self._last and self.kernel._configured.get(
                 (self.grid, self.block)) is self:
