@@ -14,6 +14,11 @@
 Peers (cuda only, same process, same tiny kernel): a cuda.bindings cuLaunchKernel loop from
 Python, a CuPy RawKernel loop, a numba-cuda `@cuda.jit` loop, a CUDA graph of N launches captured
 with cuda.bindings, and Nova's device-layer `Device.launch` from Python.
+(host) Nova's side of a Python-kernel launch without the driver's, on any machine: the cached
+    and prepared launches above on a cuda device of tests' fake bindings whose cuLaunchKernel is
+    a native no-op that counts launches (tests/runtime/native_fake_driver.py), beside the floors
+    of the launcher's native call with prebuilt parameters and of a ctypes call (libc getpid).
+    `--host-only` runs this section alone (no GPU needed; --host-launches per loop, default 10^5).
 
 Every launch loop (Nova's entries, its Python kernels and the peers, the native C++ loop included)
 runs a kernel that adds 1 to each of 32 counters; after timing, the counters must equal the
@@ -25,6 +30,7 @@ debug the script without a GPU:
 
     python bench/launch_overhead.py [--device cuda|cpu] [--kernels 1000] [--calls 2000]
                                     [--repeats 5] [--json bench/results/launch_overhead-<dev>.json]
+                                    [--host-launches 100000] [--host-only]
 """
 
 from __future__ import annotations
@@ -590,6 +596,11 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
     res.run("peer", f"CuPy RawKernel loop x{n}", "us/kernel", cupy_loop, must_run=False)
 
     def numba_loop() -> tuple[dict[str, float], str]:
+        if not hasattr(np, "row_stack"):
+            # Compatibility shim for this peer alone (Nova never uses it): numba-cuda releases
+            # that predate NumPy's removal of np.row_stack call it while importing; it was an
+            # alias of np.vstack. Any further incompatibility still shows as this row's error.
+            setattr(np, "row_stack", np.vstack)  # noqa: B010
         from numba import cuda
 
         @cuda.jit

@@ -29,12 +29,23 @@ def _compiler() -> None:
 def test_launch_overhead_runs_on_cpu(tmp_path: Path) -> None:
     out = tmp_path / "lo.json"
     text = _run("launch_overhead.py", "--kernels", "8", "--calls", "5", "--repeats", "1",
-                "--json", str(out))
+                "--host-launches", "20", "--json", str(out))
     record = json.loads(out.read_text())
     names = [row["name"] for row in record["rows"]]
     assert any("graph replay" in n for n in names) and any("entry call" in n for n in names)
     assert all("min_us" in row for row in record["rows"]), text  # nothing failed
     assert "us/kernel" in text
+    host = [row for row in record["rows"] if row["section"] == "host"]
+    assert len(host) == 4 and all(row["note"].startswith("verified") for row in host), host
+
+
+def test_launch_overhead_host_section_alone() -> None:
+    """`--host-only`: Nova's launch cost against the native no-op driver, checked launches."""
+    text = _run("launch_overhead.py", "--host-only", "--host-launches", "30", "--repeats", "2")
+    rows = [line for line in text.splitlines() if line.startswith("host     ")]
+    assert len(rows) == 4, text
+    assert all("verified" in row for row in rows), text
+    assert "90 launches reached the driver" in text  # 30 per loop, a warm-up and 2 repeats
 
 
 def test_overlap_runs_on_cpu(tmp_path: Path) -> None:
