@@ -100,16 +100,18 @@ class Staged(MutableRecord):
         self.copy_back = copy_back
 
 
+def param_format(ty: T.NovaType) -> str:
+    """The `struct` format (no byte-order prefix) of one parameter's slots: an array expands
+    to allocated, aligned, offset, sizes..., strides... (abi.py's layout; the words of
+    `Buffer.memref_words`), a scalar takes one 8-byte slot."""
+    if isinstance(ty, T.ArrayType):
+        return "QQq" + "q" * (2 * ty.ndim)
+    return _SLOT_FORMATS[ty.name]
+
+
 def slot_format(sig: tuple[T.NovaType, ...]) -> str:
-    """The `struct` format (no byte-order prefix) of a signature's parameter slots: an array
-    expands to allocated, aligned, offset, sizes..., strides... (abi.py's layout)."""
-    parts = []
-    for ty in sig:
-        if isinstance(ty, T.ArrayType):
-            parts.append("QQq" + "q" * (2 * ty.ndim))
-        else:
-            parts.append(_SLOT_FORMATS[ty.name])
-    return "".join(parts)
+    """The `struct` format (no byte-order prefix) of a signature's parameter slots."""
+    return "".join(param_format(ty) for ty in sig)
 
 
 class LaunchPlan:
