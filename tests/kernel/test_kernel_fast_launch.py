@@ -350,3 +350,19 @@ def test_only_kept_default_stream_configurations_specialise(cpu_device):
     assert counter.numpy()[0] == 6
     assert all(not plan.configured for plan in kern._plans.values())
     stream.close()
+
+
+def test_a_buffer_given_a_new_shape_launches_with_it(cpu_device):
+    """The guards use a Buffer's cached slot words only while its shape is the same object."""
+    kern = KernelFunction(_count)
+    buf = nova.to_device(np.zeros(4, np.int64), cpu_device)
+    run = kern.prepare(buf, 1, grid=1, block=1)
+    for _ in range(3):
+        kern[1, 1](buf, 1)
+        run(buf, 1)
+    buf._retype(np.int64, (2,))
+    kern[1, 1](buf, 10)
+    run(buf, 10)
+    cpu_device.synchronize()
+    assert buf.numpy().tolist() == [26, 0]
+    assert buf._words is not None and buf._words[0] is buf.shape

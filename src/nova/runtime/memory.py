@@ -112,10 +112,10 @@ class Buffer:
         guards (nova.lang.guard) use these bytes instead of packing the words per launch; kept
         while `shape` is the same object (the pointer never changes; DeviceError once freed)."""
         shape = self.shape
+        ptr = self.ptr
         cached = self._words
         if cached is not None and cached[0] is shape:
             return cached[1]
-        ptr = self.ptr
         strides, acc = [], 1
         for d in reversed(shape):
             strides.append(acc)
