@@ -134,8 +134,10 @@ class CudaLauncher(Launcher):
                        _L_header=config.header,
                        _L_handle=None if stream is None else ctypes.c_void_p(s.handle))
             launch = "_L_status = _L_native(_L_fixed, _L_header, _L_handle, slots)"
+        # the default stream cannot be closed (CudaStream.close refuses): no test for it
+        live = "_L_driver.context_lost" + ("" if s is self._default else " or _L_stream._closed")
         lines = [
-            "if _L_driver.context_lost or _L_stream._closed:",
+            f"if {live}:",
             "    _L_relaunch(_L_config, _L_user_stream, slots)  # raises the launch's error",
             "    return None",
             launch,
