@@ -57,3 +57,18 @@ def test_overlap_runs_on_cpu(tmp_path: Path) -> None:
     assert rows["serial (1 slot)"]["note"] == "results correct"
     assert rows["nova.Pipeline (3 slots)"]["note"] == "results correct", text
     assert record["total_bytes"] == 4 << 20
+
+
+def test_launch_overhead_host_section_notes_a_missing_harness(monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """Without tests/runtime (or cuda-bindings) the host section notes its error and the rest
+    of the benchmark goes on."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import launch_overhead
+
+    monkeypatch.setattr(launch_overhead, "TESTS_RUNTIME", tmp_path / "missing")
+    monkeypatch.setitem(sys.modules, "fake_cuda", None)  # (this run has tests/runtime on path)
+    res = launch_overhead.Results()
+    launch_overhead.bench_host_cost(res, 10, 1)
+    assert [row["note"].split(":")[0] for row in res.rows] == ["error"]
+    assert "ModuleNotFoundError" in res.rows[0]["note"]
