@@ -256,3 +256,113 @@ def test_guard_source_checks_what_the_signature_says():
     assert "s2[1], 1" in exact  # the 2-D array's strides: (shape[1], 1)
     guard = make_guard(sig, True, launcher)
     assert guard((1, 2), dev, None) is None  # wrong count: a miss, not an error
+
+
+def _specialised(kern: KernelFunction, config: tuple) -> bool:
+    return type(kern[config]) is not api._Configured
+
+
+def test_a_repeated_configuration_specialises_and_keeps_every_check(cpu_device, monkeypatch,
+                                                                    forbid_general_path):
+    """`kern[grid, block]` launching one signature twice in a row becomes its specialised
+    class: the same results, and the same errors for what the signature's guard refuses."""
+    kern = KernelFunction(_axpy)
+    n = 16
+    x = nova.to_device(np.arange(n, dtype=np.float32), cpu_device)
+    out = nova.to_device(np.zeros(n, np.float32), cpu_device)
+    kern[1, 32](out, np.float32(2), x, x)
+    assert not _specialised(kern, (1, 32))
+    kern[1, 32](out, np.float32(2), x, x)
+    assert _specialised(kern, (1, 32)) and not _specialised(kern, (2, 32))
+    forbid_general_path()
+    for k in range(3):
+        kern[1, 32](out, np.float32(k), x, x)
+        cpu_device.synchronize()
+        np.testing.assert_array_equal(out.numpy(), np.arange(n) * (k + 1))
+    freed = nova.to_device(np.zeros(n, np.float32), cpu_device)
+    freed.free()
+    with pytest.raises(DeviceError, match="freed Buffer"):
+        kern[1, 32](freed, np.float32(1), x, x)
+    monkeypatch.undo()  # the errors below are the general path's
+    with pytest.raises(ArgumentError, match="must be arrays"):
+        kern[1, 32](out, np.float32(1), x, "text")
+    assert _specialised(kern, (1, 32))  # errors leave it as it was
+    count = KernelFunction(_count)
+    counter = nova.to_device(np.zeros(1, np.int64), cpu_device)
+    for _ in range(2):
+        count[1, 1](counter, 5)
+    assert _specialised(count, (1, 1))
+    with pytest.raises(ArgumentError, match="does not fit"):
+        count[1, 1](counter, 2**70)
+    cpu_device.synchronize()
+    assert counter.numpy()[0] == 10
+
+
+def test_a_specialised_configuration_falls_back_like_the_general_path(cpu_device):
+    kern = KernelFunction(_axpy)
+    base = nova.to_device(np.arange(40, dtype=np.float32), cpu_device)
+    x = nova.to_device(np.arange(16, dtype=np.float32), cpu_device)
+    out = nova.to_device(np.zeros(16, np.float32), cpu_device)
+    for _ in range(2):
+        kern[1, 32](out, np.float32(1), x, x)
+    assert _specialised(kern, (1, 32))
+    kern[1, 32](_offset_view(base, 1, 16), np.float32(1), x, x)  # misaligned: another plan
+    np.testing.assert_array_equal(base.numpy()[1:17], 2 * np.arange(16))
+    host = np.zeros(16, np.float32)
+    kern[1, 32](host, np.float32(3), np.arange(16, dtype=np.float32), x)  # staged
+    np.testing.assert_array_equal(host, 4 * np.arange(16))
+    d = nova.to_device(np.arange(16, dtype=np.float64), cpu_device)
+    dout = nova.to_device(np.zeros(16, np.float64), cpu_device)
+    for k in range(4):  # two signatures in turn: both stay correct, one class per plan
+        kern[1, 32](out, np.float32(k), x, x)
+        kern[1, 32](dout, float(k), d, d)
+        cpu_device.synchronize()
+        np.testing.assert_array_equal(out.numpy(), np.arange(16) * (k + 1))
+        np.testing.assert_array_equal(dout.numpy(), np.arange(16) * (k + 1))
+    assert all(len(plan.configured) <= 1 for plan in kern._plans.values())
+
+
+def test_a_specialised_configuration_follows_the_bounds_check_setting(cpu_device):
+    from nova import config
+
+    kern = KernelFunction(_count)
+    counter = nova.to_device(np.zeros(1, np.int64), cpu_device)
+    for _ in range(2):
+        kern[1, 32](counter, 1)
+    assert _specialised(kern, (1, 32))
+    with config.scoped(check_bounds=not config.get().check_bounds):
+        kern[1, 32](counter, 1)  # another plan, compiled with the other setting
+    kern[1, 32](counter, 1)
+    cpu_device.synchronize()
+    assert counter.numpy()[0] == 4
+    assert sorted(checked for (_, _, checked) in kern._plans) == [False, True]
+
+
+def test_only_kept_default_stream_configurations_specialise(cpu_device):
+    kern = KernelFunction(_count)
+    counter = nova.to_device(np.zeros(1, np.int64), cpu_device)
+    stream = cpu_device.create_stream()
+    for _ in range(3):
+        kern[1, 32, stream](counter, 1)
+        kern.launch(counter, 1, grid=1, block=32)
+    stream.synchronize()
+    cpu_device.synchronize()
+    assert counter.numpy()[0] == 6
+    assert all(not plan.configured for plan in kern._plans.values())
+    stream.close()
+
+
+def test_a_buffer_given_a_new_shape_launches_with_it(cpu_device):
+    """The guards use a Buffer's cached slot words only while its shape is the same object."""
+    kern = KernelFunction(_count)
+    buf = nova.to_device(np.zeros(4, np.int64), cpu_device)
+    run = kern.prepare(buf, 1, grid=1, block=1)
+    for _ in range(3):
+        kern[1, 1](buf, 1)
+        run(buf, 1)
+    buf._retype(np.int64, (2,))
+    kern[1, 1](buf, 10)
+    run(buf, 10)
+    cpu_device.synchronize()
+    assert buf.numpy().tolist() == [26, 0]
+    assert buf._words is not None and buf._words[0] is buf.shape

@@ -101,5 +101,6 @@ class NativeFakeDriver:
         launchers use it (device: a CudaDevice on tests' fake bindings)."""
         native = cuda_abi.compile_launch(device, PREFIX, self.symbols)
         device.native_launch = native.launch_packed
+        device.launch_builtins = native.builtins
         device._native_fake_keepalive = (self, native)
         return native

@@ -329,3 +329,19 @@ def test_block_freed_under_a_queued_copy_is_unmapped_only_after_it() -> None:
     done = subprocess.run([sys.executable, "-c", _FREE_UNDER_QUEUED_COPY], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "copied" in done.stdout, (done.returncode, done.stderr)
+
+
+def test_memref_words_are_the_kernel_slots_cached_per_shape(device):
+    import struct
+
+    buf = device.to_device(np.zeros((3, 5), np.float32))
+    words = buf.memref_words()
+    assert words == struct.pack("<QQq4q", buf.ptr, buf.ptr, 0, 3, 5, 5, 1)
+    assert buf.memref_words() is words  # kept while the shape is the same object
+    buf._retype(np.float32, (15,))
+    assert buf.memref_words() == struct.pack("<QQq2q", buf.ptr, buf.ptr, 0, 15, 1)
+    scalar = buf.view(np.float32, ())
+    assert scalar.memref_words() == struct.pack("<QQq", buf.ptr, buf.ptr, 0)
+    buf.free()
+    with pytest.raises(DeviceError, match="freed Buffer"):
+        buf.memref_words()

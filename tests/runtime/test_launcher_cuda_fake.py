@@ -149,3 +149,78 @@ def test_cuda_array_interface_arguments_take_the_guard_path(gpu, fake, native, m
     with pytest.raises(nova.NovaError, match="C-contiguous"):
         kern[1, 64](_ForeignArray(gpu.to_device(np.zeros((4, 4), np.float32)).view(
             np.float32, (4, 4)), strides=(4, 16)), np.float32(1))
+
+
+@pytest.fixture(params=["builtin", "ctypes"])
+def launch_call(request, gpu, native) -> str:
+    """Both ways a launcher calls the native launch: its builtins, or ctypes without them."""
+    if request.param == "ctypes":
+        gpu.launch_builtins = None
+    return request.param
+
+
+def test_launches_on_every_path_reach_the_driver(gpu, fake, native, launch_call):
+    kern = KernelFunction(_add)
+    x = gpu.to_device(np.zeros(40, np.float32))
+    stream = gpu.create_stream()
+    kern[1, 64](x, np.float32(1))  # general path
+    kern[1, 64](x, np.float32(2))  # guard path, default stream
+    assert native.last()[0] == 2 and native.last()[9] == gpu.default_stream.handle
+    kern[1, 64](x, np.float32(2.5))  # the specialised kern[1, 64]
+    assert type(kern[1, 64]).__name__ == "_Configured" and kern[1, 64].plan is not None
+    words = native.last()
+    assert words[0] == 3 and words[9] == gpu.default_stream.handle
+    assert words[11:17] == [x.ptr, x.ptr, 0, 40, 1, _bits(2.5)]
+    kern[1, 64, stream](x, np.float32(3))  # guard path, another stream
+    assert native.last()[0] == 4 and native.last()[9] == stream.handle
+    for s in (None, gpu.default_stream, stream):
+        run = kern.prepare(x, np.float32(0), grid=2, block=32, stream=s)
+        run(x, 4.0)
+        words = native.last()
+        assert words[2] == 2 and words[5] == 32 and words[16] == _bits(4.0)
+        assert words[9] == (stream if s is stream else gpu.default_stream).handle
+    launcher = next(iter(kern._plans.values())).launcher
+    assert isinstance(launcher, CudaLauncher)
+    assert (launcher._builtins is not None) is (launch_call == "builtin")
+    stream.close()
+    with pytest.raises(nova.NovaError, match="closed"):
+        run(x, 1.0)  # the prepared launch on the closed stream
+    assert native.last()[0] == 7
+
+
+def test_the_launch_builtin_checks_its_argument(gpu, fake, native):
+    kern = KernelFunction(_add)
+    x = gpu.to_device(np.zeros(40, np.float32))
+    kern[1, 64](x, np.float32(1))
+    launcher = next(iter(kern._plans.values())).launcher
+    config = launcher.config(1, 64)
+    call, args = launcher.native_call(config, launcher.pack(x.ptr, x.ptr, 0, 40, 1, 1.0))
+    assert args == (args[0],) and call(*args) == 0 and native.last()[0] == 2
+    for bad in ((), (args[0], args[0]), (args[0][:-8],), (args[0] + bytes(8),)):
+        with pytest.raises(TypeError, match="bad argument"):
+            call(*bad)
+    with pytest.raises(TypeError, match="expected bytes"):
+        call(bytearray(args[0]))
+    assert native.last()[0] == 2  # none of them launched
+
+
+def test_a_launch_builtin_keeps_its_code_alive(gpu, fake, native):
+    """A builtin outliving every other reference to its launch module still launches (it
+    holds the method definition and the compiled code)."""
+    import gc
+
+    kern = KernelFunction(_add)
+    x = gpu.to_device(np.zeros(40, np.float32))
+    kern[1, 64](x, np.float32(1))
+    launcher = next(iter(kern._plans.values())).launcher
+    slots = launcher.pack(x.ptr, x.ptr, 0, 40, 1, 1.0)
+    call, _ = launcher.native_call(launcher.config(1, 64), slots)
+    builtins = gpu.launch_builtins
+    del launcher, kern
+    gpu.launch_builtins = None
+    gpu._native_fake_keepalive = (native, None)
+    gc.collect()
+    assert call.__module__ is builtins
+    del builtins
+    gc.collect()
+    assert call(slots) == 0 and native.last()[0] == 2

@@ -41,7 +41,7 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
     "python_kernels.py": (["--device", "cpu", "--n", "4096", "--matmul", "32", "--repeat", "1",
                            "--launches", "10"], "CHECK FAILED"),
     "launch_overhead.py": (["--device", "cpu", "--kernels", "5", "--calls", "5", "--repeats",
-                            "1", "--json", "OUT"], "CHECK FAILED"),
+                            "1", "--host-launches", "20", "--json", "OUT"], "CHECK FAILED"),
     "cpu_load_latency.py": (["--runs", "1", "--calls", "5", "--json", "OUT"], "CHECK FAILED"),
     "compile_time.py": (["--runs", "1", "--json", "OUT"], "CHECK FAILED"),
     "module_load.py": (["--device", "cpu", "--runs", "1", "--reloads", "1", "--kernels", "2",

@@ -85,17 +85,59 @@ def func(py_func: Any) -> DeviceFunction:
 
 
 class _Configured:
-    """`kern[grid, block]` (optionally `[grid, block, stream, shared_bytes]`): call to launch."""
+    """`kern[grid, block]` (optionally `[grid, block, stream, shared_bytes]`): call to launch.
 
-    __slots__ = ("block", "grid", "kernel", "shared_bytes", "stream")
+    One kept by the kernel (`[grid, block]` of plain ints, default stream) that launched the
+    same signature twice in a row through `KernelFunction._launch` turns into an instance of
+    the plan's specialised class for its configuration (`_specialised`): its `__call__` is the
+    plan's exact guard and the launch in one generated function (nova.lang.guard.
+    make_cached_call), falling back to this class's `__call__` for arguments it does not take.
+    A configuration launched once pays nothing for that."""
+
+    __slots__ = ("_last", "block", "grid", "kernel", "shared_bytes", "stream")
+    plan: LaunchPlan | None = None
+    """The plan a specialised class launches (None: not specialised)."""
 
     def __init__(self, kernel: KernelFunction, grid: Any, block: Any, stream: Any,
                  shared_bytes: int) -> None:
         self.kernel, self.grid, self.block = kernel, grid, block
         self.stream, self.shared_bytes = stream, shared_bytes
+        self._last: LaunchPlan | None = None
 
     def __call__(self, *args: Any) -> None:
-        self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_bytes, None)
+        """The general launch; specialises this object to a plan it used twice in a row."""
+        plan = self.kernel._launch(args, self.grid, self.block, self.stream, self.shared_bytes,
+                                   None)
+        if plan is None or plan is self.plan:
+            return
+        if plan is self._last and self.kernel._configured.get(
+                (self.grid, self.block)) is self:
+            self.__class__ = _specialised(plan, self.grid, self.block, self.shared_bytes,
+                                          self.kernel._check_bounds is None)
+        self._last = plan
+
+
+def _specialised(plan: LaunchPlan, grid: Any, block: Any, shared_bytes: int,
+                 follow_config: bool) -> type:
+    """The `_Configured` subclass launching `plan`'s signature with this configuration on the
+    default stream (made once per plan and configuration; see `_Configured`); `follow_config`:
+    the kernel follows the configuration's bounds checking, so the class checks it."""
+    from nova.lang.guard import make_cached_call
+
+    key = (grid, block, shared_bytes)
+    found = plan.configured.get(key)
+    if found is None:
+        launcher = plan.launcher
+        launch = launcher.inline_launch(launcher.config(grid, block, shared_bytes), None)
+        call = make_cached_call(plan.sig, launcher, plan.device,
+                                plan.check_bounds if follow_config else None, launch,
+                                _Configured.__call__)
+        found = type("_Configured", (_Configured,), {"__slots__": (), "__call__": call,
+                                                     "plan": plan})
+        if len(plan.configured) >= _KEPT_CONFIGURED:
+            plan.configured.clear()
+        plan.configured[key] = found
+    return found
 
 
 class KernelFunction:
@@ -115,6 +157,9 @@ class KernelFunction:
         self._plans: dict[tuple[Device, Signature, bool], LaunchPlan] = {}
         self._recent: dict[tuple[Device, bool], list[LaunchPlan]] = {}
         self._configured: dict[Any, _Configured] = {}
+        self._last_configured: tuple[object, Any] = (_NO_CONFIG, None)
+        """The latest plain configuration looked up (the key object itself) and its object
+        (one tuple: threads see both or neither)."""
         self._modules: dict[Signature, tuple[Any, str]] = {}
         self._images: dict[tuple[Signature, str, str, bool], CompiledImages] = {}
         self._lock = threading.RLock()
@@ -227,6 +272,9 @@ class KernelFunction:
 
     # --- launching ------------------------------------------------------------------------------
     def __getitem__(self, config: Any) -> _Configured:
+        last = self._last_configured
+        if last[0] is config:  # the same tuple again: `kern[1, 32]` in a loop is a constant
+            return last[1]
         try:
             found = self._configured.get(config)
         except TypeError:  # unhashable (lists)
@@ -235,6 +283,7 @@ class KernelFunction:
         # must not find one
         if found is not None and ((type(config[0]) is int and type(config[1]) is int)
                                   or _plain_config(config)):
+            self._last_configured = (config, found)
             return found
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise ArgumentError(f"{self.__name__}[grid, block] (optionally [grid, block, "
@@ -248,6 +297,7 @@ class KernelFunction:
             if len(self._configured) >= _KEPT_CONFIGURED:
                 self._configured.clear()
             self._configured[config] = configured
+            self._last_configured = (config, configured)
         return configured
 
     def _plan(self, device: Device, sig: Signature, check_bounds: bool) -> LaunchPlan:
@@ -259,7 +309,7 @@ class KernelFunction:
                     f"{self.__name__}", ptx=images.ptx, cubin=images.cubin,
                     cubin_arch=images.cubin_arch, cpu_object=images.cpu_object))
                 fn = module.get_function(images.kernel.name, images.kernel)
-                plan = LaunchPlan(device, fn, sig)
+                plan = LaunchPlan(device, fn, sig, check_bounds)
                 self._plans[(device, sig, check_bounds)] = plan
             return plan
 
@@ -289,13 +339,16 @@ class KernelFunction:
         self._launch(args, grid, block, stream, shared_bytes, device)
 
     def _launch(self, args: tuple[Any, ...], grid: Any, block: Any, stream: Any,
-                shared_bytes: int, device: str | Device | None) -> None:
-        """`launch`, with positional arguments (`kern[grid, block](...)` calls it)."""
+                shared_bytes: int, device: str | Device | None) -> LaunchPlan | None:
+        """`launch`, with positional arguments (`kern[grid, block](...)` calls it); returns the
+        plan that launched, when its guard may take the same arguments again (nothing staged,
+        the device picked from the first argument, a Buffer, which the guard requires), else
+        None."""
         first = args[0] if args else None
-        if type(first) is Buffer and stream is None and device is None and self._device is None:
-            dev = first.device
-        else:
-            dev = self._launch_device(args, stream, device)
+        follows_first = (type(first) is Buffer and stream is None and device is None
+                         and self._device is None)
+        dev = first.device if follows_first else self._launch_device(  # type: ignore[union-attr]
+            args, stream, device)
         if type(grid) is not int:
             grid = _dims(grid, "grid")
         if type(block) is not int:
@@ -308,13 +361,14 @@ class KernelFunction:
             if slots is not None:
                 launcher = plan.launcher
                 launcher.launch(launcher.config(grid, block, shared_bytes), stream, slots)
-                return
-        self._launch_general(dev, checked, args, grid, block, stream, shared_bytes)
+                return plan if follows_first else None
+        used = self._launch_general(dev, checked, args, grid, block, stream, shared_bytes)
+        return used if follows_first else None
 
     def _launch_general(self, dev: Device, checked: bool, args: tuple[Any, ...], grid: Any,
-                        block: Any, stream: Any, shared_bytes: int) -> None:
+                        block: Any, stream: Any, shared_bytes: int) -> LaunchPlan | None:
         """Infer the signature, stage NumPy arrays, launch, and remember the plan for the guard
-        path when no argument needed staging."""
+        path when no argument needed staging (then returned, else None)."""
         staged: list[Staged] = []
         try:
             base = tuple(map(arg_type, args))
@@ -330,10 +384,12 @@ class KernelFunction:
             for s in staged:
                 if s.buffer is not None:
                     s.buffer.free()
-        if not staged:
-            key = (dev, checked)
-            recent = [p for p in self._recent.get(key, ()) if p is not plan]
-            self._recent[key] = [plan, *recent][:_RECENT_PLANS]
+        if staged:
+            return None
+        key = (dev, checked)
+        recent = [p for p in self._recent.get(key, ()) if p is not plan]
+        self._recent[key] = [plan, *recent][:_RECENT_PLANS]
+        return plan
 
     def prepare(self, *args: Any, grid: int | Sequence[int], block: int | Sequence[int],
                 stream: Any = None, shared_bytes: int = 0,
@@ -352,6 +408,8 @@ class KernelFunction:
 
 
 _RECENT_PLANS = 4
+_NO_CONFIG = object()
+"""The key of `_last_configured` before any lookup (no configuration is this object)."""
 """Signatures per (device, bounds checking) whose guards a launch tries before inferring."""
 _KEPT_CONFIGURED = 64
 """`kern[grid, block]` objects kept per kernel (emptied when full)."""

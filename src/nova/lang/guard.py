@@ -14,10 +14,12 @@ a prepared launch converts). It then checks the compiled-in facts on the actual 
 `exact` (cached launches: the signature a full launch would infer) the 16-byte alignment and the
 overlap of every array must equal the signature's; without (prepared launches) the facts the
 kernel was compiled with must hold (a launch may know more than the kernel assumes). It returns
-the slots packed by the launcher's `struct` (an ArgumentError when a value does not fit its
-type), or None on any mismatch: the caller then takes the general path, which picks or compiles
-the right signature or raises the usual located error. NumPy arrays always take the general
-path (staging).
+the slots as one bytes object in the launcher's slot layout (nova.lang.launch.slot_format): a
+Buffer's words are its cached `memref_words` (nothing packed per launch), other arrays' and each
+run of scalars are packed by a `struct` of their formats (an ArgumentError when a value does not
+fit its type), joined when there are several; or None on any mismatch: the caller then takes
+the general path, which picks or compiles the right signature or raises the usual located
+error. NumPy arrays always take the general path (staging).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from nova import config
 from nova.lang import types as T
+from nova.lang.launch import param_format
 from nova.runtime.device import Device, DeviceKind
 from nova.runtime.launcher import Launcher
 from nova.runtime.memory import Buffer
@@ -98,7 +102,7 @@ class _Writer:
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"Buffer": Buffer, "cuda_array": cuda_array,
                                     "bf16": _bfloat16_bits, "_NUMBERS": (int, float, np.generic),
-                                    "pack": launcher.pack, "pack_error": launcher.pack_error,
+                                    "pack_error": launcher.pack_error,
                                     "struct_error": struct.error}
 
     def __call__(self, line: str) -> None:
@@ -109,23 +113,33 @@ class _Writer:
         return name
 
 
-def _array(w: _Writer, k: int, ty: T.ArrayType) -> list[str]:
+def _array(w: _Writer, k: int, ty: T.ArrayType, buffer_only: bool) -> str:
+    """Check array argument `k`; its slots are then the bytes `w{k}` (a Buffer's cached
+    `memref_words`, or packed here for a `__cuda_array_interface__` array)."""
     d = w.const(f"D{k}", ty.dtype.np_dtype)
     w(f"if type(a{k}) is Buffer:")
-    w(f"    if a{k}.device is not dev or (a{k}.dtype is not {d} and a{k}.dtype != {d}):")
+    # the dtype attribute first: Buffer.dtype is a property (its value when _dtype is None)
+    w(f"    if a{k}.device is not dev or (a{k}._dtype is not {d} and a{k}.dtype != {d}):")
     w(f"        {w.miss}")
     w(f"    s{k} = a{k}.shape")
     w(f"    if len(s{k}) != {ty.ndim}:")
     w(f"        {w.miss}")
     # Buffer.ptr's checks (freed, or a view of a freed base) only when they can fail
     w(f"    p{k} = a{k}._ptr if a{k}._base is None and not a{k}._freed else a{k}.ptr")
+    w(f"    c{k} = a{k}._words")  # Buffer.memref_words, inlined while its cache holds
+    w(f"    w{k} = c{k}[1] if c{k} is not None and c{k}[0] is s{k} else a{k}.memref_words()")
     w("else:")
+    if buffer_only:
+        w(f"    {w.miss}")
+        return f"w{k}"
     w(f"    r{k} = cuda_array(a{k}, {d}, {ty.ndim}, dev, stream)")
     w(f"    if r{k} is None:")
     w(f"        {w.miss}")
     w(f"    p{k}, s{k} = r{k}")
+    words = w.const(f"W{k}", struct.Struct("<" + param_format(ty)).pack)
     sizes = [f"s{k}[{e}]" for e in range(ty.ndim)]
-    return [f"p{k}", f"p{k}", "0", *sizes, *_strides(k, ty.ndim)]
+    w(f"    w{k} = {words}({', '.join([f'p{k}', f'p{k}', '0', *sizes, *_strides(k, ty.ndim)])})")
+    return f"w{k}"
 
 
 def _scalar(w: _Writer, k: int, ty: T.ScalarType, exact: bool) -> str:
@@ -152,39 +166,56 @@ def _facts(w: _Writer, arrays: list[tuple[int, T.ArrayType]], exact: bool) -> No
     for k, ty in arrays:
         size = " * ".join([f"s{k}[{e}]" for e in range(ty.ndim)] + [str(ty.dtype.itemsize)])
         w(f"n{k} = {size}")
+        w(f"e{k} = p{k} + n{k}")
     overlaps: dict[int, list[str]] = {k: [] for k, _ in arrays}
     for (i, _), (j, _) in itertools.combinations(arrays, 2):
-        w(f"o{i}_{j} = n{i} and n{j} and p{i} < p{j} + n{j} and p{j} < p{i} + n{i}")
+        w(f"o{i}_{j} = n{i} and n{j} and p{i} < e{j} and p{j} < e{i}")
         overlaps[i].append(f"o{i}_{j}")
         overlaps[j].append(f"o{i}_{j}")
+    # every overlap of a noalias array is a miss: one test of them all
+    forbidden = sorted({o for k, ty in arrays if ty.noalias for o in overlaps[k]})
+    if forbidden:
+        w(f"if {' or '.join(forbidden)}:")
+        w(f"    {w.miss}")
     for k, ty in arrays:
-        any_overlap = " or ".join(overlaps[k])
-        if ty.noalias:
-            w(f"if {any_overlap}:")
-            w(f"    {w.miss}")
-        elif exact:
-            w(f"if not ({any_overlap}):")
+        if exact and not ty.noalias:
+            w(f"if not ({' or '.join(overlaps[k])}):")
             w(f"    {w.miss}")
 
 
-def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool) -> str:
-    """Write the checks of `sig`'s arguments `args`; returns the packing expression."""
+def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool,
+          first_buffer: bool = False) -> str:
+    """Write the checks of `sig`'s arguments `args` (with `first_buffer`, the first must be
+    a Nova Buffer); returns the expression of the slots' bytes."""
     names = [f"a{k}" for k in range(len(sig))]
     w(f"if len(args) != {len(sig)}:")
     w(f"    {w.miss}")
     if names:
         w(f"{', '.join(names)}, = args")
-    values: list[str] = []
+    parts: list[str] = []  # the slots' bytes in order: arrays' words, runs of packed scalars
+    run: list[tuple[str, T.ScalarType]] = []
     arrays: list[tuple[int, T.ArrayType]] = []
+
+    def end_run() -> None:
+        if run:
+            packer = w.const(f"P{len(parts)}", struct.Struct(
+                "<" + "".join(param_format(ty) for _, ty in run)).pack)
+            parts.append(f"{packer}({', '.join(value for value, _ in run)})")
+            run.clear()
+
     for k, ty in enumerate(sig):
         if isinstance(ty, T.ArrayType):
-            values += _array(w, k, ty)
+            end_run()
+            parts.append(_array(w, k, ty, first_buffer and k == 0))
             arrays.append((k, ty))
         else:
             assert isinstance(ty, T.ScalarType)
-            values.append(_scalar(w, k, ty, exact))
+            run.append((_scalar(w, k, ty, exact), ty))
+    end_run()
     _facts(w, arrays, exact)
-    return f"pack({', '.join(values)})"
+    if len(parts) <= 1:
+        return parts[0] if parts else "b''"
+    return f"b''.join(({', '.join(parts)}))"
 
 
 def guard_source(sig: tuple[T.NovaType, ...], exact: bool,
@@ -208,23 +239,21 @@ def _compile(source: str, env: dict[str, Any], name: str, what: str) -> Any:
 
 
 def make_guard(sig: tuple[T.NovaType, ...], exact: bool, launcher: Launcher) -> Guard:
-    """The guard of `sig`, packing with `launcher`'s slot format (see the module docstring)."""
+    """The guard of `sig` for `launcher`'s slots (see the module docstring)."""
     source, env = guard_source(sig, exact, launcher)
     guard: Guard = _compile(source, env, "guard", "guard " + ("exact" if exact else "prepared"))
     return guard
 
 
-def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
-                       stream: Any, launch: tuple[list[str], dict[str, Any]],
-                       fallback: Callable[[tuple[Any, ...]], None]) -> Callable[..., None]:
-    """`__call__(self, *args)` of a prepared launch: the not-exact guard of `sig` on `device`
-    and `stream` with the launch (`launch`: the launcher's inline statements on `slots` and
-    their globals, Launcher.inline_launch) in the same function, and `fallback(args)` for
-    arguments it does not take (nova.lang.prepared) — one Python frame per launch."""
-    w = _Writer(launcher, "return fallback(args)")
+def _launch_call(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool,
+                 launch: tuple[list[str], dict[str, Any]], what: str,
+                 first_buffer: bool = False) -> Callable[..., None]:
+    """`__call__(self, *args)`: `w`'s lines so far, the guard of `sig`, then the launch
+    (`launch`: the launcher's inline statements on `slots` and their globals,
+    Launcher.inline_launch) — one Python frame per launch."""
     statements, launch_env = launch
-    w.env.update(dev=device, stream=stream, fallback=fallback, **launch_env)
-    packed = _body(w, sig, False)
+    w.env.update(launch_env)
+    packed = _body(w, sig, exact, first_buffer)
     w("try:")
     w(f"    slots = {packed}")
     w("except struct_error as exc:")
@@ -232,5 +261,34 @@ def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: 
     for line in statements:
         w(line)
     source = "\n".join(["def __call__(self, *args):", *w.lines, ""])
-    call: Callable[..., None] = _compile(source, w.env, "__call__", "prepared call")
+    call: Callable[..., None] = _compile(source, w.env, "__call__", what)
     return call
+
+
+def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
+                       stream: Any, launch: tuple[list[str], dict[str, Any]],
+                       fallback: Callable[[tuple[Any, ...]], None]) -> Callable[..., None]:
+    """`__call__(self, *args)` of a prepared launch: the not-exact guard of `sig` on `device`
+    and `stream` with the launch in the same function, and `fallback(args)` for arguments it
+    does not take (nova.lang.prepared)."""
+    w = _Writer(launcher, "return fallback(args)")
+    w.env.update(dev=device, stream=stream, fallback=fallback)
+    return _launch_call(w, sig, False, launch, "prepared call")
+
+
+def make_cached_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,
+                     check_bounds: bool | None, launch: tuple[list[str], dict[str, Any]],
+                     slow: Callable[..., None]) -> Callable[..., None]:
+    """`__call__(self, *args)` of `kern[grid, block]` specialised to one signature (nova.lang.
+    api): the exact guard of `sig` on `device` (the device a launch picks when its first
+    argument is a Buffer there, which this guard requires), the active configuration's bounds
+    checking equal to `check_bounds` (None: the kernel fixes it, nothing to check), then the
+    launch on the default stream; `slow(self, *args)` for anything else (the general
+    launch)."""
+    w = _Writer(launcher, "return slow(self, *args)")
+    w.env.update(dev=device, stream=None, slow=slow, _config=config, _CHECKED=check_bounds)
+    if check_bounds is not None:
+        w("_cfg = _config._current")
+        w("if _cfg is None or _cfg.check_bounds is not _CHECKED:")
+        w(f"    {w.miss}")
+    return _launch_call(w, sig, True, launch, "cached call", first_buffer=True)

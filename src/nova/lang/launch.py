@@ -100,16 +100,18 @@ class Staged(MutableRecord):
         self.copy_back = copy_back
 
 
+def param_format(ty: T.NovaType) -> str:
+    """The `struct` format (no byte-order prefix) of one parameter's slots: an array expands
+    to allocated, aligned, offset, sizes..., strides... (abi.py's layout; the words of
+    `Buffer.memref_words`), a scalar takes one 8-byte slot."""
+    if isinstance(ty, T.ArrayType):
+        return "QQq" + "q" * (2 * ty.ndim)
+    return _SLOT_FORMATS[ty.name]
+
+
 def slot_format(sig: tuple[T.NovaType, ...]) -> str:
-    """The `struct` format (no byte-order prefix) of a signature's parameter slots: an array
-    expands to allocated, aligned, offset, sizes..., strides... (abi.py's layout)."""
-    parts = []
-    for ty in sig:
-        if isinstance(ty, T.ArrayType):
-            parts.append("QQq" + "q" * (2 * ty.ndim))
-        else:
-            parts.append(_SLOT_FORMATS[ty.name])
-    return "".join(parts)
+    """The `struct` format (no byte-order prefix) of a signature's parameter slots."""
+    return "".join(param_format(ty) for ty in sig)
 
 
 class LaunchPlan:
@@ -118,15 +120,19 @@ class LaunchPlan:
     the launch guard (nova.lang.guard), which turns arguments of the signature's kinds straight
     into slot values."""
 
-    def __init__(self, device: Device, function: DeviceFunction,
-                 sig: tuple[T.NovaType, ...]) -> None:
+    def __init__(self, device: Device, function: DeviceFunction, sig: tuple[T.NovaType, ...],
+                 check_bounds: bool = False) -> None:
         from nova.lang.guard import make_guard
 
         self.device = device
         self.function = function
         self.sig = sig
+        self.check_bounds = check_bounds
         self.launcher = device.launcher(function, slot_format(sig))
         self.guard = make_guard(sig, True, self.launcher)
+        self.configured: dict[tuple[Any, Any, int], type] = {}
+        """`kern[grid, block]` classes specialised to this plan, by (grid, block, shared_bytes)
+        (nova.lang.api._Configured)."""
 
 
 def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ...],

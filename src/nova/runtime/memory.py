@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import struct
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,7 @@ class Buffer:
         self._freed = False
         self._finalizer: weakref.finalize | None = None
         self._used_on: set[Stream] = set()
+        self._words: tuple[tuple[int, ...], bytes] | None = None  # see memref_words
 
     @property
     def dtype(self) -> np.dtype:
@@ -107,6 +109,24 @@ class Buffer:
             raise DeviceError(f"use of a freed Buffer ({self.nbytes} bytes on "
                               f"{self.device.kind}:{self.device.index})")
         return self._ptr
+
+    def memref_words(self) -> bytes:
+        """The buffer as a kernel's memref parameter slots (nova.abi's expansion: allocated,
+        aligned, offset 0, sizes, C-contiguous strides), 8-byte little-endian words. Launch
+        guards (nova.lang.guard) use these bytes instead of packing the words per launch; kept
+        while `shape` is the same object (the pointer never changes; DeviceError once freed)."""
+        shape = self.shape
+        ptr = self.ptr
+        cached = self._words
+        if cached is not None and cached[0] is shape:
+            return cached[1]
+        strides, acc = [], 1
+        for d in reversed(shape):
+            strides.append(acc)
+            acc *= d
+        words = struct.pack(f"<QQq{2 * len(shape)}q", ptr, ptr, 0, *shape, *reversed(strides))
+        self._words = (shape, words)
+        return words
 
     @property
     def size(self) -> int:

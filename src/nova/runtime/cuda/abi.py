@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 from nova.abi import ABI_BY_NAME, DEVICE_MODULE_PREFIX, DeviceModuleDescriptor, library_plans
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import CudaError, DeviceError, RuntimeFailure, cuda_error
+from nova.runtime.cuda import py_launch
 from nova.runtime.cuda.native import (
     CALL_ENTRY,
     CONTEXT_GLOBAL,
@@ -46,6 +47,7 @@ from nova.runtime.cuda.native_blocks import (
     FLUSH_BLOCKS,
     FREE_DIRECT,
 )
+from nova.runtime.cuda.py_launch import PY_API_GLOBAL, PY_LAUNCH, LaunchBuiltins
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.native_support import (
     guarded_callback,
@@ -245,11 +247,13 @@ def compile_native(device: Any = None, prefix: str = "",
 @dataclass
 class NativeLaunch:
     """The JIT-compiled launch module of one device (`native.launch_ir`): `launch_packed` is
-    the address of `nova_cuda_launch_packed`."""
+    the address of `nova_cuda_launch_packed`; `builtins` makes its Python-callable launches
+    (nova.runtime.cuda.py_launch; None where they cannot be made)."""
 
     engine: llvm.ExecutionEngine
     launch_packed: int
     on_error: Any  # the ctypes error callback (kept alive here)
+    builtins: LaunchBuiltins | None = None
 
 
 def compile_launch(device: Any, prefix: str = "",
@@ -284,7 +288,11 @@ def compile_launch(device: Any, prefix: str = "",
                         (CONTEXT_GLOBAL, device.context_handle),
                         (DEFAULT_STREAM_GLOBAL, device.default_stream.handle)):
         ctypes.c_void_p.from_address(engine.get_global_value_address(name)).value = value or None
-    return NativeLaunch(engine, engine.get_function_address(LAUNCH_PACKED), on_error)
+    native = NativeLaunch(engine, engine.get_function_address(LAUNCH_PACKED), on_error)
+    if py_launch.available():
+        native.builtins = LaunchBuiltins(native, engine.get_global_value_address(PY_API_GLOBAL),
+                                         engine.get_function_address(PY_LAUNCH))
+    return native
 
 
 _natives: dict[int, NativeCudaAbi] = {}

@@ -37,6 +37,7 @@ from nova.runtime.stream import Event, Stream
 if TYPE_CHECKING:
     from nova.bundle.reader import Bundle
     from nova.runtime.cuda.abi import CudaAbi
+    from nova.runtime.cuda.py_launch import LaunchBuiltins
     from nova.runtime.graph import CaptureRequest, RecordedGraph
     from nova.runtime.launcher import Launcher
     from nova.runtime.memory import Buffer
@@ -352,6 +353,9 @@ class CudaDevice(Device):
     """The address of this device's `nova_cuda_launch_packed` (nova.runtime.cuda.native), set
     by the first `launcher` call; 0 while the device runs on substitute driver bindings (tests'
     fake driver), whose launchers then go through `_launch`. Tests bind it to a mock driver."""
+    launch_builtins: LaunchBuiltins | None = None
+    """Makes the Python-callable launches over it (nova.runtime.cuda.py_launch), set with
+    `native_launch`; None where they cannot be made (launchers then call it through ctypes)."""
 
     def _native_launch_module(self) -> None:
         """Compile the launch module (nova.runtime.cuda.native.launch_ir) for this device."""
@@ -362,6 +366,7 @@ class CudaDevice(Device):
 
         self._launch_module = compile_launch(self)
         self.native_launch = self._launch_module.launch_packed
+        self.launch_builtins = self._launch_module.builtins
 
     def launcher(self, function: DeviceFunction, slot_format: str) -> Launcher:
         if self.native_launch is None:
@@ -372,7 +377,8 @@ class CudaDevice(Device):
             return super().launcher(function, slot_format)
         from nova.runtime.cuda.launcher import CudaLauncher
 
-        return CudaLauncher(self, function, slot_format, self.native_launch)
+        return CudaLauncher(self, function, slot_format, self.native_launch,
+                            self.launch_builtins)
 
     def _cluster_config(self, name: str, grid: Dim3, block: Dim3, cluster: Dim3,
                         shared_bytes: int, stream: CudaStream) -> Any:
