@@ -120,8 +120,18 @@ class _Queue:
         self.closed = False
         self.runner: threading.Thread | None = None  # the thread running an item, if any
         self.hurried = False  # someone waits for progress: no grace until the queue empties
-        self.thread = threading.Thread(target=self._run, name=f"nova-{label}", daemon=True)
-        self.thread.start()
+        # started on first need (`_wake`): a stream whose work synchronizing threads run
+        # themselves (copies, tiny synchronous launches) never pays for a thread
+        self.thread: threading.Thread | None = None
+
+    def _wake(self) -> None:
+        """Tell the worker there is work, starting it first if it has not run yet (with `cond`
+        held)."""
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name=f"nova-{self.label}",
+                                           daemon=True)
+            self.thread.start()  # it looks at the queue before it first waits
+        self.work.notify()
 
     def put(self, fn: Callable[[], object], what: str, always: bool = False,
             inline: bool = False) -> None:
@@ -132,7 +142,7 @@ class _Queue:
             deadline = time.monotonic() + INLINE_GRACE_S if inline else 0.0
             self.items.append((fn, what, always, deadline))
             if not inline or self.hurried:
-                self.work.notify()
+                self._wake()
                 return
         _grace_timer.schedule(self, deadline)  # outside our lock: the timer takes it too
 
@@ -146,7 +156,7 @@ class _Queue:
             due = head[3] if head is not _STOP else 0.0  # type: ignore[index]
             if due > now and not self.hurried:
                 return due
-            self.work.notify()
+            self._wake()
             return None
 
     def _execute(self, item: tuple[Callable[[], object], str, bool, float]) -> None:
@@ -190,7 +200,7 @@ class _Queue:
         with self.cond:
             if self.items and not self.hurried:
                 self.hurried = True
-                self.work.notify()
+                self._wake()
 
     def in_item(self) -> bool:
         """Whether the calling thread is this queue's worker or is running one of its items."""
@@ -208,7 +218,7 @@ class _Queue:
                 head = self.items[0] if self.items else None
                 if head is not None and self.runner is None and (
                         head is _STOP or not head[3]):  # type: ignore[index]
-                    self.work.notify()  # the worker's next item: make sure it knows
+                    self._wake()  # the worker's next item: make sure it knows
                 if (self.runner is not None or head is None or head is _STOP
                         or not head[3]):  # type: ignore[index]
                     self.cond.wait()
@@ -228,7 +238,7 @@ class _Queue:
                     self.runner = None
                     self.cond.notify_all()
                     if self.items:
-                        self.work.notify()  # the rest may be the worker's
+                        self._wake()  # the rest may be the worker's
                     else:
                         self.hurried = False
 
@@ -247,8 +257,10 @@ class _Queue:
             if self.closed:
                 return
             self.closed = True
+            if self.thread is None and not self.items:
+                return  # no worker to stop, nothing left for one
             self.items.append(_STOP)
-            self.work.notify()
+            self._wake()
 
 
 def _stop_queue(q: _Queue) -> None:
