@@ -186,7 +186,7 @@ def measure(src: Path, runs: int, device: str,
         _timed(run, env)
         rows = {name: Row(name) for name in ("python -c pass", "python -c 'import numpy'",
                                              *GOALS_MS)}
-        phase_samples: dict[str, list[float]] = {}
+        phase_samples: dict[str, list[tuple[float, float]]] = {}
         for _ in range(runs):  # interleaved, so load drifts hit every row alike
             _tool_run(rows["python -c pass"], [sys.executable, "-c", "pass"], env,
                       lambda out: out == "")
@@ -201,19 +201,28 @@ def measure(src: Path, runs: int, device: str,
             if phases:
                 _phases_run(phase_samples, work, env)
         summary = {name: row.summary() for name, row in rows.items()}
-        return summary, {name: {"min_ms": round(min(v), 3),
-                                "median_ms": round(statistics.median(v), 3)}
-                         for name, v in phase_samples.items()}
+        return summary, {name: _phase_summary(v) for name, v in phase_samples.items()}
+
+
+def _phase_summary(samples: list[tuple[float, float]]) -> dict[str, float]:
+    walls, cpus = [w for w, _ in samples], [c for _, c in samples]
+    return {"median_ms": round(statistics.median(walls), 3), "min_ms": round(min(walls), 3),
+            "cpu_median_ms": round(statistics.median(cpus), 3),
+            "cpu_min_ms": round(min(cpus), 3)}
 
 
 PHASES_SCRIPT = """\
 import json, sys, time
 import numpy as np
-pc = time.perf_counter
 phases = {}
 
+def pc():  # (wall, CPU time of this thread) in ms
+    return time.perf_counter() * 1e3, time.thread_time() * 1e3
+
 def mark(name, t0):
-    phases[name] = phases.get(name, 0.0) + (pc() - t0) * 1e3
+    now = pc()
+    wall, cpu = phases.get(name, (0.0, 0.0))
+    phases[name] = (wall + now[0] - t0[0], cpu + now[1] - t0[1])
 
 def timed(owner, attr, name):
     inner = getattr(owner, attr)
@@ -252,22 +261,24 @@ out = np.zeros(n, np.float32)
 t0 = pc()
 axpy[(n + 127) // 128, 128](out, np.float32(2.0), x, y)
 mark("first launch, all of it", t0)
-phases["total"] = (pc() - start) * 1e3
+mark("total", start)
 inner = ("device: import and create", "source key (fingerprint)", "cache entry read",
          "module load (objects placed)", "launch plan (launcher)")
-phases["launch: the rest (staging, run, copies)"] = phases["first launch, all of it"] - sum(
-    phases.get(k, 0.0) for k in inner)
-phases["ok"] = float(np.array_equal(out, np.float32(2.0) * x + y))
+phases["launch: the rest (staging, run, copies)"] = tuple(
+    phases["first launch, all of it"][i] - sum(phases.get(k, (0.0, 0.0))[i] for k in inner)
+    for i in (0, 1))
+phases["ok"] = (float(np.array_equal(out, np.float32(2.0) * x + y)),) * 2
 print(json.dumps(phases))
 """
 
 
-def _phases_run(samples: dict[str, list[float]], work: Path, env: dict[str, str]) -> None:
+def _phases_run(samples: dict[str, list[tuple[float, float]]], work: Path,
+                env: dict[str, str]) -> None:
     _, _, out = _timed([sys.executable, str(work / "phases.py")], env)
     phases = json.loads(out)
-    record("kernel first call phases: the kernel's result", phases.pop("ok") == 1.0)
-    for name, ms in phases.items():
-        samples.setdefault(name, []).append(ms)
+    record("kernel first call phases: the kernel's result", phases.pop("ok")[0] == 1.0)
+    for name, (wall, cpu) in phases.items():
+        samples.setdefault(name, []).append((wall, cpu))
 
 
 def _verdict(value: float, goal: float | None) -> str:
@@ -298,8 +309,11 @@ def _table(results: dict[str, dict[str, object]]) -> str:
 
 
 def _phase_table(phases: dict[str, dict[str, float]]) -> str:
-    lines = [f"{'kernel first call, phase':<42} {'median ms':>10} {'min ms':>8}"]
-    lines += [f"{name:<42} {p['median_ms']:>10} {p['min_ms']:>8}" for name, p in phases.items()]
+    lines = [f"{'kernel first call, phase':<42} {'median ms':>10} {'min ms':>8} "
+             f"{'cpu median':>10} {'cpu min':>8}"]
+    lines += [f"{name:<42} {p['median_ms']:>10} {p['min_ms']:>8} {p['cpu_median_ms']:>10} "
+              f"{p['cpu_min_ms']:>8}" for name, p in phases.items()]
+    lines.append("(phases: wall and main-thread CPU time, from runs with timing wrappers)")
     return "\n".join(lines)
 
 

@@ -28,15 +28,16 @@ _COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "ab
 
 def _dist_version(package: str) -> str:
     """A package's installed version, read from the name of its dist-info directory beside it,
-    without importing it. The folder is found as `importlib.util.find_spec` finds a top-level
-    package on sys.path (a `<package>/` or `<package>.py` entry), with one listing per sys.path
-    entry and no import of importlib.util (a cold start's); anything else (an import hook, an
-    editable install without the dist-info beside it) asks importlib."""
+    without importing it. The folder is the first sys.path entry holding `<package>/` or
+    `<package>.py`, as `importlib.util.find_spec` finds a top-level package (two stat calls per
+    entry, one listing of the folder found: no import of importlib.util, a cold start's);
+    anything else (an import hook, an editable install without the dist-info beside it) asks
+    importlib."""
     for entry in sys.path:
-        names = _listing(entry or ".")
-        if package in names or f"{package}.py" in names:
+        base = os.path.join(entry or ".", package)
+        if os.path.isdir(base) or os.path.isfile(f"{base}.py"):
             prefix = f"{package}-"
-            for name in sorted(names):
+            for name in sorted(_listing(entry or ".")):
                 if name.startswith(prefix) and name.endswith(".dist-info"):
                     return name.removesuffix(".dist-info").split("-", 1)[1]
             break
