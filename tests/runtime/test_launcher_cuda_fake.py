@@ -149,3 +149,26 @@ def test_cuda_array_interface_arguments_take_the_guard_path(gpu, fake, native, m
     with pytest.raises(nova.NovaError, match="C-contiguous"):
         kern[1, 64](_ForeignArray(gpu.to_device(np.zeros((4, 4), np.float32)).view(
             np.float32, (4, 4)), strides=(4, 16)), np.float32(1))
+
+
+def test_the_launch_module_is_placed_by_objload_from_the_cache(gpu, tmp_path) -> None:
+    """The launch module's object is compiled once into <cache_dir>/runtime/ and placed by
+    objload (no MCJIT engine, and in a fresh process no llvmlite import); a second device
+    places the cached object again."""
+    from nova.runtime.objload import LoadedObject
+
+    first = NativeFakeDriver().bind(gpu)
+    assert isinstance(first.engine, LoadedObject) and first.launch_packed
+    cached = list((tmp_path / "runtime").glob("cuda-launch-*.o"))
+    assert len(cached) == 1
+    again = NativeFakeDriver().bind(CudaDevice(0))
+    assert isinstance(again.engine, LoadedObject) and again.launch_packed != first.launch_packed
+    assert list((tmp_path / "runtime").glob("cuda-launch-*.o")) == cached
+
+
+def test_missing_driver_symbols_are_named(gpu) -> None:
+    from nova.errors import DeviceError
+    from nova.runtime.cuda.launch_module import compile_launch
+
+    with pytest.raises(DeviceError, match="driver symbols missing: .*cuLaunchKernel"):
+        compile_launch(gpu, "fake_", {"fake_cuCtxGetCurrent": 1, "fake_cuCtxSetCurrent": 2})
