@@ -22,6 +22,7 @@ items.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -260,7 +261,9 @@ class _Queue:
             if self.thread is None and not self.items:
                 return  # no worker to stop, nothing left for one
             self.items.append(_STOP)
-            self._wake()
+            # no new threads at interpreter shutdown (RuntimeError): nobody waits for them then
+            with contextlib.suppress(RuntimeError):
+                self._wake()
 
 
 def _stop_queue(q: _Queue) -> None:
