@@ -271,3 +271,30 @@ def test_small_synchronous_launches_run_on_the_caller(stream: CpuStream) -> None
         assert runs[-1].startswith("nova-cpu stream")
     finally:
         module.BlockRun.run = real  # type: ignore[method-assign]
+
+
+def test_work_enqueued_while_run_if_idle_runs_waits_for_it(stream: CpuStream) -> None:
+    """`run_if_idle` counts as the stream's running item: work another thread enqueues in the
+    meantime runs after it, and a synchronize from elsewhere waits for it."""
+    order: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        started.set()
+        assert release.wait(30)
+        order.append("first")
+
+    runner = threading.Thread(target=lambda: stream.run_if_idle(first))
+    runner.start()
+    assert started.wait(30)
+    assert not stream.run_if_idle(lambda: order.append("never"))  # busy: not run
+    stream.enqueue(lambda: order.append("second"), "second")
+    synced = threading.Event()
+    waiter = threading.Thread(target=lambda: (stream.synchronize(), synced.set()))
+    waiter.start()
+    time.sleep(0.05)
+    assert order == [] and not synced.is_set()
+    release.set()
+    runner.join(30)
+    waiter.join(30)
+    assert synced.is_set() and order == ["first", "second"]

@@ -292,15 +292,29 @@ class CpuStream(Stream):
 
     def run_if_idle(self, fn: Callable[[], object]) -> bool:
         """Run `fn()` on the calling thread if the stream has no pending work or error (so
-        stream order holds); False (and nothing run) otherwise."""
+        stream order holds); False (and nothing run) otherwise. While it runs the stream counts
+        it as its running item, so work another thread enqueues meanwhile waits for it and a
+        synchronize from elsewhere waits too. Its exception propagates to the caller (the
+        stream's error state is left alone)."""
         q = self._q
         if q.in_item():
             return False
         with q.cond:
-            idle = q.completed >= q.submitted and q.error is None and not q.closed
-        if idle:
+            if q.completed < q.submitted or q.error is not None or q.closed \
+                    or q.runner is not None:
+                return False
+            q.submitted += 1
+            q.runner = threading.current_thread()
+        try:
             fn()
-        return idle
+        finally:
+            with q.cond:
+                q.completed += 1
+                q.runner = None
+                q.cond.notify_all()
+                if q.items:
+                    q._wake()  # enqueued meanwhile: the worker's now
+        return True
 
     def synchronize(self) -> None:
         self._q.drain()
