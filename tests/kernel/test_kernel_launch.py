@@ -71,7 +71,7 @@ def test_disk_cache_is_used_by_a_fresh_kernel_object(cpu_device, tmp_path, monke
         out = np.zeros_like(x)
         KernelFunction(_scale).launch(out, x, np.float32(2), grid=1, block=8,
                                       device=cpu_device)
-        entries = list((tmp_path / "kernels").rglob("*.json"))
+        entries = list((tmp_path / "kernels").rglob("*.img"))
         assert len(entries) == 2  # under the source key and under the MLIR key
 
         def no_compiler(*args):

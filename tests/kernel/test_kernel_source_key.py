@@ -211,7 +211,7 @@ def test_values_it_cannot_describe_fall_back_to_the_mlir_key(tmp_path, cpu_devic
         out = np.zeros_like(x)
         kern[1, 32](out, x)
         np.testing.assert_array_equal(out, x * 3)
-        assert len(list((tmp_path / "cache" / "kernels").rglob("*.json"))) == 1  # MLIR key only
+        assert len(list((tmp_path / "cache" / "kernels").rglob("*.img"))) == 1  # MLIR key only
         mod.cfg.N = 4  # type: ignore[attr-defined]
         fresh = nova.kernel(kern.py_func)
         fresh[1, 32](out, x)
@@ -256,10 +256,19 @@ print("xdsl" in sys.modules, "llvmlite" in sys.modules, "nova.compiler.driver" i
 print(*sorted({m.split(".")[0] for m in sys.modules} & {AVOIDED!r}))
 import tokenize
 print(tokenize._compile.cache_info().currsize)  # 0: the kernel's source was never tokenized
+print(*sorted(m for m in sys.modules if m in {LAZY!r}))
+import threading
+print(*sorted({t.name.rstrip("0123456789") for t in threading.enumerate()}))
 """
 AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argparse", "tempfile",
            "shutil", "subprocess", "pathlib"}
 """What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
+LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtime.linker",
+        "binascii", "mmap", "_bisect", "importlib.util", "cuda"}
+"""Modules the cached first call imports only where it needs them: the intrinsics and mma (no
+kernel body runs on the host), the launch guard (a NumPy launch never runs it), the host-object
+linker, the extension modules base64 decoding, page sizes and freeing need, importlib.util, and
+cuda-bindings on the cpu device."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:
@@ -273,7 +282,8 @@ def _run(folder: Path, cache_dir: Path) -> list[str]:
 
 
 def test_a_warm_cache_launches_without_importing_the_compiler(tmp_path):
-    (tmp_path / "script.py").write_text(SCRIPT.replace("{AVOIDED!r}", repr(AVOIDED)))
+    (tmp_path / "script.py").write_text(SCRIPT.replace("{AVOIDED!r}", repr(AVOIDED))
+                                        .replace("{LAZY!r}", repr(LAZY)))
     (tmp_path / "helpers.py").write_text("import nova\n\n@nova.func\ndef scale(v):\n"
                                          "    return v * 2\n")
     cold = _run(tmp_path, tmp_path / "cache")
@@ -283,6 +293,9 @@ def test_a_warm_cache_launches_without_importing_the_compiler(tmp_path):
     assert warm[1] == "False False False"  # no xDSL, no llvmlite, no compile driver
     assert warm[2] == ""  # no OpenSSL, concurrent.futures, logging, dataclasses, ...
     assert warm[3] == "0"  # nova.lang.source.source_lines: no tokenize regex compiled
+    assert warm[4] == ""  # none of LAZY
+    # a synchronous launch: the caller runs it, no stream worker or grace timer thread starts
+    assert set(warm[5].split()) <= {"MainThread", "nova-cpu-block_"}, warm[5]
     # an edit of the called helper (another file) is a miss, not a stale hit
     (tmp_path / "helpers.py").write_text("import nova\n\n@nova.func\ndef scale(v):\n"
                                          "    return v * 3\n")

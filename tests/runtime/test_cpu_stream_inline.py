@@ -211,3 +211,94 @@ def test_many_streams_with_unwatched_inline_work() -> None:
     finally:
         for s in streams:
             s.close()
+
+
+def test_the_worker_thread_starts_on_first_need() -> None:
+    """A stream whose work synchronizing threads run themselves never starts its worker; work
+    only the worker may run starts it."""
+    s = nova.get_device("cpu").create_stream()
+    assert isinstance(s, CpuStream)
+    try:
+        log: list[tuple[str, str]] = []
+        s.enqueue(_recorder(log, "inline"), "inline", inline=True)
+        s.synchronize()
+        assert s._q.thread is None and log == [("inline", threading.current_thread().name)]
+        s.enqueue(_recorder(log, "plain"), "plain")
+        s.synchronize()
+        assert s._q.thread is not None and log[-1][1].startswith("nova-cpu stream")
+    finally:
+        s.close()
+
+
+def test_items_left_when_a_stream_without_worker_closes_still_run() -> None:
+    s = nova.get_device("cpu").create_stream()
+    assert isinstance(s, CpuStream)
+    ran = threading.Event()
+    s.enqueue(ran.set, "inline, never synchronized", inline=True)
+    s._q.stop()  # what closing the stream does
+    assert ran.wait(30)
+    q = nova.get_device("cpu").create_stream()
+    assert isinstance(q, CpuStream)
+    q._q.stop()  # nothing queued, no worker: nothing to start
+    assert q._q.thread is None and q._q.closed
+
+
+def test_small_synchronous_launches_run_on_the_caller(stream: CpuStream) -> None:
+    """A Python kernel launch with NumPy arrays (waited for) runs on the calling thread when
+    the stream is idle: no queue entry, so no worker and no grace timer is needed."""
+    import numpy as np
+
+    @nova.kernel(device="cpu")
+    def who(out):
+        i = nova.global_id(0)
+        if i < out.shape[0]:
+            out[i] = i
+
+    out = np.zeros(64, np.int32)
+    runs: list[str] = []
+    from nova.runtime.cpu import module
+
+    real = module.BlockRun.run
+
+    def spy(self: module.BlockRun) -> None:
+        runs.append(threading.current_thread().name)
+        real(self)
+
+    module.BlockRun.run = spy  # type: ignore[method-assign]
+    try:
+        who[1, 64, stream](out)
+        np.testing.assert_array_equal(out, np.arange(64))
+        assert runs == [threading.current_thread().name]
+        big = np.zeros(INLINE_KERNEL_THREADS * 2, np.int32)
+        who[big.size // 64, 64, stream](big)  # too large to run inline: the worker runs it
+        np.testing.assert_array_equal(big, np.arange(big.size))
+        assert runs[-1].startswith("nova-cpu stream")
+    finally:
+        module.BlockRun.run = real  # type: ignore[method-assign]
+
+
+def test_work_enqueued_while_run_if_idle_runs_waits_for_it(stream: CpuStream) -> None:
+    """`run_if_idle` counts as the stream's running item: work another thread enqueues in the
+    meantime runs after it, and a synchronize from elsewhere waits for it."""
+    order: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        started.set()
+        assert release.wait(30)
+        order.append("first")
+
+    runner = threading.Thread(target=lambda: stream.run_if_idle(first))
+    runner.start()
+    assert started.wait(30)
+    assert not stream.run_if_idle(lambda: order.append("never"))  # busy: not run
+    stream.enqueue(lambda: order.append("second"), "second")
+    synced = threading.Event()
+    waiter = threading.Thread(target=lambda: (stream.synchronize(), synced.set()))
+    waiter.start()
+    time.sleep(0.05)
+    assert order == [] and not synced.is_set()
+    release.set()
+    runner.join(30)
+    waiter.join(30)
+    assert synced.is_set() and order == ["first", "second"]

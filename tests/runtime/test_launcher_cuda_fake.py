@@ -224,3 +224,46 @@ def test_a_launch_builtin_keeps_its_code_alive(gpu, fake, native):
     del builtins
     gc.collect()
     assert call(slots) == 0 and native.last()[0] == 2
+
+
+def test_the_launch_module_is_placed_by_objload_from_the_cache(gpu, tmp_path) -> None:
+    """The launch module's object is compiled once into <cache_dir>/runtime/ and placed by
+    objload (no MCJIT engine, and in a fresh process no llvmlite import); a second device
+    places the cached object again."""
+    from nova.runtime.objload import LoadedObject
+
+    first = NativeFakeDriver().bind(gpu)
+    assert isinstance(first.engine, LoadedObject) and first.launch_packed
+    cached = list((tmp_path / "runtime").glob("cuda-launch-*.o"))
+    assert len(cached) == 1
+    again = NativeFakeDriver().bind(CudaDevice(0))
+    assert isinstance(again.engine, LoadedObject) and again.launch_packed != first.launch_packed
+    assert list((tmp_path / "runtime").glob("cuda-launch-*.o")) == cached
+
+
+def test_missing_driver_symbols_are_named(gpu) -> None:
+    from nova.errors import DeviceError
+    from nova.runtime.cuda.launch_module import compile_launch
+
+    with pytest.raises(DeviceError, match=r"driver symbols missing: .*cuLaunchKernel"):
+        compile_launch(gpu, "fake_", {"fake_cuCtxGetCurrent": 1, "fake_cuCtxSetCurrent": 2})
+
+
+def test_the_cuda_launch_path_imports_no_llvmlite() -> None:
+    """What a cuda kernel's first launch imports of the cuda device package (device, module,
+    stream, launcher, launch module) pulls in neither llvmlite (the launch module is placed by
+    objload) nor dataclasses, concurrent.futures or logging."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import nova.runtime.cuda.device, nova.runtime.cuda.launcher\n"
+            "import nova.runtime.cuda.launch_module\n"
+            "print(*sorted({m.split('.')[0] for m in sys.modules} & {'llvmlite', 'dataclasses',"
+            " 'concurrent', 'logging', 'xdsl'}))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

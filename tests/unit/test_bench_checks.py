@@ -59,7 +59,7 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
     "row_kernels.py": (["--device", "cpu", "--quick", "--rows", "layernorm", "--dtype", "fp32",
                         "--seconds", "0.01", "--out", "OUT"], "CHECK FAILED"),
     # its kernel script and tools run from --src: the sabotage's directory, nova linked in
-    "cold_start.py": (["--runs", "1", "--src", "SAB"], "the kernel's result is wrong"),
+    "cold_start.py": (["--runs", "1", "--phases", "--src", "SAB"], "CHECK FAILED"),
 }
 
 NOT_TIMED = {

@@ -170,7 +170,15 @@ class ElfFile(Record):
             self.section_data(section)
 
     def symbols(self) -> tuple[ElfSymbol, ...]:
-        """Entries of the (single) SHT_SYMTAB section, or () when there is none."""
+        """Entries of the (single) SHT_SYMTAB section, or () when there is none (decoded once:
+        the verifier and the object loader each ask, several times)."""
+        found: tuple[ElfSymbol, ...] | None = self.__dict__.get("_symbols")
+        if found is None:
+            found = self._decode_symbols()
+            object.__setattr__(self, "_symbols", found)
+        return found
+
+    def _decode_symbols(self) -> tuple[ElfSymbol, ...]:
         tables = [s for s in self.sections if s.type == SHT_SYMTAB]
         if not tables:
             return ()

@@ -36,7 +36,6 @@ from nova.bundle.format import (
     payload_section,
     seal_digest,
 )
-from nova.bundle.signature import check_signature
 from nova.bundle.verify import verify_elf, verify_object
 from nova.errors import BundleFormatError
 from nova.hashing import sha256
@@ -115,6 +114,9 @@ def read_bundle(data: bytes, expected_arch: str | None = None, name: str = "<bun
         elf = parse_elf(data)
         seal = _check_seal(elf, name)
         if trusted_keys is not None:
+            # signed bundles only: hashlib (OpenSSL), base64 and pathlib cost a cold start
+            from nova.bundle.signature import check_signature
+
             check_signature(elf, trusted_keys, name)
         manifest = _read_manifest(elf, name)
         if expected_arch is not None and manifest.arch != expected_arch:

@@ -9,9 +9,9 @@ or llvmlite: a cache hit costs a few stat() calls and one file read.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
+import sys
 from functools import cache
 
 from nova.hashing import sha256
@@ -27,17 +27,40 @@ _COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "ab
 
 
 def _dist_version(package: str) -> str:
-    """A package's installed version, read from its dist-info directory name (no import)."""
+    """A package's installed version, read from the name of its dist-info directory beside it,
+    without importing it. The folder is the first sys.path entry holding `<package>/` or
+    `<package>.py`, as `importlib.util.find_spec` finds a top-level package (two stat calls per
+    entry, one listing of the folder found: no import of importlib.util, a cold start's);
+    anything else (an import hook, an editable install without the dist-info beside it) asks
+    importlib."""
+    for entry in sys.path:
+        base = os.path.join(entry or ".", package)
+        if os.path.isdir(base) or os.path.isfile(f"{base}.py"):
+            prefix = f"{package}-"
+            for name in sorted(_listing(entry or ".")):
+                if name.startswith(prefix) and name.endswith(".dist-info"):
+                    return name.removesuffix(".dist-info").split("-", 1)[1]
+            break
+    return _dist_version_by_importlib(package)
+
+
+@cache
+def _listing(folder: str) -> frozenset[str]:
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
+
+
+def _dist_version_by_importlib(package: str) -> str:
+    import importlib.util
+
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
         return "absent"
     site = os.path.dirname(os.path.dirname(spec.origin))
     prefix = f"{package}-"
-    try:
-        names = sorted(os.listdir(site))
-    except OSError:
-        names = []
-    for name in names:
+    for name in sorted(_listing(site)):
         if name.startswith(prefix) and name.endswith(".dist-info"):
             return name.removesuffix(".dist-info").split("-", 1)[1]
     from importlib.metadata import PackageNotFoundError, version
@@ -49,8 +72,9 @@ def _dist_version(package: str) -> str:
 
 
 def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> None:
-    """(path relative to the nova package, absolute path) of every *.py file under `folder`
-    (recursively; os.scandir rather than pathlib's rglob: this runs on every cold start)."""
+    """(path relative to the nova package, "size:mtime_ns") of every *.py file under `folder`
+    (recursively; os.scandir rather than pathlib's rglob: this runs on every cold start, and each
+    entry's stat() is the only system call per file)."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -60,29 +84,32 @@ def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> Non
         if entry.is_dir(follow_symlinks=False):  # as rglob: no symlinked folders
             _python_files(entry.path, rel, out)
         elif entry.name.endswith(".py"):
-            out.append((rel, entry.path))
+            try:
+                stat = entry.stat()
+            except OSError:
+                continue
+            out.append((rel, f"{stat.st_size}:{stat.st_mtime_ns}"))
 
 
 @cache
 def _compiler_fingerprint() -> str:
     """Hash of (path, size, mtime) of every compiler source file: changes whenever one is edited."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nova package
-    digest = sha256()
+    lines: list[str] = []
     for part in _COMPILER_PARTS:
         path = os.path.join(root, part)
         files: list[tuple[str, str]] = []
-        if os.path.isdir(path):
-            _python_files(path, part, files)
-            files.sort(key=lambda f: f[0].split("/"))  # pathlib's order: by path components
-        else:
-            files.append((part, path))
-        for rel, file in files:
+        if part.endswith(".py"):
             try:
-                stat = os.stat(file)
+                stat = os.stat(path)
             except OSError:
                 continue
-            digest.update(f"{rel}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return digest.hexdigest()
+            files.append((part, f"{stat.st_size}:{stat.st_mtime_ns}"))
+        else:
+            _python_files(path, part, files)
+            files.sort(key=lambda f: f[0].split("/"))  # pathlib's order: by path components
+        lines.extend(f"{rel}:{size_mtime};" for rel, size_mtime in files)
+    return sha256("".join(lines).encode()).hexdigest()
 
 
 def environment_fingerprint() -> dict[str, str]:

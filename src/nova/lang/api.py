@@ -377,8 +377,9 @@ class KernelFunction:
             sig = refine(base, spans)
             plan = self._plans.get((dev, sig, checked)) or self._plan(dev, sig, checked)
             launcher = plan.launcher
-            launcher.launch(launcher.config(grid, block, shared_bytes), stream,
-                            launcher.pack_values(values))
+            launch = launcher.launch_sync if staged else launcher.launch  # staged: waited for
+            launch(launcher.config(grid, block, shared_bytes), stream,
+                   launcher.pack_values(values))
             finish_staged(dev, staged, stream)
         finally:
             for s in staged:

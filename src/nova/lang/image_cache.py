@@ -1,8 +1,9 @@
 """The compiled images of a kernel signature and their disk cache, without the compiler.
 
-Entries live under `config.cache_dir/kernels/<key[:2]>/<key>.json` (JSON holding the kernel's
-manifest entry and base64 images, behind a SHA-256 digest: a torn or corrupt entry reads as a
-miss and is removed). Two kinds of keys name them (docs/python-kernels.md, "The disk cache"):
+Entries live under `config.cache_dir/kernels/<key[:2]>/<key>.img` (a JSON line holding the
+kernel's manifest entry and the images' sizes, then the images' bytes (`encode`), behind a
+SHA-256 digest: a torn or corrupt entry reads as a miss and is removed). Two kinds of keys name
+them (docs/python-kernels.md, "The disk cache"):
 
 - the *source key* (`nova.lang.fingerprint.source_key`): computed from the kernel's Python source
   and what it references, before anything is translated, so a warm cache answers without
@@ -18,7 +19,6 @@ when a signature must be built or lowered.
 
 from __future__ import annotations
 
-import binascii
 import contextlib
 import json
 from collections.abc import Callable
@@ -67,33 +67,53 @@ def mlir_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False)
 
 
 def _path(key: str) -> str:
-    return config.get().cache_path("kernels", key[:2], f"{key}.json")
+    return config.get().cache_path("kernels", key[:2], f"{key}.img")
 
 
-def _b64(data: bytes | None) -> str | None:
-    # binascii is what base64.b64encode/b64decode call (the base64 module costs a cold start more)
-    return None if data is None else binascii.b2a_base64(data, newline=False).decode()
-
-
-def _unb64(text: str | None) -> bytes | None:
-    return None if text is None else binascii.a2b_base64(text)
+_MAGIC = b"nova-kernel-images/1\n"
+_BLOBS = ("ptx", "cubin", "cpu_object")
 
 
 def encode(images: CompiledImages) -> bytes:
-    raw = {"kernel": as_dict(images.kernel), "ptx": images.ptx, "cubin": _b64(images.cubin),
-           "cubin_arch": images.cubin_arch, "cpu_object": _b64(images.cpu_object)}
-    return json.dumps(raw).encode()
+    """The entry: a magic line, one JSON line (the manifest entry, the cubin's arch and the
+    byte length of each image, null for none), then the images' bytes back to back. The images
+    are not base64 text inside the JSON: reading an entry parses a few hundred bytes of JSON and
+    slices the rest (and loads no binascii)."""
+    blobs = [None if images.ptx is None else images.ptx.encode(), images.cubin,
+             images.cpu_object]
+    header = {"kernel": as_dict(images.kernel), "cubin_arch": images.cubin_arch,
+              **{name: None if blob is None else len(blob)
+                 for name, blob in zip(_BLOBS, blobs, strict=True)}}
+    return b"".join([_MAGIC, json.dumps(header).encode(), b"\n",
+                     *(blob for blob in blobs if blob is not None)])
 
 
 def decode(data: bytes) -> CompiledImages:
-    raw = json.loads(data)
+    """`encode`'s inverse; ValueError, KeyError or TypeError for anything else."""
+    if not data.startswith(_MAGIC):
+        raise ValueError("not a kernel image cache entry")
+    end = data.index(b"\n", len(_MAGIC))
+    raw = json.loads(data[len(_MAGIC):end])
     k = raw["kernel"]
     kernel = Kernel(k["name"], tuple(TypeSpec(a["kind"], a["dtype"], a["mlir"], tuple(a["shape"]))
                                      for a in k["args"]),
                     tuple(KernelParam(**p) for p in k["params"]), k["static_shared_bytes"],
                     k["uses_barriers"])
-    return CompiledImages(kernel, raw["ptx"], _unb64(raw["cubin"]), raw["cubin_arch"],
-                          _unb64(raw["cpu_object"]))
+    blobs: list[bytes | None] = []
+    at = end + 1
+    for name in _BLOBS:
+        size = raw[name]
+        if size is None:
+            blobs.append(None)
+            continue
+        if type(size) is not int or size < 0 or at + size > len(data):
+            raise ValueError(f"entry truncated or malformed at {name}")
+        blobs.append(data[at:at + size])
+        at += size
+    if at != len(data):
+        raise ValueError("trailing bytes after the images")
+    ptx = None if blobs[0] is None else blobs[0].decode()
+    return CompiledImages(kernel, ptx, blobs[1], raw["cubin_arch"], blobs[2])
 
 
 def get(key: str) -> CompiledImages | None:

@@ -16,6 +16,7 @@ NumPy arguments (staged) and anything the guard does not recognise take the gene
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -122,17 +123,24 @@ class LaunchPlan:
 
     def __init__(self, device: Device, function: DeviceFunction, sig: tuple[T.NovaType, ...],
                  check_bounds: bool = False) -> None:
-        from nova.lang.guard import make_guard
-
         self.device = device
         self.function = function
         self.sig = sig
         self.check_bounds = check_bounds
         self.launcher = device.launcher(function, slot_format(sig))
-        self.guard = make_guard(sig, True, self.launcher)
+        # generated on first use: a launch with NumPy arrays (staged) never runs it, and
+        # generating it (compile() of its source) is a millisecond of a cached kernel's first call
+        self.guard: Callable[[tuple[Any, ...], Device, Any], bytes | None] = self._first_guard
         self.configured: dict[tuple[Any, Any, int], type] = {}
         """`kern[grid, block]` classes specialised to this plan, by (grid, block, shared_bytes)
         (nova.lang.api._Configured)."""
+
+    def _first_guard(self, args: tuple[Any, ...], device: Device, stream: Any) -> bytes | None:
+        """Generate the guard (nova.lang.guard), keep it as `guard` and run it."""
+        from nova.lang.guard import make_guard
+
+        self.guard = make_guard(self.sig, True, self.launcher)
+        return self.guard(args, device, stream)
 
 
 def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ...],

@@ -568,14 +568,16 @@ def trust_policy(trusted_keys: Sequence[str | Path | bytes] | None) -> tuple[byt
     (paths of PEM public keys, PEM bytes or raw 32-byte keys) when given, else NOVA_TRUSTED_KEYS;
     an empty `trusted_keys` sets no policy (bundles this process compiled itself)."""
     from nova import config
-    from nova.bundle.signature import trusted_key_bytes
 
     if trusted_keys is None:
-        paths = config.get().trusted_keys
-        return trusted_key_bytes(paths) if paths else None
-    if isinstance(trusted_keys, str | bytes | Path):
+        trusted_keys = config.get().trusted_keys
+    elif isinstance(trusted_keys, str | bytes | Path):
         trusted_keys = [trusted_keys]
-    return trusted_key_bytes(trusted_keys) if trusted_keys else None
+    if not trusted_keys:
+        return None  # no policy: the signature module (hashlib, base64) is not needed
+    from nova.bundle.signature import trusted_key_bytes
+
+    return trusted_key_bytes(trusted_keys)
 
 
 def load(path_or_bytes: str | Path | bytes | bytearray | memoryview,

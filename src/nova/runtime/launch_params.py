@@ -68,7 +68,7 @@ def _int_bytes(value: int, fmt: str, name: str, index: int) -> bytes:
                                 f"fit its type") from None
 
 
-_VECTOR_TYPE = re.compile(r"<(\d+) x (\w+)>")
+_VECTOR_TYPE = r"<(\d+) x (\w+)>"  # compiled on first use (re's cache): a cold start's
 _ELEMENT_BYTES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "half": 2, "bfloat": 2, "float": 4,
                   "double": 8}
 
@@ -76,7 +76,7 @@ _ELEMENT_BYTES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "half": 2, "bfloat": 2,
 def _vector_bytes(value: Any, param: KernelParam, name: str, index: int) -> bytes:
     """The bytes of a vector parameter from a 1-D array of its lane count and element size,
     zero-padded to the parameter's size."""
-    match = _VECTOR_TYPE.fullmatch(param.llvm_type)
+    match = re.fullmatch(_VECTOR_TYPE, param.llvm_type)
     lanes = int(match.group(1)) if match else 0
     elem = _ELEMENT_BYTES.get(match.group(2), 0) if match else 0
     array = np.asarray(value)

@@ -12,8 +12,9 @@ A `Launcher` (from `Device.launcher(function, slot_format)`) keeps
   (grid, block, shared_bytes), later launches find the checked `LaunchConfig` in a dict; a
   config also holds its words gx, gy, gz, bx, by, bz, shared_bytes packed as `header` bytes.
 
-`launch(config, stream, slots)` launches; `bind(config, stream)` returns a function of `slots`
-alone for a fixed configuration and stream; `inline_launch(config, stream)` returns the same
+`launch(config, stream, slots)` launches (`launch_sync` when the caller synchronizes the stream
+next, so a device may run it on the calling thread); `bind(config, stream)` returns a function of
+`slots` alone for a fixed configuration and stream; `inline_launch(config, stream)` returns the same
 launch as Python statements on a variable `slots` (with their globals), which prepared launches
 paste into their generated call so a launch runs one Python frame. This base class copies the
 slots into a parameter array and hands it to the device's `_launch` (checks done, nothing
@@ -135,6 +136,12 @@ class Launcher:
             address = ctypes.addressof(pointers)
         self.device._launch(self.function, config.grid, config.block, address,
                             config.shared_bytes, s, None)
+
+    def launch_sync(self, config: LaunchConfig, stream: Stream | None, slots: bytes) -> None:
+        """`launch`, for a caller that synchronizes `stream` right after (a launch with staged
+        NumPy arrays): a device may run the kernel on the calling thread instead (the cpu
+        device, for small launches on an idle stream); its errors may then raise here."""
+        self.launch(config, stream, slots)
 
     def bind(self, config: LaunchConfig, stream: Stream | None) -> Callable[[bytes], None]:
         """A function launching packed `slots` with `config` on `stream` (checked now)."""

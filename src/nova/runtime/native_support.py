@@ -17,10 +17,10 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nova.errors import NovaError, OutOfMemoryError, RuntimeFailure
+from nova.records import Record
 
 _UNWIND_IR = r"""
 @nova_unwind_key = global i32 0
@@ -80,12 +80,23 @@ _native: _NativeUnwind | None = None
 _slot = threading.local()
 
 
-@dataclass(frozen=True)
-class _NativeUnwind:
+class _NativeUnwind(Record):
+    """The placed unwind-frame module (a Record, not a dataclass: `dataclasses` costs the
+    cold start of nova-run and of a cuda kernel's first call)."""
+
+    __match_args__ = ("engine", "call_entry", "raise_", "key")
+    _fields = __match_args__
+
     engine: object  # what owns the code: a LoadedObject or an llvmlite engine
     call_entry: int
     raise_: int
     key: int  # the pthread key holding the thread's unwind frames
+
+    def __init__(self, engine: object, call_entry: int, raise_: int, key: int) -> None:
+        object.__setattr__(self, "engine", engine)
+        object.__setattr__(self, "call_entry", call_entry)
+        object.__setattr__(self, "raise_", raise_)
+        object.__setattr__(self, "key", key)
 
 
 def host_target_machine() -> llvm.TargetMachine:

@@ -55,8 +55,11 @@ class ObjectLoadError(DeviceError):
 
 
 _libc: ctypes.CDLL | None = None
-_symbol_libraries: list[ctypes.CDLL] = []
+_more_libraries: list[ctypes.CDLL] | None = None
 _lock = threading.Lock()
+_MORE_SONAMES = ("libm.so.6", "libgcc_s.so.1")
+"""Searched, in this order, for symbols the process's global namespace lacks (opened on the
+first such symbol: Nova's objects rarely need one, and dlopen costs a cold start)."""
 
 
 def _libraries() -> tuple[ctypes.CDLL, list[ctypes.CDLL]]:
@@ -70,24 +73,40 @@ def _libraries() -> tuple[ctypes.CDLL, list[ctypes.CDLL]]:
                                   ctypes.c_int, ctypes.c_long)
             libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
             libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-            libraries = [libc]
-            for soname in ("libm.so.6", "libgcc_s.so.1"):
+            _libc = libc
+        return _libc, [_libc]
+
+
+def _more() -> list[ctypes.CDLL]:
+    global _more_libraries
+    with _lock:
+        if _more_libraries is None:
+            found = []
+            for soname in _MORE_SONAMES:
                 try:
-                    libraries.append(ctypes.CDLL(soname))
+                    found.append(ctypes.CDLL(soname))
                 except OSError:
                     continue
-            _symbol_libraries[:] = libraries
-            _libc = libc
-        return _libc, _symbol_libraries
+            _more_libraries = found
+        return _more_libraries
+
+
+def _address_in(library: ctypes.CDLL, name: str) -> int | None:
+    try:
+        return ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
+    except AttributeError:
+        return None
 
 
 def _external(name: str, what: str) -> int:
-    _, libraries = _libraries()
-    for library in libraries:
-        try:
-            return ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
-        except AttributeError:
-            continue
+    libc, _ = _libraries()
+    found = _address_in(libc, name)
+    if found is not None:
+        return found
+    for library in _more():
+        found = _address_in(library, name)
+        if found is not None:
+            return found
     raise ObjectLoadError(f"{what}: undefined symbol {name!r} is not in libc, libm or libgcc_s")
 
 

@@ -27,15 +27,14 @@ range is reserved when it is full (up to `MAX_RANGES`). Where the address space 
 
 from __future__ import annotations
 
-import bisect
 import ctypes
-import mmap
+import os
 import threading
 
 from nova.errors import OutOfMemoryError
 from nova.records import MutableRecord
 
-PAGE = mmap.PAGESIZE
+PAGE = os.sysconf("SC_PAGE_SIZE")  # mmap.PAGESIZE, without loading the mmap extension
 GUARD_BYTES = 1 << 30
 """No-access bytes before and after every allocation (at full reservation size)."""
 RESERVE_BYTES = 4 << 40
@@ -93,6 +92,8 @@ class _Range(MutableRecord):
 
     def give(self, start: int, nbytes: int) -> None:
         """Return a slot (data plus its guard), merging it with its neighbouring gaps."""
+        import bisect  # freeing only: a loaded extension (_bisect) less on a cold start
+
         length = nbytes + self.guard
         i = bisect.bisect_left(self.free, (start, 0))
         if i < len(self.free) and start + length == self.free[i][0]:

@@ -31,7 +31,6 @@ from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.launch_params import PackedParams
-from nova.runtime.linker import LINK_LOCK
 from nova.runtime.objload import LoadedObject, ObjectLoadError
 
 if TYPE_CHECKING:
@@ -186,6 +185,8 @@ class CpuModule(DeviceModule):
 def _mcjit(data: bytes, name: str) -> object:
     """An MCJIT engine holding `data` (objects objload does not place)."""
     import llvmlite.binding as llvm
+
+    from nova.runtime.linker import LINK_LOCK
 
     try:
         with LINK_LOCK:  # libc's malloc/free, never a host object's rebinding (linker)

@@ -22,6 +22,7 @@ items.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -120,8 +121,18 @@ class _Queue:
         self.closed = False
         self.runner: threading.Thread | None = None  # the thread running an item, if any
         self.hurried = False  # someone waits for progress: no grace until the queue empties
-        self.thread = threading.Thread(target=self._run, name=f"nova-{label}", daemon=True)
-        self.thread.start()
+        # started on first need (`_wake`): a stream whose work synchronizing threads run
+        # themselves (copies, tiny synchronous launches) never pays for a thread
+        self.thread: threading.Thread | None = None
+
+    def _wake(self) -> None:
+        """Tell the worker there is work, starting it first if it has not run yet (with `cond`
+        held)."""
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name=f"nova-{self.label}",
+                                           daemon=True)
+            self.thread.start()  # it looks at the queue before it first waits
+        self.work.notify()
 
     def put(self, fn: Callable[[], object], what: str, always: bool = False,
             inline: bool = False) -> None:
@@ -132,7 +143,7 @@ class _Queue:
             deadline = time.monotonic() + INLINE_GRACE_S if inline else 0.0
             self.items.append((fn, what, always, deadline))
             if not inline or self.hurried:
-                self.work.notify()
+                self._wake()
                 return
         _grace_timer.schedule(self, deadline)  # outside our lock: the timer takes it too
 
@@ -146,7 +157,7 @@ class _Queue:
             due = head[3] if head is not _STOP else 0.0  # type: ignore[index]
             if due > now and not self.hurried:
                 return due
-            self.work.notify()
+            self._wake()
             return None
 
     def _execute(self, item: tuple[Callable[[], object], str, bool, float]) -> None:
@@ -190,7 +201,7 @@ class _Queue:
         with self.cond:
             if self.items and not self.hurried:
                 self.hurried = True
-                self.work.notify()
+                self._wake()
 
     def in_item(self) -> bool:
         """Whether the calling thread is this queue's worker or is running one of its items."""
@@ -208,7 +219,7 @@ class _Queue:
                 head = self.items[0] if self.items else None
                 if head is not None and self.runner is None and (
                         head is _STOP or not head[3]):  # type: ignore[index]
-                    self.work.notify()  # the worker's next item: make sure it knows
+                    self._wake()  # the worker's next item: make sure it knows
                 if (self.runner is not None or head is None or head is _STOP
                         or not head[3]):  # type: ignore[index]
                     self.cond.wait()
@@ -228,7 +239,7 @@ class _Queue:
                     self.runner = None
                     self.cond.notify_all()
                     if self.items:
-                        self.work.notify()  # the rest may be the worker's
+                        self._wake()  # the rest may be the worker's
                     else:
                         self.hurried = False
 
@@ -247,8 +258,12 @@ class _Queue:
             if self.closed:
                 return
             self.closed = True
+            if self.thread is None and not self.items:
+                return  # no worker to stop, nothing left for one
             self.items.append(_STOP)
-            self.work.notify()
+            # no new threads at interpreter shutdown (RuntimeError): nobody waits for them then
+            with contextlib.suppress(RuntimeError):
+                self._wake()
 
 
 StreamQueue = _Queue
@@ -282,15 +297,29 @@ class CpuStream(Stream):
 
     def run_if_idle(self, fn: Callable[[], object]) -> bool:
         """Run `fn()` on the calling thread if the stream has no pending work or error (so
-        stream order holds); False (and nothing run) otherwise."""
+        stream order holds); False (and nothing run) otherwise. While it runs the stream counts
+        it as its running item, so work another thread enqueues meanwhile waits for it and a
+        synchronize from elsewhere waits too. Its exception propagates to the caller (the
+        stream's error state is left alone)."""
         q = self._q
         if q.in_item():
             return False
         with q.cond:
-            idle = q.completed >= q.submitted and q.error is None and not q.closed
-        if idle:
+            if q.completed < q.submitted or q.error is not None or q.closed \
+                    or q.runner is not None:
+                return False
+            q.submitted += 1
+            q.runner = threading.current_thread()
+        try:
             fn()
-        return idle
+        finally:
+            with q.cond:
+                q.completed += 1
+                q.runner = None
+                q.cond.notify_all()
+                if q.items:
+                    q._wake()  # enqueued meanwhile: the worker's now
+        return True
 
     def synchronize(self) -> None:
         self._q.drain()

@@ -23,7 +23,7 @@ import llvmlite.binding as llvm
 from nova.abi import ABI_BY_NAME, DEVICE_MODULE_PREFIX, DeviceModuleDescriptor, library_plans
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import CudaError, DeviceError, RuntimeFailure, cuda_error
-from nova.runtime.cuda import py_launch
+from nova.runtime.cuda.launch_module import NativeLaunch, compile_launch  # noqa: F401 (re-exported)
 from nova.runtime.cuda.native import (
     CALL_ENTRY,
     CONTEXT_GLOBAL,
@@ -32,8 +32,6 @@ from nova.runtime.cuda.native import (
     ERROR_CALLBACK_GLOBAL,
     FORGET_STREAM,
     LAST_FUNCTION_GLOBAL,
-    LAUNCH_DRIVER_FUNCTIONS,
-    LAUNCH_PACKED,
     MEM_POOL_GLOBAL,
     NATIVE_ABI_NAMES,
     RECLAIM_CALLBACK_GLOBAL,
@@ -47,12 +45,18 @@ from nova.runtime.cuda.native_blocks import (
     FLUSH_BLOCKS,
     FREE_DIRECT,
 )
-from nova.runtime.cuda.py_launch import PY_API_GLOBAL, PY_LAUNCH, LaunchBuiltins
+from nova.runtime.cuda.native_errors import (
+    ERROR_CALLBACK_TYPE,
+    KERNEL_NAMES,
+    STICKY_ERRORS,  # noqa: F401 (re-exported)
+    error_name,
+    remember_kernel_name,
+    report,
+)
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.native_support import (
     guarded_callback,
     host_target_machine,
-    record_error,
     take_error,
     unwind_symbols,
 )
@@ -61,10 +65,7 @@ from nova.runtime.results import ResultMemory
 if TYPE_CHECKING:
     from nova.runtime.cuda.module import CudaFunction
 
-STICKY_ERRORS: frozenset[int] = frozenset({214, 700, 702, 710, 714, 715, 716, 717, 718, 719})
-"""CUresults after which the context is unusable (illegal address, trap, assert, ...)."""
-
-_ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
+_ERROR_CALLBACK_TYPE = ERROR_CALLBACK_TYPE
 _RECLAIM_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _FLUSH_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _CALL_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
@@ -76,25 +77,9 @@ _STAGING_MAX_BYTES = 64 << 20  # larger staged arrays are freed after each call
 _FREE_TYPE = ABI_BY_NAME["nova_rt_mem_free"].ctypes_prototype()
 _SYNC_TYPE = ABI_BY_NAME["nova_rt_stream_synchronize"].ctypes_prototype()
 
-_kernel_names: dict[int, str] = {}
-"""CUfunction -> kernel name, for error messages (written once per kernel, read on errors)."""
+_kernel_names = KERNEL_NAMES  # the same dict (tests name kernels through it)
 
 _compile_lock = threading.Lock()
-
-
-def remember_kernel_name(function: int, name: str) -> None:
-    """Let native-path errors about CUfunction `function` name its kernel."""
-    _kernel_names[function] = name
-
-
-def error_name(code: int) -> str:
-    """The CUresult's enum name (`CUDA_ERROR_ILLEGAL_ADDRESS`), without needing a GPU."""
-    try:
-        from cuda.bindings import driver
-
-        return str(driver.CUresult(code).name)
-    except Exception:
-        return f"CUDA_ERROR_{code}"
 
 
 @dataclass
@@ -165,33 +150,7 @@ class NativeCudaAbi:
         ctypes.c_void_p.from_address(self.context_at).value = handle or None
 
 
-def _report(device: Any, call: bytes, code: int, function: int | None,
-            last_function: int | None) -> None:
-    """Record a failed driver call as a CudaError (the native error path's only Python). A fault
-    found by a later call (a synchronization) names the latest launched kernel."""
-    try:
-        name = call.decode() if isinstance(call, bytes) else str(call)
-        kernel = _kernel_names.get(function or 0) if function else None
-        lost = code in STICKY_ERRORS
-        driver = getattr(device, "driver", None)
-        latest = (f"@{_kernel_names.get(last_function, hex(last_function))}" if last_function
-                  else "")
-        detail = ""
-        if lost and driver is not None and driver.lost_reason:
-            # a later call of a program after the fault: say so, not "the fault was found here"
-            detail = f"the CUDA context was already lost: {driver.lost_reason} destroyed it"
-        elif kernel is None and lost and latest:
-            detail = f"the fault was found here; the latest kernel launched was {latest}"
-        record_error(cuda_error(name, error_name(code), code, detail, kernel=kernel,
-                                context_lost=lost))
-        if lost and driver is not None and not driver.context_lost:
-            where = (f" in kernel @{kernel}" if kernel
-                     else f" (the latest kernel launched was {latest})" if latest else "")
-            driver.mark_lost(f"an earlier {error_name(code)} from {name}{where}",
-                             error_name(code), code)
-    except BaseException as exc:  # never unwind through C frames
-        record_error(RuntimeFailure(f"a CUDA driver call failed ({code}); reporting it failed "
-                                    f"too: {exc}"))
+_report = report
 
 
 def compile_native(device: Any = None, prefix: str = "",
@@ -244,38 +203,15 @@ def compile_native(device: Any = None, prefix: str = "",
     return native
 
 
-@dataclass
-class NativeLaunch:
-    """The JIT-compiled launch module of one device (`native.launch_ir`): `launch_packed` is
-    the address of `nova_cuda_launch_packed`; `builtins` makes its Python-callable launches
-    (nova.runtime.cuda.py_launch; None where they cannot be made)."""
-
-    engine: llvm.ExecutionEngine
-    launch_packed: int
-    on_error: Any  # the ctypes error callback (kept alive here)
-    builtins: LaunchBuiltins | None = None
-
-
-def compile_launch(device: Any, prefix: str = "",
-                   driver_symbols: Mapping[str, int] | None = None) -> NativeLaunch:
-    """JIT-compile the launch module for `device` (its context and default stream set), bound
-    to libcuda, or to `driver_symbols` (`<prefix>cuX` -> address) in tests."""
+def launch_engine(prefix: str = "", driver_symbols: Mapping[str, int] | None = None) -> Any:
+    """The launch module (`native.launch_ir`) JIT-compiled by MCJIT, bound to libcuda or to
+    `driver_symbols`: what nova.runtime.cuda.launch_module falls back to when objload cannot
+    place the module's object."""
     if driver_symbols is None:
         try:
             llvm.load_library_permanently("libcuda.so.1")
         except RuntimeError as exc:
             raise DeviceError(f"cannot load the CUDA driver library libcuda.so.1: {exc}") from None
-    else:
-        missing = [n for n in LAUNCH_DRIVER_FUNCTIONS if prefix + n not in driver_symbols]
-        if missing:
-            raise DeviceError(f"driver symbols missing: {', '.join(missing)}")
-    last: list[int] = []
-
-    def on_error_impl(call: int | None, code: int, function: int | None) -> None:
-        last_function = ctypes.c_void_p.from_address(last[0]).value if last else None
-        _report(device, ctypes.string_at(call) if call else b"?", code, function, last_function)
-
-    on_error = _ERROR_CALLBACK_TYPE(on_error_impl)
     with _compile_lock:
         for name, address in (driver_symbols or {}).items():
             llvm.add_symbol(name, address)
@@ -283,16 +219,7 @@ def compile_launch(device: Any, prefix: str = "",
         module.verify()
         engine = llvm.create_mcjit_compiler(module, host_target_machine())
         engine.finalize_object()
-    last.append(engine.get_global_value_address(LAST_FUNCTION_GLOBAL))
-    for name, value in ((ERROR_CALLBACK_GLOBAL, ctypes.cast(on_error, ctypes.c_void_p).value),
-                        (CONTEXT_GLOBAL, device.context_handle),
-                        (DEFAULT_STREAM_GLOBAL, device.default_stream.handle)):
-        ctypes.c_void_p.from_address(engine.get_global_value_address(name)).value = value or None
-    native = NativeLaunch(engine, engine.get_function_address(LAUNCH_PACKED), on_error)
-    if py_launch.available():
-        native.builtins = LaunchBuiltins(native, engine.get_global_value_address(PY_API_GLOBAL),
-                                         engine.get_function_address(PY_LAUNCH))
-    return native
+    return engine
 
 
 _natives: dict[int, NativeCudaAbi] = {}

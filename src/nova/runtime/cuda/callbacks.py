@@ -17,7 +17,7 @@ from typing import Any
 
 from nova.errors import DeviceError
 from nova.runtime.callbacks import dispatcher
-from nova.runtime.cuda.abi import error_name
+from nova.runtime.cuda.native_errors import error_name
 from nova.runtime.stream import Stream
 
 _HOST_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)

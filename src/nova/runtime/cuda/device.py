@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from concurrent.futures import Future
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +30,11 @@ from nova.runtime.device import (
     image_digest,
 )
 from nova.runtime.launch_params import pack_params
-from nova.runtime.runner_utils import gpu_images_may_print
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from nova.bundle.reader import Bundle
     from nova.runtime.cuda.abi import CudaAbi
     from nova.runtime.cuda.py_launch import LaunchBuiltins
@@ -86,6 +86,8 @@ class CudaDevice(Device):
         check_gpu_images(manifest, self, name)
 
     def images_may_print(self, bundle: Bundle) -> bool:
+        from nova.runtime.runner_utils import gpu_images_may_print  # bundles only
+
         return gpu_images_may_print(bundle)
 
     def record_graph(self, request: CaptureRequest) -> RecordedGraph:
@@ -362,7 +364,7 @@ class CudaDevice(Device):
         if self.driver.raw is not sys.modules.get("cuda.bindings.driver"):
             self.native_launch = 0  # substitute bindings: launch through them
             return
-        from nova.runtime.cuda.abi import compile_launch
+        from nova.runtime.cuda.launch_module import compile_launch  # no llvmlite: objload
 
         self._launch_module = compile_launch(self)
         self.native_launch = self._launch_module.launch_packed

@@ -46,6 +46,23 @@ def load_bindings() -> Any:
     return driver
 
 
+DRIVER_LIBRARY = "libcuda.so.1"
+"""The driver library cuda-bindings opens (by the system's search, as dlopen does)."""
+
+
+def driver_library_missing() -> str | None:
+    """Why the CUDA driver library cannot be opened, or None when it can. The 'auto' device of
+    a machine without a GPU asks this first: importing cuda-bindings costs a cold start about
+    50 ms, only for cuInit to fail for want of the library."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(DRIVER_LIBRARY)
+    except OSError as exc:
+        return f"OSError: {exc}"
+    return None
+
+
 class CudaStatusProbe:
     """Caches the result of probing for CUDA (the probe calls cuInit once)."""
 
@@ -63,6 +80,9 @@ class CudaStatusProbe:
 
     @staticmethod
     def _probe(status: type) -> Any:
+        missing = driver_library_missing()
+        if missing is not None:  # cuInit could only fail: spare importing cuda-bindings (~50 ms)
+            return status(False, 0, f"the CUDA driver library cannot be loaded ({missing})")
         try:
             drv = load_bindings()
         except ImportError as exc:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, cast
 
 from nova.errors import cuda_error
-from nova.runtime.cuda.abi import remember_kernel_name
+from nova.runtime.cuda.native_errors import remember_kernel_name
 from nova.runtime.cuda.stream import CudaStream
 from nova.runtime.launcher import MAX_CONFIGS, LaunchConfig, Launcher
 from nova.runtime.native_support import take_error
