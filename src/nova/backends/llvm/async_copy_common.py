@@ -1,0 +1,72 @@
+"""What the NVPTX and CPU lowerings of the `nvgpu` asynchronous copies share: the operands of a
+`nvgpu.device_async_copy` as LLVM values, after the checks the verifier leaves to the lowering
+(one located error text for both devices).
+
+The verifier (nova.ir.dialects.nvgpu) already holds upstream's rules (shared destination, equal
+element types, 4/8/16 bytes); upstream accepts any source memory space and casts the pointer to
+global, which is undefined for shared or private memory, so the lowering rejects those here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+from xdsl.dialects.builtin import MemRefType, NoneAttr
+from xdsl.ir import Operation
+
+from nova.backends.llvm import types as T
+from nova.backends.llvm.emitter import FunctionEmitter
+from nova.errors import LoweringError
+from nova.ir.dialects.nvgpu import DeviceAsyncCopyOp, element_bits
+from nova.ir.gpu.base import AddressSpace, address_space_of
+
+
+@dataclass(frozen=True)
+class CopyOperands:
+    """One `device_async_copy` lowered: element pointers, sizes, the optional source count."""
+
+    dst: ir.Value
+    src: ir.Value
+    elements: int             # dstElements
+    element_type: ir.Type     # the LLVM element type
+    bits: int                 # bits per element
+    src_elements: ir.Value | None  # srcElements (index), None when absent
+    bypass_l1: bool
+
+    @property
+    def bytes(self) -> int:
+        return self.elements * self.bits // 8
+
+
+def _check_source(fe: FunctionEmitter, op: DeviceAsyncCopyOp, ty: MemRefType) -> None:
+    space = ty.memory_space
+    if isinstance(space, NoneAttr) or address_space_of(space) == AddressSpace.GLOBAL:
+        return
+    raise LoweringError(f"'{op.name}' reads global memory: its source must be a memref in the "
+                        f"default or global memory space, got {ty}", fe.location(op))
+
+
+def copy_operands(fe: FunctionEmitter, op: Operation) -> CopyOperands:
+    """The pointers and sizes of a `nvgpu.device_async_copy` (located errors for what cannot
+    be lowered)."""
+    assert isinstance(op, DeviceAsyncCopyOp)
+    src_ty, dst_ty = op.src.type, op.dst.type
+    assert isinstance(src_ty, MemRefType) and isinstance(dst_ty, MemRefType)
+    _check_source(fe, op, src_ty)
+    bits = element_bits(dst_ty.element_type)
+    if bits is None or bits % 8:
+        raise LoweringError(f"'{op.name}' of {dst_ty.element_type} elements is not supported "
+                            "(elements of whole bytes only)", fe.location(op))
+    b = fe.builder
+    dst = fe.lookup_memref(op.dst).element_pointer(b, [fe.lookup(v) for v in op.dstIndices])
+    src = fe.lookup_memref(op.src).element_pointer(b, [fe.lookup(v) for v in op.srcIndices])
+    count = None if op.srcElements is None else fe.lookup(op.srcElements)
+    return CopyOperands(dst, src, op.elements, T.scalar_type(dst_ty.element_type), bits, count,
+                        op.bypassL1 is not None)
+
+
+def bind_token(fe: FunctionEmitter, op: Operation) -> None:
+    """Tokens carry no data: bind the op's token result to a constant of its lowered type."""
+    for res in op.results:
+        fe.bind(res, ir.Constant(fe.lower_type(res.type), 0))
