@@ -145,6 +145,7 @@ class Translator:
         self.call_stack: list[Any] = [self.src.func]
         self.workgroup: list[T.ArrayType] = []
         self.fragment_types: dict[int, Any] = {}
+        self.async_entry_token: Any = None  # nova.lang.copies' wait token
         self.em.lanes = LaneLevels()
         self.entry = Block(arg_types=[t.mlir for t in self.arg_types])
         body = Block()
