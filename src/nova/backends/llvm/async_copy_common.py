@@ -18,7 +18,7 @@ from xdsl.ir import Operation
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter
 from nova.errors import LoweringError
-from nova.ir.dialects.nvgpu import DeviceAsyncCopyOp, element_bits
+from nova.ir.dialects.nvgpu import DeviceAsyncCopyOp, element_bits, type_text
 from nova.ir.gpu.base import AddressSpace, address_space_of
 
 
@@ -44,7 +44,7 @@ def _check_source(fe: FunctionEmitter, op: DeviceAsyncCopyOp, ty: MemRefType) ->
     if isinstance(space, NoneAttr) or address_space_of(space) == AddressSpace.GLOBAL:
         return
     raise LoweringError(f"'{op.name}' reads global memory: its source must be a memref in the "
-                        f"default or global memory space, got {ty}", fe.location(op))
+                        f"default or global memory space, got {type_text(ty)}", fe.location(op))
 
 
 def copy_operands(fe: FunctionEmitter, op: Operation) -> CopyOperands:

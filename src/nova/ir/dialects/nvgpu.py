@@ -95,7 +95,7 @@ def is_shared(ty: MemRefType) -> bool:
     return address_space_of(ty.memory_space) == AddressSpace.WORKGROUP
 
 
-def _text(ty: Attribute) -> str:
+def type_text(ty: Attribute) -> str:
     """A type as MLIR prints it (for messages)."""
     import io
 
@@ -227,7 +227,7 @@ class DeviceAsyncCopyOp(IRDLOperation):
                 f"could be one of {', '.join(allowed)}.")
         if self.bypassL1 is not None and width * count // 8 != 16:
             raise VerifyException(
-                f"'{self.name}' op bypassL1 does not satify alignment for '{_text(dst)}' with "
+                f"'{self.name}' op bypassL1 does not satify alignment for '{type_text(dst)}' with "
                 f"destination element {count}. Unset bypassL1, or set destination element to "
                 f"{128 // width}")
 
@@ -310,5 +310,5 @@ NVGPU = Dialect("nvgpu", [DeviceAsyncCopyOp, DeviceAsyncCreateGroupOp, DeviceAsy
                 [DeviceAsyncTokenType])
 """The `nvgpu` ops Nova supports (see the module docstring)."""
 
-__all__ = ["COPY_BYTES", "NVGPU", "DeviceAsyncCopyOp", "DeviceAsyncCreateGroupOp",
+__all__ = ["COPY_BYTES", "NVGPU", "DeviceAsyncCopyOp", "DeviceAsyncCreateGroupOp", "type_text",
            "DeviceAsyncTokenType", "DeviceAsyncWaitOp", "element_bits", "is_shared"]
