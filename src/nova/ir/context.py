@@ -9,7 +9,8 @@ Nova's; `affine` is xDSL's with MLIR's syntax (`nova.ir.dialects.affine`), lower
 (`nova.ir.dialects.nvvm`: special registers, barrier0, shfl.sync, vote.sync), lowered in kernels
 only; `nvgpu` is Nova's asynchronous-copy subset (`nova.ir.dialects.nvgpu`: cp.async copies,
 groups and waits), lowered in kernels only; `async` is Nova's host-side subset
-(`nova.ir.dialects.async_`: execute/yield/await and groups), removed by the `async-to-sync` pass before outlining.
+(`nova.ir.dialects.async_`: execute/yield/await and groups), removed by the `async-to-sync` pass
+before outlining.
 """
 
 from __future__ import annotations

@@ -14,9 +14,13 @@
   copies are then visible to this thread; `nova.syncthreads()` after it makes them visible to
   the whole block.
 
-The wait op names a group token; the tokens carry nothing (PTX counts a thread's groups), so
-every wait names one token made once in the kernel's entry block: an empty group committed
-before any copy, complete at once, which no wait ever has to wait for.
+The ops take group tokens, but the tokens carry nothing (PTX counts a thread's groups, and a
+commit groups every copy not yet grouped), and tokens of copies made under a condition or in a
+loop would not dominate a later commit or wait. So every commit and wait names one token, made
+once at the end of the kernel's entry block: an empty group committed before any copy, complete
+at once, which no wait ever has to wait for. (It is never followed by an op with results, so
+the token-less `create_group` stays re-parsable: a `%x = ...` on the next line would be read
+as one of its tokens, by Nova's parser and upstream's alike.)
 
 Checked at compile time, with a located KernelTypeError: the arrays' kinds (dst shared, src a
 global array argument) and dtypes (equal), the number of indices, the count (a constant making
@@ -141,18 +145,17 @@ def async_copy(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
 
 
 def async_commit(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
-    tr.em.op(DeviceAsyncCreateGroupOp())
+    tr.em.op(DeviceAsyncCreateGroupOp([_entry_token(tr)]))
     return Const(None)
 
 
 def _entry_token(tr: Translator) -> Any:
-    """The token every wait names: an empty group committed once in the entry block (see the
-    module docstring)."""
-    token = getattr(tr, "async_entry_token", None)
+    """The token every commit and wait names: an empty group committed once, as the last op
+    of the entry block (the translator adds it there when it closes the block; see the module
+    docstring)."""
+    token = tr.async_entry_token
     if token is None:
-        op = DeviceAsyncCreateGroupOp()
-        tr.entry.add_op(op)
-        token = tr.async_entry_token = op.results[0]
+        token = tr.async_entry_token = DeviceAsyncCreateGroupOp().results[0]
     return token
 
 

@@ -168,6 +168,8 @@ class Translator:
         self.blocks.remove(exit_block)
         self.blocks.append(exit_block)
         self.em.block = self.entry
+        if self.async_entry_token is not None:  # last in the entry block (nova.lang.copies)
+            self.entry.add_op(self.async_entry_token.owner)
         self.em.op(cf.BranchOp(body))
         promote_fragments(self.blocks, self.fragment_types)
         ftype = FunctionType.from_lists([t.mlir for t in self.arg_types], [])

@@ -87,7 +87,7 @@ def _unit_stride_last(ty: MemRefType) -> bool:
     if isinstance(ty.layout, NoneAttr):
         return True
     strides = ty.layout.get_strides()
-    return bool(strides) and strides[-1] == 1
+    return strides is not None and len(strides) > 0 and strides[-1] == 1
 
 
 def is_shared(ty: MemRefType) -> bool:
@@ -310,5 +310,5 @@ NVGPU = Dialect("nvgpu", [DeviceAsyncCopyOp, DeviceAsyncCreateGroupOp, DeviceAsy
                 [DeviceAsyncTokenType])
 """The `nvgpu` ops Nova supports (see the module docstring)."""
 
-__all__ = ["COPY_BYTES", "NVGPU", "DeviceAsyncCopyOp", "DeviceAsyncCreateGroupOp", "type_text",
-           "DeviceAsyncTokenType", "DeviceAsyncWaitOp", "element_bits", "is_shared"]
+__all__ = ["COPY_BYTES", "NVGPU", "DeviceAsyncCopyOp", "DeviceAsyncCreateGroupOp",
+           "DeviceAsyncTokenType", "DeviceAsyncWaitOp", "element_bits", "is_shared", "type_text"]
