@@ -83,8 +83,9 @@ def test_cpu_check_size(bench: ModuleType) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("config", ["128x128x32s3g2", "128x128x32r"])
 def test_kernel_on_cpu(bench: ModuleType, config: str) -> None:
-    """More K steps than stages, a grouped order over 2x2 blocks (m, n differ)."""
-    ok, err = _run(bench, get_device("cpu"), 256, 256, 192, config)
+    """More K steps than stages, a grouped order over 3x2 blocks (groups of 2 block rows and of
+    the 1 left over), m, n and k all different."""
+    ok, err = _run(bench, get_device("cpu"), 384, 256, 192, config)
     assert ok, err
 
 
