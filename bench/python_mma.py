@@ -56,6 +56,7 @@ import nova
 
 WARP_M = WARP_N = 64   # the C tile of one warp: 4x4 fragments of 16x16
 PAD = 8                # elements (16 bytes) added to every shared row: conflict-free ldmatrix
+MAX_SHARED = 227 * 1024  # bytes of shared memory a block may have on sm_90
 DEFAULT_CONFIGS = ("128x256x32s3g8", "128x256x32s4g8", "128x256x64s3g8", "128x256x64s4g8",
                    "128x256x32s4", "128x128x32s4g8", "128x128x64s3g8", "128x128x32r")
 """What a plain run measures: the cp.async kernel's candidate tiles and stage counts, and the
@@ -80,6 +81,8 @@ class Config:
             raise ValueError(f"bad configuration {text!r} (expected e.g. 128x256x32s4g8 or "
                              "128x128x32r)")
         bm, bn, bk, stages, regs, group = found.groups()
+        if not regs and int(stages) < 2:
+            raise ValueError(f"bad configuration {text!r}: 2 to 8 stages")
         cfg = cls(int(bm), int(bn), int(bk), 0 if regs else int(stages), int(group or 0))
         cfg.check()
         return cfg
@@ -128,6 +131,9 @@ class Config:
                              "and the K step a multiple of 16")
         if self.stages == 1 or self.stages > 8:
             raise ValueError(f"{self}: 2 to 8 stages")
+        if self.threads > 1024 or self.shared_bytes > MAX_SHARED:
+            raise ValueError(f"{self}: {self.threads} threads and {self.shared_bytes} bytes of "
+                             f"shared memory per block (at most 1024 and {MAX_SHARED})")
         chunks_a, chunks_b = self.bm * self.bk // 8, self.bk * self.bn // 8
         if chunks_a % self.threads or chunks_b % self.threads or \
                 self.threads % (self.bk // 8) or self.threads % (self.bn // 8):

@@ -68,8 +68,8 @@ def test_configurations(bench: ModuleType) -> None:
     assert cfg.shared_bytes == 2 * 4 * (128 * 72 + 64 * 264) > 48 * 1024
     regs = bench.Config.parse("128x128x32r")
     assert regs.stages == 0 and regs.buffers == 2 and str(regs) == "128x128x32r"
-    for bad in ("128x128", "96x128x32s3", "128x128x24s3", "128x128x32s1", "128x128x32s9",
-                "128x128x32q"):
+    for bad in ("128x128", "96x128x32s3", "128x128x24s3", "128x128x32s1", "128x128x32s0",
+                "128x128x32s9", "128x256x64s5", "128x128x32q"):
         with pytest.raises(ValueError):
             bench.Config.parse(bad)
 
