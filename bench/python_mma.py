@@ -58,7 +58,8 @@ WARP_M = WARP_N = 64   # the C tile of one warp: 4x4 fragments of 16x16
 PAD = 8                # elements (16 bytes) added to every shared row: conflict-free ldmatrix
 MAX_SHARED = 227 * 1024  # bytes of shared memory a block may have on sm_90
 DEFAULT_CONFIGS = ("128x256x32s3g8", "128x256x32s4g8", "128x256x64s3g8", "128x256x64s4g8",
-                   "128x256x32s4", "128x128x32s4g8", "128x128x64s3g8", "128x128x32r")
+                   "128x256x32s4", "256x128x32s4g8", "128x128x32s4g8", "128x128x64s3g8",
+                   "128x128x32r")
 """What a plain run measures: the cp.async kernel's candidate tiles and stage counts, and the
 register-staged kernel (the previous one) for comparison."""
 
