@@ -3,7 +3,8 @@
 
 Covers a multi-stage pipeline (copies of later tiles in flight while a block computes on the
 current one, one barrier per step, `async_wait(stages - 2)`), the zero-filling `src_count`, 4-,
-8- and 16-byte copies of several dtypes, 2-D arrays, dynamic shared memory, the MLIR built
+8- and 16-byte copies of several dtypes, 2-D arrays, dynamic shared memory, bounds checks
+(`check_bounds=True`), the MLIR built
 (upstream's nvgpu ops, parsed again by Nova and, where installed, by mlir-opt 22), and located
 errors for misuse."""
 
@@ -17,6 +18,7 @@ import pytest
 
 import nova
 from nova.ir.parser import parse_mlir
+from nova.errors import KernelFault
 from nova.lang import KernelCallError, KernelTypeError
 
 TILE = 64      # float32 elements per tile: 16 threads copy 16 bytes each
@@ -151,6 +153,29 @@ def test_dynamic_shared_destination(device):
     out = np.zeros_like(x)
     dynamic_stage.launch(out, x, grid=3, block=32, shared_bytes=512 + 128 * 4, device=device)
     np.testing.assert_array_equal(out, 2 * x.reshape(3, 128)[:, ::-1].reshape(-1))
+
+
+@nova.kernel(check_bounds=True)
+def checked_copy(out, x, off):
+    buf = nova.shared_array(64, nova.float32)
+    t = nova.thread_id(0)
+    nova.async_copy(buf, 4 * t, x, 4 * t + off, 4)
+    nova.async_commit()
+    nova.async_wait()
+    nova.syncthreads()
+    out[t] = buf[4 * t]
+
+
+def test_bounds_checks_cover_the_whole_copy(cpu_device):
+    """check_bounds=True checks each copy's first and last element (here the last one of
+    thread 15 is x[65] of 64)."""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    checked_copy.launch(out, x, 0, grid=1, block=16, device=cpu_device)
+    np.testing.assert_array_equal(out, x[::4])
+    with pytest.raises(KernelFault, match=r"index 65 out of bounds for dimension 0 of size 64 "
+                       r"\(nvgpu.device_async_copy at .*test_kernel_async_copy.py:\d+:5\)"):
+        checked_copy.launch(out, x, 2, grid=1, block=16, device=cpu_device)
 
 
 F32 = nova.float32[:]
