@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import nova
-from nova.ir.parser import parse_mlir
 from nova.errors import KernelFault
+from nova.ir.parser import parse_mlir
 from nova.lang import KernelCallError, KernelTypeError
 
 TILE = 64      # float32 elements per tile: 16 threads copy 16 bytes each
