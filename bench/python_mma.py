@@ -1,14 +1,24 @@
 """Tensor cores from Python kernels: a float16 matmul written with `nova.mma` against cuBLAS.
 
-The kernel (`make_mma_matmul`): a block computes a 128x128 tile of C = A @ B (float16 A and B,
-float32 accumulation and output), stepping through K 32 at a time. Two warp layouts are measured:
-8 warps of 64x32 (4x2 accumulator fragments each, fed per 16-deep step by 4 A and 2 B fragments)
-and 4 warps of 64x64 (4x4 fragments: half the shared-memory reads per multiply). The A (128x32)
-and B (32x128) tiles are double-buffered in shared memory, their rows padded by 8 elements (16
-bytes) so the fragment loads hit distinct banks; the next tiles are read from global memory into
-registers (16-byte loads: the sizes are compile-time constants, so every chunk's alignment is
-known) while the warps multiply the current ones, then stored into the other buffer: one barrier
-per K step. The accumulators go straight to C. ptxas (sm_90): 64x32 uses 96 registers, no spills.
+The kernel (`make_mma_matmul`): a block computes a BM x BN tile of C = A @ B (float16 A and B,
+float32 accumulation and output), stepping through K BK at a time; each warp owns a 64x64 tile
+of C (4x4 accumulator fragments, fed per 16-deep step by 4 A and 4 B fragments), so a block has
+(BM / 64) x (BN / 64) warps. The A (BM x BK) and B (BK x BN) tiles live in a ring of `stages`
+buffers in dynamic shared memory (above 48 KiB where needed), their rows padded by 8 elements
+(16 bytes) so the fragment loads (WMMA loads, which ptxas turns into `ldmatrix`) hit distinct
+banks. Tiles travel global -> shared by `nova.async_copy` (cp.async, 16 bytes a copy, L2 only):
+the prologue starts the first stages - 1 tiles, one group each; then per K step a thread waits
+until its copies of the current tile have landed (`async_wait(stages - 2)`), one barrier makes
+every thread's copies visible and tells that every warp is done with the tile multiplied last
+step, the copies of the tile stages - 1 steps ahead go into that freed buffer, and the warps
+multiply the current tile: one barrier per K step, stages - 1 tiles in flight during each
+multiply. Blocks are ordered in groups of `group` block rows (Triton's grouped order) so that
+the blocks running together share A and B tiles in L2. The accumulators go straight to C.
+
+A configuration `BMxBNxBKsS[gG]` (e.g. 128x256x32s4g8) names the block tile, the K step, the
+stage count and the block-row group (0: plain row-major order); `BMxBNxBKr` is the previous
+kernel's staging for comparison: the next tiles read into registers while the warps multiply,
+then stored to the other of two shared buffers (one barrier per K step, no cp.async).
 
 Peers in the same run: cuBLAS through `cupy.matmul` on the same float16 arrays (its float16
 GEMM accumulates in float32), and `torch.matmul` when PyTorch sees the GPU. Every timed result is
@@ -17,7 +27,9 @@ kernel that leaves any element unwritten fails); a failed check (Nova's or a pee
 FAILED, writes no result file and exits 1 (bench/checks.py).
 
 Usage: python bench/python_mma.py [--device cuda] [--size 4096] [--repeat 20]
-On the CPU device (--device cpu; size capped at 256) it checks the kernels only.
+                                  [--configs 128x256x32s4g8,128x128x32s4g8,...]
+On the CPU device (--device cpu) it checks the kernels only, at a size capped at 256 (rounded up
+to a multiple of every configuration's tiles).
 Goal (issue 13): nova >= 0.6x cuBLAS at 4096^3 on an H100.
 """
 
@@ -25,9 +37,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
+import re
 import sys
 import time
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -39,153 +54,185 @@ from checks import finish, record
 
 import nova
 
-BM, BN, BK = 128, 128, 32           # block tile (M, N) and K step
-LDA, LDB = BK + 8, BN + 8           # padded shared rows (conflict-free fragment loads)
-A_STAGE, B_STAGE = BM * LDA, BK * LDB
-ROW_CHUNKS_A, ROW_CHUNKS_B = BK // 8, BN // 8   # 16-byte chunks (8 x float16) per tile row
-WARP_TILES = {"64x32": (2, 4), "64x64": (2, 2)}
-"""Warp tile (rows x columns of C per warp) -> the block's warps (along M, along N): 8 warps of
-4x2 accumulator fragments, or 4 warps of 4x4 (half the shared-memory reads per multiply, more
-registers per thread, fewer threads per block)."""
+WARP_M = WARP_N = 64   # the C tile of one warp: 4x4 fragments of 16x16
+PAD = 8                # elements (16 bytes) added to every shared row: conflict-free ldmatrix
+MAX_SHARED = 227 * 1024  # bytes of shared memory a block may have on sm_90
+DEFAULT_CONFIGS = ("128x256x32s3g8", "128x256x32s4g8", "128x256x64s3g8", "128x256x64s4g8",
+                   "128x256x32s4", "256x128x32s4g8", "128x128x32s4g8", "128x128x64s3g8",
+                   "128x128x32r")
+"""What a plain run measures: the cp.async kernel's candidate tiles and stage counts, and the
+register-staged kernel (the previous one) for comparison."""
 
 
-@nova.func
-def fetch8(regs, r, src, s):
-    """regs[r:r+8] = src[s:s+8]: one 16-byte load when s is a multiple of 8 (r is a constant
-    once LLVM unrolls the callers' loops, so `regs` stays in registers)."""
-    regs[r] = src[s]
-    regs[r + 1] = src[s + 1]
-    regs[r + 2] = src[s + 2]
-    regs[r + 3] = src[s + 3]
-    regs[r + 4] = src[s + 4]
-    regs[r + 5] = src[s + 5]
-    regs[r + 6] = src[s + 6]
-    regs[r + 7] = src[s + 7]
+@dataclass(frozen=True)
+class Config:
+    """One kernel configuration: block tile bm x bn, K step bk, `stages` shared buffers (0: the
+    register-staged double buffer), block-row group for the launch order (0: none)."""
+
+    bm: int
+    bn: int
+    bk: int
+    stages: int
+    group: int
+
+    @classmethod
+    def parse(cls, text: str) -> Config:
+        found = re.fullmatch(r"(\d+)x(\d+)x(\d+)(?:s(\d+)|(r))(?:g(\d+))?", text.strip())
+        if found is None:
+            raise ValueError(f"bad configuration {text!r} (expected e.g. 128x256x32s4g8 or "
+                             "128x128x32r)")
+        bm, bn, bk, stages, regs, group = found.groups()
+        if not regs and int(stages) < 2:
+            raise ValueError(f"bad configuration {text!r}: 2 to 8 stages")
+        cfg = cls(int(bm), int(bn), int(bk), 0 if regs else int(stages), int(group or 0))
+        cfg.check()
+        return cfg
+
+    def __str__(self) -> str:
+        tail = "r" if self.stages == 0 else f"s{self.stages}"
+        return f"{self.bm}x{self.bn}x{self.bk}{tail}" + (f"g{self.group}" if self.group else "")
+
+    @property
+    def warps_n(self) -> int:
+        return self.bn // WARP_N
+
+    @property
+    def threads(self) -> int:
+        return 32 * (self.bm // WARP_M) * self.warps_n
+
+    @property
+    def lda(self) -> int:
+        return self.bk + PAD
+
+    @property
+    def ldb(self) -> int:
+        return self.bn + PAD
+
+    @property
+    def buffers(self) -> int:
+        return self.stages or 2
+
+    @property
+    def a_stage(self) -> int:
+        return self.bm * self.lda
+
+    @property
+    def b_stage(self) -> int:
+        return self.bk * self.ldb
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory of a block: the A and B buffers (float16)."""
+        return 2 * self.buffers * (self.a_stage + self.b_stage)
+
+    def check(self) -> None:
+        if self.bm % WARP_M or self.bn % WARP_N or self.bk % 16 or min(self.bm, self.bn,
+                                                                         self.bk) <= 0:
+            raise ValueError(f"{self}: the block tile must be multiples of {WARP_M}x{WARP_N} "
+                             "and the K step a multiple of 16")
+        if self.stages == 1 or self.stages > 8:
+            raise ValueError(f"{self}: 2 to 8 stages")
+        if self.threads > 1024 or self.shared_bytes > MAX_SHARED:
+            raise ValueError(f"{self}: {self.threads} threads and {self.shared_bytes} bytes of "
+                             f"shared memory per block (at most 1024 and {MAX_SHARED})")
+        chunks_a, chunks_b = self.bm * self.bk // 8, self.bk * self.bn // 8
+        if chunks_a % self.threads or chunks_b % self.threads or \
+                self.threads % (self.bk // 8) or self.threads % (self.bn // 8):
+            raise ValueError(f"{self}: the tiles' 16-byte chunks must spread evenly over the "
+                             f"{self.threads} threads")
+
+    def grid(self, m: int, n: int) -> int:
+        return (m // self.bm) * (n // self.bn)
 
 
-@nova.func
-def put8(dst, d, regs, r):
-    """dst[d:d+8] = regs[r:r+8]: one 16-byte shared-memory store."""
-    dst[d] = regs[r]
-    dst[d + 1] = regs[r + 1]
-    dst[d + 2] = regs[r + 2]
-    dst[d + 3] = regs[r + 3]
-    dst[d + 4] = regs[r + 4]
-    dst[d + 5] = regs[r + 5]
-    dst[d + 6] = regs[r + 6]
-    dst[d + 7] = regs[r + 7]
-
-
-def threads_of(warp_tile: str) -> int:
-    warps_m, warps_n = WARP_TILES[warp_tile]
-    return 32 * warps_m * warps_n
-
-
-def make_mma_matmul(m: int, n: int, k: int, warp_tile: str = "64x32") -> Any:
+def make_mma_matmul(m: int, n: int, k: int, cfg: Config) -> Any:
     """The kernel for C[m, n] = A[m, k] @ B[k, n] (row-major, passed flattened to 1-D), sizes
-    multiples of the block tile; launch with grid (n // BN, m // BM) and threads_of(warp_tile)
-    threads. The sizes are compile-time constants: index arithmetic folds, and LLVM knows every
-    16-byte chunk's alignment (16-byte global loads and shared stores)."""
-    if m % BM or n % BN or k % BK:
-        raise ValueError(f"sizes must be multiples of ({BM}, {BN}, {BK}), got ({m}, {n}, {k})")
-    warps_m, warps_n = WARP_TILES[warp_tile]
-    threads = threads_of(warp_tile)
-    wm, wn = BM // warps_m, BN // warps_n
-    a_rows, b_rows = threads // ROW_CHUNKS_A, threads // ROW_CHUNKS_B  # tile rows per pass
-    a_passes, b_passes = BM // a_rows, BK // b_rows                    # chunks per thread
-    k_steps = k // BK
+    multiples of the block tile; launch with grid cfg.grid(m, n), cfg.threads threads and
+    cfg.shared_bytes of dynamic shared memory. The sizes are compile-time constants: index
+    arithmetic folds, and LLVM knows every 16-byte chunk's alignment."""
+    if m % cfg.bm or n % cfg.bn or k % cfg.bk:
+        raise ValueError(f"sizes must be multiples of ({cfg.bm}, {cfg.bn}, {cfg.bk}), got "
+                         f"({m}, {n}, {k})")
+    bm, bn, bk, lda, ldb = cfg.bm, cfg.bn, cfg.bk, cfg.lda, cfg.ldb
+    a_stage, b_stage, warps_n, threads = cfg.a_stage, cfg.b_stage, cfg.warps_n, cfg.threads
+    stages, buffers = cfg.stages, cfg.buffers
+    use_async = stages > 0
+    row_chunks_a, row_chunks_b = bk // 8, bn // 8     # 16-byte chunks per tile row
+    a_rows, b_rows = threads // row_chunks_a, threads // row_chunks_b  # tile rows per pass
+    a_passes, b_passes = bm // a_rows, bk // b_rows                    # chunks per thread
+    k_steps = k // bk
+    blocks_m, blocks_n = m // bm, n // bn
+    group = min(cfg.group, blocks_m) if cfg.group else 0
+
+    @nova.func
+    def copy_tiles(sa, sb, a, b, m0, n0, k0, stage, t):
+        """Start this thread's cp.async copies of the A and B tiles at k0 into buffer `stage`
+        (constant-trip loops, unrolled)."""
+        ar, ac = t // row_chunks_a, (t % row_chunks_a) * 8
+        br, bc = t // row_chunks_b, (t % row_chunks_b) * 8
+        for i in range(a_passes):
+            r = ar + i * a_rows
+            nova.async_copy(sa, stage * a_stage + r * lda + ac, a, (m0 + r) * k + k0 + ac, 8)
+        for i in range(b_passes):
+            r = br + i * b_rows
+            nova.async_copy(sb, stage * b_stage + r * ldb + bc, b, (k0 + r) * n + n0 + bc, 8)
 
     @nova.func
     def fetch(regs, a, b, m0, n0, k0, t):
-        """This thread's 16-byte chunks of the A and B tiles at k0 (constant-trip loops that
-        LLVM unrolls, so `regs` is indexed by constants and stays in registers)."""
-        ar, ac = t // ROW_CHUNKS_A, (t % ROW_CHUNKS_A) * 8
-        br, bc = t // ROW_CHUNKS_B, (t % ROW_CHUNKS_B) * 8
+        """Register staging: this thread's 16-byte chunks of the A and B tiles at k0 (`regs` is
+        indexed by constants once the loops unroll, so it stays in registers)."""
+        ar, ac = t // row_chunks_a, (t % row_chunks_a) * 8
+        br, bc = t // row_chunks_b, (t % row_chunks_b) * 8
         for i in range(a_passes):
-            fetch8(regs, 8 * i, a, (m0 + ar + i * a_rows) * k + k0 + ac)
+            for e in range(8):
+                regs[8 * i + e] = a[(m0 + ar + i * a_rows) * k + k0 + ac + e]
         for i in range(b_passes):
-            fetch8(regs, 8 * (a_passes + i), b, (k0 + br + i * b_rows) * n + n0 + bc)
+            for e in range(8):
+                regs[8 * (a_passes + i) + e] = b[(k0 + br + i * b_rows) * n + n0 + bc + e]
 
     @nova.func
     def put(sa, sb, regs, stage, t):
-        """The fetched chunks into shared-memory buffer `stage`."""
-        ar, ac = t // ROW_CHUNKS_A, (t % ROW_CHUNKS_A) * 8
-        br, bc = t // ROW_CHUNKS_B, (t % ROW_CHUNKS_B) * 8
+        """Register staging: the fetched chunks into shared buffer `stage`."""
+        ar, ac = t // row_chunks_a, (t % row_chunks_a) * 8
+        br, bc = t // row_chunks_b, (t % row_chunks_b) * 8
         for i in range(a_passes):
-            put8(sa, stage * A_STAGE + (ar + i * a_rows) * LDA + ac, regs, 8 * i)
+            for e in range(8):
+                sa[stage * a_stage + (ar + i * a_rows) * lda + ac + e] = regs[8 * i + e]
         for i in range(b_passes):
-            put8(sb, stage * B_STAGE + (br + i * b_rows) * LDB + bc, regs, 8 * (a_passes + i))
+            for e in range(8):
+                sb[stage * b_stage + (br + i * b_rows) * ldb + bc + e] = \
+                    regs[8 * (a_passes + i) + e]
 
     @nova.kernel
-    def mma_64x32(c, a, b):
-        sa = nova.shared_array(2 * A_STAGE, nova.float16)
-        sb = nova.shared_array(2 * B_STAGE, nova.float16)
-        regs = nova.local_array(8 * (a_passes + b_passes), nova.float16)
+    def mma_matmul(c, a, b):
+        sa = nova.dynamic_shared_array(nova.float16, buffers * a_stage)
+        sb = nova.dynamic_shared_array(nova.float16, buffers * b_stage, 2 * buffers * a_stage)
+        regs = nova.local_array(8 * (a_passes + b_passes), nova.float16)  # register staging
         t = nova.thread_id(0)
         warp = t // 32
-        row0 = (warp // warps_n) * wm
-        col0 = (warp % warps_n) * wn
-        m0 = nova.block_id(1) * BM
-        n0 = nova.block_id(0) * BN
-        fetch(regs, a, b, m0, n0, 0, t)
-        put(sa, sb, regs, 0, t)
-        nova.syncthreads()
-        c00 = nova.mma.fill(0.0)
-        c01 = nova.mma.fill(0.0)
-        c10 = nova.mma.fill(0.0)
-        c11 = nova.mma.fill(0.0)
-        c20 = nova.mma.fill(0.0)
-        c21 = nova.mma.fill(0.0)
-        c30 = nova.mma.fill(0.0)
-        c31 = nova.mma.fill(0.0)
-        for step in range(k_steps):
-            stage = step % 2
-            if step + 1 < k_steps:  # the next tiles travel while this step multiplies
-                fetch(regs, a, b, m0, n0, (step + 1) * BK, t)
-            sa0 = stage * A_STAGE + row0 * LDA
-            sb0 = stage * B_STAGE + col0
-            for kk in range(0, BK, 16):
-                a0 = nova.mma.load(sa, sa0 + kk, "a", ld=LDA)
-                a1 = nova.mma.load(sa, sa0 + 16 * LDA + kk, "a", ld=LDA)
-                a2 = nova.mma.load(sa, sa0 + 32 * LDA + kk, "a", ld=LDA)
-                a3 = nova.mma.load(sa, sa0 + 48 * LDA + kk, "a", ld=LDA)
-                b0 = nova.mma.load(sb, sb0 + kk * LDB, "b", ld=LDB)
-                b1 = nova.mma.load(sb, sb0 + kk * LDB + 16, "b", ld=LDB)
-                c00 = nova.mma.mma(a0, b0, c00)
-                c01 = nova.mma.mma(a0, b1, c01)
-                c10 = nova.mma.mma(a1, b0, c10)
-                c11 = nova.mma.mma(a1, b1, c11)
-                c20 = nova.mma.mma(a2, b0, c20)
-                c21 = nova.mma.mma(a2, b1, c21)
-                c30 = nova.mma.mma(a3, b0, c30)
-                c31 = nova.mma.mma(a3, b1, c31)
-            if step + 1 < k_steps:
-                put(sa, sb, regs, 1 - stage, t)
+        row0 = (warp // warps_n) * WARP_M
+        col0 = (warp % warps_n) * WARP_N
+        pid = nova.block_id(0)
+        if group:  # grouped order: `group` block rows walk the block columns together
+            per_group = group * blocks_n
+            first = (pid // per_group) * group
+            rows = min(blocks_m - first, group)
+            m0 = (first + (pid % per_group) % rows) * bm
+            n0 = ((pid % per_group) // rows) * bn
+        else:
+            m0 = (pid // blocks_n) * bm
+            n0 = (pid % blocks_n) * bn
+        if use_async:
+            for s in range(stages - 1):  # the prologue: one group per tile (maybe empty)
+                if s < k_steps:
+                    copy_tiles(sa, sb, a, b, m0, n0, s * bk, s, t)
+                nova.async_commit()
+            ahead = stages - 1           # the buffer the next copies go to
+        else:
+            fetch(regs, a, b, m0, n0, 0, t)
+            put(sa, sb, regs, 0, t)
             nova.syncthreads()
-        out = (m0 + row0) * n + n0 + col0
-        nova.mma.store(c, out, c00, ld=n)
-        nova.mma.store(c, out + 16, c01, ld=n)
-        nova.mma.store(c, out + 16 * n, c10, ld=n)
-        nova.mma.store(c, out + 16 * n + 16, c11, ld=n)
-        nova.mma.store(c, out + 32 * n, c20, ld=n)
-        nova.mma.store(c, out + 32 * n + 16, c21, ld=n)
-        nova.mma.store(c, out + 48 * n, c30, ld=n)
-        nova.mma.store(c, out + 48 * n + 16, c31, ld=n)
-
-    @nova.kernel
-    def mma_64x64(c, a, b):
-        sa = nova.shared_array(2 * A_STAGE, nova.float16)
-        sb = nova.shared_array(2 * B_STAGE, nova.float16)
-        regs = nova.local_array(8 * (a_passes + b_passes), nova.float16)
-        t = nova.thread_id(0)
-        warp = t // 32
-        row0 = (warp // warps_n) * wm
-        col0 = (warp % warps_n) * wn
-        m0 = nova.block_id(1) * BM
-        n0 = nova.block_id(0) * BN
-        fetch(regs, a, b, m0, n0, 0, t)
-        put(sa, sb, regs, 0, t)
-        nova.syncthreads()
+        current = 0                      # the buffer this step multiplies
         c00 = nova.mma.fill(0.0)
         c01 = nova.mma.fill(0.0)
         c02 = nova.mma.fill(0.0)
@@ -203,20 +250,26 @@ def make_mma_matmul(m: int, n: int, k: int, warp_tile: str = "64x32") -> Any:
         c32 = nova.mma.fill(0.0)
         c33 = nova.mma.fill(0.0)
         for step in range(k_steps):
-            stage = step % 2
-            if step + 1 < k_steps:
-                fetch(regs, a, b, m0, n0, (step + 1) * BK, t)
-            sa0 = stage * A_STAGE + row0 * LDA
-            sb0 = stage * B_STAGE + col0
-            for kk in range(0, BK, 16):
-                a0 = nova.mma.load(sa, sa0 + kk, "a", ld=LDA)
-                a1 = nova.mma.load(sa, sa0 + 16 * LDA + kk, "a", ld=LDA)
-                a2 = nova.mma.load(sa, sa0 + 32 * LDA + kk, "a", ld=LDA)
-                a3 = nova.mma.load(sa, sa0 + 48 * LDA + kk, "a", ld=LDA)
-                b0 = nova.mma.load(sb, sb0 + kk * LDB, "b", ld=LDB)
-                b1 = nova.mma.load(sb, sb0 + kk * LDB + 16, "b", ld=LDB)
-                b2 = nova.mma.load(sb, sb0 + kk * LDB + 32, "b", ld=LDB)
-                b3 = nova.mma.load(sb, sb0 + kk * LDB + 48, "b", ld=LDB)
+            if use_async:
+                nova.async_wait(stages - 2)  # this thread's copies of tile `step` landed
+                nova.syncthreads()           # everyone's; and buffer `ahead` is free
+                if step + stages - 1 < k_steps:
+                    copy_tiles(sa, sb, a, b, m0, n0, (step + stages - 1) * bk, ahead, t)
+                nova.async_commit()          # every step commits: wait counts stay exact
+                ahead = ahead + 1 if ahead + 1 < stages else 0
+            elif step + 1 < k_steps:         # the next tiles travel while this step multiplies
+                fetch(regs, a, b, m0, n0, (step + 1) * bk, t)
+            sa0 = current * a_stage + row0 * lda
+            sb0 = current * b_stage + col0
+            for kk in range(0, bk, 16):
+                a0 = nova.mma.load(sa, sa0 + kk, "a", ld=lda)
+                a1 = nova.mma.load(sa, sa0 + 16 * lda + kk, "a", ld=lda)
+                a2 = nova.mma.load(sa, sa0 + 32 * lda + kk, "a", ld=lda)
+                a3 = nova.mma.load(sa, sa0 + 48 * lda + kk, "a", ld=lda)
+                b0 = nova.mma.load(sb, sb0 + kk * ldb, "b", ld=ldb)
+                b1 = nova.mma.load(sb, sb0 + kk * ldb + 16, "b", ld=ldb)
+                b2 = nova.mma.load(sb, sb0 + kk * ldb + 32, "b", ld=ldb)
+                b3 = nova.mma.load(sb, sb0 + kk * ldb + 48, "b", ld=ldb)
                 c00 = nova.mma.mma(a0, b0, c00)
                 c01 = nova.mma.mma(a0, b1, c01)
                 c02 = nova.mma.mma(a0, b2, c02)
@@ -233,9 +286,11 @@ def make_mma_matmul(m: int, n: int, k: int, warp_tile: str = "64x32") -> Any:
                 c31 = nova.mma.mma(a3, b1, c31)
                 c32 = nova.mma.mma(a3, b2, c32)
                 c33 = nova.mma.mma(a3, b3, c33)
-            if step + 1 < k_steps:
-                put(sa, sb, regs, 1 - stage, t)
-            nova.syncthreads()
+            if not use_async:
+                if step + 1 < k_steps:
+                    put(sa, sb, regs, 1 - current, t)
+                nova.syncthreads()
+            current = current + 1 if current + 1 < buffers else 0
         out = (m0 + row0) * n + n0 + col0
         nova.mma.store(c, out, c00, ld=n)
         nova.mma.store(c, out + 16, c01, ld=n)
@@ -254,7 +309,12 @@ def make_mma_matmul(m: int, n: int, k: int, warp_tile: str = "64x32") -> Any:
         nova.mma.store(c, out + 48 * n + 32, c32, ld=n)
         nova.mma.store(c, out + 48 * n + 48, c33, ld=n)
 
-    return mma_64x32 if warp_tile == "64x32" else mma_64x64
+    return mma_matmul
+
+
+def launch(kern: Any, cfg: Config, size: int, c: Any, a: Any, b: Any) -> None:
+    """One launch of a make_mma_matmul kernel for size^3."""
+    kern[cfg.grid(size, size), cfg.threads, None, cfg.shared_bytes](c, a, b)
 
 
 def _timed(device: nova.Device, fn: Any, repeat: int) -> float:
@@ -330,36 +390,47 @@ def _torch_peer(a_host: np.ndarray, b_host: np.ndarray, want: np.ndarray, flops:
     return {"torch_tflops": flops / float(np.median(times)) / 1e12, "torch_ok": ok}
 
 
-def bench(device: nova.Device, size: int, repeat: int) -> dict[str, Any]:
+def _bench_config(device: nova.Device, cfg: Config, size: int, repeat: int, bufs: tuple,
+                  want: np.ndarray, row: dict[str, Any]) -> None:
+    """Compile, time and check one configuration; its results go into `row`."""
+    c, a, b = bufs
+    name = f"nova_{cfg}"
+    device.memset(c, 0xFF, c.nbytes)  # NaN: a kernel that leaves any of C unwritten fails
+    kern = make_mma_matmul(size, size, size, cfg)
+    t0 = time.perf_counter()
+    launch(kern, cfg, size, c, a, b)
+    device.synchronize()
+    row[f"{name}_first_call_s"] = time.perf_counter() - t0
+    t = _timed(device, lambda: launch(kern, cfg, size, c, a, b), repeat)
+    row[f"{name}_tflops"] = 2.0 * size ** 3 / t / 1e12
+    ok, err = check(c.numpy().reshape(size, size), want)
+    row[f"{name}_ok"], row[f"{name}_max_rel_err"] = ok, err
+
+
+def bench(device: nova.Device, size: int, repeat: int, configs: list[Config]) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     a_host = rng.uniform(-1, 1, (size, size)).astype(np.float16)
     b_host = rng.uniform(-1, 1, (size, size)).astype(np.float16)
     want = a_host.astype(np.float64) @ b_host.astype(np.float64)
-    a = nova.to_device(a_host.reshape(-1), device)
-    b = nova.to_device(b_host.reshape(-1), device)
-    c = device.empty(size * size, np.float32)
-    grid = (size // BN, size // BM)
+    bufs = (device.empty(size * size, np.float32), nova.to_device(a_host.reshape(-1), device),
+            nova.to_device(b_host.reshape(-1), device))
     flops = 2.0 * size ** 3
     row: dict[str, Any] = {"size": size}
-    for tile in WARP_TILES:
-        device.memset(c, 0xFF, c.nbytes)  # NaN: a kernel that leaves any of C unwritten fails
-        kern, threads = make_mma_matmul(size, size, size, tile), threads_of(tile)
-        t0 = time.perf_counter()
-        kern[grid, threads](c, a, b)
-        device.synchronize()
-        row[f"nova_{tile}_first_call_s"] = time.perf_counter() - t0
-        t = _timed(device, lambda kern=kern, threads=threads: kern[grid, threads](c, a, b),
-                   repeat)
-        row[f"nova_{tile}_tflops"] = flops / t / 1e12
-        ok, err = check(c.numpy().reshape(size, size), want)
-        row[f"nova_{tile}_ok"], row[f"nova_{tile}_max_rel_err"] = ok, err
+    for cfg in configs:
+        _bench_config(device, cfg, size, repeat, bufs, want, row)
     if device.kind == "cuda":
         _peer(row, "cupy", lambda: _cupy_peer(a_host, b_host, want, flops, repeat))
         _peer(row, "torch", lambda: _torch_peer(a_host, b_host, want, flops, repeat))
         if isinstance(row.get("cublas_tflops"), float):
-            for tile in WARP_TILES:
-                row[f"nova_{tile}_vs_cublas"] = row[f"nova_{tile}_tflops"] / row["cublas_tflops"]
+            for cfg in configs:
+                row[f"nova_{cfg}_vs_cublas"] = row[f"nova_{cfg}_tflops"] / row["cublas_tflops"]
     return row
+
+
+def cpu_size(size: int, configs: list[Config]) -> int:
+    """The CPU device's check size: at most 256, rounded up to every configuration's tiles."""
+    step = math.lcm(*(math.lcm(c.bm, c.bn, c.bk) for c in configs))
+    return max(step, min(size, 256) // step * step)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,20 +438,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
+                   help="comma-separated kernel configurations BMxBNxBKsS[gG] (cp.async, S "
+                        "stages, block-row group G) or BMxBNxBKr (register staging); default "
+                        "%(default)s")
     p.add_argument("--out", type=Path, default=None,
                    help="result file (default bench/results/python_mma-<kind>-<date>.json)")
     args = p.parse_args(argv)
+    try:
+        configs = [Config.parse(text) for text in args.configs.split(",") if text.strip()]
+    except ValueError as exc:
+        p.error(str(exc))
+    if not configs:
+        p.error("--configs names no configuration")
     device = nova.get_device(args.device)
     if device.kind == "cpu":
-        args.size, args.repeat = min(args.size, 256), min(args.repeat, 2)
-    row = bench(device, args.size, args.repeat)
+        args.size, args.repeat = cpu_size(args.size, configs), min(args.repeat, 2)
+    step = math.lcm(*(math.lcm(c.bm, c.bn, c.bk) for c in configs))
+    if args.size % step:
+        p.error(f"--size {args.size} is not a multiple of the configurations' tiles ({step})")
+    row = bench(device, args.size, args.repeat, configs)
     results = {"device": device.name, "kind": device.kind, "python": platform.python_version(),
-               "mma_matmul": row}
+               "configs": [str(c) for c in configs], "mma_matmul": row}
     print(f"== fp16 matmul {args.size}^3 on {device.name} (float32 accumulation)")
     for key, value in row.items():
         text = f"{value:.4g}" if isinstance(value, float) else str(value)
-        print(f"  {key:24s} {text}")
-    checked = [(f"nova {tile}", row[f"nova_{tile}_ok"]) for tile in WARP_TILES]
+        print(f"  {key:34s} {text}")
+    checked = [(f"nova {cfg}", row[f"nova_{cfg}_ok"]) for cfg in configs]
     checked += [(peer, row[f"{peer}_ok"]) for peer in ("cublas", "torch") if f"{peer}_ok" in row]
     for what, ok in checked:
         record(f"{what}: C differs from the float64 product", bool(ok))

@@ -1,6 +1,7 @@
-"""bench/python_mma.py: its tensor-core matmul kernels are correct (64x32 on the CPU device at
-the smallest size, both on CUDA), and its check rejects what a no-op or partial kernel leaves
-(C starts as NaN)."""
+"""bench/python_mma.py: its tensor-core matmul kernel is correct in every pipeline (cp.async
+stages, register staging) on the CPU device and on CUDA, its configurations parse and reject
+what the kernel cannot tile, and its check rejects what a no-op or partial kernel leaves (C
+starts as NaN)."""
 
 from __future__ import annotations
 
@@ -31,15 +32,17 @@ def bench() -> ModuleType:
     return module
 
 
-def _run(bench: ModuleType, device: nova.Device, size: int, tile: str) -> tuple[bool, float]:
+def _run(bench: ModuleType, device: nova.Device, m: int, n: int, k: int,
+         config: str) -> tuple[bool, float]:
+    cfg = bench.Config.parse(config)
     rng = np.random.default_rng(3)
-    a = rng.uniform(-1, 1, (size, size)).astype(np.float16)
-    b = rng.uniform(-1, 1, (size, size)).astype(np.float16)
-    c = np.full(size * size, np.nan, np.float32)
-    kern = bench.make_mma_matmul(size, size, size, tile)
-    kern.launch(c, a.reshape(-1), b.reshape(-1), grid=(size // bench.BN, size // bench.BM),
-                block=bench.threads_of(tile), device=device)
-    return bench.check(c.reshape(size, size), a.astype(np.float64) @ b.astype(np.float64))
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    c = np.full(m * n, np.nan, np.float32)
+    kern = bench.make_mma_matmul(m, n, k, cfg)
+    kern.launch(c, a.reshape(-1), b.reshape(-1), grid=cfg.grid(m, n), block=cfg.threads,
+                shared_bytes=cfg.shared_bytes, device=device)
+    return bench.check(c.reshape(m, n), a.astype(np.float64) @ b.astype(np.float64))
 
 
 def test_check_rejects_unwritten_and_wrong_results(bench: ModuleType) -> None:
@@ -55,18 +58,47 @@ def test_check_rejects_unwritten_and_wrong_results(bench: ModuleType) -> None:
 
 def test_sizes_must_fit_the_tiles(bench: ModuleType) -> None:
     with pytest.raises(ValueError, match="multiples of"):
-        bench.make_mma_matmul(100, 128, 32)
+        bench.make_mma_matmul(100, 128, 32, bench.Config.parse("128x128x32s3"))
+
+
+def test_configurations(bench: ModuleType) -> None:
+    cfg = bench.Config.parse("128x256x64s4g8")
+    assert (cfg.bm, cfg.bn, cfg.bk, cfg.stages, cfg.group) == (128, 256, 64, 4, 8)
+    assert str(cfg) == "128x256x64s4g8" and cfg.threads == 256
+    assert cfg.shared_bytes == 2 * 4 * (128 * 72 + 64 * 264) > 48 * 1024
+    regs = bench.Config.parse("128x128x32r")
+    assert regs.stages == 0 and regs.buffers == 2 and str(regs) == "128x128x32r"
+    for bad in ("128x128", "96x128x32s3", "128x128x24s3", "128x128x32s1", "128x128x32s0",
+                "128x128x32s9", "128x256x64s5", "128x128x32q"):
+        with pytest.raises(ValueError):
+            bench.Config.parse(bad)
+
+
+def test_cpu_check_size(bench: ModuleType) -> None:
+    configs = [bench.Config.parse(c) for c in ("128x256x32s4", "128x128x64s3")]
+    assert bench.cpu_size(128, configs) == 256
+    assert bench.cpu_size(4096, configs) == 256
 
 
 @pytest.mark.slow
-def test_kernel_on_cpu(bench: ModuleType) -> None:
-    ok, err = _run(bench, get_device("cpu"), 128, "64x32")
+@pytest.mark.parametrize("config", ["128x128x32s3g2", "128x128x32r"])
+def test_kernel_on_cpu(bench: ModuleType, config: str) -> None:
+    """More K steps than stages, a grouped order over 3x2 blocks (groups of 2 block rows and of
+    the 1 left over), m, n and k all different."""
+    ok, err = _run(bench, get_device("cpu"), 384, 256, 192, config)
+    assert ok, err
+
+
+def test_kernel_fewer_k_steps_than_stages_on_cpu(bench: ModuleType) -> None:
+    """One K step and four stages: the prologue's empty groups keep the waits exact."""
+    ok, err = _run(bench, get_device("cpu"), 128, 128, 32, "128x128x32s4")
     assert ok, err
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not cuda_status().usable, reason="no usable CUDA device")
-@pytest.mark.parametrize("tile", ["64x32", "64x64"])
-def test_kernels_on_cuda(bench: ModuleType, tile: str) -> None:
-    ok, err = _run(bench, get_device("cuda"), 512, tile)
+@pytest.mark.parametrize("config", ["128x256x32s4g8", "128x256x64s3g8", "128x128x32s4g8",
+                                    "128x128x64s3", "128x128x32r"])
+def test_kernels_on_cuda(bench: ModuleType, config: str) -> None:
+    ok, err = _run(bench, get_device("cuda"), 512, 768, 640, config)
     assert ok, err

@@ -7,8 +7,10 @@ xDSL's with the overrides and additions of `nova.ir.dialects.memref` /
 Nova's; `affine` is xDSL's with MLIR's syntax (`nova.ir.dialects.affine`), lowered by the
 `lower-affine` pass before anything else sees it; `nvvm` is Nova's basic subset
 (`nova.ir.dialects.nvvm`: special registers, barrier0, shfl.sync, vote.sync), lowered in kernels
-only; `async` is Nova's host-side subset (`nova.ir.dialects.async_`: execute/yield/await and
-groups), removed by the `async-to-sync` pass before outlining.
+only; `nvgpu` is Nova's asynchronous-copy subset (`nova.ir.dialects.nvgpu`: cp.async copies,
+groups and waits), lowered in kernels only; `async` is Nova's host-side subset
+(`nova.ir.dialects.async_`: execute/yield/await and groups), removed by the `async-to-sync` pass
+before outlining.
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ def _nvvm() -> Dialect:
     return NVVM
 
 
+def _nvgpu() -> Dialect:
+    from nova.ir.dialects.nvgpu import NVGPU
+    return NVGPU
+
+
 def _async() -> Dialect:
     from nova.ir.dialects.async_ import ASYNC
     return ASYNC
@@ -87,7 +94,7 @@ def _gpu() -> Dialect:
 DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
     "builtin": _builtin, "func": _func, "arith": _arith, "math": _math, "memref": _memref,
     "scf": _scf, "cf": _cf, "index": _index, "vector": _vector, "gpu": _gpu,
-    "affine": _affine, "nvvm": _nvvm, "async": _async,
+    "affine": _affine, "nvvm": _nvvm, "nvgpu": _nvgpu, "async": _async,
 }
 """Dialect name -> factory, for every dialect Nova parses."""
 

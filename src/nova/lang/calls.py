@@ -26,7 +26,7 @@ from xdsl.ir import Operation
 
 from nova.ir import gpu
 from nova.ir.dialects.memref import AtomicRMWOp
-from nova.lang import fragments
+from nova.lang import copies, fragments
 from nova.lang import types as T
 from nova.lang.intrinsics import WARP_SIZE, intrinsic_name
 from nova.lang.lanes import LANE
@@ -688,6 +688,7 @@ def _register() -> dict[str, Any]:
         _INTRINSIC_PARAMS[n] = (("x", req),)
         table[n] = _bits
     fragments.register(_INTRINSIC_PARAMS, table, req)
+    copies.register(_INTRINSIC_PARAMS, table, req)
     return table
 
 

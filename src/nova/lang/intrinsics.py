@@ -61,6 +61,20 @@ local_array = _intrinsic(
     "local_array", "local_array(shape, dtype): a per-thread array (registers / stack); shape "
     "and dtype are compile-time constants. Contents start undefined.")
 
+# --- asynchronous copies global -> shared (cp.async; nova.lang.copies) ----------------------
+async_copy = _intrinsic(
+    "async_copy", "async_copy(dst, d, src, s, count, src_count=None, bypass_l1=None): start "
+    "copying `count` elements (a constant making 4, 8 or 16 bytes) of the global array `src` "
+    "at index s to the shared array `dst` at index d (both addresses aligned to the copy's "
+    "size). src_count (run time): read only that many, zero-fill the rest. bypass_l1: cache in "
+    "L2 only (16-byte copies; their default). Completes at a later async_wait.")
+async_commit = _intrinsic(
+    "async_commit", "async_commit(): close the group of the copies this thread started since "
+    "its last commit.")
+async_wait = _intrinsic(
+    "async_wait", "async_wait(n=0): wait until at most the n most recent groups of this "
+    "thread are in flight (n a constant); then syncthreads() to share the data with the block.")
+
 # --- atomics: f(array, index, value) -> the old value -------------------------------------------
 atomic_add = _intrinsic("atomic_add", "atomic_add(a, i, v): a[i] += v atomically; old value.")
 atomic_sub = _intrinsic("atomic_sub", "atomic_sub(a, i, v): a[i] -= v atomically; old value.")
@@ -108,7 +122,8 @@ ctz = _intrinsic("ctz", "ctz(x): trailing zero bits of an integer (same type as 
 
 INTRINSIC_NAMES: tuple[str, ...] = (
     "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "syncthreads",
-    "syncwarp", "shared_array", "dynamic_shared_array", "local_array", "atomic_add", "atomic_sub",
+    "syncwarp", "shared_array", "dynamic_shared_array", "local_array", "async_copy",
+    "async_commit", "async_wait", "atomic_add", "atomic_sub",
     "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange",
     "atomic_cas", "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot",
     "match_any", "warp_any", "warp_all", "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min",

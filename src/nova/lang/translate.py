@@ -145,6 +145,7 @@ class Translator:
         self.call_stack: list[Any] = [self.src.func]
         self.workgroup: list[T.ArrayType] = []
         self.fragment_types: dict[int, Any] = {}
+        self.async_entry_token: Any = None  # nova.lang.copies' wait token
         self.em.lanes = LaneLevels()
         self.entry = Block(arg_types=[t.mlir for t in self.arg_types])
         body = Block()
@@ -167,6 +168,8 @@ class Translator:
         self.blocks.remove(exit_block)
         self.blocks.append(exit_block)
         self.em.block = self.entry
+        if self.async_entry_token is not None:  # last in the entry block (nova.lang.copies)
+            self.entry.add_op(self.async_entry_token.owner)
         self.em.op(cf.BranchOp(body))
         promote_fragments(self.blocks, self.fragment_types)
         ftype = FunctionType.from_lists([t.mlir for t in self.arg_types], [])

@@ -66,6 +66,7 @@ from nova.backends.cpu.fibers import (
 from nova.backends.cpu.gpu_ops import FIBER_OPS, GPU_HANDLERS, runtime
 from nova.backends.cpu.mma import HANDLERS as MMA_HANDLERS
 from nova.backends.cpu.mma import MMA_FIBER_OPS
+from nova.backends.cpu.nvgpu import HANDLERS as NVGPU_HANDLERS
 from nova.backends.cpu.nvvm import CPU_FIBER_OPS as NVVM_FIBER_OPS
 from nova.backends.cpu.nvvm import CPU_HANDLERS as NVVM_HANDLERS
 from nova.backends.cpu.softfloat import add_libcall_helpers
@@ -241,6 +242,7 @@ class CpuTarget(TargetBase):
             **GPU_HANDLERS,
             **MMA_HANDLERS,
             **NVVM_HANDLERS,
+            **NVGPU_HANDLERS,
             "func.call": self._lower_call,
             "memref.get_global": self._lower_get_global,
         }

@@ -54,7 +54,7 @@ def element_pointer(fe: FunctionEmitter, op: Operation, memref_index: int, first
 
 
 CHECKED_OPS = frozenset({"memref.load", "memref.store", "memref.atomic_rmw",
-                         "memref.generic_atomic_rmw"})
+                         "memref.generic_atomic_rmw", "nvgpu.device_async_copy"})
 """The accesses `check_bounds` guards (backends that must prepare a failure path, like the CPU
 device's fibers, look for these)."""
 

@@ -195,6 +195,8 @@ def lower_type(ty: Attribute, address_space: AddressSpaceFn) -> ir.Type:
         return vector_type(ty)
     if getattr(ty, "name", "") == "gpu.async.token":
         return PTR  # the host target's tokens are stream handles
+    if getattr(ty, "name", "") == "nvgpu.device.async.token":
+        return I32  # carries no data (nova.backends.llvm.async_copy_common.bind_token)
     if getattr(ty, "name", "") == "gpu.mma_matrix":
         return mma_fragment_type(ty, _target_name(address_space))
     return scalar_type(ty)

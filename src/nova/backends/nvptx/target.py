@@ -16,6 +16,7 @@
   `vector.print` of a scalar -> vprintf with the runner utilities' formats and punctuation.
 * `cf.assert` -> `__assertfail(msg, file, line, function, 1)` then `llvm.trap`; a failed bounds
   check (check_bounds) first vprintfs its formatted message, then fails the same way.
+* `nvgpu` asynchronous copies -> `cp.async` intrinsics (nvgpu.py).
 * Collectives (gpu.shuffle, gpu.all_reduce, gpu.subgroup_reduce) live in nvptx_collectives.py,
   math functions without an NVPTX intrinsic in nvptx_math.py.
 """
@@ -324,6 +325,7 @@ class NvptxTarget(TargetBase):
     def __init__(self, arch: str = "sm_90", check_bounds: bool = False) -> None:
         from nova.backends.nvptx import collectives as nvptx_collectives
         from nova.backends.nvptx import mma as nvptx_mma
+        from nova.backends.nvptx import nvgpu as nvgpu_ops
         from nova.backends.nvptx import nvvm as nvvm_ops
         self.arch = arch
         self.check_bounds = check_bounds
@@ -351,6 +353,7 @@ class NvptxTarget(TargetBase):
             **nvptx_collectives.HANDLERS,
             **nvptx_mma.HANDLERS,
             **nvvm_ops.NVPTX_HANDLERS,
+            **nvgpu_ops.HANDLERS,
         }
 
     def pointer_address_space(self, memref_type: Attribute) -> int:
