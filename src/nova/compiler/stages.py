@@ -6,10 +6,12 @@ replaces it (NOVA_OVERRIDE_DIR). `nova.compiler.driver` owns the one loop that r
 Heavy
 imports (xDSL, llvmlite, the backends) happen inside the stage functions.
 
-ptxas runs in the background: the `cubin` stage starts one ptxas per device module (in a worker
-thread; ptxas is a separate process, so it overlaps the CPU-object and host stages) and
-`finish_cubins` collects the results where they are first read (embed, the cubin stage's own
-output, an override). A ptxas error is therefore raised when the cubins are collected.
+ptxas runs in the background: one ptxas per device module (in a worker thread; ptxas is a
+separate process, so it overlaps the later modules' PTX emission and the CPU-object and host
+stages), started by the `ptx` stage as soon as the module's PTX exists when the driver will run
+`cubin` and no override can replace the PTX (`Compilation.early_cubin`), else by the `cubin`
+stage; `finish_cubins` collects the results where they are first read (embed, the cubin stage's
+own output, an override). A ptxas error is therefore raised when the cubins are collected.
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ class Compilation:
     host_object: bytes = b""
     bundle: bytes = b""
     done: frozenset[str] = frozenset()  # stages whose output was given, not run
+    early_cubin: bool = False
+    """The `ptx` stage starts ptxas on each module as soon as its PTX exists (set by the driver
+    when the `cubin` stage will run and no override can replace the PTX)."""
 
     @classmethod
     def from_module(cls, module: ModuleOp, filename: str, options: CompileOptions,
@@ -199,6 +204,8 @@ def _ptx(c: Compilation) -> None:
 
     for name, llvm_ir in c.device_llvm.items():
         c.ptx[name] = emit_ptx(llvm_ir, c.options.arch, opt_level=c.options.opt_level)
+        if c.early_cubin:  # ptxas (another process) overlaps the next module's PTX emission
+            _submit_cubin(c, name)
 
 
 _ptxas_pool: ThreadPoolExecutor | None = None
@@ -214,18 +221,25 @@ def _timed_assemble(ptx: str, arch: str, opt_level: int) -> tuple[bytes | None, 
 
 
 def _cubin(c: Compilation) -> None:
-    """Start ptxas for every device module; `finish_cubins` collects the cubins."""
+    """Start ptxas for every device module not started yet; `finish_cubins` collects them."""
+    for name in c.ptx:
+        if name not in c.pending_cubin and name not in c.cubin:
+            _submit_cubin(c, name)
+
+
+def _submit_cubin(c: Compilation, name: str) -> None:
     global _ptxas_pool, _ptxas_pool_pid
     from concurrent.futures import ThreadPoolExecutor
 
     with _ptxas_pool_lock:
         if _ptxas_pool is None or _ptxas_pool_pid != os.getpid():  # a forked child: new threads
-            _ptxas_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nova-ptxas")
+            workers = max(2, min(8, os.cpu_count() or 2))
+            _ptxas_pool = ThreadPoolExecutor(max_workers=workers,
+                                             thread_name_prefix="nova-ptxas")
             _ptxas_pool_pid = os.getpid()
         pool = _ptxas_pool
-    for name, ptx in c.ptx.items():
-        c.pending_cubin[name] = pool.submit(_timed_assemble, ptx, c.options.arch,
-                                            c.options.opt_level)
+    c.pending_cubin[name] = pool.submit(_timed_assemble, c.ptx[name], c.options.arch,
+                                        c.options.opt_level)
 
 
 def finish_cubins(c: Compilation) -> dict[str, bytes | None]:

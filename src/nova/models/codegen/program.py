@@ -1,4 +1,5 @@
-"""The whole program: one `gpu.module` of generated kernels and the host function `@forward`.
+"""The whole program: the generated kernels, one `gpu.module` each, and the host function
+`@forward`.
 
 `@forward(inputs..., weights..., outputs...)` takes every tensor as a flat memref (row-major, the
 layout NumPy uses): graph inputs, then the weights kernels read (uploaded once by the caller and
@@ -26,8 +27,6 @@ from nova.models.passes.attention import AttentionChoice
 from nova.models.passes.fusion import FusionPlan, KernelGroup
 from nova.models.passes.library import GemmChoice
 from nova.models.passes.library_conv import ConvChoice
-
-MODULE = "nova_model"
 
 
 @dataclass
@@ -106,13 +105,12 @@ def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) 
     read = {buf for k in steps for buf in k.buffers}
     weights = [w for w in graph.weights if w in read]
     body, sig = _host_body(graph, plan, steps, inputs, weights, outputs, symbols)
-    kernel_text = "\n".join(_indent(t, 2) for k in unique for t in (k.globals, k.text) if t)
     declarations = [f"  func.func private @{LIBRARY_CALL_PREFIX}{s.index}("
                     f"{', '.join(_buffer_type(graph, b) for b in s.buffers)})"
                     for s in steps if isinstance(s, LibraryStep)]
     mlir = "\n".join([
         "module attributes {gpu.container_module} {",
-        *([f"  gpu.module @{MODULE} {{", kernel_text, "  }"] if kernels else []),
+        *(line for k in unique for line in _module(k)),
         *declarations,
         f"  func.func @forward({', '.join(sig)}) {{",
         _indent(body.text(), 1),
@@ -122,6 +120,15 @@ def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) 
         "",
     ])
     return Program(mlir, inputs, weights, outputs, kernels, plans)
+
+
+def _module(kernel: GeneratedKernel) -> list[str]:
+    """The lines of the gpu.module holding one kernel (named after it, as upstream's outlining
+    names the module of each kernel): each kernel is its own device module so that the driver
+    assembles it (ptxas) while the next one is still being compiled, and a kernel's PTX does not
+    depend on which others the model has."""
+    text = "\n".join(_indent(t, 2) for t in (kernel.globals, kernel.text) if t)
+    return [f"  gpu.module @{kernel.name} {{", text, "  }"]
 
 
 def _deduplicate(kernels: list[GeneratedKernel]) -> tuple[dict[str, str], list[GeneratedKernel]]:
@@ -179,7 +186,7 @@ def _host_body(graph: Graph, plan: FusionPlan, steps: list[Step], inputs: list[s
             operands += [f"{body.ix(v)} : index" for v in k.scalars]
             gx, gy, gz = (body.ix(v) for v in k.grid)
             bx, by, bz = (body.ix(v) for v in k.block)
-            body.line(f"gpu.launch_func @{MODULE}::@{symbols[k.name]} blocks in ({gx}, {gy}, {gz}) "
+            body.line(f"gpu.launch_func @{symbols[k.name]}::@{symbols[k.name]} blocks in ({gx}, {gy}, {gz}) "
                       f"threads in ({bx}, {by}, {bz}) args({', '.join(operands)})")
         for buf in dict.fromkeys(k.buffers):
             if last_use.get(buf) == i and buf not in external:
