@@ -19,7 +19,9 @@ heaviest case; `cuda-auto` = GEMMs to cuBLASLt as on a GPU where it loads; `cpu`
 device's object) is compiled cold in fresh processes with every cache (bundle, model, kernel
 image, runtime objects: one NOVA_CACHE_DIR) empty, then from the cache. "compile" is
 nova.models' build of the specialisation (key, lookup, lowering, the driver, storing; no device
-load, no weight upload), "cpu" the process's user + system time (ptxas included). Checks: every
+load, no weight upload; wall time), "compile cpu" its CPU time (all threads, ptxas excluded:
+the number to compare on a loaded machine), "process cpu" the whole process's user + system
+time (interpreter start, imports, building the graph and ptxas included). Checks: every
 cold and cached run gives byte-identical `.nova` bytes and weights (runs use different
 PYTHONHASHSEEDs), and a small encoder compiled the same way for the cpu device computes what
 NumPy does (on a machine with a GPU, `--device cuda` also runs the full cuda bundles).
