@@ -164,3 +164,14 @@ def test_identical_kernels_are_emitted_once() -> None:
     assert len(launched) == len(program.kernels) == 7
     assert sorted(set(launched)) == sorted(defined)
     assert len(defined) == 6 and launched[0] == launched[4] == "k0_layernormalization"
+
+
+def test_the_cache_keeps_the_newest_entries(cache_dir: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(model_cache, "MAX_ENTRIES", 2)
+    ex = examples.mlp()
+    for batch in (1, 2, 3):
+        build(ex.graph, {"batch": batch}, "float32", _settings(), _inputs(ex.graph))
+    assert len(list(cache_dir.glob("models/*/*.weights"))) == 2
+    assert len(list(cache_dir.glob("models/*/*.nova"))) == 2
+    assert build(ex.graph, {"batch": 3}, "float32", _settings(), _inputs(ex.graph)).cache_hit

@@ -18,7 +18,8 @@ and `<key>.weights`: `b"NOVAMC1\\0"`, the CRC-32 of the rest, then a `.nova.weig
 (nova.models.weights_section: the device-ready weights in `@forward` order and the model
 signature). CRC-32 rather than SHA-256 for the weights: they are megabytes, the check is against
 torn or damaged files (both files are written atomically, weights first), and zlib's CRC runs
-~5x faster than SHA-256 here. A missing, torn or corrupt entry is a miss, never an error.
+~3x faster than SHA-256 here. A missing, torn or corrupt entry is a miss, never an error. At
+most MAX_ENTRIES entries are kept (the least recently written are removed).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from nova.runtime.digested import read_digested, remove, write_digested
 WEIGHTS_MAGIC = b"NOVAMC1\0"
 _PARALLEL_BYTES = 4 << 20
 """Weights above this many bytes in all are hashed in two threads."""
+MAX_ENTRIES = 64
+"""Entries kept (the least recently written go first): each holds a model's weights."""
 
 
 @dataclass
@@ -156,8 +159,22 @@ def put(key: str, entry: Entry) -> None:
         _write_atomic(weights_path, WEIGHTS_MAGIC + struct.pack("<II", zlib.crc32(payload), 0)
                       + payload)
         write_digested(bundle_path, entry.bundle)
+        _prune()
     except OSError:
         return
+
+
+def _prune() -> None:
+    """Keep the newest MAX_ENTRIES entries (by the weights file's modification time)."""
+    import glob
+
+    weights = glob.glob(config.get().cache_path("models", "*", "*.weights"))
+    if len(weights) <= MAX_ENTRIES:
+        return
+    weights.sort(key=lambda p: os.stat(p).st_mtime_ns)
+    for stale in weights[:len(weights) - MAX_ENTRIES]:
+        remove(stale)
+        remove(stale.removesuffix(".weights") + ".nova")
 
 
 def _write_atomic(path: str, data: bytes) -> None:

@@ -186,7 +186,8 @@ def _host_body(graph: Graph, plan: FusionPlan, steps: list[Step], inputs: list[s
             operands += [f"{body.ix(v)} : index" for v in k.scalars]
             gx, gy, gz = (body.ix(v) for v in k.grid)
             bx, by, bz = (body.ix(v) for v in k.block)
-            body.line(f"gpu.launch_func @{symbols[k.name]}::@{symbols[k.name]} blocks in ({gx}, {gy}, {gz}) "
+            kernel = symbols[k.name]  # its module and gpu.func have the same name
+            body.line(f"gpu.launch_func @{kernel}::@{kernel} blocks in ({gx}, {gy}, {gz}) "
                       f"threads in ({bx}, {by}, {bz}) args({', '.join(operands)})")
         for buf in dict.fromkeys(k.buffers):
             if last_use.get(buf) == i and buf not in external:
