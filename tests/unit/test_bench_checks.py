@@ -43,7 +43,8 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
     "launch_overhead.py": (["--device", "cpu", "--kernels", "5", "--calls", "5", "--repeats",
                             "1", "--host-launches", "20", "--json", "OUT"], "CHECK FAILED"),
     "cpu_load_latency.py": (["--runs", "1", "--calls", "5", "--json", "OUT"], "CHECK FAILED"),
-    "compile_time.py": (["--runs", "1", "--json", "OUT"], "CHECK FAILED"),
+    "compile_time.py": (["--runs", "1", "--json", "OUT", "--model-runs", "1", "--model-quick",
+                         "--model-rows", "fp32-cpu"], "CHECK FAILED"),
     "module_load.py": (["--device", "cpu", "--runs", "1", "--reloads", "1", "--kernels", "2",
                         "--json", "OUT"], "CHECK FAILED"),
     "ncu_kernel_time.py": (["--child", "--device", "cpu"], "CHECK FAILED"),
@@ -64,6 +65,7 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
 
 NOT_TIMED = {
     "checks.py": "the shared check helpers",
+    "compile_time_model.py": "compile_time.py's encoder rows (checked with it)",
     "soak.py": "own sabotage switch and tests (tests/runtime/test_soak_bench.py)",
 }
 

@@ -94,9 +94,17 @@ def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> Non
 @cache
 def _compiler_fingerprint() -> str:
     """Hash of (path, size, mtime) of every compiler source file: changes whenever one is edited."""
+    return source_fingerprint(_COMPILER_PARTS)
+
+
+@cache
+def source_fingerprint(parts: tuple[str, ...]) -> str:
+    """Hash of (path, size, mtime) of every *.py file of `parts` (packages or modules of nova,
+    e.g. ("compiler", "abi.py")): changes whenever one of them is edited. nova.models keys its
+    model cache on its own sources this way."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nova package
     lines: list[str] = []
-    for part in _COMPILER_PARTS:
+    for part in parts:
         path = os.path.join(root, part)
         files: list[tuple[str, str]] = []
         if part.endswith(".py"):
@@ -162,8 +170,8 @@ def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
     return sha256(payload.encode()).hexdigest()
 
 
-__all__ = ["BundleCache", "cache_key", "environment_fingerprint", "read_digested",
-           "write_digested"]
+__all__ = ["BundleCache", "cache_key", "codegen_settings", "environment_fingerprint",
+           "read_digested", "source_fingerprint", "write_digested"]
 
 
 class BundleCache:

@@ -119,7 +119,9 @@ def _run_stage(stage: Stage, c: Compilation, override_dir: Path | None) -> None:
 def _run_stages(c: Compilation, target: str) -> CompileResult:
     cfg = config.get()
     timings: dict[str, float] = {}
-    for stage in required(target, c.options):
+    stages = required(target, c.options)
+    c.early_cubin = cfg.override_dir is None and any(s.name == "cubin" for s in stages)
+    for stage in stages:
         if stage.name not in c.done:
             start = time.perf_counter()
             _run_stage(stage, c, cfg.override_dir)

@@ -11,28 +11,24 @@ passed to `@forward` by reference on every call.
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nova.abi import LIBRARY_PLANS_KEY
 from nova.errors import RuntimeFailure
+from nova.models.build import Settings, build, compile_lowered, lower_with
 from nova.models.errors import InputError, ModelError
 from nova.models.graph import Graph, TensorType, numpy_dtype
 from nova.models.passes.attention import check_attention_mode
 from nova.models.passes.library import check_policy
 from nova.models.passes.library_conv import check_conv_policy
-from nova.models.pipeline import Lowered, lower, validate
+from nova.models.pipeline import Lowered, validate
 from nova.models.weights_section import append_section, encode, read_section
 from nova.runtime.device import DeviceKind
-
-SIGNATURE_KEY = "nova.models.signature"
-"""Manifest `extra` key holding the model signature (JSON: name, dtype, bindings, inputs with
-symbolic dims, outputs, weight order)."""
 
 
 @dataclass
@@ -40,20 +36,36 @@ class Specialisation:
     """One compiled program for one binding of the symbolic dims."""
 
     bindings: dict[str, int]
-    lowered: Lowered | None
-    """The compiler's view (None for a model loaded from a .nova file)."""
     module: Any
     """The loaded nova.NovaModule."""
     weights: list[Any]
     """Device Buffers of the weights @forward reads, in its argument order."""
     bundle: bytes
     outputs: list[TensorType]
+    signature: dict[str, Any] | None = None
+    """What the manifest records (None for a model loaded from a .nova file)."""
+    host_weights: dict[str, np.ndarray] | None = None
+    """The weights as uploaded, in @forward order (None for a model loaded from a file)."""
+    relower: Callable[[], Lowered] | None = None
+    """Lowers the graph again (same settings: the same program) for a specialisation that came
+    from the model cache, whose lowering was skipped; None when `lowered` is set or there is no
+    graph (a model loaded from a .nova file)."""
+    _lowered: Lowered | None = None
+
+    @property
+    def lowered(self) -> Lowered | None:
+        """The compiler's view (None for a model loaded from a .nova file); lowered on first use
+        for a specialisation that came from the model cache."""
+        if self._lowered is None and self.relower is not None:
+            self._lowered = self.relower()
+        return self._lowered
 
     @property
     def mlir(self) -> str:
-        if self.lowered is None:
+        lowered = self.lowered
+        if lowered is None:
             raise InputError("a model loaded from a .nova file has no MLIR")
-        return self.lowered.program.mlir
+        return lowered.program.mlir
 
     def output_types(self) -> list[TensorType]:
         return self.outputs
@@ -114,6 +126,36 @@ class CompiledModel:
                              "(compile the graph again for other shapes)")
         import nova
 
+        settings = self._settings()
+        inputs = [self.input_type(n) for n in self.graph.inputs]
+        built = build(self.graph, bindings, self.dtype, settings, inputs)
+        entry, lowered = built.entry, built.lowered
+        try:
+            module = nova.load(entry.bundle, device=self.device)
+        except RuntimeFailure as exc:
+            if settings.asked_conv != "auto" or all(
+                    c.get("backend") == "nova" for c in entry.signature.get("conv", [])):
+                raise
+            # the library rejected a convolution when nova.load ran its plans once: `auto`
+            # never fails where generated kernels work (not stored in the model cache)
+            lowered = lower_with(self.graph, bindings, self.dtype, settings, conv="nova")
+            for choice in lowered.program.conv:
+                choice.reason = f"auto: {settings.conv_library} rejected it at load ({exc})"
+            entry = compile_lowered(self.graph, bindings, self.dtype, lowered,
+                                    settings.options, inputs)
+            module = nova.load(entry.bundle, device=self.device)
+        weights = [nova.to_device(np.ascontiguousarray(w).reshape(-1), self.device)
+                   for w in entry.weights.values()]
+        outputs = [TensorType(o["dtype"], tuple(o["shape"])) for o in entry.signature["outputs"]]
+        spec = Specialisation(dict(bindings), module, weights, entry.bundle, outputs,
+                              entry.signature, entry.weights, _lowered=lowered)
+        if lowered is None:  # from the model cache: lowered again only if someone asks
+            spec.relower = lambda: lower_with(self.graph, bindings, self.dtype, settings)
+        self._cache[key] = spec
+        return spec
+
+    def _settings(self) -> Settings:
+        """The policies resolved for this model's device, and the driver's options."""
         on_gpu = self.device.kind is DeviceKind.CUDA
         options = {"ptx": on_gpu, "cubin": on_gpu, "cpu_image": not on_gpu,
                    **self.compile_options}
@@ -122,42 +164,8 @@ class CompiledModel:
         attention = str(options.pop("attention", "auto"))
         asked = str(options.pop("conv", "auto"))
         conv, conv_library = self._conv_policy(asked)
-        lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy, library,
-                        conv, conv_library, attention)
-        try:
-            bundle, module = self._build(bindings, lowered, options)
-        except RuntimeFailure as exc:
-            if asked != "auto" or all(c.backend == "nova" for c in lowered.program.conv):
-                raise
-            # the library rejected a convolution when nova.load ran its plans once: `auto`
-            # never fails where generated kernels work
-            lowered = lower(self.graph, dict(bindings), self.dtype, tensor_cores, policy,
-                            library, "nova", conv_library, attention)
-            for choice in lowered.program.conv:
-                choice.reason = f"auto: {conv_library} rejected it at load ({exc})"
-            bundle, module = self._build(bindings, lowered, options)
-        weights = [nova.to_device(np.ascontiguousarray(lowered.graph.weights[w]).reshape(-1),
-                                  self.device) for w in lowered.program.weights]
-        spec = Specialisation(dict(bindings), lowered, module, weights, bundle,
-                              [lowered.graph.type_of(o) for o in lowered.graph.outputs])
-        self._cache[key] = spec
-        return spec
-
-    def _build(self, bindings: dict[str, int], lowered: Lowered,
-               options: dict[str, Any]) -> tuple[bytes, Any]:
-        """The `.nova` bundle of `lowered` (model signature and library plans in its manifest)
-        and that bundle loaded on the device."""
-        import nova
-        from nova.compiler.driver import compile_to_bundle, make_options
-
-        extra = [(SIGNATURE_KEY, json.dumps(self._signature(bindings, lowered),
-                                            sort_keys=True))]
-        if lowered.program.library_plans:
-            extra.append((LIBRARY_PLANS_KEY, json.dumps(
-                [p.to_json() for p in lowered.program.library_plans], sort_keys=True)))
-        bundle = compile_to_bundle(lowered.program.mlir, f"{self.graph.name}.mlir",
-                                   make_options(**options, manifest_extra=tuple(extra)))
-        return bundle, nova.load(bundle, device=self.device)
+        return Settings(tensor_cores, policy, library, conv, conv_library, attention, asked,
+                        options)
 
     def _gemm_policy(self, policy: str) -> tuple[str, str]:
         """The policy passes/library.py applies, and the library's name: `auto` becomes `nova`
@@ -179,20 +187,6 @@ class CompiledModel:
             return "nova", name
         return policy, name
 
-    def _signature(self, bindings: dict[str, int], lowered: Lowered) -> dict[str, Any]:
-        """What the manifest records about the model (see docs/models.md)."""
-        g = lowered.graph
-        return {
-            "name": self.graph.name, "dtype": self.dtype, "bindings": dict(bindings),
-            "inputs": [_type_json(n, self.input_type(n)) for n in self.graph.inputs],
-            "outputs": [_type_json(n, g.type_of(o)) for n, o in zip(self.graph.outputs,
-                                                                    g.outputs, strict=True)],
-            "weights": list(lowered.program.weights),
-            "gemm": [c.to_json() for c in lowered.program.gemm],
-            "conv": [c.to_json() for c in lowered.program.conv],
-            "attention": [c.to_json() for c in lowered.program.attention],
-        }
-
     def save(self, path: str | Path) -> None:
         """Write the compiled program with its weights and signature as one `.nova` file
         (`.nova.weights` section, see nova.models.weights_section); `nova.models.load` runs it.
@@ -201,11 +195,9 @@ class CompiledModel:
             raise InputError(f"save: {len(self._cache)} specialisations are compiled; a .nova "
                              "file holds one (run the model once with the shapes to save)")
         spec = next(iter(self._cache.values()))
-        if spec.lowered is None:
+        if spec.signature is None or spec.host_weights is None:
             raise InputError("save: this model was loaded from a .nova file; copy that file")
-        program = spec.lowered.program
-        model = self._signature(spec.bindings, spec.lowered)
-        payload = encode({w: spec.lowered.graph.weights[w] for w in program.weights}, model)
+        payload = encode(spec.host_weights, spec.signature)
         Path(path).write_bytes(append_section(spec.bundle, payload))
 
     # ---- running ------------------------------------------------------------------------------
@@ -320,10 +312,6 @@ def _spell_bindings(bindings: dict[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(bindings.items())) or "static shapes"
 
 
-def _type_json(name: str, t: TensorType) -> dict[str, Any]:
-    return {"name": name, "dtype": t.dtype, "shape": list(t.shape)}
-
-
 def load(path: str | Path, device: Any = None) -> CompiledModel:
     """Run a `.nova` file written by `CompiledModel.save`: the program is loaded on `device`,
     its weights uploaded to device memory once, and `forward` checks inputs against the stored
@@ -354,7 +342,7 @@ def load(path: str | Path, device: Any = None) -> CompiledModel:
                for w in info["weights"]]
     bindings = {k: int(v) for k, v in info.get("bindings", {}).items()}
     outputs = [TensorType(o["dtype"], tuple(o["shape"])) for o in info["outputs"]]
-    spec = Specialisation(bindings, None, module, weights, data, outputs)
+    spec = Specialisation(bindings, module, weights, data, outputs)
     model._cache = {tuple(sorted(bindings.items())): spec}
     model._frozen = True
     return model

@@ -1,4 +1,5 @@
-"""The whole program: one `gpu.module` of generated kernels and the host function `@forward`.
+"""The whole program: the generated kernels, one `gpu.module` each, and the host function
+`@forward`.
 
 `@forward(inputs..., weights..., outputs...)` takes every tensor as a flat memref (row-major, the
 layout NumPy uses): graph inputs, then the weights kernels read (uploaded once by the caller and
@@ -26,8 +27,6 @@ from nova.models.passes.attention import AttentionChoice
 from nova.models.passes.fusion import FusionPlan, KernelGroup
 from nova.models.passes.library import GemmChoice
 from nova.models.passes.library_conv import ConvChoice
-
-MODULE = "nova_model"
 
 
 @dataclass
@@ -100,18 +99,18 @@ def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) 
         else:
             steps.append(generate_kernel(graph, plan, g, f"k{i}_{_slug(g)}", tensor_cores))
     kernels = [s for s in steps if isinstance(s, GeneratedKernel)]
+    symbols, unique = _deduplicate(kernels)
     outputs = list(graph.outputs)
     inputs = list(graph.inputs)
     read = {buf for k in steps for buf in k.buffers}
     weights = [w for w in graph.weights if w in read]
-    body, sig = _host_body(graph, plan, steps, inputs, weights, outputs)
-    kernel_text = "\n".join(_indent(t, 2) for k in kernels for t in (k.globals, k.text) if t)
+    body, sig = _host_body(graph, plan, steps, inputs, weights, outputs, symbols)
     declarations = [f"  func.func private @{LIBRARY_CALL_PREFIX}{s.index}("
                     f"{', '.join(_buffer_type(graph, b) for b in s.buffers)})"
                     for s in steps if isinstance(s, LibraryStep)]
     mlir = "\n".join([
         "module attributes {gpu.container_module} {",
-        *([f"  gpu.module @{MODULE} {{", kernel_text, "  }"] if kernels else []),
+        *(line for k in unique for line in _module(k)),
         *declarations,
         f"  func.func @forward({', '.join(sig)}) {{",
         _indent(body.text(), 1),
@@ -123,15 +122,43 @@ def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) 
     return Program(mlir, inputs, weights, outputs, kernels, plans)
 
 
+def _module(kernel: GeneratedKernel) -> list[str]:
+    """The lines of the gpu.module holding one kernel (named after it, as upstream's outlining
+    names the module of each kernel): each kernel is its own device module so that the driver
+    assembles it (ptxas) while the next one is still being compiled, and a kernel's PTX does not
+    depend on which others the model has."""
+    text = "\n".join(_indent(t, 2) for t in (kernel.globals, kernel.text) if t)
+    return [f"  gpu.module @{kernel.name} {{", text, "  }"]
+
+
+def _deduplicate(kernels: list[GeneratedKernel]) -> tuple[dict[str, str], list[GeneratedKernel]]:
+    """Kernels whose code differs only in their name (the two LayerNorms of an encoder layer,
+    same-shaped GEMMs with the same epilogue) are emitted once: (kernel name -> the gpu.func it
+    launches, the kernels to emit). The code compares equal as text with the kernel's own name
+    (its symbol and its workgroup globals' prefix) masked, so the launches run exactly the code
+    each would have had; compile time drops by the duplicates' share."""
+    first: dict[tuple[str, str], str] = {}
+    symbols: dict[str, str] = {}
+    unique: list[GeneratedKernel] = []
+    for k in kernels:
+        key = (k.text.replace(k.name, "\0"), k.globals.replace(k.name, "\0"))
+        symbols[k.name] = first.setdefault(key, k.name)
+        if symbols[k.name] == k.name:
+            unique.append(k)
+    return symbols, unique
+
+
 def _buffer_type(graph: Graph, buffer: str) -> str:
     t = graph.type_of(buffer)
     return memref_type(t.numel(), t.dtype)
 
 
 def _host_body(graph: Graph, plan: FusionPlan, steps: list[Step], inputs: list[str],
-               weights: list[str], outputs: list[str]) -> tuple[Body, list[str]]:
-    """@forward's body: allocations before each step's output, launches / library calls in
-    order, deallocations after each buffer's last use; and the signature."""
+               weights: list[str], outputs: list[str],
+               symbols: dict[str, str]) -> tuple[Body, list[str]]:
+    """@forward's body: allocations before each step's output, launches (of the gpu.func
+    `symbols` names for each kernel) / library calls in order, deallocations after each
+    buffer's last use; and the signature."""
     external = set(inputs) | set(weights) | set(outputs)
     last_use: dict[str, int] = {}
     for i, k in enumerate(steps):
@@ -159,7 +186,8 @@ def _host_body(graph: Graph, plan: FusionPlan, steps: list[Step], inputs: list[s
             operands += [f"{body.ix(v)} : index" for v in k.scalars]
             gx, gy, gz = (body.ix(v) for v in k.grid)
             bx, by, bz = (body.ix(v) for v in k.block)
-            body.line(f"gpu.launch_func @{MODULE}::@{k.name} blocks in ({gx}, {gy}, {gz}) "
+            kernel = symbols[k.name]  # its module and gpu.func have the same name
+            body.line(f"gpu.launch_func @{kernel}::@{kernel} blocks in ({gx}, {gy}, {gz}) "
                       f"threads in ({bx}, {by}, {bz}) args({', '.join(operands)})")
         for buf in dict.fromkeys(k.buffers):
             if last_use.get(buf) == i and buf not in external:
