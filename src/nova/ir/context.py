@@ -74,6 +74,11 @@ def _nvvm() -> Dialect:
     return NVVM
 
 
+def _nvgpu() -> Dialect:
+    from nova.ir.dialects.nvgpu_mma import NVGPU_MMA_OPS
+    return Dialect("nvgpu", [*NVGPU_MMA_OPS], [])
+
+
 def _async() -> Dialect:
     from nova.ir.dialects.async_ import ASYNC
     return ASYNC
@@ -87,7 +92,7 @@ def _gpu() -> Dialect:
 DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
     "builtin": _builtin, "func": _func, "arith": _arith, "math": _math, "memref": _memref,
     "scf": _scf, "cf": _cf, "index": _index, "vector": _vector, "gpu": _gpu,
-    "affine": _affine, "nvvm": _nvvm, "async": _async,
+    "affine": _affine, "nvvm": _nvvm, "async": _async, "nvgpu": _nvgpu,
 }
 """Dialect name -> factory, for every dialect Nova parses."""
 

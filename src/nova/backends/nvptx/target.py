@@ -324,6 +324,7 @@ class NvptxTarget(TargetBase):
     def __init__(self, arch: str = "sm_90", check_bounds: bool = False) -> None:
         from nova.backends.nvptx import collectives as nvptx_collectives
         from nova.backends.nvptx import mma as nvptx_mma
+        from nova.backends.nvptx import mma_sync as nvptx_mma_sync
         from nova.backends.nvptx import nvvm as nvvm_ops
         self.arch = arch
         self.check_bounds = check_bounds
@@ -350,6 +351,7 @@ class NvptxTarget(TargetBase):
             "math.fpowi": lower_fpowi_by_squaring,
             **nvptx_collectives.HANDLERS,
             **nvptx_mma.HANDLERS,
+            **nvptx_mma_sync.HANDLERS,
             **nvvm_ops.NVPTX_HANDLERS,
         }
 
