@@ -251,6 +251,9 @@ class LdMatrixOp(IRDLOperation):
         src = self.srcMemref.type
         res = self.res.type
         assert isinstance(src, MemRefType) and isinstance(res, VectorType)
+        if src.element_type != res.element_type:
+            raise VerifyException(f"'{self.name}' op failed to verify that srcMemref and res have "
+                                  "same element type")
         width = _bit_width(res.element_type) or 0
         if not _is_shared(src):
             raise UnprefixedVerifyError(
@@ -296,9 +299,6 @@ def ldmatrix_lowering_error(op: LdMatrixOp) -> str | None:
     assert isinstance(src, MemRefType)
     if len(op.indices) != src.get_num_dims() or src.get_num_dims() < 1:
         return "expected one index per dimension of a memref of rank >= 1"
-    if src.element_type != op.res.type.element_type:  # type: ignore[attr-defined]
-        return (f"memref element type {src.element_type} differs from the result's "
-                f"{op.res.type.element_type}")  # type: ignore[attr-defined]
     if op.tiles not in (1, 2, 4):
         return f"numTiles = {op.tiles} is not supported (1, 2 or 4)"
     return None
