@@ -79,25 +79,64 @@ def test_fused_matches_reference(case: tuple, dtype: str, device: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES[1:3], ids=lambda c: "x".join(map(str, c[:5])))
-def test_tensor_core_variant_on_cpu_device(case: tuple) -> None:
-    """The WMMA variant (cuda's fp16 default) on the cpu device, which emulates it exactly;
-    fused and unfused agree to fp16 rounding."""
+@pytest.mark.parametrize("mode", ["fused", "fused-wmma"])
+def test_tensor_core_variant_on_cpu_device(case: tuple, mode: str) -> None:
+    """The tensor-core variants on the cpu device, which emulates mma.sync/ldmatrix (cuda's fp16
+    default, `fused-mma`) and WMMA exactly; fused and unfused agree to fp16 rounding."""
     g, inputs = _sdpa(*case)
-    # the emulation holds a whole 16x16 tile per lane: 8 fragments of head dim 64 need more
-    # than the default 64 KiB fiber stack
+    # the WMMA emulation holds a whole 16x16 tile per lane: 8 fragments of head dim 64 need
+    # more than the default 64 KiB fiber stack
     with config.scoped(cpu_stack_kib=256):
-        got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True)
-    assert [c["backend"] for c in _choices(model)] == ["fused-wmma"]
+        got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True, attention=mode)
+    backend = "fused-wmma" if mode == "fused-wmma" else "fused-mma"
+    assert [c["backend"] for c in _choices(model)] == [backend]
     want = run_reference(g, *inputs)
     assert rel_err(got, want) <= TOLERANCE["float16"]
     unfused, _ = _run(g, inputs, "cpu", "float16", tensor_cores=True, attention="unfused")
     assert rel_err(got, unfused.astype(np.float64)) <= TOLERANCE["float16"]
 
 
+@pytest.mark.parametrize("mode", ["fused-mma-64x64", "fused-mma-128x64", "fused-mma-64x32",
+                                  "fused-mma-128x32"])
+@pytest.mark.parametrize("case", [((3,), 70, 133, 32, 48, True, 0.3),  # ragged, mask, dv != d
+                                  ((1, 1), 21, 40, 16, 16, False, None),  # d 16: ldmatrix.x2
+                                  ((1,), 9, 70, 128, 128, True, None)],  # one K/V buffer
+                         ids=lambda c: "x".join(map(str, c[:5])))
+def test_mma_variant_tiles_on_cpu_device(case: tuple, mode: str) -> None:
+    """Every tile the `fused-mma-BMxBN` modes offer, on ragged lengths with masks, head dims
+    16 (K fragments by ldmatrix.x2) and 128 (tiles that fall back to BN 32 or one K/V buffer):
+    the cpu device runs the mma.sync kernel with PTX's lane layouts."""
+    g, inputs = _sdpa(*case)
+    got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True, attention=mode)
+    (choice,) = _choices(model)
+    bm, bn = mode.removeprefix("fused-mma-").split("x")
+    assert choice["backend"] == "fused-mma" and f"BM={bm} BN={bn}" in str(choice["reason"])
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float16"]
+    (spec,) = model._cache.values()
+    assert "nvgpu.mma.sync" in spec.mlir and "gpu.subgroup_mma" not in spec.mlir
+
+
+def test_mma_variant_tile_plan() -> None:
+    """Double-buffered BN 64 tiles where they fit the 48 KiB of static shared memory, else BN
+    32, else one K/V buffer; the Q tile shares the buffer's first rows."""
+    from nova.models.codegen.attention import Problem
+    from nova.models.codegen.attention_mma import plan_tiles
+
+    def problem(d: int, dv: int) -> Problem:
+        return Problem((1,), 64, 64, d, dv, 1.0, "q", "k", "v", None, True, False, "o", None)
+
+    tiles = plan_tiles(problem(64, 64), 128, 64)
+    assert (tiles.bn, tiles.stages, tiles.width, tiles.bytes) == (64, 2, 72, 256 * 72 * 2)
+    tiles = plan_tiles(problem(128, 128), 64, 64)
+    assert (tiles.bn, tiles.stages) == (32, 2) and tiles.bytes <= 48 * 1024
+    tiles = plan_tiles(problem(16, 128), 128, 32)
+    assert (tiles.bn, tiles.stages, tiles.rows) == (32, 2, 128)
+
+
 def test_tensor_core_variant_transposed_operands_on_cpu_device() -> None:
     """K stored [.., d, sk] and V [.., dv, sk] (trans_k 0, trans_v 1): the WMMA variant loads
     them element by element (no vector loads along the head dim) and still matches; Q, stored
-    row-major, uses 16-byte vector loads."""
+    row-major, uses 16-byte vector loads (the only ones)."""
     g = nm.Graph("transposed")
     q = g.input("q", (2, 3, 21, 32))
     kt = g.input("kt", (2, 3, 32, 19))
@@ -110,7 +149,8 @@ def test_tensor_core_variant_transposed_operands_on_cpu_device() -> None:
     (spec,) = model._cache.values()
     (node,) = [n for n in spec.lowered.graph.nodes if n.op == "FusedAttention"]
     assert (node.attrs["trans_k"], node.attrs["trans_v"]) == (0, 1)
-    assert spec.mlir.count("vector.load") == 1
+    loads = [line for line in spec.mlir.splitlines() if "vector.load" in line]
+    assert loads and all("vector.load %a0[" in line for line in loads)  # a0: q
 
 
 def test_bfloat16_runs_on_cuda_cores(device: str) -> None:
@@ -178,8 +218,11 @@ def test_encoder_head_split_and_merge_cost_no_kernel() -> None:
     (att,) = [g for g in fused.plan.kernels if g.kind == "attention"]
     assert {n.op for n in att.prologue} == {"Slice", "Reshape", "Transpose"}
     (spec,) = [k for k in fused.program.kernels if "fusedattention" in k.name]
-    assert spec.text.count("vector.load") == 3  # q, k, v rows straight from the QKV output
-    assert [c.backend for c in fused.program.attention] == ["fused-wmma"]
+    # q, k, v rows straight from the QKV output (a0; k and v: the first tile, then the next one
+    # fetched in the loop), 2 16-byte vectors per thread and tile of 64 rows x 32 halves
+    loads = [line for line in spec.text.splitlines() if "vector.load" in line]
+    assert len(loads) == 2 * 5 and all("vector.load %a0[" in line for line in loads)
+    assert [c.backend for c in fused.program.attention] == ["fused-mma"]
     unfused = lower(graph, {"batch": 2, "seq": 8}, "float16", gemm="library",
                     attention="unfused")
     assert len(unfused.plan.kernels) == 14
@@ -266,6 +309,10 @@ def test_bad_attention_option_is_an_error() -> None:
     g, _ = _sdpa((1,), 4, 4, 16, 16, False, None)
     with pytest.raises(nm.ModelError, match="attention='flash' is not an attention mode"):
         nm.compile(g, device="cpu", attention="flash")
+    for bad in ("fused-mma-96x64", "fused-mma-64x16", "fused-mma-64", "fused-mma-x"):
+        with pytest.raises(nm.ModelError, match=f"attention='{bad}' is not an attention mode .*"
+                                                "fused-mma-BMxBN with BM in 64/128"):
+            nm.compile(g, device="cpu", attention=bad)
 
 
 @pytest.mark.parametrize(("old", "new", "want"), [
@@ -327,7 +374,7 @@ def test_fused_attention_is_not_an_input_op() -> None:
 
 @pytest.mark.parametrize(("dtype", "gemm", "expected"), [
     ("float32", "nova", "fused-simt"), ("float32", "library", "unfused"),
-    ("float32", "auto", "unfused"), ("float16", "library", "fused-wmma")])
+    ("float32", "auto", "unfused"), ("float16", "library", "fused-mma")])
 def test_auto_policy_fuses_where_the_fused_kernel_wins(dtype: str, gemm: str,
                                                        expected: str) -> None:
     """`attention="auto"`: tensor cores always fuse; CUDA cores fuse only when the unfused
