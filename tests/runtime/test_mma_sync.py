@@ -14,6 +14,8 @@ from nova.backends.device import DeviceTarget, lower_device_module
 from nova.ir.parser import parse_mlir
 from nova.runtime.device import ModuleImages
 
+# ruff: noqa: E501  (the kernels below are MLIR text, one op per line as mlir-opt prints it)
+
 SH = "#gpu.address_space<workgroup>"
 
 

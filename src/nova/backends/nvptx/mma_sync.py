@@ -20,8 +20,8 @@ from xdsl.ir import Operation
 
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter
-from nova.backends.llvm.target import Handler
 from nova.backends.llvm.mma_sync_common import check
+from nova.backends.llvm.target import Handler
 from nova.ir.dialects.nvgpu_mma import LdMatrixOp, MmaSyncOp
 
 

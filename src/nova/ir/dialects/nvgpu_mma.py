@@ -179,7 +179,8 @@ class MmaSyncOp(IRDLOperation):
 
 
 def _is_shared(ty: MemRefType) -> bool:
-    """NVGPUDialect::hasSharedMemoryAddressSpace: memory space 3 or #gpu.address_space<workgroup>."""
+    """NVGPUDialect::hasSharedMemoryAddressSpace: memory space 3 or
+    #gpu.address_space<workgroup>."""
     space = ty.memory_space
     if isinstance(space, AddressSpaceAttr):
         return space.data == AddressSpace.WORKGROUP

@@ -15,13 +15,13 @@ Three variants (the pass records which, passes/attention.py):
 
 - **mma** (fp16 with tensor cores, the default there): FlashAttention-2 style with
   `nvgpu.mma.sync` / `nvgpu.ldmatrix`, scores and softmax in registers; codegen/attention_mma.py.
-- **wmma** (fp16 with tensor cores, `attention="fused-wmma"`): 4 warps, 16 query rows each (BM = 64), BN = 32. Q, K, V
-  tiles in shared memory as f16; S = Q K^T and O += P V with `gpu.subgroup_mma_*` (16x16x16,
-  f32 accumulators). Fragments have an opaque layout, so the softmax runs on S stored to shared
-  memory (two lanes per row, partners combined with a shuffle), P goes back as f16, and the
-  per-row rescale of the O fragments is an element-wise product with a fragment loaded from a
-  16x16 tile holding `alpha` of row r in every column of row r (accumulator fragments loaded
-  from memory share the accumulator's layout).
+- **wmma** (fp16 with tensor cores, `attention="fused-wmma"`): 4 warps, 16 query rows each
+  (BM = 64), BN = 32. Q, K, V tiles in shared memory as f16; S = Q K^T and O += P V with
+  `gpu.subgroup_mma_*` (16x16x16, f32 accumulators). Fragments have an opaque layout, so the
+  softmax runs on S stored to shared memory (two lanes per row, partners combined with a
+  shuffle), P goes back as f16, and the per-row rescale of the O fragments is an element-wise
+  product with a fragment loaded from a 16x16 tile holding `alpha` of row r in every column of
+  row r (accumulator fragments loaded from memory share the accumulator's layout).
 - **simt** (CUDA cores: fp32, bf16, or no tensor cores): 8 warps, 4 query rows each (BM = 32),
   BN = 32 (lane = key for S, lane = output column for P V); K and V tiles share one f32 buffer;
   row max and sum by warp reductions.

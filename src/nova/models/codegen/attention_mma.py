@@ -37,7 +37,6 @@ rows) and the prologue/epilogue work as in the other variants (codegen/attention
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -240,7 +239,7 @@ class _Kernel:
     def log2_scores(self, s_frags: list[str], kt: Index) -> list[list[str]]:
         """Per fragment, its 4 elements (row g / g + 8, column 2t / 2t + 1) as
         `(s * scale [+ mask]) * log2 e`, -inf past the last key."""
-        b, p, ops = self.ctx.body, self.p, self.ops
+        b, p = self.ctx.body, self.p
         factor = b.const(p.scale * LOG2E, "f32")
         log2e = b.const(LOG2E, "f32")
         ninf = b.const(float("-inf"), "f32")
@@ -253,11 +252,7 @@ class _Kernel:
                     key = b.add(kt, b.add(8 * nb + h, b.mul(self.quad, 2)))
                     s = b.op(f"vector.extract {frag}[{i}, {h}] : f32 from {C_TY}")
                     if p.mask is not None:
-                        mask = p.mask
-                        guard = ops._guard([(row, p.sq, self.t.bm), (key, p.sk, self.t.bn)])
-                        m = _guarded(self.ctx, guard, lambda mask=mask, row=row, key=key:
-                                     ops._value(mask, [*self.bidx, row, key],
-                                                (*p.batch, p.sq, p.sk)))
+                        m = self.mask_value(p.mask, row, key)
                         scaled = b.op(f"arith.mulf {s}, {b.const(p.scale, 'f32')} : f32")
                         s = b.op(f"arith.mulf {b.op(f'arith.addf {scaled}, {m} : f32')}, "
                                  f"{log2e} : f32")
@@ -268,6 +263,13 @@ class _Kernel:
                     elems.append(s)
             out.append(elems)
         return out
+
+    def mask_value(self, mask: str, row: Index, key: Index) -> str:
+        """mask[row, key] (f32, through the prologue), 0 outside the problem."""
+        p, ops = self.p, self.ops
+        guard = ops._guard([(row, p.sq, self.t.bm), (key, p.sk, self.t.bn)])
+        return _guarded(self.ctx, guard, lambda: ops._value(mask, [*self.bidx, row, key],
+                                                            (*p.batch, p.sq, p.sk)))
 
     def quad_max(self, value: str) -> str:
         for offset in (1, 2):

@@ -63,10 +63,15 @@ class AttentionChoice:
     backend: str
     shape: tuple[int, int, int, int, int]  # batch (all batch dims), sq, sk, d, dv
     reason: str
+    tile: tuple[int, int] | None = None
+    """(BM, BN) asked of the fused-mma kernel (it may halve BN to fit shared memory)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"output": self.output, "backend": self.backend, "shape": list(self.shape),
-                "reason": self.reason}
+        out: dict[str, Any] = {"output": self.output, "backend": self.backend,
+                               "shape": list(self.shape), "reason": self.reason}
+        if self.tile is not None:
+            out["tile"] = list(self.tile)
+        return out
 
 
 def check_attention_mode(mode: str) -> str:
@@ -148,7 +153,8 @@ def fuse_attention(graph: Graph, mode: str, tensor_cores: bool,
         last = match.transpose or match.pv
         graph.nodes = [fused if n is last else n for n in graph.nodes
                        if n is last or n is not match.pv]
-        choices.append(AttentionChoice(output, backend, shape, _why(backend, variant)))
+        tile = (variant["tile"][0], variant["tile"][1]) if "tile" in variant else None
+        choices.append(AttentionChoice(output, backend, shape, _why(backend, variant), tile))
     return choices
 
 
