@@ -282,6 +282,12 @@ class _Kernel:
             value = b.op(f"arith.addf {value}, {_shuffle_xor(self.ctx, value, offset)} : f32")
         return value
 
+    def exp2_diff(self, x: str, y: str) -> str:
+        """2^(x - y), x <= y: `fastmath<afn>`, so NVPTX uses `ex2.approx.ftz` (one instruction;
+        the softmax tolerates its ~2 ulp, as FlashAttention's exp2f does)."""
+        b = self.ctx.body
+        return b.op(f"math.exp2 {b.op(f'arith.subf {x}, {y} : f32')} fastmath<afn> : f32")
+
     def softmax(self, x: list[list[str]], m_old: list[str], l_old: list[str]) \
             -> tuple[list[str], list[str], list[str], list[list[str]]]:
         """(m_new, l_new, alpha, P) for rows g and g + 8: P = exp2(x - m_new) per element,
@@ -294,10 +300,8 @@ class _Kernel:
             for v in row[1:]:
                 tile_max = _max(self.ctx, tile_max, v)
             m_new.append(_max(self.ctx, m_old[i], self.quad_max(tile_max)))
-            alpha.append(b.op(f"math.exp2 {b.op(f'arith.subf {m_old[i]}, {m_new[i]} : f32')} "
-                              ": f32"))
-        probs = [[b.op(f"math.exp2 {b.op(f'arith.subf {v}, {m_new[k // 2]} : f32')} : f32")
-                  for k, v in enumerate(e)] for e in x]
+            alpha.append(self.exp2_diff(m_old[i], m_new[i]))
+        probs = [[self.exp2_diff(v, m_new[k // 2]) for k, v in enumerate(e)] for e in x]
         for i in range(2):
             total = l_old[i]
             total = b.op(f"arith.mulf {total}, {alpha[i]} : f32")
