@@ -102,12 +102,12 @@ def test_tensor_core_variant_on_cpu_device(case: tuple, mode: str) -> None:
                                   ((1, 1), 21, 40, 16, 16, False, None),  # d 16: ldmatrix.x2
                                   ((1,), 9, 70, 128, 128, True, None)],  # one K/V buffer
                          ids=lambda c: "x".join(map(str, c[:5])))
-def test_mma_variant_tiles_on_cpu_device(case: tuple, mode: str) -> None:
+def test_mma_variant_tiles(case: tuple, mode: str, device: str) -> None:
     """Every tile the `fused-mma-BMxBN` modes offer, on ragged lengths with masks, head dims
     16 (K fragments by ldmatrix.x2) and 128 (tiles that fall back to BN 32 or one K/V buffer):
-    the cpu device runs the mma.sync kernel with PTX's lane layouts."""
+    the cpu device runs the mma.sync kernel with PTX's lane layouts, cuda on tensor cores."""
     g, inputs = _sdpa(*case)
-    got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True, attention=mode)
+    got, model = _run(g, inputs, device, "float16", tensor_cores=True, attention=mode)
     (choice,) = _choices(model)
     bm, bn = mode.removeprefix("fused-mma-").split("x")
     assert choice["backend"] == "fused-mma" and f"BM={bm} BN={bn}" in str(choice["reason"])
@@ -239,6 +239,20 @@ def test_encoder_layer_fused_matches(device: str) -> None:
     assert rel_err(got, example.forward(x)) <= TOLERANCE["float16"]
     (choice,) = _choices(model)
     assert str(choice["backend"]).startswith("fused")
+
+
+@pytest.mark.parametrize("mode", ["fused-mma", "fused-mma-128x64", "fused-wmma"])
+def test_encoder_head_dim_64_tensor_core_variants_on_cuda(mode: str, device: str) -> None:
+    """The bench encoder's head dim (64: K fragments by ldmatrix.x4) with a ragged sequence, each
+    tensor-core variant on cuda (the cpu device runs them in the tests above)."""
+    if device == "cpu":
+        pytest.skip("cuda only: the cpu device's default is the simt variant here")
+    example = examples.encoder_layer(128, 2, 256)  # head dim 64
+    x = RNG.standard_normal((2, 200, 128)).astype(np.float32)
+    got, model = _run(example.graph, [x], device, "float16", attention=mode)
+    assert rel_err(got, example.forward(x)) <= TOLERANCE["float16"]
+    (choice,) = _choices(model)
+    assert choice["backend"] == ("fused-wmma" if mode == "fused-wmma" else "fused-mma")
 
 
 @pytest.mark.parametrize(("d", "tensor_cores", "reason"), [
