@@ -96,15 +96,18 @@ def test_tensor_core_variant_on_cpu_device(case: tuple, mode: str) -> None:
     assert rel_err(got, unfused.astype(np.float64)) <= TOLERANCE["float16"]
 
 
-@pytest.mark.parametrize("mode", ["fused-mma-64x64", "fused-mma-128x64", "fused-mma-64x32",
-                                  "fused-mma-128x32"])
-@pytest.mark.parametrize("case", [((3,), 70, 133, 32, 48, True, 0.3),  # ragged, mask, dv != d
-                                  ((1, 1), 21, 40, 16, 16, False, None),  # d 16: ldmatrix.x2
-                                  ((1,), 9, 70, 128, 128, True, None)],  # one K/V buffer
-                         ids=lambda c: "x".join(map(str, c[:5])))
+RAGGED = ((3,), 70, 133, 32, 48, True, 0.3)  # ragged lengths, mask, dv != d
+
+
+@pytest.mark.parametrize(("case", "mode"), [
+    (RAGGED, "fused-mma-64x64"), (RAGGED, "fused-mma-128x64"), (RAGGED, "fused-mma-64x32"),
+    (RAGGED, "fused-mma-128x32"),
+    (((1, 1), 21, 40, 16, 16, False, None), "fused-mma-64x64"),  # d 16: ldmatrix.x2
+    (((1,), 9, 70, 128, 128, True, None), "fused-mma-128x64"),  # BN 32 to fit shared memory
+], ids=lambda c: "x".join(map(str, c[:5])) if isinstance(c, tuple) else c)
 def test_mma_variant_tiles(case: tuple, mode: str, device: str) -> None:
     """Every tile the `fused-mma-BMxBN` modes offer, on ragged lengths with masks, head dims
-    16 (K fragments by ldmatrix.x2) and 128 (tiles that fall back to BN 32 or one K/V buffer):
+    16 (K fragments by ldmatrix.x2) and 128 (tiles that fall back to BN 32):
     the cpu device runs the mma.sync kernel with PTX's lane layouts, cuda on tensor cores."""
     g, inputs = _sdpa(*case)
     got, model = _run(g, inputs, device, "float16", tensor_cores=True, attention=mode)
@@ -118,7 +121,7 @@ def test_mma_variant_tiles(case: tuple, mode: str, device: str) -> None:
 
 def test_mma_variant_tile_plan() -> None:
     """Double-buffered BN 64 tiles where they fit the 48 KiB of static shared memory, else BN
-    32, else one K/V buffer; the Q tile shares the buffer's first rows."""
+    32 (which every allowed BM and head dim fits); the Q tile shares the buffer's first rows."""
     from nova.models.codegen.attention import Problem
     from nova.models.codegen.attention_mma import plan_tiles
 
@@ -126,11 +129,13 @@ def test_mma_variant_tile_plan() -> None:
         return Problem((1,), 64, 64, d, dv, 1.0, "q", "k", "v", None, True, False, "o", None)
 
     tiles = plan_tiles(problem(64, 64), 128, 64)
-    assert (tiles.bn, tiles.stages, tiles.width, tiles.bytes) == (64, 2, 72, 256 * 72 * 2)
+    assert (tiles.bn, tiles.width, tiles.rows, tiles.bytes) == (64, 72, 256, 256 * 72 * 2)
     tiles = plan_tiles(problem(128, 128), 64, 64)
-    assert (tiles.bn, tiles.stages) == (32, 2) and tiles.bytes <= 48 * 1024
+    assert (tiles.bn, tiles.rows) == (32, 128) and tiles.bytes <= 48 * 1024
     tiles = plan_tiles(problem(16, 128), 128, 32)
-    assert (tiles.bn, tiles.stages, tiles.rows) == (32, 2, 128)
+    assert (tiles.bn, tiles.rows) == (32, 128)
+    for bm in (64, 128):
+        assert plan_tiles(problem(128, 128), bm, 64).bytes <= 48 * 1024
 
 
 def test_tensor_core_variant_transposed_operands_on_cpu_device() -> None:

@@ -27,12 +27,12 @@ columns 2t and 2t + 1. The kernel:
   stored.
 
 Shared memory is one f16 buffer of rows of `max(d, dv) + 8` halves (the 16-byte pad makes the
-8 row addresses of every ldmatrix phase fall in distinct bank groups): K stages, then V stages;
-the Q tile is staged at its start before the loop (it is read once). Tiles (BM, BN) come from
-the node (passes/attention.py: `attention="fused-mma-BMxBN"`); when the double-buffered tiles
-do not fit SHARED_LIMIT the kernel halves BN to 32, then falls back to one buffer
-(`plan_tiles`). Masks, the scale, ragged lengths (-inf keys, zero-filled rows, unstored query
-rows) and the prologue/epilogue work as in the other variants (codegen/attention.py).
+8 row addresses of every ldmatrix phase fall in distinct bank groups): two K buffers, then two
+V buffers; the Q tile is staged at its start before the loop (it is read once). Tiles (BM, BN)
+come from the node (passes/attention.py: `attention="fused-mma-BMxBN"`); when the
+double-buffered tiles do not fit SHARED_LIMIT the kernel takes BN = 32 (`plan_tiles`). Masks,
+the scale, ragged lengths (-inf keys, zero-filled rows, unstored query rows) and the
+prologue/epilogue work as in the other variants (codegen/attention.py).
 """
 
 from __future__ import annotations
@@ -67,17 +67,17 @@ C_TY = "vector<2x2xf32>"
 
 @dataclass(frozen=True)
 class Tiles:
-    """The kernel's tiling: query rows per block, keys per tile, K/V buffers, row width."""
+    """The kernel's tiling: query rows per block, keys per tile, row width (halves)."""
 
     bm: int
     bn: int
-    stages: int
     width: int
 
     @property
     def rows(self) -> int:
-        """Rows of the shared buffer: K stages then V stages (the Q tile is staged at the start)."""
-        return max(self.bm, 2 * self.stages * self.bn)
+        """Rows of the shared buffer: 2 K buffers then 2 V buffers of BN rows (the Q tile is
+        staged at the start)."""
+        return max(self.bm, 4 * self.bn)
 
     @property
     def bytes(self) -> int:
@@ -85,14 +85,10 @@ class Tiles:
 
 
 def plan_tiles(p: Problem, bm: int, bn: int) -> Tiles:
-    """The asked (bm, bn) with two K/V buffers, or the first of BN 32 / one buffer that fits
-    SHARED_LIMIT."""
-    width = max(p.d, p.dv) + PAD
-    for n, stages in ((bn, 2), (min(bn, 32), 2), (bn, 1), (min(bn, 32), 1), (16, 1)):
-        tiles = Tiles(bm, n, stages, width)
-        if tiles.bytes <= SHARED_LIMIT:
-            return tiles
-    raise AssertionError("head dims above MAX_HEAD_DIM reach no tile plan")  # pass rejects
+    """The asked (bm, bn), or BN 32 when its buffers exceed SHARED_LIMIT (head dims above 80
+    with BN 64; BM <= 128 and head dims <= 128 always fit BN 32)."""
+    tiles = Tiles(bm, bn, max(p.d, p.dv) + PAD)
+    return tiles if tiles.bytes <= SHARED_LIMIT else Tiles(bm, 32, tiles.width)
 
 
 class _Kernel:
@@ -180,7 +176,7 @@ class _Kernel:
         b = self.ctx.body
         k, v = fetched
         self.put("k", k, (bn, p.d, r0), b.mul(stage, bn))  # type: ignore[arg-type]
-        self.put("v", v, (bn, p.dv, r0), b.add(self.t.stages * bn, b.mul(stage, bn)))  # type: ignore[arg-type]
+        self.put("v", v, (bn, p.dv, r0), b.add(2 * bn, b.mul(stage, bn)))  # type: ignore[arg-type]
 
     # ---- fragments ------------------------------------------------------------------------
 
@@ -361,9 +357,8 @@ def mma_kernel(ctx: KernelContext, group: KernelGroup, p: Problem, bm: int, bn: 
     q = k.q_fragments()
     b.line("gpu.barrier")  # the Q tile's rows are the K/V buffers' from here on
     n_tiles = -(-p.sk // bn)
-    if tiles.stages == 2:
-        k.put_kv(k.load_kv(0), 0, 0)
-        b.line("gpu.barrier")
+    k.put_kv(k.load_kv(0), 0, 0)
+    b.line("gpu.barrier")
     n_o = p.dv // 8
     kt, res = b.fresh("kt"), b.fresh("res")
     state = [b.fresh("st") for _ in range(4 + n_o)]
@@ -377,23 +372,17 @@ def mma_kernel(ctx: KernelContext, group: KernelGroup, p: Problem, bm: int, bn: 
            f"{', '.join(f'{s} = {i}' for s, i in zip(state, init, strict=True))}) -> "
            f"({types}) {{")
     with b.nested():
-        if tiles.stages == 2:
-            stage = b.rem(b.div(kt, bn), 2)
-            nxt = b.op(f"arith.minui {b.ix(b.add(kt, bn))}, {b.ix((n_tiles - 1) * bn)} : index")
-            fetched = k.load_kv(nxt)
-        else:
-            stage = 0
-            b.line("gpu.barrier")
-            k.put_kv(k.load_kv(kt), kt, 0)
-            b.line("gpu.barrier")
+        stage = b.rem(b.div(kt, bn), 2)
+        # the next tile (the last one again after the end: in bounds, never read) is fetched
+        # into registers before this tile's math and stored to the other buffer after it
+        nxt = b.op(f"arith.minui {b.ix(b.add(kt, bn))}, {b.ix((n_tiles - 1) * bn)} : index")
+        fetched = k.load_kv(nxt)
         kst = b.mul(stage, bn)
-        vst = b.add(2 * bn if tiles.stages == 2 else bn, kst)
         x = k.log2_scores(k.scores(q, kst), kt)
         m_new, l_new, alpha, probs = k.softmax(x, state[0:2], state[2:4])
-        o = k.pv(probs, k.rescale(state[4:], alpha), vst)
-        if tiles.stages == 2:
-            k.put_kv(fetched, nxt, b.op(f"arith.subi {b.ix(1)}, {b.ix(stage)} : index"))
-            b.line("gpu.barrier")
+        o = k.pv(probs, k.rescale(state[4:], alpha), b.add(2 * bn, kst))
+        k.put_kv(fetched, nxt, b.op(f"arith.subi {b.ix(1)}, {b.ix(stage)} : index"))
+        b.line("gpu.barrier")
         b.line(f"scf.yield {', '.join([*m_new, *l_new, *o])} : {types}")
     b.line("}")
     k.store([f"{res}#{4 + j}" for j in range(n_o)], [f"{res}#2", f"{res}#3"])
