@@ -18,7 +18,7 @@ func.func @kernel_alloc() {
   %c1 = arith.constant 1 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
-    // DEVICE: unsupported-placement.mlir:[[# @LINE + 3]]:10: error: op 'gpu.alloc' is not supported by the nvptx LLVM lowering; supported dialects: arith, cf, func, gpu, index, math, memref, nvvm, scf, vector{{$}}
+    // DEVICE: unsupported-placement.mlir:[[# @LINE + 3]]:10: error: op 'gpu.alloc' is not supported by the nvptx LLVM lowering; supported dialects: arith, cf, func, gpu, index, math, memref, nvgpu, nvvm, scf, vector{{$}}
     // DEVICE-NEXT: {{^}}    %m = gpu.alloc () : memref<4xf32>
     // DEVICE-NEXT: {{^}}    ^
     %m = gpu.alloc () : memref<4xf32>
