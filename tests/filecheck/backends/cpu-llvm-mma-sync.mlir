@@ -5,7 +5,8 @@
 // layouts. ldmatrix: each lane stores its row address, then reads the row of lane 8j + l/4 at
 // 32-bit word l%4 (transposed: the halves at column l/4 of rows 2(l%4), 2(l%4)+1). mma.sync:
 // each lane stores A (<8 x half>, bytes 0-15) and B (<4 x half>, bytes 16-23), then gathers A
-// of lanes 4g..4g+3 and B of lanes 8t..8t+7 and sums its four elements in f32, k in order.
+// of lanes 4g..4g+3 and B of lanes 8t..8t+7 and sums its four elements in f32, k in order
+// (an ordered llvm.vector.reduce.fadd: no reassoc flag).
 
 module attributes {gpu.container_module} {
   gpu.module @kernels {
@@ -44,6 +45,7 @@ module attributes {gpu.container_module} {
 // CHECK-COUNT-8: load <4 x half>
 // CHECK:       call void @"__nova_cpu_wait"(ptr [[CTX]], i32 2)
 // CHECK:       fpext <16 x half> {{%.+}} to <16 x float>
-// CHECK:       fmul <16 x float>
-// CHECK-COUNT-16: fadd float
+// CHECK:       [[P:%.+]] = fmul <16 x float>
+// CHECK-NEXT:  call float @"llvm.vector.reduce.fadd.v16f32"(float {{%.+}}, <16 x float> [[P]])
+// CHECK-COUNT-3: call float @"llvm.vector.reduce.fadd.v16f32"
 // CHECK:       store <4 x float>

@@ -150,13 +150,15 @@ def lower_mma_sync(fe: FunctionEmitter, op: Operation) -> None:
         [16 * n + 4 * ((k % 8) // 2) + 2 * (k // 8) + k % 2 for k in range(16)])),
         ir.VectorType(T.F32, 16)) for n in range(2)]
     out: ir.Value = ir.Constant(c.type, ir.Undefined)
+    wide = ir.VectorType(T.F32, 16)
+    # an ordered reduction (no reassoc flag): acc + p0 + p1 + ... in k order, as 16 fadds
+    reduce = fe.module.declare("llvm.vector.reduce.fadd.v16f32",
+                               ir.FunctionType(T.F32, [T.F32, wide]))
     for e in range(4):
         acc = b.extract_element(c, I32(e))
         if acc.type != T.F32:
             acc = b.fpext(acc, T.F32)
-        products = b.fmul(a_rows[e // 2], b_cols[e % 2])
-        for k in range(16):
-            acc = b.fadd(acc, b.extract_element(products, I32(k)))
+        acc = b.call(reduce, [acc, b.fmul(a_rows[e // 2], b_cols[e % 2])])
         if c.type.element != T.F32:
             acc = b.fptrunc(acc, c.type.element)
         out = b.insert_element(out, acc, I32(e))
