@@ -17,7 +17,7 @@ tolerance (Nova's call or graph, or a peer), or a Nova that fails to run, is a f
 
     python bench/models.py [--device cuda] [--rows mlp-b1,enc-b8] [--dtypes fp16,fp32]
                            [--seconds 1.0] [--gemm auto|nova|library]
-                           [--conv auto|nova|library] [--attention auto|fused|unfused]
+                           [--conv auto|nova|library] [--attention MODE[,MODE...]]
                            [--out bench/results/models-<card>.md]
 
 --gemm is Nova's GEMM backend policy (docs/models.md "Libraries"): `auto` (default) gives large
@@ -26,7 +26,12 @@ GEMMs to cuBLASLt, `nova` keeps every GEMM a generated kernel, `library` forces 
 convolutions (`auto`: cuDNN when it loads; the `conv` column). --attention fused runs each
 softmax(Q K^T) V as one flash-attention kernel, `unfused` as QK^T GEMM, softmax and PV GEMM (the
 A/B baseline), `auto` (default) fuses where the fused kernel wins (passes/attention.py); the
-`attention` column says which kernel each pattern got.
+`attention` column says which kernel each pattern got. `fused-wmma` / `fused-mma` pick the
+tensor-core kernel (WMMA or FlashAttention-2 style mma.sync, the default), `fused-mma-BMxBN`
+the mma kernel's tile (BM 64/128, BN 32/64). A comma-separated list runs one table row per mode
+(the PyTorch peers once per row and dtype), e.g. to sweep the tiles in one run:
+    python bench/models.py --rows enc-b8 --dtypes fp16 \
+        --attention fused-wmma,fused-mma-64x64,fused-mma-128x64,fused-mma-64x32,fused-mma-128x32
     python bench/models.py --device cpu --quick      # small shapes, to debug without a GPU
 --peers eager (a comma-separated subset of eager, default, reduce-overhead) limits the PyTorch
 runners (torch.compile on the cpu takes minutes).
@@ -56,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import nova
 import nova.models as nm
 from nova.models import examples
+from nova.models.passes.attention import check_attention_mode
 
 
 @dataclass
@@ -213,7 +219,7 @@ def run_row(row: Row, dtype: str, device: str, seconds: float,
         result["kernels"] = len(spec.lowered.plan.kernels)
         result["gemm"] = gemm_summary(spec.lowered.program.gemm)
         result["conv"] = gemm_summary(spec.lowered.program.conv)
-        result["attention"] = gemm_summary(spec.lowered.program.attention)
+        result["attention"] = attention_summary(spec.lowered.program.attention)
     except Exception as exc:
         traceback.print_exc()
         result["nova"] = f"FAIL: {type(exc).__name__}: {str(exc)[:120]}"
@@ -232,6 +238,16 @@ def gemm_summary(choices: list[Any]) -> str:
     counts: dict[str, int] = {}
     for choice in choices:
         counts[choice.backend] = counts.get(choice.backend, 0) + 1
+    return ", ".join(f"{name} x{n}" for name, n in sorted(counts.items())) or "-"
+
+
+def attention_summary(choices: list[Any]) -> str:
+    """gemm_summary for attention patterns, the fused-mma tile named: `fused-mma 64x64 x1`."""
+    counts: dict[str, int] = {}
+    for choice in choices:
+        tile = getattr(choice, "tile", None)
+        name = choice.backend + (f" {tile[0]}x{tile[1]}" if tile else "")
+        counts[name] = counts.get(name, 0) + 1
     return ", ".join(f"{name} x{n}" for name, n in sorted(counts.items())) or "-"
 
 
@@ -273,8 +289,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="Nova's GEMM backend policy")
     ap.add_argument("--conv", default="auto", choices=("auto", "nova", "library"),
                     help="Nova's convolution backend policy")
-    ap.add_argument("--attention", default="auto", choices=("auto", "fused", "unfused"),
-                    help="one flash-attention kernel per pattern, or GEMM/softmax/GEMM")
+    ap.add_argument("--attention", default="auto",
+                    help="comma-separated attention modes, one table row each (auto, fused, "
+                         "unfused, fused-wmma, fused-mma, fused-mma-BMxBN)")
     ap.add_argument("--peers", default=",".join(PEERS),
                     help="PyTorch runners: a comma-separated subset of " + ", ".join(PEERS))
     ap.add_argument("--out", default=None)
@@ -282,14 +299,29 @@ def main(argv: list[str] | None = None) -> int:
     peers = tuple(p for p in args.peers.split(",") if p)
     if not set(peers) <= set(PEERS):
         ap.error(f"--peers: expected a subset of {', '.join(PEERS)}, got {args.peers!r}")
+    modes = args.attention.split(",")
+    for mode in modes:
+        try:
+            check_attention_mode(mode)
+        except nm.ModelError as exc:
+            ap.error(f"--attention: {exc}")
     all_rows = rows(args.quick)
     results = []
     for name in args.rows.split(","):
         for dtype in args.dtypes.split(","):
-            print(f"== {name} {dtype}", flush=True)
-            results.append(run_row(all_rows[name], dtype, args.device, args.seconds,
-                                   args.gemm, args.conv, args.attention, peers))
-            print(results[-1], flush=True)
+            first: dict[str, Any] | None = None
+            for mode in modes:
+                print(f"== {name} {dtype} attention={mode}", flush=True)
+                # the peers run once per row and dtype; later modes reuse their times
+                result = run_row(all_rows[name], dtype, args.device, args.seconds, args.gemm,
+                                 args.conv, mode, peers if first is None else ())
+                if first is None:
+                    first = result
+                else:
+                    result.update({k: v for k, v in first.items()
+                                   if k.startswith(("eager", "torch.compile"))})
+                results.append(result)
+                print(results[-1], flush=True)
     card = nova.get_device(args.device).name
     import torch
 

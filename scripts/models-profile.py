@@ -1,7 +1,10 @@
 """Run one compiled model's forward a few times, for a profiler (ncu) to time every kernel:
     ncu --metrics gpu__time_duration.sum --print-summary per-kernel \
         python scripts/models-profile.py [mlp|encoder|conv] [fp16|fp32] [auto|nova|library]
-            [conv policy: auto|nova|library] [attention: auto|fused|unfused]"""
+            [conv policy: auto|nova|library]
+            [attention: auto|fused|unfused|fused-wmma|fused-mma|fused-mma-BMxBN]
+(`fused-mma-BMxBN`: the FlashAttention-2 style kernel with BM 64/128 query rows per block and
+BN 32/64 keys per tile, passes/attention.py)"""
 import sys
 
 import numpy as np

@@ -79,25 +79,69 @@ def test_fused_matches_reference(case: tuple, dtype: str, device: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES[1:3], ids=lambda c: "x".join(map(str, c[:5])))
-def test_tensor_core_variant_on_cpu_device(case: tuple) -> None:
-    """The WMMA variant (cuda's fp16 default) on the cpu device, which emulates it exactly;
-    fused and unfused agree to fp16 rounding."""
+@pytest.mark.parametrize("mode", ["fused", "fused-wmma"])
+def test_tensor_core_variant_on_cpu_device(case: tuple, mode: str) -> None:
+    """The tensor-core variants on the cpu device, which emulates mma.sync/ldmatrix (cuda's fp16
+    default, `fused-mma`) and WMMA exactly; fused and unfused agree to fp16 rounding."""
     g, inputs = _sdpa(*case)
-    # the emulation holds a whole 16x16 tile per lane: 8 fragments of head dim 64 need more
-    # than the default 64 KiB fiber stack
+    # the WMMA emulation holds a whole 16x16 tile per lane: 8 fragments of head dim 64 need
+    # more than the default 64 KiB fiber stack
     with config.scoped(cpu_stack_kib=256):
-        got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True)
-    assert [c["backend"] for c in _choices(model)] == ["fused-wmma"]
+        got, model = _run(g, inputs, "cpu", "float16", tensor_cores=True, attention=mode)
+    backend = "fused-wmma" if mode == "fused-wmma" else "fused-mma"
+    assert [c["backend"] for c in _choices(model)] == [backend]
     want = run_reference(g, *inputs)
     assert rel_err(got, want) <= TOLERANCE["float16"]
     unfused, _ = _run(g, inputs, "cpu", "float16", tensor_cores=True, attention="unfused")
     assert rel_err(got, unfused.astype(np.float64)) <= TOLERANCE["float16"]
 
 
+RAGGED = ((3,), 70, 133, 32, 48, True, 0.3)  # ragged lengths, mask, dv != d
+
+
+@pytest.mark.parametrize(("case", "mode"), [
+    (RAGGED, "fused-mma-64x64"), (RAGGED, "fused-mma-128x64"), (RAGGED, "fused-mma-64x32"),
+    (RAGGED, "fused-mma-128x32"),
+    (((1, 1), 21, 40, 16, 16, False, None), "fused-mma-64x64"),  # d 16: ldmatrix.x2
+    (((1,), 9, 70, 128, 128, True, None), "fused-mma-128x64"),  # BN 32 to fit shared memory
+], ids=lambda c: "x".join(map(str, c[:5])) if isinstance(c, tuple) else c)
+def test_mma_variant_tiles(case: tuple, mode: str, device: str) -> None:
+    """Every tile the `fused-mma-BMxBN` modes offer, on ragged lengths with masks, head dims
+    16 (K fragments by ldmatrix.x2) and 128 (tiles that fall back to BN 32):
+    the cpu device runs the mma.sync kernel with PTX's lane layouts, cuda on tensor cores."""
+    g, inputs = _sdpa(*case)
+    got, model = _run(g, inputs, device, "float16", tensor_cores=True, attention=mode)
+    (choice,) = _choices(model)
+    bm, bn = mode.removeprefix("fused-mma-").split("x")
+    assert choice["backend"] == "fused-mma" and f"BM={bm} BN={bn}" in str(choice["reason"])
+    assert rel_err(got, run_reference(g, *inputs)) <= TOLERANCE["float16"]
+    (spec,) = model._cache.values()
+    assert "nvgpu.mma.sync" in spec.mlir and "gpu.subgroup_mma" not in spec.mlir
+
+
+def test_mma_variant_tile_plan() -> None:
+    """Double-buffered BN 64 tiles where they fit the 48 KiB of static shared memory, else BN
+    32 (which every allowed BM and head dim fits); the Q tile shares the buffer's first rows."""
+    from nova.models.codegen.attention import Problem
+    from nova.models.codegen.attention_mma import plan_tiles
+
+    def problem(d: int, dv: int) -> Problem:
+        return Problem((1,), 64, 64, d, dv, 1.0, "q", "k", "v", None, True, False, "o", None)
+
+    tiles = plan_tiles(problem(64, 64), 128, 64)
+    assert (tiles.bn, tiles.width, tiles.rows, tiles.bytes) == (64, 72, 256, 256 * 72 * 2)
+    tiles = plan_tiles(problem(128, 128), 64, 64)
+    assert (tiles.bn, tiles.rows) == (32, 128) and tiles.bytes <= 48 * 1024
+    tiles = plan_tiles(problem(16, 128), 128, 32)
+    assert (tiles.bn, tiles.rows) == (32, 128)
+    for bm in (64, 128):
+        assert plan_tiles(problem(128, 128), bm, 64).bytes <= 48 * 1024
+
+
 def test_tensor_core_variant_transposed_operands_on_cpu_device() -> None:
     """K stored [.., d, sk] and V [.., dv, sk] (trans_k 0, trans_v 1): the WMMA variant loads
     them element by element (no vector loads along the head dim) and still matches; Q, stored
-    row-major, uses 16-byte vector loads."""
+    row-major, uses 16-byte vector loads (the only ones)."""
     g = nm.Graph("transposed")
     q = g.input("q", (2, 3, 21, 32))
     kt = g.input("kt", (2, 3, 32, 19))
@@ -110,7 +154,8 @@ def test_tensor_core_variant_transposed_operands_on_cpu_device() -> None:
     (spec,) = model._cache.values()
     (node,) = [n for n in spec.lowered.graph.nodes if n.op == "FusedAttention"]
     assert (node.attrs["trans_k"], node.attrs["trans_v"]) == (0, 1)
-    assert spec.mlir.count("vector.load") == 1
+    loads = [line for line in spec.mlir.splitlines() if "vector.load" in line]
+    assert loads and all("vector.load %a0[" in line for line in loads)  # a0: q
 
 
 def test_bfloat16_runs_on_cuda_cores(device: str) -> None:
@@ -178,8 +223,11 @@ def test_encoder_head_split_and_merge_cost_no_kernel() -> None:
     (att,) = [g for g in fused.plan.kernels if g.kind == "attention"]
     assert {n.op for n in att.prologue} == {"Slice", "Reshape", "Transpose"}
     (spec,) = [k for k in fused.program.kernels if "fusedattention" in k.name]
-    assert spec.text.count("vector.load") == 3  # q, k, v rows straight from the QKV output
-    assert [c.backend for c in fused.program.attention] == ["fused-wmma"]
+    # q, k, v rows straight from the QKV output (a0; k and v: the first tile, then the next one
+    # fetched in the loop), 2 16-byte vectors per thread and tile of 64 rows x 32 halves
+    loads = [line for line in spec.text.splitlines() if "vector.load" in line]
+    assert len(loads) == 2 * 5 and all("vector.load %a0[" in line for line in loads)
+    assert [c.backend for c in fused.program.attention] == ["fused-mma"]
     unfused = lower(graph, {"batch": 2, "seq": 8}, "float16", gemm="library",
                     attention="unfused")
     assert len(unfused.plan.kernels) == 14
@@ -196,6 +244,20 @@ def test_encoder_layer_fused_matches(device: str) -> None:
     assert rel_err(got, example.forward(x)) <= TOLERANCE["float16"]
     (choice,) = _choices(model)
     assert str(choice["backend"]).startswith("fused")
+
+
+@pytest.mark.parametrize("mode", ["fused-mma", "fused-mma-128x64", "fused-wmma"])
+def test_encoder_head_dim_64_tensor_core_variants_on_cuda(mode: str, device: str) -> None:
+    """The bench encoder's head dim (64: K fragments by ldmatrix.x4) with a ragged sequence, each
+    tensor-core variant on cuda (the cpu device runs them in the tests above)."""
+    if device == "cpu":
+        pytest.skip("cuda only: the cpu device's default is the simt variant here")
+    example = examples.encoder_layer(128, 2, 256)  # head dim 64
+    x = RNG.standard_normal((2, 200, 128)).astype(np.float32)
+    got, model = _run(example.graph, [x], device, "float16", attention=mode)
+    assert rel_err(got, example.forward(x)) <= TOLERANCE["float16"]
+    (choice,) = _choices(model)
+    assert choice["backend"] == ("fused-wmma" if mode == "fused-wmma" else "fused-mma")
 
 
 @pytest.mark.parametrize(("d", "tensor_cores", "reason"), [
@@ -266,6 +328,10 @@ def test_bad_attention_option_is_an_error() -> None:
     g, _ = _sdpa((1,), 4, 4, 16, 16, False, None)
     with pytest.raises(nm.ModelError, match="attention='flash' is not an attention mode"):
         nm.compile(g, device="cpu", attention="flash")
+    for bad in ("fused-mma-96x64", "fused-mma-64x16", "fused-mma-64", "fused-mma-x"):
+        with pytest.raises(nm.ModelError, match=f"attention='{bad}' is not an attention mode .*"
+                                                "fused-mma-BMxBN with BM in 64/128"):
+            nm.compile(g, device="cpu", attention=bad)
 
 
 @pytest.mark.parametrize(("old", "new", "want"), [
@@ -327,7 +393,7 @@ def test_fused_attention_is_not_an_input_op() -> None:
 
 @pytest.mark.parametrize(("dtype", "gemm", "expected"), [
     ("float32", "nova", "fused-simt"), ("float32", "library", "unfused"),
-    ("float32", "auto", "unfused"), ("float16", "library", "fused-wmma")])
+    ("float32", "auto", "unfused"), ("float16", "library", "fused-mma")])
 def test_auto_policy_fuses_where_the_fused_kernel_wins(dtype: str, gemm: str,
                                                        expected: str) -> None:
     """`attention="auto"`: tensor cores always fuse; CUDA cores fuse only when the unfused

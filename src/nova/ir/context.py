@@ -78,7 +78,8 @@ def _nvvm() -> Dialect:
 
 def _nvgpu() -> Dialect:
     from nova.ir.dialects.nvgpu import NVGPU
-    return NVGPU
+    from nova.ir.dialects.nvgpu_mma import NVGPU_MMA_OPS
+    return Dialect("nvgpu", [*NVGPU.operations, *NVGPU_MMA_OPS], [*NVGPU.attributes])
 
 
 def _async() -> Dialect:

@@ -32,7 +32,7 @@ func.func @main(%s: f32) {
   %v = vector.broadcast %s : f32 to vector<2x4xf32>
   // CHECK: kernel-argument-type.mlir:[[# @LINE + 3]]:3: error: kernel @main_kernel argument #0: type 'vector<2x4xf32>' cannot be a kernel argument: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
   // CHECK-NEXT: {{^}}  gpu.launch blocks
-  // HOST: kernel-argument-type.mlir:[[# @LINE - 3]]:8: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
+  // HOST: kernel-argument-type.mlir:[[# @LINE + 1]]:3: error: kernel operand #0: type 'vector<2x4xf32>' cannot be a kernel argument: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     %x = vector.extract %v[0, 1] : f32 from vector<2x4xf32>

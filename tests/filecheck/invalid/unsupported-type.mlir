@@ -4,11 +4,11 @@
 // supported ones.
 
 func.func @main() {
-  // CHECK: unsupported-type.mlir:[[# @LINE + 3]]:8: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
-  // CHECK-NEXT: {{^}}  %v = arith.constant dense<1.0> : vector<2x4xf32>
+  // CHECK: unsupported-type.mlir:[[# @LINE + 3]]:8: error: type 'vector<[4]xf32>' is not supported by the LLVM lowering: scalable vectors are not supported (only 1-D fixed-size vectors)
+  // CHECK-NEXT: {{^}}  %v = arith.constant dense<1.0> : vector<[4]xf32>
   // CHECK-NEXT: {{^}}       ^
-  %v = arith.constant dense<1.0> : vector<2x4xf32>
-  %w = arith.addf %v, %v : vector<2x4xf32>
+  %v = arith.constant dense<1.0> : vector<[4]xf32>
+  %w = arith.addf %v, %v : vector<[4]xf32>
   return
 }
 

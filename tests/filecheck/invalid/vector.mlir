@@ -5,11 +5,30 @@
 // floats, and contiguous memory accesses; everything else is a located error at the op. The
 // verifier messages are mlir-opt's.
 
-func.func @main(%s: f32) {
-  // CHECK: vector.mlir:[[# @LINE + 3]]:8: error: type 'vector<2x4xf32>' is not supported by the LLVM lowering: only 1-D vectors are supported, this one has rank 2
-  // CHECK-NEXT: {{^}}  %v = vector.broadcast %s : f32 to vector<2x4xf32>
+func.func @main(%s: f32, %m: memref<8x8xf32>) {
+  %c0 = arith.constant 0 : index
+  // n-D vectors live in registers (flat, row-major); only a few vector ops take them
+  // CHECK: vector.mlir:[[# @LINE + 3]]:8: error: op 'vector.load' is not supported by the host LLVM lowering (n-D vector vector<2x4xf32>: only 1-D vectors are supported by vector.load (n-D ones by vector.broadcast, vector.extract, vector.fma, vector.from_elements, vector.insert, vector.shape_cast)); supported dialects:
+  // CHECK-NEXT: {{^}}  %v = vector.load %m[%c0, %c0] : memref<8x8xf32>, vector<2x4xf32>
   // CHECK-NEXT: {{^}}       ^
+  %v = vector.load %m[%c0, %c0] : memref<8x8xf32>, vector<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @main(%s: f32) {
   %v = vector.broadcast %s : f32 to vector<2x4xf32>
+  // CHECK: vector.mlir:[[# @LINE + 1]]:3: error: op 'vector.print' is not supported by the host LLVM lowering (n-D vector vector<2x4xf32>: only 1-D vectors are supported by vector.print
+  vector.print %v : vector<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @main(%w: vector<4xf32>) {
+  // CHECK: vector.mlir:[[# @LINE + 1]]:8: error: op 'vector.broadcast' is not supported by the host LLVM lowering (broadcast of vector<4xf32> to vector<2x4xf32>)
+  %v = vector.broadcast %w : vector<4xf32> to vector<2x4xf32>
   return
 }
 

@@ -78,8 +78,10 @@ PROT_READ_WRITE = 3
 CANARY_BYTES = 64
 CANARY_WORD = 0x4E4F56415F535441  # "NOVA_STA"
 WARP_SIZE = 32
-SLOT_BYTES = 8
-"""Each thread owns one 8-byte exchange slot (warp shuffles, reductions)."""
+SLOT_BYTES = 32
+"""Each thread owns one 32-byte exchange slot: scalars of up to SCALAR_SLOT_BYTES (warp
+shuffles, reductions), or a lane's mma.sync A and B registers (24 bytes, cpu/mma_sync.py)."""
+SCALAR_SLOT_BYTES = 8
 ERROR_BYTES = 512
 OVERFLOW_BASE = 2
 """BlockCtx.FAILED = OVERFLOW_BASE + linear id: that thread's stack canary was damaged."""

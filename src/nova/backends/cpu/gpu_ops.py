@@ -162,7 +162,7 @@ def _check_slot_type(fe: FunctionEmitter, op: Operation, llty: ir.Type) -> None:
     size = {"half": 2, "bfloat": 2, "float": 4, "double": 8}.get(str(llty))
     if isinstance(llty, ir.IntType):
         size = (llty.width + 7) // 8
-    if size is None or size > cf.SLOT_BYTES:
+    if size is None or size > cf.SCALAR_SLOT_BYTES:
         raise UnsupportedError(f"{op.name} on type {llty} is not supported by the CPU device "
                                "(supported: integers up to 64 bits, index, f16, bf16, f32, f64)",
                                fe.location(op))

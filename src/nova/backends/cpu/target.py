@@ -66,6 +66,8 @@ from nova.backends.cpu.fibers import (
 from nova.backends.cpu.gpu_ops import FIBER_OPS, GPU_HANDLERS, runtime
 from nova.backends.cpu.mma import HANDLERS as MMA_HANDLERS
 from nova.backends.cpu.mma import MMA_FIBER_OPS
+from nova.backends.cpu.mma_sync import FIBER_OPS as MMA_SYNC_FIBER_OPS
+from nova.backends.cpu.mma_sync import HANDLERS as MMA_SYNC_HANDLERS
 from nova.backends.cpu.nvgpu import HANDLERS as NVGPU_HANDLERS
 from nova.backends.cpu.nvvm import CPU_FIBER_OPS as NVVM_FIBER_OPS
 from nova.backends.cpu.nvvm import CPU_HANDLERS as NVVM_HANDLERS
@@ -241,6 +243,7 @@ class CpuTarget(TargetBase):
         self.handlers = {
             **GPU_HANDLERS,
             **MMA_HANDLERS,
+            **MMA_SYNC_HANDLERS,
             **NVVM_HANDLERS,
             **NVGPU_HANDLERS,
             "func.call": self._lower_call,
@@ -357,7 +360,7 @@ def needs_fibers(kernel: Operation, funcs: dict[str, Operation],
     with `check_bounds`, a bounds-checked memref access (its failure stops the thread as a
     failed assert does)."""
 
-    names = (FIBER_OPS | MMA_FIBER_OPS | NVVM_FIBER_OPS
+    names = (FIBER_OPS | MMA_FIBER_OPS | MMA_SYNC_FIBER_OPS | NVVM_FIBER_OPS
              | (CHECKED_OPS if check_bounds else frozenset()))
     seen: set[str] = set()
     todo = [kernel]
@@ -381,7 +384,7 @@ def splittable(kernel: Operation, funcs: dict[str, Operation], check_bounds: boo
     warp operations, asserts, checked accesses, and no callee that needs fibers): then
     `regions.split_at_barriers` may run it as barrier regions (it still refuses bodies with
     private memory)."""
-    names = (FIBER_OPS | MMA_FIBER_OPS | NVVM_FIBER_OPS
+    names = (FIBER_OPS | MMA_FIBER_OPS | MMA_SYNC_FIBER_OPS | NVVM_FIBER_OPS
              | (CHECKED_OPS if check_bounds else frozenset())) - SPLIT_BARRIERS
     if any(inner.name in names for inner in kernel.walk()):
         return False

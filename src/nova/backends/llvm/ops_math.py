@@ -60,11 +60,23 @@ FLOAT_FUNCTIONS = (
 )
 
 
+def allows_approx(op: Operation) -> bool:
+    """True when the op's `fastmath` flags allow approximate functions (`afn` or `fast`)."""
+    flags = op.properties.get("fastmath")
+    names = {str(getattr(f, "value", f)) for f in getattr(flags, "data", ())}
+    return bool(names & {"afn", "fast"})
+
+
 def _float_fn(name: str) -> Handler:
     def handler(fe: FunctionEmitter, op: Operation) -> None:
         mlir_type = element_type(op.results[0].type)
+        approx = allows_approx(op)
 
         def scalar(fe: FunctionEmitter, args: list[ir.Value]) -> ir.Value:
+            if approx:
+                value = fe.target.approx_math_function(fe, name, args, mlir_type)
+                if value is not None:
+                    return value
             return fe.target.math_function(fe, name, args, mlir_type)
 
         result = fe.lower_type(op.results[0].type)

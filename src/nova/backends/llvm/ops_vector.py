@@ -7,7 +7,8 @@ What each op becomes (upstream's VectorToLLVM lowering, where one exists):
   splats, insertelement chains, constant vectors, `icmp slt <0..N-1>, splat(n)`;
 * extract / insert: extractelement / insertelement at the static or dynamic position (an empty
   position is the whole vector; a static -1 is MLIR's poison position -> undef);
-* shuffle: shufflevector; bitcast: bitcast; shape_cast (1-D -> 1-D): the value itself;
+* shuffle: shufflevector; bitcast: bitcast; shape_cast: the value itself (n-D vectors are
+  flat row-major, types.register_vector_type, so any shape_cast keeps every lane in place);
   fma: `math.fma` lane by lane (through the target's math hook, as the math ops);
 * load / store: one `<N x T>` load/store at the element address, aligned to the element size
   or to the op's `alignment` attribute (upstream MLIR's, in bytes) when that is larger;
@@ -28,11 +29,14 @@ What each op becomes (upstream's VectorToLLVM lowering, where one exists):
   of different threads do not interleave.
 
 Memory accesses need a unit stride in the memref's innermost dimension (known from its type);
-anything else, and n-D / scalable vectors (types.vector_type), is a located UnsupportedError.
+anything else, and scalable vectors (types.vector_type), is a located UnsupportedError. n-D
+vectors reach only the ops of N_D_OPS (extract/insert of an element or of a static sub-vector,
+from_elements, broadcast of a scalar, shape_cast, fma); the others reject them at the op.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from llvmlite import ir
@@ -44,6 +48,7 @@ from xdsl.dialects.builtin import (
     Signedness,
     VectorType,
 )
+from xdsl.dialects.vector import DYNAMIC_INDEX
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from nova.backends.llvm import memref as M
@@ -97,19 +102,46 @@ def static_position(op: Operation) -> list[int]:
     return [int(v) for v in found.get_values()]
 
 
-def position(fe: FunctionEmitter, op: Operation, dynamic: Sequence[SSAValue]) -> ir.Value | None:
-    """The lane index of a 1-D extract/insert (None for an empty position: the whole vector;
-    an undef index for MLIR's poison position)."""
+def position(fe: FunctionEmitter, op: Operation, dynamic: Sequence[SSAValue],
+             vector: SSAValue) -> ir.Value | None:
+    """The lane index of an extract/insert of one element (None for an empty position: the
+    whole vector; an undef index for MLIR's poison position). An n-D vector's position is
+    linearised row-major (types.register_vector_type); a position naming a sub-vector is
+    handled by `sub_vector_lanes`."""
     static = static_position(op)
     if not static:
         return None
-    if len(static) != 1:
-        raise fe.unsupported(op, "only 1-D vectors (one position) are supported")
-    if dynamic:
-        return fe.lookup(dynamic[0])
-    if static[0] == POISON_POSITION:
+    shape = vector.type.get_shape()  # type: ignore[attr-defined]
+    if POISON_POSITION in static:
         return ir.Constant(T.I64, ir.Undefined)
-    return ir.Constant(T.I64, static[0])
+    b = fe.builder
+    dyn = iter(dynamic)
+    linear: ir.Value = ir.Constant(T.I64, 0)
+    for pos, dim in zip(static, shape, strict=False):
+        index = b.zext(fe.lookup(next(dyn)), T.I64) if pos == DYNAMIC_INDEX else \
+            ir.Constant(T.I64, pos)
+        if isinstance(index, ir.Constant) and isinstance(linear, ir.Constant):
+            linear = ir.Constant(T.I64, int(linear.constant) * dim + int(index.constant))
+        else:
+            linear = b.add(b.mul(linear, ir.Constant(T.I64, dim)), index)
+    return linear
+
+
+def sub_vector_lanes(fe: FunctionEmitter, op: Operation, vector: SSAValue) -> list[int] | None:
+    """For an extract/insert whose static position names a sub-vector of an n-D vector: the
+    flat lanes of that sub-vector (None when the position names one element or is empty)."""
+    static = static_position(op)
+    shape = vector.type.get_shape()  # type: ignore[attr-defined]
+    if not static or len(static) == len(shape):
+        return None
+    if any(p < 0 for p in static):
+        raise fe.unsupported(op, "a dynamic or poison position of a sub-vector is not "
+                                 "supported (only static ones)")
+    inner = math.prod(shape[len(static):])
+    first = 0
+    for pos, dim in zip(static, shape, strict=False):
+        first = first * dim + pos
+    return list(range(first * inner, (first + 1) * inner))
 
 
 # --- value ops -------------------------------------------------------------------------------
@@ -132,15 +164,32 @@ def lower_broadcast(fe: FunctionEmitter, op: Operation) -> None:
 def lower_extract(fe: FunctionEmitter, op: Operation) -> None:
     vector = fe.lookup(op.operands[0])
     vector_llvm(fe, op.operands[0])
-    index = position(fe, op, op.operands[1:])
+    lanes = sub_vector_lanes(fe, op, op.operands[0])
+    if lanes is not None:
+        fe.bind(op.results[0], fe.builder.shuffle_vector(
+            vector, ir.Constant(vector.type, ir.Undefined),
+            ir.Constant(ir.VectorType(T.I32, len(lanes)), lanes)))
+        return
+    index = position(fe, op, op.operands[1:], op.operands[0])
     fe.bind(op.results[0], vector if index is None else fe.builder.extract_element(vector, index))
 
 
 def lower_insert(fe: FunctionEmitter, op: Operation) -> None:
     value = fe.lookup(op.operands[0])
     dest = fe.lookup(op.operands[1])
-    vector_llvm(fe, op.operands[1])
-    index = position(fe, op, op.operands[2:])
+    dty = vector_llvm(fe, op.operands[1])
+    lanes = sub_vector_lanes(fe, op, op.operands[1])
+    if lanes is not None:
+        # widen the value to the destination's length, then pick its lanes where they go
+        wide = fe.builder.shuffle_vector(
+            value, ir.Constant(value.type, ir.Undefined),
+            ir.Constant(ir.VectorType(T.I32, dty.count),
+                        [lanes.index(i) if i in lanes else 0 for i in range(dty.count)]))
+        mask = [dty.count + i if i in lanes else i for i in range(dty.count)]
+        fe.bind(op.results[0], fe.builder.shuffle_vector(
+            dest, wide, ir.Constant(ir.VectorType(T.I32, dty.count), mask)))
+        return
+    index = position(fe, op, op.operands[2:], op.operands[1])
     inserted = value if index is None else fe.builder.insert_element(dest, value, index)
     fe.bind(op.results[0], inserted)
 
@@ -196,7 +245,8 @@ def lower_bitcast(fe: FunctionEmitter, op: Operation) -> None:
 
 
 def lower_shape_cast(fe: FunctionEmitter, op: Operation) -> None:
-    """1-D -> 1-D shape_cast keeps every lane (the verifier ensures the same count)."""
+    """shape_cast keeps every lane (the verifier ensures the same count; n-D vectors are flat
+    row-major)."""
     vector_llvm(fe, op.operands[0])
     vector_llvm(fe, op.results[0])
     fe.bind(op.results[0], fe.lookup(op.operands[0]))
@@ -450,6 +500,7 @@ def expand_print(fe: FunctionEmitter, op: Operation) -> None:
     """Emit open, each lane (no punctuation), commas between lanes, close and the op's
     punctuation as separate scalar `vector.print` ops, through `fe.emit_op` (so the target's
     own vector.print handler prints each piece)."""
+    check_one_d(fe, op)
     from nova.ir.dialects.vector import PrintOp, Punctuation  # lazy: only vector programs need it
 
     value = op.operands[0]
@@ -498,6 +549,7 @@ def printf_lane(fe: FunctionEmitter, op: Operation, value: ir.Value,
 def printf_format(fe: FunctionEmitter, op: Operation) -> tuple[str, list[ir.Value]]:
     """The printf format and arguments of a whole `vector.print` (text, scalar or vector, then
     the punctuation): one call prints it, so lines of different GPU threads never interleave."""
+    check_one_d(fe, op)
     text = attr(op, "stringLiteral")
     if text is not None:
         return str(getattr(text, "data", text)).replace("%", "%%"), []
@@ -521,6 +573,28 @@ def printf_format(fe: FunctionEmitter, op: Operation) -> tuple[str, list[ir.Valu
     return "( " + ", ".join(specs) + " )" + punct, args
 
 
+N_D_OPS = frozenset({"vector.broadcast", "vector.extract", "vector.insert",
+                     "vector.from_elements", "vector.shape_cast", "vector.fma"})
+"""The vector ops lowered for n-D (flat, types.register_vector_type) vectors too."""
+
+
+def check_one_d(fe: FunctionEmitter, op: Operation) -> None:
+    """Raise a located UnsupportedError when `op` has an n-D vector operand or result."""
+    for value in (*op.operands, *op.results):
+        ty = value.type
+        if isinstance(ty, VectorType) and ty.get_num_dims() > 1:
+            raise fe.unsupported(op, f"n-D vector {ty}: only 1-D vectors are supported by "
+                                     f"{op.name} (n-D ones by {', '.join(sorted(N_D_OPS))})")
+
+
+def one_d_only(handler: Handler) -> Handler:
+    """`handler`, after check_one_d."""
+    def checked(fe: FunctionEmitter, op: Operation) -> None:
+        check_one_d(fe, op)
+        handler(fe, op)
+    return checked
+
+
 HANDLERS: dict[str, Handler] = {
     "vector.print": lower_print,
     "vector.broadcast": lower_broadcast,
@@ -542,3 +616,5 @@ HANDLERS: dict[str, Handler] = {
     "vector.transfer_read": lower_transfer_read,
     "vector.transfer_write": lower_transfer_write,
 }
+HANDLERS = {name: h if name in N_D_OPS else one_d_only(h) for name, h in HANDLERS.items()}
+

@@ -73,6 +73,9 @@ class Target(Protocol):
     def math_function(self, fe: FunctionEmitter, op_name: str, args: Sequence[ir.Value],
                       mlir_type: Attribute) -> ir.Value: ...
 
+    def approx_math_function(self, fe: FunctionEmitter, op_name: str, args: Sequence[ir.Value],
+                             mlir_type: Attribute) -> ir.Value | None: ...
+
     def alloc(self, fe: FunctionEmitter, op: Operation, size_bytes: ir.Value,
               alignment: int) -> ir.Value: ...
 
@@ -144,6 +147,12 @@ class TargetBase:
             if isinstance(space, int):
                 return space
         return 0
+
+    def approx_math_function(self, fe: FunctionEmitter, op_name: str, args: Sequence[ir.Value],
+                             mlir_type: Attribute) -> ir.Value | None:
+        """A faster, less accurate form of a math function for ops that allow one
+        (`fastmath<afn>` or `fast`), or None to use `math_function`."""
+        return None
 
     def math_function(self, fe: FunctionEmitter, op_name: str, args: Sequence[ir.Value],
                       mlir_type: Attribute) -> ir.Value:

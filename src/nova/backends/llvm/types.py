@@ -10,7 +10,8 @@ The mapping (MLIR's LLVM lowering conventions, so descriptors match the runtime 
   memory space (`Target.pointer_address_space`);
 * unranked ``memref<*xT>`` -> ``{i64, ptr}`` (rank, pointer to a ranked descriptor);
 * ``vector<N x T>`` (1-D, fixed size, T an integer of at most 64 bits, index or a float) ->
-  ``<N x T'>``; n-D and scalable vectors, and vectors as memref elements, are rejected
+  ``<N x T'>``; n-D vectors in registers are flat row-major ``<d0*d1*.. x T'>``
+  (register_vector_type); scalable vectors, and vectors as memref elements, are rejected
   (`vector_type`);
 * ``!gpu.async.token`` -> ``ptr`` (the host target's tokens are stream handles);
 * ``!gpu.mma_matrix<16x16xT, "AOp"|"BOp"|"COp">`` depends on the device target
@@ -152,6 +153,21 @@ def vector_type(ty: VectorType) -> ir.VectorType:
     return ir.VectorType(scalar_type(elem), shape[0])
 
 
+def register_vector_type(ty: VectorType) -> ir.VectorType:
+    """The LLVM type of an n-D fixed-size MLIR vector held in registers: the flat row-major
+    `<d0 * d1 * ... x T>` (element (i, j) of a vector<RxCxT> is lane i * C + j). Element-wise
+    arith/math ops work on it unchanged; the vector ops that see n-D shapes check for it
+    (ops_vector.check_rank). Upstream lowers n-D vectors to arrays of 1-D vectors instead; the
+    two agree wherever the value stays in registers, which is all Nova allows (n-D vectors are
+    no kernel arguments or memref elements)."""
+    if any(ty.get_scalable_dims()):
+        return vector_type(ty)  # raises
+    count = 1
+    for dim in ty.get_shape():
+        count *= dim
+    return vector_type(VectorType(ty.element_type, [count]))  # element checks
+
+
 def lanes(ty: ir.Type) -> int | None:
     """The lane count of an LLVM vector type (None for scalars)."""
     return ty.count if isinstance(ty, ir.VectorType) else None
@@ -192,7 +208,7 @@ def lower_type(ty: Attribute, address_space: AddressSpaceFn) -> ir.Type:
     if isinstance(ty, UnrankedMemRefType):
         return UNRANKED_STRUCT
     if isinstance(ty, VectorType):
-        return vector_type(ty)
+        return register_vector_type(ty) if ty.get_num_dims() > 1 else vector_type(ty)
     if getattr(ty, "name", "") == "gpu.async.token":
         return PTR  # the host target's tokens are stream handles
     if getattr(ty, "name", "") == "nvgpu.device.async.token":

@@ -2,7 +2,8 @@
 
 f32 (and f16/bf16: extended to f32, computed, rounded back) math functions are computed here in
 single precision with the range reductions CUDA's own libm uses; math.py keeps the IEEE-double
-code for f64. No `*.approx` PTX instruction is used (every division is IEEE `div.rn.f32`), so
+code for f64. No `*.approx` PTX instruction is used (every division is IEEE `div.rn.f32`; only
+an op allowing approximate functions, `fastmath<afn>`, gets one: approx_math_function), so
 the very same IR runs on the host CPU in tests/unit/test_nvptx_math.py, which measures the
 errors. Polynomial coefficients are minimax fits (Lawson's iteratively reweighted least squares
 on Chebyshev nodes, relative error, rounded to f32; scripts/fit-f32-math.py refits them), with

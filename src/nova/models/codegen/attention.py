@@ -11,15 +11,17 @@ sequence length that the tile does not divide) score -inf; query rows past the e
 on zeros and not stored. Q, K, V and the mask are read through the group's prologue (the head
 split of a QKV GEMM output is index arithmetic in the tile loaders).
 
-Two variants (the pass records which, passes/attention.py):
+Three variants (the pass records which, passes/attention.py):
 
-- **wmma** (fp16 with tensor cores): 4 warps, 16 query rows each (BM = 64), BN = 32. Q, K, V
-  tiles in shared memory as f16; S = Q K^T and O += P V with `gpu.subgroup_mma_*` (16x16x16,
-  f32 accumulators). Fragments have an opaque layout, so the softmax runs on S stored to shared
-  memory (two lanes per row, partners combined with a shuffle), P goes back as f16, and the
-  per-row rescale of the O fragments is an element-wise product with a fragment loaded from a
-  16x16 tile holding `alpha` of row r in every column of row r (accumulator fragments loaded
-  from memory share the accumulator's layout).
+- **mma** (fp16 with tensor cores, the default there): FlashAttention-2 style with
+  `nvgpu.mma.sync` / `nvgpu.ldmatrix`, scores and softmax in registers; codegen/attention_mma.py.
+- **wmma** (fp16 with tensor cores, `attention="fused-wmma"`): 4 warps, 16 query rows each
+  (BM = 64), BN = 32. Q, K, V tiles in shared memory as f16; S = Q K^T and O += P V with
+  `gpu.subgroup_mma_*` (16x16x16, f32 accumulators). Fragments have an opaque layout, so the
+  softmax runs on S stored to shared memory (two lanes per row, partners combined with a
+  shuffle), P goes back as f16, and the per-row rescale of the O fragments is an element-wise
+  product with a fragment loaded from a 16x16 tile holding `alpha` of row r in every column of
+  row r (accumulator fragments loaded from memory share the accumulator's layout).
 - **simt** (CUDA cores: fp32, bf16, or no tensor cores): 8 warps, 4 query rows each (BM = 32),
   BN = 32 (lane = key for S, lane = output column for P V); K and V tiles share one f32 buffer;
   row max and sum by warp reductions.
@@ -179,6 +181,11 @@ def attention_kernel(ctx: KernelContext, group: KernelGroup, node: Node) -> Gene
     """The kernel of a FusedAttention group (variant per the node's `tensor_cores`)."""
     p = problem_of(ctx, node)
     if int(node.attrs.get("tensor_cores", 0)):
+        if node.attrs.get("variant", "wmma") == "mma":
+            from nova.models.codegen.attention_mma import mma_kernel  # it builds on this module
+
+            bm, bn = (int(x) for x in node.attrs["tile"])
+            return mma_kernel(ctx, group, p, bm, bn)
         return _wmma_kernel(ctx, group, p)
     return _simt_kernel(ctx, group, p)
 

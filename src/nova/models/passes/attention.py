@@ -15,9 +15,13 @@ produce Q, K, V (the head split of a QKV GEMM output) become the kernel's prolog
 fusion plan, so it reads them where they live.
 
 Every recognised pattern gets an `AttentionChoice` (recorded in the model signature, like GEMM
-choices): `fused-wmma` (fp16 on tensor cores), `fused-simt` (CUDA cores: fp32, bf16, or no
-tensor cores) or `unfused` with the reason (`attention="unfused"`, a head dim the tiles do not
-allow, or the `auto` policy).
+choices): `fused-mma` (fp16 on tensor cores: FlashAttention-2 style with mma.sync, the tile
+BMxBN in the reason), `fused-wmma` (fp16 on tensor cores through WMMA, asked for by
+`attention="fused-wmma"`), `fused-simt` (CUDA cores: fp32, bf16, or no tensor cores) or
+`unfused` with the reason (`attention="unfused"`, a head dim the tiles do not allow, or the
+`auto` policy). `attention="fused-mma-BMxBN"` picks the mma variant's tile (BM 64/128 query rows
+per block, BN 32/64 keys per tile; default 64x64), for benchmarking sweeps; the variant modes
+fuse as `fused` does and change only the tensor-core kernel.
 
 `attention="auto"` (the default) fuses where the fused kernel wins: always on tensor cores, and
 on CUDA cores only where the unfused path's GEMMs would be generated kernels too. Where they go
@@ -37,7 +41,14 @@ from nova.models.errors import ModelError
 from nova.models.graph import Graph, Node
 from nova.models.ops.shape import transpose_perm
 
-ATTENTION_MODES = ("auto", "fused", "unfused")
+ATTENTION_MODES = ("auto", "fused", "unfused", "fused-wmma", "fused-mma")
+"""The `attention=` values; `fused-mma-BMxBN` (BM in MMA_BM, BN in MMA_BN) too."""
+MMA_BM = (64, 128)
+"""Query rows per block of the mma variant (4 or 8 warps)."""
+MMA_BN = (32, 64)
+"""Keys per tile of the mma variant."""
+MMA_TILE = (64, 64)
+"""The mma variant's default (BM, BN)."""
 MAX_HEAD_DIM = 128
 """Largest head dim (of Q/K and of V) the kernels' shared-memory tiles and registers hold."""
 WMMA_STEP = 16
@@ -52,17 +63,43 @@ class AttentionChoice:
     backend: str
     shape: tuple[int, int, int, int, int]  # batch (all batch dims), sq, sk, d, dv
     reason: str
+    tile: tuple[int, int] | None = None
+    """(BM, BN) asked of the fused-mma kernel (it may halve BN to fit shared memory)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"output": self.output, "backend": self.backend, "shape": list(self.shape),
-                "reason": self.reason}
+        out: dict[str, Any] = {"output": self.output, "backend": self.backend,
+                               "shape": list(self.shape), "reason": self.reason}
+        if self.tile is not None:
+            out["tile"] = list(self.tile)
+        return out
 
 
 def check_attention_mode(mode: str) -> str:
-    if mode not in ATTENTION_MODES:
+    if mode not in ATTENTION_MODES and _mma_tile(mode) is None:
         raise ModelError(f"attention='{mode}' is not an attention mode (use one of "
-                         f"{', '.join(ATTENTION_MODES)})")
+                         f"{', '.join(ATTENTION_MODES)}, or fused-mma-BMxBN with BM in "
+                         f"{'/'.join(map(str, MMA_BM))} and BN in {'/'.join(map(str, MMA_BN))})")
     return mode
+
+
+def _mma_tile(mode: str) -> tuple[int, int] | None:
+    """(BM, BN) of a `fused-mma-BMxBN` mode (None for anything else)."""
+    prefix = "fused-mma-"
+    if not mode.startswith(prefix):
+        return None
+    bm, _, bn = mode.removeprefix(prefix).partition("x")
+    if not (bm.isdigit() and bn.isdigit()) or int(bm) not in MMA_BM or int(bn) not in MMA_BN:
+        return None
+    return int(bm), int(bn)
+
+
+def _tensor_core_variant(mode: str) -> tuple[str, dict[str, Any]]:
+    """(backend, node attributes) of the tensor-core variant `mode` asks for: the mma variant
+    (with its tile) unless `fused-wmma`."""
+    if mode == "fused-wmma":
+        return "fused-wmma", {"variant": "wmma"}
+    bm, bn = _mma_tile(mode) or MMA_TILE
+    return "fused-mma", {"variant": "mma", "tile": [bm, bn]}
 
 
 @dataclass
@@ -107,6 +144,8 @@ def fuse_attention(graph: Graph, mode: str, tensor_cores: bool,
         attrs: dict[str, Any] = {"scale": match.scale, "batch": [int(x) for x in scores[:-2]],
                                  "trans_k": trans_k, "trans_v": trans_v,
                                  "tensor_cores": int(wmma), "out_perm": None}
+        backend, variant = _tensor_core_variant(mode) if wmma else ("fused-simt", {})
+        attrs.update(variant)
         if match.transpose is not None:
             attrs["out_perm"] = transpose_perm(match.transpose, qt.rank)
         inputs = [q, k, v] + ([match.mask] if match.mask else [])
@@ -114,10 +153,18 @@ def fuse_attention(graph: Graph, mode: str, tensor_cores: bool,
         last = match.transpose or match.pv
         graph.nodes = [fused if n is last else n for n in graph.nodes
                        if n is last or n is not match.pv]
-        choices.append(AttentionChoice(output, "fused-wmma" if wmma else "fused-simt", shape,
-                                       "tensor cores (fp16)" if wmma else
-                                       "CUDA cores (fp32 accumulation)"))
+        tile = (variant["tile"][0], variant["tile"][1]) if "tile" in variant else None
+        choices.append(AttentionChoice(output, backend, shape, _why(backend, variant), tile))
     return choices
+
+
+def _why(backend: str, variant: dict[str, Any]) -> str:
+    if backend == "fused-mma":
+        bm, bn = variant["tile"]
+        return f"tensor cores (fp16), mma.sync, BM={bm} BN={bn}"
+    if backend == "fused-wmma":
+        return "tensor cores (fp16), WMMA"
+    return "CUDA cores (fp32 accumulation)"
 
 
 def _unsupported(d: int, dv: int, wmma: bool) -> str:
