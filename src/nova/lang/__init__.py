@@ -44,10 +44,10 @@ _INTRINSIC_NAMES = (
     "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "syncthreads",
     "syncwarp", "shared_array", "dynamic_shared_array", "local_array", "async_copy",
     "async_commit", "async_wait", "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
-    "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange", "atomic_cas", "shuffle_idx", "shuffle_up", "shuffle_down", "shuffle_xor", "ballot",
-    "match_any", "warp_any", "warp_all", "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min",
-    "warp_reduce_max", "warp_reduce_and", "warp_reduce_or", "warp_reduce_xor", "popc", "clz",
-    "ctz",
+    "atomic_and", "atomic_or", "atomic_xor", "atomic_exchange", "atomic_cas", "shuffle_idx",
+    "shuffle_up", "shuffle_down", "shuffle_xor", "ballot", "match_any", "warp_any", "warp_all",
+    "warp_reduce_add", "warp_reduce_mul", "warp_reduce_min", "warp_reduce_max",
+    "warp_reduce_and", "warp_reduce_or", "warp_reduce_xor", "popc", "clz", "ctz",
 )
 """`nova.lang.intrinsics.INTRINSIC_NAMES`, spelled out so that `__all__` needs no import
 (tests/kernel/test_kernel_lazy_exports.py keeps the two equal)."""
