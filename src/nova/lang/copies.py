@@ -42,7 +42,7 @@ from nova.ir.dialects.nvgpu import (
     DeviceAsyncWaitOp,
 )
 from nova.lang import types as T
-from nova.lang.fragments import _index_items
+from nova.lang.fragments import _index_items, constant_offset
 from nova.lang.values import Const, Val, Value
 
 if TYPE_CHECKING:
@@ -90,24 +90,15 @@ def _bypass(tr: Translator, name: str, value: Value | Tup, nbytes: int, node: as
 def _check_static(tr: Translator, name: str, what: str, array: Val, items: list[Value],
                   count: int, node: ast.AST) -> None:
     """Bounds and alignment of a copy at constant indices into a statically shaped array."""
-    at = array.type
-    assert isinstance(at, T.ArrayType)
-    if at.shape is None or not all(isinstance(i, Const) and type(i.value) is int
-                                   for i in items):
+    found = constant_offset(tr, name, array, items, node, what)
+    if found is None:
         return
-    offset = 0
-    for d, item in enumerate(items):
-        assert isinstance(item, Const)
-        if not 0 <= item.value < at.shape[d]:
-            raise tr.type_error(node, f"nova.{name}(): {what} index {item.value} is out of "
-                                f"bounds for dimension {d} of size {at.shape[d]}")
-        offset = offset * at.shape[d] + item.value
-    size = 1
-    for d in at.shape:
-        size *= d
+    offset, size = found
     if offset + count > size:
         raise tr.type_error(node, f"nova.{name}(): the {count} elements at {what} element "
                             f"{offset} end past the array's {size}")
+    at = array.type
+    assert isinstance(at, T.ArrayType)
     nbytes = count * at.dtype.itemsize
     if offset * at.dtype.itemsize % nbytes:
         raise tr.type_error(node, f"nova.{name}(): the {what} address (byte "

@@ -122,25 +122,41 @@ def _lead_dimension(tr: Translator, name: str, array: Val, ld: Value | Tup,
     return value
 
 
-def _check_static_tile(tr: Translator, name: str, array: Val, items: list[Value], ld: int,
-                       node: ast.AST) -> None:
-    """For a statically shaped array indexed by constants: the tile must lie inside it and start
-    32-byte aligned (checked where the compiler can know; elsewhere it is the caller's duty)."""
+def constant_offset(tr: Translator, name: str, array: Val, items: list[Value], node: ast.AST,
+                    what: str = "") -> tuple[int, int] | None:
+    """(element offset, element count) of the array position that constant indices `items`
+    name in a statically shaped `array`, after checking each index against its dimension;
+    None when the shape or an index is not a compile-time constant. `what` names the operand
+    in the error ("source", "destination"; empty for the only one)."""
     at = array.type
     assert isinstance(at, T.ArrayType)
     if at.shape is None or not all(isinstance(i, Const) and type(i.value) is int
                                    for i in items):
-        return
+        return None
     offset = 0
     for d, item in enumerate(items):
         assert isinstance(item, Const)
         if not 0 <= item.value < at.shape[d]:
-            raise tr.type_error(node, f"nova.{name}(): index {item.value} is out of bounds for "
-                                f"dimension {d} of size {at.shape[d]}")
+            raise tr.type_error(node, f"nova.{name}(): {what + ' ' if what else ''}index "
+                                f"{item.value} is out of bounds for dimension {d} of size "
+                                f"{at.shape[d]}")
         offset = offset * at.shape[d] + item.value
     size = 1
     for d in at.shape:
         size *= d
+    return offset, size
+
+
+def _check_static_tile(tr: Translator, name: str, array: Val, items: list[Value], ld: int,
+                       node: ast.AST) -> None:
+    """For a statically shaped array indexed by constants: the tile must lie inside it and start
+    32-byte aligned (checked where the compiler can know; elsewhere it is the caller's duty)."""
+    found = constant_offset(tr, name, array, items, node)
+    if found is None:
+        return
+    offset, size = found
+    at = array.type
+    assert isinstance(at, T.ArrayType)
     last = offset + (_TILE - 1) * ld + _TILE - 1
     where = tuple(i.value for i in items if isinstance(i, Const))
     if last >= size:
