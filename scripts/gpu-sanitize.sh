@@ -58,6 +58,9 @@ ignore=(--ignore=tests/runtime/test_gpu_faults.py --ignore=tests/runtime/test_de
 deselect="not assert-callsite-report and not assert-fail-kernel and not assert-name-location"
 deselect+=" and not assert-in-kernel and not kernel_fault and not real_out_of_memory"
 deselect+=" and not host_assert and not no_kernel_named and not missing_kernel"
+# nova.lz4's fault injection: a device-side assert in the compress kernel on purpose (one warp's
+# 32 "Warp assert" reports in a memcheck run over tests/lz4, 2026-11-26)
+deselect+=" and not fault_in_a_slot"
 status=0
 for tool in ${tools//,/ }; do
   planted=$([ "$tool" = racecheck ] && echo race || echo oob)
