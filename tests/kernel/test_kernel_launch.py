@@ -43,6 +43,25 @@ def test_both_launch_forms_and_device_buffers_in_place(device):
         scale[2.5, 32](out, x, np.float32(5))
 
 
+def test_max_active_blocks_of_a_specialisation(device):
+    """kern.max_active_blocks: the device's occupancy count for the compiled signature (cuda:
+    the driver's calculator, at most 2048 threads per SM on sm_90; cpu: one block per worker),
+    from example arguments or types; bad block sizes are ArgumentErrors."""
+    sig = (nova.float32[:], nova.float32[:], nova.float32)
+    small = scale.max_active_blocks(*sig, block=128, device=device)
+    large = scale.max_active_blocks(*sig, block=1024, device=device)
+    if device.kind == "cpu":
+        assert (small, large) == (1, 1)
+    else:
+        assert 1 <= large <= 2 and large <= small <= 16
+    x = nova.to_device(np.zeros(8, np.float32), device)
+    assert scale.max_active_blocks(x, x, np.float32(1), block=128, device=device) == small
+    with pytest.raises(nova.NovaError, match="block_threads"):
+        scale.max_active_blocks(*sig, block=0, device=device)
+    with pytest.raises(nova.NovaError, match="shared_bytes"):
+        scale.max_active_blocks(*sig, block=32, shared_bytes=-1, device=device)
+
+
 def test_signatures_are_inferred_and_cached_per_signature(cpu_device, monkeypatch, tmp_path):
     kern = KernelFunction(_scale)
     calls = []
