@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from nova.runtime.cuda.native_blocks import ALLOC_DIRECT, FLUSH_BLOCKS, FREE_DIRECT, blocks_ir
 from nova.runtime.cuda.py_launch import py_launch_ir
+from nova.runtime.cuda.spinlock_ir import spinlock_ir
 
 DRIVER_FUNCTIONS: dict[str, str] = {
     "cuCtxGetCurrent": "i32 (ptr)",
@@ -601,26 +602,10 @@ _REGISTRY_IR = f"""
 @{OPEN_COUNT_GLOBAL} = global i64 0
 @nova_open_streams = global ptr null
 @nova_open_capacity = global i64 0
-@nova_open_lock = global i32 0
+{spinlock_ir("nova_open_lock", "nova_streams_lock", "nova_streams_unlock")}
 declare ptr @realloc(ptr, i64)
 declare i64 @pthread_self()
 
-define internal void @nova_streams_lock() {{
-entry:
-  br label %spin
-spin:
-  %old = atomicrmw xchg ptr @nova_open_lock, i32 1 acquire
-  %free = icmp eq i32 %old, 0
-  br i1 %free, label %done, label %spin
-done:
-  ret void
-}}
-
-define internal void @nova_streams_unlock() {{
-entry:
-  store atomic i32 0, ptr @nova_open_lock release, align 4
-  ret void
-}}
 
 ; entries are {{stream, pthread_self of the creating thread}} pairs, unordered
 define internal i32 @nova_streams_add(ptr %stream) {{

@@ -34,6 +34,8 @@ must never be cached outside the graph, nor a cached block handed to one.
 
 from __future__ import annotations
 
+from nova.runtime.cuda.spinlock_ir import spinlock_ir
+
 BLOCK_SLOTS = 128
 """Slots of the table: blocks tracked at once (live or cached). Further blocks are allocated and
 freed by the driver as before."""
@@ -67,26 +69,9 @@ def blocks_ir(prefix: str) -> str:
     """The table, its lock and its functions (internal but for `FLUSH_BLOCKS`)."""
     return f"""
 @nova_blocks = internal global {_TABLE} zeroinitializer
-@nova_blocks_lock = internal global i32 0
+{spinlock_ir("nova_blocks_lock", "nova_blocks_acquire", "nova_blocks_release_lock", True)}
 @{BLOCKS_ENABLED_GLOBAL} = global i32 0
 @{CACHED_BYTES_GLOBAL} = global i64 0
-
-define internal void @nova_blocks_acquire() {{
-entry:
-  br label %spin
-spin:
-  %old = atomicrmw xchg ptr @nova_blocks_lock, i32 1 acquire
-  %free = icmp eq i32 %old, 0
-  br i1 %free, label %done, label %spin
-done:
-  ret void
-}}
-
-define internal void @nova_blocks_release_lock() {{
-entry:
-  store atomic i32 0, ptr @nova_blocks_lock release, align 4
-  ret void
-}}
 
 ; the first slot whose state is `state` and whose block (when `block` is not null), size and
 ; stream (when `size` is not -1) match, else -1; the lock is held
