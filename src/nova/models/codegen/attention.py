@@ -153,6 +153,25 @@ class Operands:
             return None
         return name, (*p.batch, *shape), view
 
+    def vector_or_zero(self, view: tuple[str, tuple[int, ...], Strided], row: Index, col: Index,
+                       r_max: int, rows: int) -> str:
+        """`vector(view, row, col)` of a tile of `rows` rows, zeros for a row at or past `r_max`
+        (only where the tile does not divide r_max: the rows past a sequence's end)."""
+        b = self.ctx.body
+        if r_max % rows == 0:
+            return self.vector(view, row, col)
+        vty = f"vector<{VEC}xf16>"
+        value = b.fresh("vt")
+        b.line(f"{value} = scf.if {b.lt(row, r_max)} -> ({vty}) {{")
+        with b.nested():
+            b.line(f"scf.yield {self.vector(view, row, col)} : {vty}")
+        b.line("} else {")
+        with b.nested():
+            zero = b.op(f"vector.broadcast {b.const(0.0, 'f16')} : f16 to {vty}")
+            b.line(f"scf.yield {zero} : {vty}")
+        b.line("}")
+        return value
+
     def vector(self, view: tuple[str, tuple[int, ...], Strided], row: Index, col: Index) -> str:
         """The 8 f16 elements (row, col..col+7) of a `view` operand of this batch entry."""
         b = self.ctx.body
@@ -469,19 +488,7 @@ def _tile(ctx: KernelContext, ops: Operands, which: str, tid: str,
     vty = f"vector<{VEC}xf16>"
 
     def vector_load(r: Index, c: Index) -> str:
-        gr = b.add(r0, r)
-        if r_max % rows == 0:
-            return ops.vector(view, gr, c)
-        value = b.fresh("vt")
-        b.line(f"{value} = scf.if {b.lt(gr, r_max)} -> ({vty}) {{")
-        with b.nested():
-            b.line(f"scf.yield {ops.vector(view, gr, c)} : {vty}")
-        b.line("} else {")
-        with b.nested():
-            zero = b.op(f"vector.broadcast {b.const(0.0, 'f16')} : f16 to {vty}")
-            b.line(f"scf.yield {zero} : {vty}")
-        b.line("}")
-        return value
+        return ops.vector_or_zero(view, b.add(r0, r), c, r_max, rows)
 
     def vector_store(r: Index, c: Index, value: str) -> None:
         b.line(f"vector.store {value}, {sh}[{b.ix(r)}, {b.ix(b.mul(c, VEC))}] : {ty}, {vty}")

@@ -124,25 +124,9 @@ class _Kernel:
             if (step + 1) * self.threads > chunks:  # a partial last round: repeat the last
                 e = b.op(f"arith.minui {b.ix(e)}, {b.ix(chunks - 1)} : index")
             r, c = b.div(e, cols // VEC), b.mul(b.rem(e, cols // VEC), VEC)
-            out.append((r, c, self._vector_or_zero(view, b.add(r0, r), c, r_max, rows)))
+            out.append((r, c, self.ops.vector_or_zero(view, b.add(r0, r), c, r_max, rows)))
         return out
 
-    def _vector_or_zero(self, view: tuple[str, tuple[int, ...], object], row: Index, col: Index,
-                        r_max: int, rows: int) -> str:
-        b = self.ctx.body
-        if r_max % rows == 0:
-            return self.ops.vector(view, row, col)  # type: ignore[arg-type]
-        vty = f"vector<{VEC}xf16>"
-        value = b.fresh("vt")
-        b.line(f"{value} = scf.if {b.lt(row, r_max)} -> ({vty}) {{")
-        with b.nested():
-            b.line(f"scf.yield {self.ops.vector(view, row, col)} : {vty}")  # type: ignore[arg-type]
-        b.line("} else {")
-        with b.nested():
-            zero = b.op(f"vector.broadcast {b.const(0.0, 'f16')} : f16 to {vty}")
-            b.line(f"scf.yield {zero} : {vty}")
-        b.line("}")
-        return value
 
     def put(self, which: str, fetched: list[tuple[Index, Index, str]] | None,
             dims: tuple[int, int, Index], dst_row: Index) -> None:
