@@ -54,13 +54,7 @@ from checks import finish, record
 
 GOALS_MS = {"kernel first call": 20.0, "nova-translate hit": 40.0, "nova-run cached .nova": 120.0}
 
-KERNEL_SCRIPT = """\
-import sys, time
-import numpy as np
-t0, c0 = time.perf_counter(), time.process_time()
-import nova
-
-@nova.kernel
+AXPY = """\
 def axpy(out, a, x, y):
     i = nova.global_id(0)
     if i < out.shape[0]:
@@ -70,7 +64,18 @@ n = 1000
 x = np.arange(n, dtype=np.float32)
 y = np.full(n, 0.5, np.float32)
 out = np.zeros(n, np.float32)
-axpy[(n + 127) // 128, 128](out, np.float32(2.0), x, y)
+"""
+"""The kernel both child scripts launch and its data: one text, so the phase breakdown's process
+finds the kernel the timed runs cached (the cache key covers the function's source)."""
+
+KERNEL_SCRIPT = """\
+import sys, time
+import numpy as np
+t0, c0 = time.perf_counter(), time.process_time()
+import nova
+
+@nova.kernel
+""" + AXPY + """axpy[(n + 127) // 128, 128](out, np.float32(2.0), x, y)
 t1, c1 = time.perf_counter(), time.process_time()
 ok = bool(np.array_equal(out, np.float32(2.0) * x + y))
 print(f"{(t1 - t0) * 1e3:.3f} {(c1 - c0) * 1e3:.3f} {ok} {'xdsl' in sys.modules} "
@@ -259,16 +264,7 @@ timed(Device, "load_module", "module load (objects placed)")
 timed(api, "LaunchPlan", "launch plan (launcher)")
 
 @kernel
-def axpy(out, a, x, y):
-    i = nova.global_id(0)
-    if i < out.shape[0]:
-        out[i] = a * x[i] + y[i]
-
-n = 1000
-x = np.arange(n, dtype=np.float32)
-y = np.full(n, 0.5, np.float32)
-out = np.zeros(n, np.float32)
-t0 = pc()
+""" + AXPY + """t0 = pc()
 axpy[(n + 127) // 128, 128](out, np.float32(2.0), x, y)
 mark("first launch, all of it", t0)
 mark("total", start)
