@@ -85,9 +85,12 @@ for tool in ${tools//,/ }; do
   start=$(date +%s)
   timeout --signal=INT --kill-after=20 "$budget" "$SAN" --tool "$tool" --target-processes all \
     --report-api-errors no --print-limit 1000 --log-file "$LOGS/$tool.%p.log" \
-    python3 -m pytest -q -m gpu "${parallel[@]}" -p no:cacheprovider "${ignore[@]}" -k "$deselect" \
+    python3 -m pytest -v -m gpu "${parallel[@]}" -p no:cacheprovider "${ignore[@]}" -k "$deselect" \
     "${tests[@]}" > "$LOGS/$tool-pytest.log" 2>&1
   rc=$?
+  # the sanitizer's target processes outlive it when timeout kills it: a racecheck-instrumented
+  # pytest left running slowed the next command's GPU work 2-4x (2026-11-26, H100)
+  pkill -KILL -f -- "-m pytest -v -m gpu" 2>/dev/null && sleep 2
   say "=== $tool over ${tests[*]}: pytest exit $rc in $(( $(date +%s) - start )) s$([ $rc -eq 124 ] || [ $rc -eq 130 ] && echo " (budget of $budget s hit: partial)")"
   say "pytest: $(grep -E '(passed|failed|error)' "$LOGS/$tool-pytest.log" | tail -1)"
   grep -E "^(FAILED|ERROR)" "$LOGS/$tool-pytest.log" | head -20 | tee -a "$SUMMARY"

@@ -123,8 +123,26 @@ def test_null_stream_allocation_orders_this_threads_open_streams(
     abi._mem_free(block2, None)
 
 
-_1D = ("blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1) "
-       "threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1)")
+# 256 threads a block over ceildiv(n, 256) blocks (%nb): one thread per element; a grid of one
+# thread per block (4M blocks for the 16 MiB test) took racecheck > 200 s per launch sequence
+_1D = ("blocks(%bx, %by, %bz) in (%gx = %nb, %gy = %c1, %gz = %c1) "
+       "threads(%tx, %ty, %tz) in (%sx = %c256, %sy = %c1, %sz = %c1)")
+
+
+def _update(memref: str, op: str, constant: str) -> str:
+    """A kernel body that applies `op` with the f32 `constant` to element e of `memref`, for
+    the threads whose e = bx * 256 + tx is below %n."""
+    return f"""
+      %e0 = arith.muli %bx, %sx : index
+      %e = arith.addi %e0, %tx : index
+      %in = arith.cmpi ult, %e, %n : index
+      scf.if %in {{
+        %v = memref.load {memref}[%e] : memref<?xf32>
+        %k = arith.constant {constant} : f32
+        %w = {op} %v, %k : f32
+        memref.store %w, {memref}[%e] : memref<?xf32>
+      }}
+      gpu.terminator"""
 
 PROGRAM = f"""
 // Every iteration allocates, uses and frees a scratch buffer on the default stream: each
@@ -133,15 +151,12 @@ func.func @reuse_loop(%x: memref<?xf32>, %iters: index) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf32>
+  %c256 = arith.constant 256 : index
+  %nb = arith.ceildivui %n, %c256 : index
   scf.for %i = %c0 to %iters step %c1 {{
     %d = gpu.alloc (%n) : memref<?xf32>
     gpu.memcpy %d, %x : memref<?xf32>, memref<?xf32>
-    gpu.launch {_1D} {{
-      %v = memref.load %d[%bx] : memref<?xf32>
-      %one = arith.constant 1.0 : f32
-      %w = arith.addf %v, %one : f32
-      memref.store %w, %d[%bx] : memref<?xf32>
-      gpu.terminator
+    gpu.launch {_1D} {{{_update("%d", "arith.addf", "1.0")}
     }}
     gpu.memcpy %x, %d : memref<?xf32>, memref<?xf32>
     gpu.dealloc %d : memref<?xf32>
@@ -154,15 +169,12 @@ func.func @stream_opened_before(%x: memref<?xf32>, %out: memref<?xf32>) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf32>
+  %c256 = arith.constant 256 : index
+  %nb = arith.ceildivui %n, %c256 : index
   %t0 = gpu.wait async
   %d = gpu.alloc (%n) : memref<?xf32>
   %t1 = gpu.memcpy async [%t0] %d, %x : memref<?xf32>, memref<?xf32>
-  %t2 = gpu.launch async [%t1] {_1D} {{
-    %v = memref.load %d[%bx] : memref<?xf32>
-    %three = arith.constant 3.0 : f32
-    %w = arith.mulf %v, %three : f32
-    memref.store %w, %d[%bx] : memref<?xf32>
-    gpu.terminator
+  %t2 = gpu.launch async [%t1] {_1D} {{{_update("%d", "arith.mulf", "3.0")}
   }}
   %t3 = gpu.memcpy async [%t2] %out, %d : memref<?xf32>, memref<?xf32>
   gpu.wait [%t3]
