@@ -63,11 +63,12 @@ MAX_SHARED = 227 * 1024  # bytes of shared memory a block may have on sm_90
 WARPGROUP = 128        # threads of a warpgroup (wgmma kernel)
 WG_M = 64              # rows of C one warpgroup owns (m64nNk16)
 SWIZZLE = 128          # bytes: the wgmma kernel's shared tiles are 128-byte swizzled
-DEFAULT_CONFIGS = ("128x256x64s4g8w", "128x128x64s4g8w", "128x256x32s3g8", "128x256x32s4g8", "128x256x64s3g8", "128x256x64s4g8",
+DEFAULT_CONFIGS = ("128x256x64s4g8w", "128x128x64s4g8w", "128x256x32s3g8", "128x256x32s4g8",
+                   "128x256x64s3g8", "128x256x64s4g8",
                    "128x256x32s4", "256x128x32s4g8", "128x128x32s4g8", "128x128x64s3g8",
                    "128x128x32r")
-"""What a plain run measures: the cp.async kernel's candidate tiles and stage counts, and the
-register-staged kernel (the previous one) for comparison."""
+"""What a plain run measures: the wgmma kernel (Hopper), the cp.async kernel's candidate tiles
+and stage counts, and the register-staged kernel (the previous one) for comparison."""
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,8 @@ def make_wgmma_matmul(m: int, n: int, k: int, cfg: Config) -> Any:
     at byte r * 128 with its 16-byte chunk c at (c ^ r % 8) * 16 (8-row atoms 1024 bytes apart:
     SBO 1024); B as 64-column blocks of 64 x 128 bytes (LBO 8192 bytes apart), k row at
     (k / 8) * 1024 + (k % 8) * 128, chunk c at (c ^ k % 8) * 16 (SBO 1024). cp.async fills
-    them (16 bytes a copy, the swizzle applied to the destination). Pipeline: stages - 2 tiles
+    them (16 bytes a copy, the swizzle applied to the destination; `fence_shared` hands the
+    landed copies to the async proxy the tensor cores read through). Pipeline: stages - 2 tiles
     travel while one is multiplied and the previous step's MMAs may still run
     (`wgmma.wait(1)`): a step waits for its tile, one barrier (which also tells that every
     warpgroup's MMAs of two steps ago are done), starts the copies of the tile stages - 2
@@ -405,7 +407,8 @@ def make_wgmma_matmul(m: int, n: int, k: int, cfg: Config) -> Any:
             nova.async_commit()
         acc = nova.wgmma.zero(bn)
         for step in range(k_steps):
-            nova.async_wait(ahead_tiles - 1)   # this thread's copies of tile `step` landed
+            nova.async_wait(ahead_tiles - 1)   # this thread's copies of tile `step` landed,
+            nova.wgmma.fence_shared()          # visible to the tensor cores' async proxy
             nova.syncthreads()                 # everyone's; MMAs of step - 2 all retired
             if step + ahead_tiles < k_steps:
                 copy_tiles(sa, sb, a, b, m0, n0, (step + ahead_tiles) * bk,

@@ -43,6 +43,7 @@ def _kernel(n: int, swizzle: int, b_major: str, steps: int, accumulate: bool):
             sa[i] = a[i]
         for i in range(t, steps * lb.elements, 128):
             sb[i] = b[i]
+        nova.wgmma.fence_shared()
         nova.syncthreads()
         acc = nova.wgmma.zero(n)
         nova.wgmma.store(c, 0, acc, n)  # zeros first: the accumulate=False MMA must drop them
@@ -198,3 +199,4 @@ def test_module_targets_sm_90a():
     assert ".target sm_90a" in ptx
     assert "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16" in ptx
     assert "wgmma.wait_group.sync.aligned" in ptx and "wgmma.fence.sync.aligned" in ptx
+    assert "fence.proxy.async.shared::cta" in ptx

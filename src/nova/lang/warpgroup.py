@@ -10,6 +10,8 @@
   `nvvm.wgmma.mma_async %a, %b, %acc, <m = 64, n = N, k = 16>, ...`;
 - `nova.wgmma.fence()`, `commit()`, `wait(n)` -> `nvvm.wgmma.fence.aligned`,
   `nvvm.wgmma.commit.group.sync.aligned`, `nvvm.wgmma.wait.group.sync.aligned n`;
+- `nova.wgmma.fence_shared()` -> `nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>,
+  space = #nvvm.shared_space<cta>}`;
 - `nova.wgmma.store(array, offset, acc, ld)` -> `llvm.extractvalue` + `memref.store` of each of
   the thread's N / 2 elements at its position (nova.ir.dialects.nvvm_wgmma's layout), thread t
   of the warpgroup being the block's linear thread id mod 128.
@@ -32,6 +34,7 @@ from nova.ir import gpu
 from nova.ir.dialects.memref import ExtractAlignedPointerAsIndexOp
 from nova.ir.dialects.nvvm_wgmma import (
     WARPGROUP_SIZE,
+    FenceProxyOp,
     WgmmaCommitGroupOp,
     WgmmaFenceAlignedOp,
     WgmmaMmaAsyncOp,
@@ -152,6 +155,11 @@ def fence(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     return Const(None)
 
 
+def fence_shared(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
+    tr.em.op(FenceProxyOp("async.shared", "cta"))
+    return Const(None)
+
+
 def commit(tr: Translator, name: str, v: dict, node: ast.AST) -> Value:
     _require_whole_warp(tr, name, node)
     tr.em.op(WgmmaCommitGroupOp())
@@ -225,11 +233,13 @@ def register(params: dict[str, tuple[tuple[str, Any], ...]], table: dict[str, An
     params["wgmma.mma"] = (("acc", req), ("a", req), ("b", req), ("dtype", T.float16),
                            ("layout_a", "row"), ("layout_b", "col"), ("accumulate", True))
     params["wgmma.fence"] = ()
+    params["wgmma.fence_shared"] = ()
     params["wgmma.commit"] = ()
     params["wgmma.wait"] = (("n", 0),)
     params["wgmma.store"] = (("array", req), ("offset", req), ("acc", req), ("ld", req))
     table.update({"wgmma.descriptor": descriptor, "wgmma.zero": zero, "wgmma.mma": mma,
-                  "wgmma.fence": fence, "wgmma.commit": commit, "wgmma.wait": wait,
+                  "wgmma.fence": fence, "wgmma.fence_shared": fence_shared,
+                  "wgmma.commit": commit, "wgmma.wait": wait,
                   "wgmma.store": store})
 
 

@@ -31,7 +31,8 @@ then the address start + offset is swizzled by XOR-ing bits 4.. with bits 7.. (3
 computes the pattern from the absolute address, which is what the hardware does when base
 offset is 0 (tiles aligned to the pattern's 1024, 512 or 256 bytes, as CUTLASS requires).
 
-fence, commit_group and wait_group have nothing left to order on the CPU device: no-ops.
+fence, commit_group, wait_group and the async proxy fence (`nvvm.fence.proxy`) have nothing
+left to order on the CPU device: no-ops.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter
 from nova.backends.llvm.target import Handler
-from nova.backends.llvm.wgmma_common import check, transposed
+from nova.backends.llvm.wgmma_common import check, check_fence, transposed
 from nova.ir.dialects.nvvm_wgmma import WARPGROUP_SIZE, WGMMAScaleIn, WGMMAScaleOut, WGMMAType
 
 I1, I16, I32, I64, F32 = T.I1, ir.IntType(16), T.I32, T.I64, T.F32
@@ -251,7 +252,13 @@ def lower_mma_async(fe: FunctionEmitter, op: Operation) -> None:
     fe.bind(mma.res, out)
 
 
+def lower_fence_proxy(fe: FunctionEmitter, op: Operation) -> None:
+    """One proxy on the CPU device: nothing to order (the support check still applies)."""
+    check_fence(fe, op)
+
+
 HANDLERS: dict[str, Handler] = {
+    "nvvm.fence.proxy": lower_fence_proxy,
     "nvvm.wgmma.fence.aligned": _no_op,
     "nvvm.wgmma.commit.group.sync.aligned": _no_op,
     "nvvm.wgmma.wait.group.sync.aligned": _no_op,

@@ -1,5 +1,6 @@
-"""What the NVPTX and CPU lowerings of `nvvm.wgmma.mma_async` share: the support check (one
-located error text on both devices) and the PTX transpose bits of the operand layouts."""
+"""What the NVPTX and CPU lowerings of `nvvm.wgmma.mma_async` and `nvvm.fence.proxy` share: the
+support checks (one located error text on both devices) and the PTX transpose bits of the
+operand layouts."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from xdsl.ir import Operation
 
 from nova.backends.llvm.emitter import FunctionEmitter
 from nova.errors import UnsupportedError
-from nova.ir.dialects.nvvm_wgmma import MMALayout, WgmmaMmaAsyncOp, mma_async_lowering_error
+from nova.ir.dialects.nvvm_wgmma import (
+    FenceProxyOp,
+    MMALayout,
+    WgmmaMmaAsyncOp,
+    fence_proxy_lowering_error,
+    mma_async_lowering_error,
+)
 
 
 def check(fe: FunctionEmitter, op: Operation) -> WgmmaMmaAsyncOp:
@@ -15,6 +22,15 @@ def check(fe: FunctionEmitter, op: Operation) -> WgmmaMmaAsyncOp:
     it."""
     assert isinstance(op, WgmmaMmaAsyncOp)
     problem = mma_async_lowering_error(op)
+    if problem is not None:
+        raise UnsupportedError(f"{op.name}: {problem}", fe.location(op))
+    return op
+
+
+def check_fence(fe: FunctionEmitter, op: Operation) -> FenceProxyOp:
+    """`op` as a FenceProxyOp; a located UnsupportedError for kinds the backends do not lower."""
+    assert isinstance(op, FenceProxyOp)
+    problem = fence_proxy_lowering_error(op)
     if problem is not None:
         raise UnsupportedError(f"{op.name}: {problem}", fe.location(op))
     return op

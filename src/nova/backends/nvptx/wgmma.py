@@ -3,6 +3,7 @@
 - `nvvm.wgmma.fence.aligned`, `.commit.group.sync.aligned`, `.wait.group.sync.aligned N` ->
   LLVM's `llvm.nvvm.wgmma.fence.sync.aligned`, `...commit_group.sync.aligned`,
   `...wait_group.sync.aligned(i64 N)` (PTX `wgmma.fence/commit_group/wait_group`).
+- `nvvm.fence.proxy` (async kinds) -> `llvm.nvvm.fence.proxy.async[.global|.shared_cta]`.
 - `nvvm.wgmma.mma_async` -> inline PTX, as upstream's NVVM-to-LLVM translation does (LLVM has no
   intrinsic for it): `wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<t>.<t> {d0, ..}, descA,
   descB, p, scaleA, scaleB, transA, transB;` with the N / 2 accumulator registers as `=f`
@@ -21,7 +22,7 @@ from xdsl.ir import Operation
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import FunctionEmitter
 from nova.backends.llvm.target import Handler
-from nova.backends.llvm.wgmma_common import check, transposed
+from nova.backends.llvm.wgmma_common import check, check_fence, transposed
 from nova.errors import UnsupportedError
 from nova.ir.dialects.nvvm_wgmma import WGMMAScaleIn, WGMMAScaleOut, WgmmaWaitGroupOp
 
@@ -84,7 +85,17 @@ def lower_mma_async(fe: FunctionEmitter, op: Operation) -> None:
     fe.bind(mma.res, b.call(inline, [*ins, desc_a, desc_b]))
 
 
+def lower_fence_proxy(fe: FunctionEmitter, op: Operation) -> None:
+    """`llvm.nvvm.fence.proxy.async[.global|.shared_cta]` (PTX `fence.proxy.async...`)."""
+    fence = check_fence(fe, op)
+    suffix = {"async": "", "async.global": ".global", "async.shared": ".shared_cta"}
+    fn = fe.module.declare(f"llvm.nvvm.fence.proxy.async{suffix[fence.proxy.value]}",
+                           ir.FunctionType(ir.VoidType(), []))
+    fe.builder.call(fn, [])
+
+
 HANDLERS: dict[str, Handler] = {
+    "nvvm.fence.proxy": lower_fence_proxy,
     "nvvm.wgmma.fence.aligned": _void_intrinsic("llvm.nvvm.wgmma.fence.sync.aligned"),
     "nvvm.wgmma.commit.group.sync.aligned":
         _void_intrinsic("llvm.nvvm.wgmma.commit_group.sync.aligned"),

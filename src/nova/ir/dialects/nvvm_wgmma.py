@@ -1,6 +1,10 @@
 """Hopper warpgroup MMA (wgmma) in MLIR's `nvvm` dialect: the ops upstream's
 `--convert-nvgpu-to-nvvm` produces for `nvgpu.warpgroup.mma`, with MLIR 22's exact syntax.
 
+- `nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}`:
+  PTX `fence.proxy.async.shared::cta`, making this thread's generic-proxy shared memory writes
+  (st.shared, cp.async) visible to the async proxy wgmma reads its operands through (before the
+  barrier that publishes them);
 - `nvvm.wgmma.fence.aligned`: PTX `wgmma.fence.sync.aligned`, ordering register and shared
   memory accesses before the warpgroup MMAs that follow;
 - `nvvm.wgmma.commit.group.sync.aligned`: PTX `wgmma.commit_group.sync.aligned`, closing the
@@ -83,6 +87,19 @@ class WGMMAType(StrEnum):
     F32 = "f32"
 
 
+class ProxyKind(StrEnum):
+    ALIAS = "alias"
+    ASYNC = "async"
+    ASYNC_GLOBAL = "async.global"
+    ASYNC_SHARED = "async.shared"
+    TENSORMAP = "tensormap_generic"
+
+
+class SharedSpace(StrEnum):
+    CTA = "cta"
+    CLUSTER = "cluster"
+
+
 class MMAIntOverflow(StrEnum):
     WRAPPED = "wrapped"
     SATFINITE = "satfinite"
@@ -132,13 +149,23 @@ class MMAIntOverflowAttr(_AngleSyntax, EnumAttribute[MMAIntOverflow]):  # type: 
 
 
 @irdl_attr_definition
+class ProxyKindAttr(_AngleSyntax, EnumAttribute[ProxyKind]):  # type: ignore[misc]
+    name = "nvvm.proxy_kind"
+
+
+@irdl_attr_definition
+class SharedSpaceAttr(_AngleSyntax, EnumAttribute[SharedSpace]):  # type: ignore[misc]
+    name = "nvvm.shared_space"
+
+
+@irdl_attr_definition
 class MMAShapeAttr(ParametrizedAttribute):
     """`#nvvm.shape<m = 64, n = 128, k = 16>`."""
 
     name = "nvvm.shape"
-    m: IntegerAttr = param_def(IntegerAttr)
-    n: IntegerAttr = param_def(IntegerAttr)
-    k: IntegerAttr = param_def(IntegerAttr)
+    m: IntegerAttr = param_def(IntegerAttr)  # type: ignore[arg-type]
+    n: IntegerAttr = param_def(IntegerAttr)  # type: ignore[arg-type]
+    k: IntegerAttr = param_def(IntegerAttr)  # type: ignore[arg-type]
 
     def __init__(self, m: int, n: int, k: int) -> None:
         super().__init__(*(IntegerAttr(v, IntegerType(32)) for v in (m, n, k)))
@@ -150,7 +177,7 @@ class MMAShapeAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         parser.parse_punctuation("<")
-        values = []
+        values: list[Attribute] = []
         for index, key in enumerate("mnk"):
             if index:
                 parser.parse_punctuation(",")
@@ -210,6 +237,59 @@ class WgmmaWaitGroupOp(IRDLOperation):
                                   "constraint: 64-bit signless integer attribute")
 
 
+@irdl_op_definition
+class FenceProxyOp(IRDLOperation):
+    """`nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space =
+    #nvvm.shared_space<cta>}`: PTX `fence.proxy.<kind>`, ordering this thread's memory accesses
+    through the generic proxy (ld/st, cp.async) with those of another proxy: `async` kinds are
+    the one wgmma reads its shared memory operands through."""
+
+    name = "nvvm.fence.proxy"
+    kind = prop_def(ProxyKindAttr)
+    space = opt_prop_def(SharedSpaceAttr)
+
+    def __init__(self, kind: str = "async.shared", space: str | None = "cta") -> None:
+        props: dict[str, Attribute] = {"kind": ProxyKindAttr(ProxyKind(kind))}
+        if space is not None:
+            props["space"] = SharedSpaceAttr(SharedSpace(space))
+        super().__init__(properties=props)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        attrs = dict(parser.parse_optional_attr_dict())
+        props = {key: attrs.pop(key) for key in ("kind", "space") if key in attrs}
+        return cls.create(properties=props, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        props: dict[str, Attribute] = {"kind": self.kind}
+        if self.space is not None:
+            props["space"] = self.space
+        print_attr_dict(printer, {**props, **self.attributes})
+
+    @property
+    def proxy(self) -> ProxyKind:
+        return ProxyKind(self.kind.data)
+
+    def verify_(self) -> None:
+        if self.proxy == ProxyKind.ASYNC_SHARED and self.space is None:
+            raise VerifyException(f"'{self.name}' op async_shared fence requires space "
+                                  "attribute")
+        if self.proxy != ProxyKind.ASYNC_SHARED and self.space is not None:
+            raise VerifyException(f"'{self.name}' op only async_shared fence can have space "
+                                  "attribute")
+
+
+def fence_proxy_lowering_error(op: FenceProxyOp) -> str | None:
+    """Why the backends cannot lower this fence (None when they can): the async kinds only, the
+    shared one at cta scope."""
+    if op.proxy not in (ProxyKind.ASYNC, ProxyKind.ASYNC_GLOBAL, ProxyKind.ASYNC_SHARED):
+        return f"proxy kind {op.proxy.value} is not supported (only async, async.global, " \
+            "async.shared)"
+    if op.space is not None and SharedSpace(op.space.data) != SharedSpace.CTA:
+        return "space cluster is not supported (only cta)"
+    return None
+
+
 _INPUT_K = {WGMMAType.F16: 16, WGMMAType.BF16: 16, WGMMAType.TF32: 8, WGMMAType.E4M3: 32,
             WGMMAType.E5M2: 32, WGMMAType.S8: 32, WGMMAType.U8: 32}
 """The k of m64nNkK per input type (PTX's wgmma shapes)."""
@@ -232,7 +312,7 @@ def _valid_n(type_a: WGMMAType) -> tuple[int, ...]:
 
 
 def _enum(parser: Parser, cls: type[_AngleSyntax]) -> Attribute:
-    return cls(cls.parse_parameter(parser))  # type: ignore[call-arg]
+    return cls(cls.parse_parameter(parser))  # type: ignore[call-arg, return-value]
 
 
 @irdl_op_definition
@@ -414,12 +494,14 @@ def mma_async_lowering_error(op: WgmmaMmaAsyncOp) -> str | None:
 
 
 WGMMA_OPS: tuple[type[IRDLOperation], ...] = (WgmmaFenceAlignedOp, WgmmaCommitGroupOp,
-                                               WgmmaWaitGroupOp, WgmmaMmaAsyncOp)
+                                               WgmmaWaitGroupOp, WgmmaMmaAsyncOp, FenceProxyOp)
 """The ops of this module, for the `nvvm` dialect's op list."""
 
 WGMMA_ATTRS: tuple[type[Attribute], ...] = (MMALayoutAttr, WGMMAScaleInAttr, WGMMAScaleOutAttr,
-                                             WGMMATypeAttr, MMAIntOverflowAttr, MMAShapeAttr)
+                                             WGMMATypeAttr, MMAIntOverflowAttr, MMAShapeAttr,
+                                             ProxyKindAttr, SharedSpaceAttr)
 
-__all__ = ["WARPGROUP_SIZE", "WGMMA_ATTRS", "WGMMA_OPS", "MMALayout", "WGMMAScaleIn",
+__all__ = ["WARPGROUP_SIZE", "WGMMA_ATTRS", "WGMMA_OPS", "FenceProxyOp", "MMALayout",
+           "ProxyKind", "WGMMAScaleIn", "fence_proxy_lowering_error",
            "WGMMAScaleOut", "WGMMAType", "WgmmaCommitGroupOp", "WgmmaFenceAlignedOp",
            "WgmmaMmaAsyncOp", "WgmmaWaitGroupOp", "mma_async_lowering_error"]
