@@ -54,7 +54,9 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from nova.errors import VerifyError
 from nova.ir.gpu.base import NoOperandOp, print_attr_dict
+from nova.ir.locations import nearest_location
 
 WARPGROUP_SIZE = 128
 """Threads of a warpgroup: 4 consecutive warps, the first one's warp index a multiple of 4."""
@@ -455,9 +457,11 @@ class WgmmaMmaAsyncOp(IRDLOperation):
         self._verify_shape(type_a, type_d, len(elems))
         if self.satfinite is not None and type_d != WGMMAType.S32 and \
                 MMAIntOverflow(self.satfinite.data) == MMAIntOverflow.SATFINITE:
-            raise VerifyException(f"'{self.name}' op  `satfinite` can be only used with s32 "
-                                  f"accumulator, however the current accumulator is "
-                                  f"{type_d.value}")
+            # upstream's message has two spaces after "op"; a VerifyError keeps them (the
+            # verifier folds the whitespace of other exceptions)
+            raise VerifyError(f"'{self.name}' op  `satfinite` can be only used with s32 "
+                              f"accumulator, however the current accumulator is "
+                              f"{type_d.value}", nearest_location(self))
         transposed = (MMALayout(self.layoutA.data) != MMALayout.ROW
                       or MMALayout(self.layoutB.data) != MMALayout.COL)
         if transposed and type_a not in (WGMMAType.F16, WGMMAType.BF16):
