@@ -57,11 +57,11 @@ def mma_async_asm(n: int, type_ab: str, scale_d: bool, scale_a: int, scale_b: in
     """(PTX template, LLVM constraint string) of one m64n<n>k16 f32 mma_async."""
     regs = n // 2
     outs = ", ".join(f"${i}" for i in range(regs))
-    asm = ("{\n.reg .pred p;\n"
-           f"setp.ne.b32 p, {int(scale_d)}, 0;\n"
+    asm = ("{ .reg .pred p; "
+           f"setp.ne.b32 p, {int(scale_d)}, 0; "
            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{type_ab}.{type_ab} {{{outs}}}, "
            f"${2 * regs}, ${2 * regs + 1}, p, {scale_a}, {scale_b}, {int(trans_a)}, "
-           f"{int(trans_b)};\n}}")
+           f"{int(trans_b)}; }}")
     constraints = ",".join([*(["=f"] * regs), *(str(i) for i in range(regs)), "l", "l"])
     return asm, constraints
 
@@ -88,6 +88,7 @@ def lower_mma_async(fe: FunctionEmitter, op: Operation) -> None:
 def lower_fence_proxy(fe: FunctionEmitter, op: Operation) -> None:
     """`llvm.nvvm.fence.proxy.async[.global|.shared_cta]` (PTX `fence.proxy.async...`)."""
     fence = check_fence(fe, op)
+    check_arch(fe, op)
     suffix = {"async": "", "async.global": ".global", "async.shared": ".shared_cta"}
     fn = fe.module.declare(f"llvm.nvvm.fence.proxy.async{suffix[fence.proxy.value]}",
                            ir.FunctionType(ir.VoidType(), []))
