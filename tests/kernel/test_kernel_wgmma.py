@@ -200,3 +200,54 @@ def test_module_targets_sm_90a():
     assert "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16" in ptx
     assert "wgmma.wait_group.sync.aligned" in ptx and "wgmma.fence.sync.aligned" in ptx
     assert "fence.proxy.async.shared::cta" in ptx
+
+
+@pytest.mark.parametrize("swizzle, mode", [(0, 0), (128, 1), (64, 2), (32, 3)])
+def test_descriptor_fields(cpu_device, swizzle, mode):
+    """The descriptor's bit fields: the shared (window) address >> 4 of the tile, LBO >> 4,
+    SBO >> 4 and the swizzle mode; dynamic shared memory starts at window address 0."""
+    @nova.kernel
+    def kern(out, a, b):
+        s = nova.dynamic_shared_array(nova.float16, 4096)
+        if nova.thread_id(0) == 0:
+            out[0] = nova.wgmma.descriptor(s, 520, swizzle, 4096, 1024)
+
+    out = np.zeros(1, np.int64)
+    kern.launch(out, np.zeros(1, np.float16), np.zeros(1, np.float16), grid=1, block=1,
+                shared_bytes=8192, device=cpu_device)
+    value = int(out[0]) & (1 << 64) - 1
+    assert value & 0x3FFF == 520 * 2 >> 4
+    assert (value >> 16) & 0x3FFF == 4096 >> 4 and (value >> 32) & 0x3FFF == 1024 >> 4
+    assert value >> 62 == mode and (value >> 46) & 0xFFFF == 0
+
+
+def test_static_shared_tiles(device):
+    """Tiles in static shared arrays (after the dynamic memory in the CPU device's window)."""
+    _skip_unless_hopper(device)
+    la, lb = operand_layout(64, 64, k_major=True), operand_layout(32, 64, k_major=False)
+
+    @nova.kernel
+    def kern(c, a, b):
+        sa = nova.shared_array(la.elements, nova.float16)
+        sb = nova.shared_array(lb.elements, nova.float16)
+        t = nova.thread_id(0)
+        for i in range(t, la.elements, 128):
+            sa[i] = a[i]
+        for i in range(t, lb.elements, 128):
+            sb[i] = b[i]
+        nova.wgmma.fence_shared()
+        nova.syncthreads()
+        nova.wgmma.fence()
+        acc = nova.wgmma.mma(nova.wgmma.zero(32), nova.wgmma.descriptor(sa, 0, 64, la.lbo, la.sbo),
+                             nova.wgmma.descriptor(sb, 0, 64, lb.lbo, lb.sbo), layout_b="row")
+        nova.wgmma.commit()
+        nova.wgmma.wait(0)
+        nova.wgmma.store(c, 0, acc, 32)
+
+    rng = np.random.default_rng(5)
+    a = rng.integers(-4, 5, (64, 16)).astype(np.float16)
+    b = rng.integers(-4, 5, (16, 32)).astype(np.float16)
+    c = np.full(64 * 32, np.nan, np.float32)
+    kern.launch(c, pack(a, la, 0), pack(b, lb, 1), grid=1, block=128, shared_bytes=256,
+                device=device)
+    np.testing.assert_array_equal(c.reshape(64, 32), a.astype(np.float32) @ b.astype(np.float32))

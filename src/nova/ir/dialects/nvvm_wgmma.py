@@ -506,6 +506,6 @@ WGMMA_ATTRS: tuple[type[Attribute], ...] = (MMALayoutAttr, WGMMAScaleInAttr, WGM
                                              ProxyKindAttr, SharedSpaceAttr)
 
 __all__ = ["WARPGROUP_SIZE", "WGMMA_ATTRS", "WGMMA_OPS", "FenceProxyOp", "MMALayout",
-           "ProxyKind", "WGMMAScaleIn", "fence_proxy_lowering_error",
-           "WGMMAScaleOut", "WGMMAType", "WgmmaCommitGroupOp", "WgmmaFenceAlignedOp",
-           "WgmmaMmaAsyncOp", "WgmmaWaitGroupOp", "mma_async_lowering_error"]
+           "ProxyKind", "WGMMAScaleIn", "WGMMAScaleOut", "WGMMAType", "WgmmaCommitGroupOp",
+           "WgmmaFenceAlignedOp", "WgmmaMmaAsyncOp", "WgmmaWaitGroupOp",
+           "fence_proxy_lowering_error", "mma_async_lowering_error"]
