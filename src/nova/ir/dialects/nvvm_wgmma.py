@@ -259,7 +259,8 @@ class FenceProxyOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         attrs = dict(parser.parse_optional_attr_dict())
-        props = {key: attrs.pop(key) for key in ("kind", "space") if key in attrs}
+        props: dict[str, Attribute] = {key: attrs.pop(key) for key in ("kind", "space")
+                                       if key in attrs}
         return cls.create(properties=props, attributes=attrs)
 
     def print(self, printer: Printer) -> None:
