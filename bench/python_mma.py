@@ -575,6 +575,14 @@ def main(argv: list[str] | None = None) -> int:
     if not configs:
         p.error("--configs names no configuration")
     device = nova.get_device(args.device)
+    if device.kind == "cuda" and device.compute_capability != (9, 0):
+        skipped = [str(c) for c in configs if c.wgmma]
+        configs = [c for c in configs if not c.wgmma]
+        if skipped:
+            print(f"skipping {', '.join(skipped)}: wgmma needs compute capability 9.0, this GPU "
+                  f"is {device.arch}")
+        if not configs:
+            p.error("no configuration runs on this GPU")
     if device.kind == "cpu":
         args.size, args.repeat = cpu_size(args.size, configs), min(args.repeat, 2)
     step = math.lcm(*(math.lcm(c.bm, c.bn, c.bk) for c in configs))
