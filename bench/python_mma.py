@@ -63,7 +63,8 @@ MAX_SHARED = 227 * 1024  # bytes of shared memory a block may have on sm_90
 WARPGROUP = 128        # threads of a warpgroup (wgmma kernel)
 WG_M = 64              # rows of C one warpgroup owns (m64nNk16)
 SWIZZLE = 128          # bytes: the wgmma kernel's shared tiles are 128-byte swizzled
-DEFAULT_CONFIGS = ("128x256x64s4g8w", "128x128x64s4g8w", "128x256x32s3g8", "128x256x32s4g8",
+DEFAULT_CONFIGS = ("128x256x64s4g8w", "128x256x64s3g8w", "128x128x64s4g8w", "128x128x64s3g8w",
+                   "128x256x32s3g8", "128x256x32s4g8",
                    "128x256x64s3g8", "128x256x64s4g8",
                    "128x256x32s4", "256x128x32s4g8", "128x128x32s4g8", "128x128x64s3g8",
                    "128x128x32r")
