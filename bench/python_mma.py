@@ -576,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     if not configs:
         p.error("--configs names no configuration")
     device = nova.get_device(args.device)
-    if device.kind == "cuda" and device.compute_capability != (9, 0):
+    if device.kind == "cuda" and device.properties.compute_capability != (9, 0):
         skipped = [str(c) for c in configs if c.wgmma]
         configs = [c for c in configs if not c.wgmma]
         if skipped:

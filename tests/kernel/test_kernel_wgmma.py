@@ -24,7 +24,7 @@ SIG = (nova.float32[:], nova.float16[:], nova.float16[:])
 
 
 def _skip_unless_hopper(device: nova.Device) -> None:
-    if device.kind == "cuda" and device.compute_capability != (9, 0):
+    if device.kind == "cuda" and device.properties.compute_capability != (9, 0):
         pytest.skip(f"wgmma needs compute capability 9.0, this GPU is {device.arch}")
 
 

@@ -119,7 +119,7 @@ def test_kernel_fewer_k_steps_than_stages_on_cpu(bench: ModuleType) -> None:
                                     "128x128x64s4g8w", "64x128x64s3w"])
 def test_kernels_on_cuda(bench: ModuleType, config: str) -> None:
     device = get_device("cuda")
-    if config.endswith("w") and device.compute_capability != (9, 0):
+    if config.endswith("w") and device.properties.compute_capability != (9, 0):
         pytest.skip(f"wgmma needs compute capability 9.0, this GPU is {device.arch}")
     ok, err = _run(bench, get_device("cuda"), 512, 768, 640, config)
     assert ok, err
