@@ -18,7 +18,10 @@ the blocks running together share A and B tiles in L2. The accumulators go strai
 A configuration `BMxBNxBKsS[gG]` (e.g. 128x256x32s4g8) names the block tile, the K step, the
 stage count and the block-row group (0: plain row-major order); `BMxBNxBKr` is the previous
 kernel's staging for comparison: the next tiles read into registers while the warps multiply,
-then stored to the other of two shared buffers (one barrier per K step, no cp.async).
+then stored to the other of two shared buffers (one barrier per K step, no cp.async). A `w`
+suffix (e.g. 128x256x64s4g8w) selects the Hopper kernel (`make_wgmma_matmul`): warpgroup MMA
+(`nova.wgmma`, compute capability 9.0 GPUs and the CPU device) on 128-byte swizzled shared
+tiles, one warpgroup per 64 rows of the block tile.
 
 Peers in the same run: cuBLAS through `cupy.matmul` on the same float16 arrays (its float16
 GEMM accumulates in float32), and `torch.matmul` when PyTorch sees the GPU. Every timed result is
@@ -57,11 +60,16 @@ import nova
 WARP_M = WARP_N = 64   # the C tile of one warp: 4x4 fragments of 16x16
 PAD = 8                # elements (16 bytes) added to every shared row: conflict-free ldmatrix
 MAX_SHARED = 227 * 1024  # bytes of shared memory a block may have on sm_90
-DEFAULT_CONFIGS = ("128x256x32s3g8", "128x256x32s4g8", "128x256x64s3g8", "128x256x64s4g8",
+WARPGROUP = 128        # threads of a warpgroup (wgmma kernel)
+WG_M = 64              # rows of C one warpgroup owns (m64nNk16)
+SWIZZLE = 128          # bytes: the wgmma kernel's shared tiles are 128-byte swizzled
+DEFAULT_CONFIGS = ("128x256x64s4g8w", "128x256x64s3g8w", "128x128x64s4g8w", "128x128x64s3g8w",
+                   "128x256x32s3g8", "128x256x32s4g8",
+                   "128x256x64s3g8", "128x256x64s4g8",
                    "128x256x32s4", "256x128x32s4g8", "128x128x32s4g8", "128x128x64s3g8",
                    "128x128x32r")
-"""What a plain run measures: the cp.async kernel's candidate tiles and stage counts, and the
-register-staged kernel (the previous one) for comparison."""
+"""What a plain run measures: the wgmma kernel (Hopper), the cp.async kernel's candidate tiles
+and stage counts, and the register-staged kernel (the previous one) for comparison."""
 
 
 @dataclass(frozen=True)
@@ -74,23 +82,26 @@ class Config:
     bk: int
     stages: int
     group: int
+    wgmma: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Config:
-        found = re.fullmatch(r"(\d+)x(\d+)x(\d+)(?:s(\d+)|(r))(?:g(\d+))?", text.strip())
+        found = re.fullmatch(r"(\d+)x(\d+)x(\d+)(?:s(\d+)|(r))(?:g(\d+))?(w)?", text.strip())
         if found is None:
-            raise ValueError(f"bad configuration {text!r} (expected e.g. 128x256x32s4g8 or "
-                             "128x128x32r)")
-        bm, bn, bk, stages, regs, group = found.groups()
+            raise ValueError(f"bad configuration {text!r} (expected e.g. 128x256x32s4g8, "
+                             "128x256x64s4g8w or 128x128x32r)")
+        bm, bn, bk, stages, regs, group, wgmma = found.groups()
         if not regs and int(stages) < 2:
             raise ValueError(f"bad configuration {text!r}: 2 to 8 stages")
-        cfg = cls(int(bm), int(bn), int(bk), 0 if regs else int(stages), int(group or 0))
+        cfg = cls(int(bm), int(bn), int(bk), 0 if regs else int(stages), int(group or 0),
+                  bool(wgmma))
         cfg.check()
         return cfg
 
     def __str__(self) -> str:
         tail = "r" if self.stages == 0 else f"s{self.stages}"
-        return f"{self.bm}x{self.bn}x{self.bk}{tail}" + (f"g{self.group}" if self.group else "")
+        return (f"{self.bm}x{self.bn}x{self.bk}{tail}" + (f"g{self.group}" if self.group else "")
+                + ("w" if self.wgmma else ""))
 
     @property
     def warps_n(self) -> int:
@@ -98,6 +109,8 @@ class Config:
 
     @property
     def threads(self) -> int:
+        if self.wgmma:
+            return WARPGROUP * (self.bm // WG_M)
         return 32 * (self.bm // WARP_M) * self.warps_n
 
     @property
@@ -123,9 +136,14 @@ class Config:
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory of a block: the A and B buffers (float16)."""
+        if self.wgmma:
+            return 2 * self.stages * (self.bm + self.bn) * self.bk
         return 2 * self.buffers * (self.a_stage + self.b_stage)
 
     def check(self) -> None:
+        if self.wgmma:
+            self._check_wgmma()
+            return
         if self.bm % WARP_M or self.bn % WARP_N or self.bk % 16 or min(self.bm, self.bn,
                                                                          self.bk) <= 0:
             raise ValueError(f"{self}: the block tile must be multiples of {WARP_M}x{WARP_N} "
@@ -140,6 +158,19 @@ class Config:
                 self.threads % (self.bk // 8) or self.threads % (self.bn // 8):
             raise ValueError(f"{self}: the tiles' 16-byte chunks must spread evenly over the "
                              f"{self.threads} threads")
+
+    def _check_wgmma(self) -> None:
+        if self.bk != SWIZZLE // 2 or self.bm % WG_M or not 0 < self.bm <= 4 * WG_M or \
+                self.bn % 64 or not 0 < self.bn <= 256:
+            raise ValueError(f"{self}: wgmma tiles are BM = 64..256 (a multiple of 64: one "
+                             "warpgroup per 64 rows), BN = 64..256 (a multiple of 64) and "
+                             f"BK = {SWIZZLE // 2} (one 128-byte swizzled row)")
+        if (self.bk * self.bn // 8) % self.threads:
+            raise ValueError(f"{self}: the B tile's 16-byte chunks must spread evenly over the "
+                             f"{self.threads} threads")
+        if not 3 <= self.stages <= 8 or self.shared_bytes > MAX_SHARED:
+            raise ValueError(f"{self}: 3 to 8 stages within {MAX_SHARED} bytes of shared "
+                             f"memory (this needs {self.shared_bytes})")
 
     def grid(self, m: int, n: int) -> int:
         return (m // self.bm) * (n // self.bn)
@@ -312,6 +343,98 @@ def make_mma_matmul(m: int, n: int, k: int, cfg: Config) -> Any:
     return mma_matmul
 
 
+def make_wgmma_matmul(m: int, n: int, k: int, cfg: Config) -> Any:
+    """The Hopper kernel for C[m, n] = A[m, k] @ B[k, n] (row-major, flattened): each
+    warpgroup owns 64 rows of the BM x BN block tile, multiplied by `nova.wgmma` (m64nBNk16,
+    operands straight from shared memory). Per stage the A tile (BM x 64, K-major) and the B tile
+    (64 x BN, N-major: B's rows are contiguous in N) sit in 128-byte swizzled layouts: A row r
+    at byte r * 128 with its 16-byte chunk c at (c ^ r % 8) * 16 (8-row atoms 1024 bytes apart:
+    SBO 1024); B as 64-column blocks of 64 x 128 bytes (LBO 8192 bytes apart), k row at
+    (k / 8) * 1024 + (k % 8) * 128, chunk c at (c ^ k % 8) * 16 (SBO 1024). cp.async fills
+    them (16 bytes a copy, the swizzle applied to the destination; `fence_shared` hands the
+    landed copies to the async proxy the tensor cores read through). Pipeline: stages - 2 tiles
+    travel while one is multiplied and the previous step's MMAs may still run
+    (`wgmma.wait(1)`): a step waits for its tile, one barrier (which also tells that every
+    warpgroup's MMAs of two steps ago are done), starts the copies of the tile stages - 2
+    ahead into that freed buffer, then issues its 4 MMAs (K step 64) and commits them."""
+    if m % cfg.bm or n % cfg.bn or k % cfg.bk:
+        raise ValueError(f"sizes must be multiples of ({cfg.bm}, {cfg.bn}, {cfg.bk}), got "
+                         f"({m}, {n}, {k})")
+    bm, bn, bk, stages, threads = cfg.bm, cfg.bn, cfg.bk, cfg.stages, cfg.threads
+    a_stage, b_stage = bm * bk, bk * bn                       # elements per stage
+    a_chunks, b_chunks = a_stage // 8 // threads, b_stage // 8 // threads
+    row_chunks_b = bn // 8
+    k_steps = k // bk
+    blocks_m, blocks_n = m // bm, n // bn
+    group = min(cfg.group, blocks_m) if cfg.group else 0
+    ahead_tiles = stages - 2
+
+    @nova.func
+    def copy_tiles(sa, sb, a, b, m0, n0, k0, stage, t):
+        """This thread's cp.async copies of the A and B tiles at k0 into buffer `stage`, at
+        their swizzled places."""
+        for i in range(a_chunks):
+            q = t + i * threads
+            r, c = q // 8, q % 8
+            nova.async_copy(sa, stage * a_stage + r * 64 + ((c ^ (r % 8)) * 8), a,
+                            (m0 + r) * k + k0 + c * 8, 8)
+        for i in range(b_chunks):
+            q = t + i * threads
+            kr, cn = q // row_chunks_b, q % row_chunks_b
+            c = cn % 8
+            nova.async_copy(sb, stage * b_stage + (cn // 8) * 4096 + (kr // 8) * 512
+                            + (kr % 8) * 64 + ((c ^ (kr % 8)) * 8), b,
+                            (k0 + kr) * n + n0 + cn * 8, 8)
+
+    @nova.kernel
+    def wgmma_matmul(c, a, b):
+        sa = nova.dynamic_shared_array(nova.float16, stages * a_stage)
+        sb = nova.dynamic_shared_array(nova.float16, stages * b_stage, 2 * stages * a_stage)
+        t = nova.thread_id(0)
+        wg = t // WARPGROUP
+        pid = nova.block_id(0)
+        if group:
+            per_group = group * blocks_n
+            first = (pid // per_group) * group
+            rows = min(blocks_m - first, group)
+            m0 = (first + (pid % per_group) % rows) * bm
+            n0 = ((pid % per_group) // rows) * bn
+        else:
+            m0 = (pid // blocks_n) * bm
+            n0 = (pid % blocks_n) * bn
+        for s in range(ahead_tiles):
+            if s < k_steps:
+                copy_tiles(sa, sb, a, b, m0, n0, s * bk, s, t)
+            nova.async_commit()
+        acc = nova.wgmma.zero(bn)
+        for step in range(k_steps):
+            nova.async_wait(ahead_tiles - 1)   # this thread's copies of tile `step` landed,
+            nova.wgmma.fence_shared()          # visible to the tensor cores' async proxy
+            nova.syncthreads()                 # everyone's; MMAs of step - 2 all retired
+            if step + ahead_tiles < k_steps:
+                copy_tiles(sa, sb, a, b, m0, n0, (step + ahead_tiles) * bk,
+                           (step + ahead_tiles) % stages, t)
+            nova.async_commit()
+            buf = step % stages
+            nova.wgmma.fence()
+            for kk in range(4):
+                da = nova.wgmma.descriptor(sa, buf * a_stage + wg * WG_M * 64 + kk * 16,
+                                           SWIZZLE, 16, 1024)
+                db = nova.wgmma.descriptor(sb, buf * b_stage + kk * 1024, SWIZZLE, 8192, 1024)
+                acc = nova.wgmma.mma(acc, da, db, layout_b="row")
+            nova.wgmma.commit()
+            nova.wgmma.wait(1)
+        nova.wgmma.wait(0)
+        nova.wgmma.store(c, (m0 + wg * WG_M) * n + n0, acc, n)
+
+    return wgmma_matmul
+
+
+def make_kernel(m: int, n: int, k: int, cfg: Config) -> Any:
+    """The kernel of a configuration (wgmma or the nova.mma one)."""
+    return (make_wgmma_matmul if cfg.wgmma else make_mma_matmul)(m, n, k, cfg)
+
+
 def launch(kern: Any, cfg: Config, size: int, c: Any, a: Any, b: Any) -> None:
     """One launch of a make_mma_matmul kernel for size^3."""
     kern[cfg.grid(size, size), cfg.threads, None, cfg.shared_bytes](c, a, b)
@@ -396,7 +519,7 @@ def _bench_config(device: nova.Device, cfg: Config, size: int, repeat: int, bufs
     c, a, b = bufs
     name = f"nova_{cfg}"
     device.memset(c, 0xFF, c.nbytes)  # NaN: a kernel that leaves any of C unwritten fails
-    kern = make_mma_matmul(size, size, size, cfg)
+    kern = make_kernel(size, size, size, cfg)
     t0 = time.perf_counter()
     launch(kern, cfg, size, c, a, b)
     device.synchronize()
@@ -440,7 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
                    help="comma-separated kernel configurations BMxBNxBKsS[gG] (cp.async, S "
-                        "stages, block-row group G) or BMxBNxBKr (register staging); default "
+                        "stages, block-row group G), BMxBNxBKsS[gG]w (wgmma) or BMxBNxBKr "
+                        "(register staging); default "
                         "%(default)s")
     p.add_argument("--out", type=Path, default=None,
                    help="result file (default bench/results/python_mma-<kind>-<date>.json)")
@@ -452,6 +576,14 @@ def main(argv: list[str] | None = None) -> int:
     if not configs:
         p.error("--configs names no configuration")
     device = nova.get_device(args.device)
+    if device.kind == "cuda" and device.properties.compute_capability != (9, 0):
+        skipped = [str(c) for c in configs if c.wgmma]
+        configs = [c for c in configs if not c.wgmma]
+        if skipped:
+            print(f"skipping {', '.join(skipped)}: wgmma needs compute capability 9.0, this GPU "
+                  f"is {device.arch}")
+        if not configs:
+            p.error("no configuration runs on this GPU")
     if device.kind == "cpu":
         args.size, args.repeat = cpu_size(args.size, configs), min(args.repeat, 2)
     step = math.lcm(*(math.lcm(c.bm, c.bn, c.bk) for c in configs))

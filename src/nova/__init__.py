@@ -90,6 +90,7 @@ _LAZY: dict[str, str] = {
     "bool_": "nova.lang",
     "WARP_SIZE": "nova.lang",
     "mma": "nova.lang",
+    "wgmma": "nova.lang",
 }
 
 

@@ -39,7 +39,7 @@ def _run(bench: ModuleType, device: nova.Device, m: int, n: int, k: int,
     a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
     b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
     c = np.full(m * n, np.nan, np.float32)
-    kern = bench.make_mma_matmul(m, n, k, cfg)
+    kern = bench.make_kernel(m, n, k, cfg)
     kern.launch(c, a.reshape(-1), b.reshape(-1), grid=cfg.grid(m, n), block=cfg.threads,
                 shared_bytes=cfg.shared_bytes, device=device)
     return bench.check(c.reshape(m, n), a.astype(np.float64) @ b.astype(np.float64))
@@ -74,6 +74,23 @@ def test_configurations(bench: ModuleType) -> None:
             bench.Config.parse(bad)
 
 
+def test_wgmma_configurations(bench: ModuleType) -> None:
+    cfg = bench.Config.parse("128x256x64s4g8w")
+    assert cfg.wgmma and str(cfg) == "128x256x64s4g8w" and cfg.threads == 256
+    assert cfg.shared_bytes == 2 * 4 * (128 + 256) * 64
+    for bad in ("128x256x32s4w", "96x256x64s4w", "128x320x64s3w", "128x256x64s2w",
+                "256x256x64s4w", "192x64x64s3w"):
+        with pytest.raises(ValueError):
+            bench.Config.parse(bad)
+
+
+@pytest.mark.parametrize("config", ["128x256x64s4g2w", "64x128x64s3w"])
+def test_wgmma_kernel_on_cpu(bench: ModuleType, config: str) -> None:
+    """More K steps than stages (one step with stages - 2 = 1 tile ahead), grouped order."""
+    ok, err = _run(bench, get_device("cpu"), 384, 256, 320, config)
+    assert ok, err
+
+
 def test_cpu_check_size(bench: ModuleType) -> None:
     configs = [bench.Config.parse(c) for c in ("128x256x32s4", "128x128x64s3")]
     assert bench.cpu_size(128, configs) == 256
@@ -98,7 +115,11 @@ def test_kernel_fewer_k_steps_than_stages_on_cpu(bench: ModuleType) -> None:
 @pytest.mark.gpu
 @pytest.mark.skipif(not cuda_status().usable, reason="no usable CUDA device")
 @pytest.mark.parametrize("config", ["128x256x32s4g8", "128x256x64s3g8", "128x128x32s4g8",
-                                    "128x128x64s3", "128x128x32r"])
+                                    "128x128x64s3", "128x128x32r", "128x256x64s4g8w",
+                                    "128x128x64s4g8w", "64x128x64s3w"])
 def test_kernels_on_cuda(bench: ModuleType, config: str) -> None:
+    device = get_device("cuda")
+    if config.endswith("w") and device.properties.compute_capability != (9, 0):
+        pytest.skip(f"wgmma needs compute capability 9.0, this GPU is {device.arch}")
     ok, err = _run(bench, get_device("cuda"), 512, 768, 640, config)
     assert ok, err

@@ -44,7 +44,7 @@ CASES: dict[str, tuple[str, type[Exception], str, str]] = {
         "func.func @f() {\n  %0 = foo.bar() : () -> i32\n  return\n}\n",
         UnsupportedError, "2:8", "unsupported operation 'foo.bar' (supported dialects: "
         "builtin, func, arith, math, memref, scf, cf, index, vector, gpu, affine, nvvm, nvgpu, "
-        "async; "
+        "async, llvm; "
         "--allow-unregistered-dialect parses ops of other dialects)"),
     "unknown-generic-op": (
         'func.func @f() {\n  "foo.bar"() : () -> ()\n  return\n}\n',

@@ -6,11 +6,12 @@ xDSL's with the overrides and additions of `nova.ir.dialects.memref` /
 `nova.ir.dialects.scf_arith_func` / `nova.ir.dialects.math` / `nova.ir.dialects.vector`; `index` is
 Nova's; `affine` is xDSL's with MLIR's syntax (`nova.ir.dialects.affine`), lowered by the
 `lower-affine` pass before anything else sees it; `nvvm` is Nova's basic subset
-(`nova.ir.dialects.nvvm`: special registers, barrier0, shfl.sync, vote.sync), lowered in kernels
-only; `nvgpu` is Nova's asynchronous-copy subset (`nova.ir.dialects.nvgpu`: cp.async copies,
-groups and waits), lowered in kernels only; `async` is Nova's host-side subset
-(`nova.ir.dialects.async_`: execute/yield/await and groups), removed by the `async-to-sync` pass
-before outlining.
+(`nova.ir.dialects.nvvm`: special registers, barrier0, shfl.sync, vote.sync; and Hopper's wgmma,
+`nova.ir.dialects.nvvm_wgmma`), lowered in kernels only; `llvm` is the struct subset the wgmma
+accumulators need (`nova.ir.dialects.llvm`); `nvgpu` is Nova's asynchronous-copy subset
+(`nova.ir.dialects.nvgpu`: cp.async copies, groups and waits), lowered in kernels only; `async`
+is Nova's host-side subset (`nova.ir.dialects.async_`: execute/yield/await and groups), removed
+by the `async-to-sync` pass before outlining.
 """
 
 from __future__ import annotations
@@ -73,7 +74,13 @@ def _affine() -> Dialect:
 
 def _nvvm() -> Dialect:
     from nova.ir.dialects.nvvm import NVVM
-    return NVVM
+    from nova.ir.dialects.nvvm_wgmma import WGMMA_ATTRS, WGMMA_OPS
+    return Dialect("nvvm", [*NVVM.operations, *WGMMA_OPS], [*NVVM.attributes, *WGMMA_ATTRS])
+
+
+def _llvm() -> Dialect:
+    from nova.ir.dialects.llvm import LLVM
+    return LLVM
 
 
 def _nvgpu() -> Dialect:
@@ -95,7 +102,7 @@ def _gpu() -> Dialect:
 DIALECT_FACTORIES: dict[str, Callable[[], Dialect]] = {
     "builtin": _builtin, "func": _func, "arith": _arith, "math": _math, "memref": _memref,
     "scf": _scf, "cf": _cf, "index": _index, "vector": _vector, "gpu": _gpu,
-    "affine": _affine, "nvvm": _nvvm, "nvgpu": _nvgpu, "async": _async,
+    "affine": _affine, "nvvm": _nvvm, "nvgpu": _nvgpu, "async": _async, "llvm": _llvm,
 }
 """Dialect name -> factory, for every dialect Nova parses."""
 

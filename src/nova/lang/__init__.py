@@ -36,7 +36,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from nova.lang import mma
+    from nova.lang import mma, wgmma
     from nova.lang.intrinsics import *  # noqa: F403
     from nova.lang.intrinsics import INTRINSIC_NAMES, WARP_SIZE, KernelCallError
 
@@ -58,7 +58,7 @@ __all__ = [
     "INTRINSIC_NAMES", "WARP_SIZE", "ArrayType", "DeviceFunction", "KernelCallError",
     "KernelFunction", "KernelSyntaxError", "KernelTypeError", "ScalarType", "bfloat16", "bool_",
     "float16", "float32", "float64", "func", "int8", "int16", "int32", "int64", "kernel", "mma",
-    "save_bundle", "uint8", "uint16", "uint32", "uint64", *_INTRINSIC_NAMES,
+    "save_bundle", "wgmma", "uint8", "uint16", "uint32", "uint64", *_INTRINSIC_NAMES,
 ]
 
 
@@ -70,9 +70,9 @@ def save_bundle(path: Any, kernels_with_signatures: Any, **options: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """The intrinsics and `mma`, imported on first use (see the module docstring)."""
-    if name == "mma":
-        return importlib.import_module("nova.lang.mma")
+    """The intrinsics, `mma` and `wgmma`, imported on first use (see the module docstring)."""
+    if name in ("mma", "wgmma"):
+        return importlib.import_module(f"nova.lang.{name}")
     if name in _FROM_INTRINSICS:
         value = getattr(importlib.import_module("nova.lang.intrinsics"), name)
         globals()[name] = value  # later lookups find it directly

@@ -26,7 +26,7 @@ from xdsl.ir import Operation
 
 from nova.ir import gpu
 from nova.ir.dialects.memref import AtomicRMWOp
-from nova.lang import copies, fragments
+from nova.lang import copies, fragments, warpgroup
 from nova.lang import types as T
 from nova.lang.intrinsics import WARP_SIZE, intrinsic_name
 from nova.lang.lanes import LANE
@@ -689,6 +689,7 @@ def _register() -> dict[str, Any]:
         table[n] = _bits
     fragments.register(_INTRINSIC_PARAMS, table, req)
     copies.register(_INTRINSIC_PARAMS, table, req)
+    warpgroup.register(_INTRINSIC_PARAMS, table, req)
     return table
 
 

@@ -126,6 +126,8 @@ class _Promoter:
 
     def _entry_values(self, entry: Block) -> dict[int, SSAValue]:
         """Zero fragments for the variables live on entry (read before any assignment)."""
+        from xdsl.dialects.llvm import LLVMStructType, ZeroOp
+
         from nova.ir.gpu.mma_ops import MMAMatrixType, SubgroupMmaConstantMatrixOp
 
         values: dict[int, SSAValue] = {}
@@ -133,6 +135,11 @@ class _Promoter:
         assert term is not None
         for slot in sorted(self.live[entry]):
             ty = self.types[slot]
+            if isinstance(ty, LLVMStructType):  # a wgmma accumulator
+                struct_zero = ZeroOp(result_types=[ty])
+                entry.insert_op_before(struct_zero, term)
+                values[slot] = struct_zero.res
+                continue
             assert isinstance(ty, MMAMatrixType)
             zero = arith.ConstantOp(FloatAttr(0.0, ty.element_type))  # type: ignore[call-overload]
             fill = SubgroupMmaConstantMatrixOp(zero.result, ty)

@@ -58,7 +58,7 @@ class FragVar:
     """A variable holding a tensor-core fragment (see fragvars: promoted to SSA values)."""
 
     slot: int
-    type: T.FragmentType
+    type: T.FragmentType | T.WgmmaAccType
 
 
 Binding = Value | Tup | Var | FragVar
@@ -272,7 +272,7 @@ class Translator:
         if name in frame.direct and declared is None:
             frame.scope[name] = value
             return
-        if (isinstance(value, Val) and isinstance(value.type, T.FragmentType)) or \
+        if (isinstance(value, Val) and isinstance(value.type, T.FRAGMENT_TYPES)) or \
                 isinstance(frame.scope.get(name), FragVar):
             self._assign_fragment(name, value, node)
             return
@@ -315,7 +315,7 @@ class Translator:
                                   f"assigned an {self.describe(value)}; a variable keeps one "
                                   "kind of value")
         if var is None:
-            assert isinstance(vt, T.FragmentType)
+            assert isinstance(vt, T.FRAGMENT_TYPES)
             var = FragVar(len(self.fragment_types), vt)
             self.fragment_types[var.slot] = vt.mlir
             frame.scope[name] = var

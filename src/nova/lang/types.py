@@ -272,9 +272,37 @@ class FragmentType(Record):
         return f"mma fragment ({self.kind}, {self.dtype}{layout})"
 
 
+class WgmmaAccType(Record):
+    """A warpgroup's float32 wgmma accumulator for an m64nNk16 tile (`nova.wgmma`): each of
+    the 128 threads holds N / 2 elements at the positions the PTX ISA gives (see
+    nova.ir.dialects.nvvm_wgmma). The MLIR type is `!llvm.struct<(f32, ...)>` with N / 2
+    members, as upstream's NVVM ops type it."""
+
+    __match_args__ = ("n",)
+    _fields = __match_args__
+
+    n: int
+
+    def __init__(self, n: int) -> None:
+        object.__setattr__(self, "n", n)
+
+    @property
+    def mlir(self) -> Attribute:
+        from xdsl.dialects.builtin import f32
+        from xdsl.dialects.llvm import LLVMStructType
+
+        return LLVMStructType.from_type_list([f32] * (self.n // 2))
+
+    def __str__(self) -> str:
+        return f"wgmma accumulator (64x{self.n}, float32)"
+
+
+FRAGMENT_TYPES = (FragmentType, WgmmaAccType)
+"""Types of values held in registers across statements (fragment variables, nova.lang.fragvars)."""
+
 NovaType = ScalarType | ArrayType
 """The types of kernel parameters (signatures)."""
-ValueType = ScalarType | ArrayType | FragmentType
+ValueType = ScalarType | ArrayType | FragmentType | WgmmaAccType
 """The types of values inside a kernel."""
 
 

@@ -5,7 +5,7 @@
 // are written, naming the dialects Nova supports.
 
 func.func @main() {
-  // CHECK: unsupported-dialect.mlir:[[# @LINE + 3]]:8: error: unsupported operation 'tensor.empty' (supported dialects: builtin, func, arith, math, memref, scf, cf, index, vector, gpu, affine, nvvm, nvgpu, async; --allow-unregistered-dialect parses ops of other dialects)
+  // CHECK: unsupported-dialect.mlir:[[# @LINE + 3]]:8: error: unsupported operation 'tensor.empty' (supported dialects: builtin, func, arith, math, memref, scf, cf, index, vector, gpu, affine, nvvm, nvgpu, async, llvm; --allow-unregistered-dialect parses ops of other dialects)
   // CHECK-NEXT: {{^}}  %t = tensor.empty() : tensor<4xf32>
   // CHECK-NEXT: {{^}}       ^
   %t = tensor.empty() : tensor<4xf32>

@@ -72,6 +72,7 @@ from nova.backends.cpu.nvgpu import HANDLERS as NVGPU_HANDLERS
 from nova.backends.cpu.nvvm import CPU_FIBER_OPS as NVVM_FIBER_OPS
 from nova.backends.cpu.nvvm import CPU_HANDLERS as NVVM_HANDLERS
 from nova.backends.cpu.softfloat import add_libcall_helpers
+from nova.backends.cpu.wgmma import HANDLERS as WGMMA_HANDLERS
 from nova.backends.kernel_abi import check_kernel_signature, kernel_params, type_spec
 from nova.backends.llvm import memref as M
 from nova.backends.llvm import types as TY
@@ -246,6 +247,7 @@ class CpuTarget(TargetBase):
             **MMA_SYNC_HANDLERS,
             **NVVM_HANDLERS,
             **NVGPU_HANDLERS,
+            **WGMMA_HANDLERS,
             "func.call": self._lower_call,
             "memref.get_global": self._lower_get_global,
         }

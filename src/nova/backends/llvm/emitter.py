@@ -290,6 +290,7 @@ def core_handlers() -> dict[str, Handler]:
             ops_cf,
             ops_func,
             ops_index,
+            ops_llvm,
             ops_math,
             ops_memref,
             ops_scf,
@@ -298,7 +299,7 @@ def core_handlers() -> dict[str, Handler]:
 
         table: dict[str, Handler] = {}
         for mod in (ops_arith, ops_math, ops_memref, ops_scf, ops_cf, ops_func, ops_index,
-                    ops_vector):
+                    ops_vector, ops_llvm):
             table.update(mod.HANDLERS)
         _CORE = table
     return _CORE

@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
     UnrankedMemRefType,
     VectorType,
 )
+from xdsl.dialects.llvm import LLVMStructType
 from xdsl.ir import Attribute
 
 from nova.errors import UnsupportedError
@@ -215,6 +216,8 @@ def lower_type(ty: Attribute, address_space: AddressSpaceFn) -> ir.Type:
         return I32  # carries no data (nova.backends.llvm.async_copy_common.bind_token)
     if getattr(ty, "name", "") == "gpu.mma_matrix":
         return mma_fragment_type(ty, _target_name(address_space))
+    if isinstance(ty, LLVMStructType):
+        return ir.LiteralStructType([lower_type(t, address_space) for t in ty.types.data])
     return scalar_type(ty)
 
 

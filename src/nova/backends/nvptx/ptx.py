@@ -2,6 +2,9 @@
 
 `emit_ptx(llvm_ir, arch)` parses the device LLVM IR with llvmlite, verifies it, runs LLVM's O3
 pipeline (new pass manager, NVPTX target machine) and prints PTX for `arch` (sm_XX).
+Modules that use Hopper's warpgroup MMA (`wgmma.*`, nova.backends.nvptx.wgmma) are emitted and
+assembled for `sm_90a` when `arch` is `sm_90` (`wgmma_arch`): ptxas accepts wgmma only for the
+architecture-specific target, whose cubin runs on compute capability 9.0 devices only.
 `assemble_cubin(ptx, arch)` runs `ptxas` (the one external tool Nova uses) when it is on PATH
 and returns the cubin bytes, or None when ptxas is absent; ptxas errors raise BackendError
 with ptxas's own message.
@@ -37,6 +40,25 @@ def _check_arch(arch: str) -> str:
     return arch
 
 
+WGMMA_MARK = "wgmma."
+"""What the device LLVM IR of a module using warpgroup MMA contains (intrinsic names and the
+inline PTX of nova.backends.nvptx.wgmma)."""
+
+
+def wgmma_arch(arch: str) -> str:
+    """The target for a module using wgmma when `arch` is the requested one: `sm_90a` for sm_90
+    or sm_90a; BackendError for other architectures (wgmma exists on sm_90a only)."""
+    if arch in ("sm_90", "sm_90a"):
+        return "sm_90a"
+    raise BackendError(f"this module uses Hopper warpgroup MMA (wgmma), which needs target "
+                       f"sm_90a (compute capability 9.0); the target is {arch}")
+
+
+def module_arch(text: str, arch: str) -> str:
+    """`arch`, or sm_90a for a module (LLVM IR or PTX) that uses wgmma."""
+    return wgmma_arch(arch) if WGMMA_MARK in text else arch
+
+
 def ptx_version(arch: str) -> int:
     """The PTX ISA version to emit for `arch` (x10): 8.0 up to sm_90a, newer for Blackwell."""
     match = _ARCH.match(_check_arch(arch))
@@ -60,8 +82,8 @@ def target_machine(arch: str, opt_level: int = 3) -> llvm.TargetMachine:
 
 def emit_ptx(llvm_ir: str, arch: str = "sm_90", opt_level: int = 3) -> str:
     """Optimize device LLVM IR (LLVM's O`opt_level` pipeline, 0-3) and print it as PTX for
-    `arch`."""
-    tm = target_machine(arch, opt_level)
+    `arch` (sm_90a for a module using wgmma, `module_arch`)."""
+    tm = target_machine(module_arch(llvm_ir, arch), opt_level)
     module = parse_verified(llvm_ir, TRIPLE, DATA_LAYOUT, "device LLVM IR")
     try:
         optimize(module, tm, opt_level)
@@ -76,12 +98,12 @@ def ptxas_path() -> str | None:
 
 
 def assemble_cubin(ptx: str, arch: str = "sm_90", opt_level: int = 3) -> bytes | None:
-    """Assemble PTX to a cubin with ptxas (`-O<opt_level>`); None when ptxas is not
-    installed."""
+    """Assemble PTX to a cubin with ptxas (`-O<opt_level>`, for `module_arch`); None when ptxas
+    is not installed."""
     exe = ptxas_path()
     if exe is None:
         return None
-    _check_arch(arch)
+    arch = module_arch(ptx, _check_arch(arch))
     with tempfile.TemporaryDirectory(prefix="nova-ptxas-") as tmp:
         src = os.path.join(tmp, "module.ptx")
         out = os.path.join(tmp, "module.cubin")

@@ -213,7 +213,9 @@ def lower_dynamic_shared_memory(fe: FunctionEmitter, op: Operation) -> None:
         arr = ir.ArrayType(T.I8, 0)
         gv = ir.GlobalVariable(module, arr, "__nova_dynamic_shared", addrspace=3)
         gv.linkage = "external"
-        gv.align = 32  # WMMA tiles in dynamic shared memory need 32-byte alignment
+        # WMMA tiles in dynamic shared memory need 32-byte alignment; wgmma's swizzled tiles
+        # repeat every 1024 bytes of shared address (nova.backends.cpu.wgmma)
+        gv.align = 1024 if _uses_wgmma(fe.func_op) else 32
     ty = op.results[0].type
     base: ir.Value = M.opaque(fe.builder, gv)
     space = fe.module.address_space(ty)
@@ -328,6 +330,7 @@ class NvptxTarget(TargetBase):
         from nova.backends.nvptx import mma_sync as nvptx_mma_sync
         from nova.backends.nvptx import nvgpu as nvgpu_ops
         from nova.backends.nvptx import nvvm as nvvm_ops
+        from nova.backends.nvptx import wgmma as nvptx_wgmma
         self.arch = arch
         self.check_bounds = check_bounds
         self._check_buffers: dict[tuple[ir.Function, int], ir.Value] = {}
@@ -356,6 +359,7 @@ class NvptxTarget(TargetBase):
             **nvptx_mma_sync.HANDLERS,
             **nvvm_ops.NVPTX_HANDLERS,
             **nvgpu_ops.HANDLERS,
+            **nvptx_wgmma.HANDLERS,
         }
 
     def pointer_address_space(self, memref_type: Attribute) -> int:
@@ -459,12 +463,19 @@ class NvptxTarget(TargetBase):
         gv = ir.GlobalVariable(fe.module.module, arr, name, addrspace=3)
         gv.linkage = "internal"
         gv.initializer = ir.Constant(arr, ir.Undefined)
-        gv.align = 32 if _uses_mma(func_op) else 16  # WMMA tiles need 32-byte alignment
+        # WMMA tiles need 32-byte alignment, swizzled wgmma tiles 1024 (their pattern's period)
+        gv.align = 1024 if _uses_wgmma(func_op) else 32 if _uses_mma(func_op) else 16
         ptr: ir.Value = M.opaque(fe.builder, gv)
         space = self.pointer_address_space(mlir_type)
         if space != 3:
             ptr = fe.builder.addrspacecast(ptr, ir.PointerType(addrspace=space))
         return M.identity_descriptor(fe.builder, mlir_type, ptr, sizes)
+
+
+def _uses_wgmma(func_op: Operation) -> bool:
+    """Whether the gpu.module around `func_op` uses warpgroup MMA (nvvm.wgmma.*)."""
+    module = func_op.parent_op() or func_op
+    return any(op.name.startswith("nvvm.wgmma.") for op in module.walk())
 
 
 def _uses_mma(func_op: Operation) -> bool:

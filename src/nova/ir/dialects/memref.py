@@ -245,6 +245,33 @@ class RankOp(IRDLOperation):
         printer.print_attribute(self.source.type)
 
 
+class ExtractAlignedPointerAsIndexOp(xmemref.ExtractAlignedPointerAsIndexOp):
+    """`memref.extract_aligned_pointer_as_index %m : memref<..> -> index`: the address of the
+    memref's aligned pointer (for a workgroup memref on a GPU: its shared memory address, as
+    wgmma matrix descriptors need it)."""
+
+    name = "memref.extract_aligned_pointer_as_index"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        source = parser.resolve_operand(operand, parser.parse_type())
+        parser.parse_punctuation("->")
+        result = parser.parse_type()
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(operands=[source], result_types=[result], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.aligned_pointer.type)
+        print_attr_dict(printer, self.attributes)
+
+
 class AtomicRMWOp(xmemref.AtomicRMWOp):
     """`memref.atomic_rmw addf %v, %m[%i] : (f32, memref<?xf32>) -> f32`."""
 
@@ -394,7 +421,8 @@ class AtomicYieldOp(IRDLOperation):
                                   f"'{parent.result.type}'")
 
 
-_REPLACEMENTS = {op.name: op for op in (GlobalOp, CastOp, CopyOp, RankOp, AtomicRMWOp)}
+_REPLACEMENTS = {op.name: op for op in (GlobalOp, CastOp, CopyOp, RankOp, AtomicRMWOp,
+                                         ExtractAlignedPointerAsIndexOp)}
 
 MEMREF = Dialect(
     "memref",
