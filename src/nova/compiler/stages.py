@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
 
+    from nova.compiler.parallel import Pending, SplitSource
+
 Artifact = str | bytes | Mapping[str, str | bytes]
 
 # Upstream's order: `mlir-opt --lower-affine --gpu-kernel-outlining`, so affine ops in host code
@@ -120,6 +122,12 @@ class Compilation:
     early_cubin: bool = False
     """The `ptx` stage starts ptxas on each module as soon as its PTX exists (set by the driver
     when the `cubin` stage will run and no override can replace the PTX)."""
+    split: SplitSource | None = None
+    """Set by the driver to compile the device modules in worker processes
+    (nova.compiler.parallel): `parse` sends them off and parses `split.host`, `embed` collects
+    them; the device stages then have no module of their own to run on."""
+    workers: int = 1
+    pending: Pending | None = None
 
     @classmethod
     def from_module(cls, module: ModuleOp, filename: str, options: CompileOptions,
@@ -141,8 +149,46 @@ class Compilation:
 def _parse(c: Compilation) -> None:
     from nova.ir.parser import parse_mlir
 
+    if c.split is not None:
+        _parse_split(c)
+        return
     c.module = parse_mlir(c.text, c.filename,
                           allow_unregistered=c.options.allow_unregistered)
+
+
+def _parse_split(c: Compilation) -> None:
+    """Send the device modules to the workers, then parse the host part (its stub modules give
+    the launches' kernel signatures to the verifier). A host part that is not what a split source
+    promises (module stubs other than the split's, in another order, or launches to outline) is
+    compiled serially from the whole text instead."""
+    from nova.compiler import parallel
+    from nova.ir.parser import parse_mlir
+
+    assert c.split is not None
+    c.pending = parallel.submit(c.split, c.filename, c.options, c.workers)
+    try:
+        c.module = parse_mlir(c.split.host, c.filename,
+                              allow_unregistered=c.options.allow_unregistered)
+    except NovaError:
+        parallel.collect(c, c.pending)  # a module's error comes first, as in the text
+        raise
+    _find_device_modules(c)
+    names = [m.name for m in c.split.modules]
+    if list(c.device_modules) != names or _outline_pipeline(c.module):
+        parallel.cancel(c.pending)
+        c.split = c.pending = None
+        _parse(c)
+        return
+    c.device_modules = {}  # stubs: the workers compile the modules
+
+
+def finish_modules(c: Compilation) -> None:
+    """Collect the workers' device images (nova.compiler.parallel), if any are pending."""
+    if c.pending is not None:
+        from nova.compiler import parallel
+
+        pending, c.pending = c.pending, None
+        parallel.collect(c, pending)
 
 
 def _print_module(c: Compilation) -> str:
@@ -166,6 +212,8 @@ def _outline(c: Compilation) -> None:
     from nova.passes.registry import run_pipeline
 
     assert c.module is not None
+    if c.split is not None:
+        return  # checked by _parse_split: nothing to outline
     pipeline = _outline_pipeline(c.module)
     if pipeline:  # nothing to outline (e.g. nova.models' already outlined programs): no passes,
         run_pipeline(c.module, pipeline)  # and no re-verification of an unchanged module
@@ -286,6 +334,7 @@ def _host_llvm(c: Compilation) -> None:
 def _embed(c: Compilation) -> None:
     from nova.bundle.writer import DeviceImages, embed_device_images
 
+    finish_modules(c)
     finish_cubins(c)
     images = [
         DeviceImages(name=name, kernels=kernels, ptx=c.ptx.get(name), cubin=c.cubin.get(name),
