@@ -100,8 +100,8 @@ def split_text(text: str, spans: Sequence[tuple[str, int, int]]) -> SplitSource 
     last line) of each top-level `gpu.module`, 0-based line indices, in text order. The text's
     first line must open the container module (`module attributes {gpu.container_module} {`,
     nothing else on it), and every `gpu.func` signature must be one line ending in `{` (the
-    host part keeps it, with `gpu.return` as its body). None when that does not hold: the
-    caller then compiles serially."""
+    host part keeps it in place, with `gpu.return` as its body, so that the launches' kernel
+    signatures verify). None when that does not hold: the caller then compiles serially."""
     lines = text.split("\n")
     if not (lines[0].startswith("module") and lines[0].endswith("{")):
         return None
@@ -112,17 +112,14 @@ def split_text(text: str, spans: Sequence[tuple[str, int, int]]) -> SplitSource 
         if first < 1 or last >= len(lines) or not module[0].lstrip().startswith(
                 f"gpu.module @{name} ") or module[-1].strip() != "}":
             return None
-        headers = [line for line in module if line.lstrip().startswith("gpu.func @")]
-        indent = " " * (len(module[0]) - len(module[0].lstrip()) + 4)
-        stub = [module[0]]
-        for header in headers:
-            if not header.endswith("{"):
+        stub = [module[0], *[""] * (len(module) - 2), module[-1]]
+        headers = [i for i, line in enumerate(module) if line.lstrip().startswith("gpu.func @")]
+        for i, end in zip(headers, [*headers[1:], len(module) - 1], strict=True):
+            if not module[i].endswith("{") or end - i < 3:
                 return None
-            stub += [header, f"{indent}  gpu.return", f"{indent}}}"]
-        stub.append(module[-1])
-        if len(stub) > len(module):
-            return None
-        host[first:last + 1] = stub[:-1] + [""] * (len(module) - len(stub)) + stub[-1:]
+            indent = module[i][:len(module[i]) - len(module[i].lstrip())]
+            stub[i:i + 3] = [module[i], f"{indent}  gpu.return", f"{indent}}}"]
+        host[first:last + 1] = stub
         sources.append(ModuleSource(name, "\n".join([lines[0], *[""] * (first - 1), *module,
                                                        "}", ""])))
     return SplitSource("\n".join(host), tuple(sources))
