@@ -48,9 +48,12 @@ module attributes {gpu.container_module} {
   func.func @run(%buf: memref<64xf32>, %factor: f32) {
     %c1 = arith.constant 1 : index
     %c64 = arith.constant 64 : index
-    gpu.launch_func @scale::@scale blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%buf : memref<64xf32>, %factor : f32)
-    gpu.launch_func @pair::@add_one blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%buf : memref<64xf32>)
-    gpu.launch_func @pair::@square blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1) args(%buf : memref<64xf32>)
+    gpu.launch_func @scale::@scale blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1)
+        args(%buf : memref<64xf32>, %factor : f32)
+    gpu.launch_func @pair::@add_one blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1)
+        args(%buf : memref<64xf32>)
+    gpu.launch_func @pair::@square blocks in (%c1, %c1, %c1) threads in (%c64, %c1, %c1)
+        args(%buf : memref<64xf32>)
     return
   }
 }
