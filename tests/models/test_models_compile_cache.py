@@ -130,6 +130,30 @@ def test_model_key_covers_weights_attributes_bindings_and_settings() -> None:
     assert len({base, *others}) == 1 + len(others)
 
 
+STORE_CHILD = """\
+import sys
+from nova.models import examples
+from nova.models.build import Settings, build
+from nova.models.graph import TensorType
+graph = examples.mlp().graph
+settings = Settings(False, "nova", "numpy", "nova", "numpy", "auto", "nova",
+                    {"ptx": False, "cubin": False, "cpu_image": True})
+inputs = [TensorType("float32", graph.types[n].shape) for n in graph.inputs]
+print(build(graph, {"batch": 1}, "float32", settings, inputs).cache_hit)
+"""
+
+
+def test_a_process_that_exits_right_after_compiling_stores_its_entry(cache_dir: Path) -> None:
+    """The model cache is written in a background thread; the interpreter waits for it."""
+    env = {**os.environ, "NOVA_CACHE_DIR": str(cache_dir), "NOVA_CACHE": "1",
+           "PYTHONPATH": str(ROOT / "src")}
+    for expected in ("False", "True"):
+        done = subprocess.run([sys.executable, "-c", STORE_CHILD], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [expected]
+
+
 @pytest.mark.parametrize("jobs", ["2", "3"])
 def test_parallel_compile_gives_the_serial_bytes(jobs: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
@@ -191,12 +215,14 @@ def test_damaged_entries_are_misses(cache_dir: Path) -> None:
     ex = examples.mlp()
     args = (ex.graph, {"batch": 1}, "float32", _settings(), _inputs(ex.graph))
     build(*args)
+    model_cache.flush()  # the store runs in the background
     (weights,) = cache_dir.glob("models/*/*.weights")
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF
     weights.write_bytes(bytes(data))
     assert not build(*args).cache_hit  # a damaged entry: compiled again (and stored again)
     assert build(*args).cache_hit
+    model_cache.flush()  # the store runs in the background
     (bundle,) = cache_dir.glob("models/*/*.nova")
     bundle.write_bytes(bundle.read_bytes()[:-3])
     assert not build(*args).cache_hit
@@ -213,6 +239,7 @@ def test_damaged_weight_chunks_are_misses(damage: str, cache_dir: Path,
     args = (ex.graph, {"batch": 1}, "float32", _settings(), _inputs(ex.graph))
     build(*args)
     assert build(*args).cache_hit
+    model_cache.flush()  # the store runs in the background
     (weights,) = cache_dir.glob("models/*/*.weights")
     data = bytearray(weights.read_bytes())
     count = int.from_bytes(data[12:16], "little")
@@ -236,6 +263,7 @@ def test_no_model_cache_when_caching_is_off(cache_dir: Path) -> None:
     ex = examples.mlp()
     with config.scoped(cache_enabled=False):
         build(ex.graph, {"batch": 1}, "float32", _settings(), _inputs(ex.graph))
+    model_cache.flush()  # the store runs in the background
     assert not list(cache_dir.glob("models/*/*"))
 
 
@@ -259,6 +287,7 @@ def test_the_cache_keeps_the_newest_entries(cache_dir: Path,
     ex = examples.mlp()
     for batch in (1, 2, 3):
         build(ex.graph, {"batch": batch}, "float32", _settings(), _inputs(ex.graph))
+    model_cache.flush()  # the store runs in the background
     assert len(list(cache_dir.glob("models/*/*.weights"))) == 2
     assert len(list(cache_dir.glob("models/*/*.nova"))) == 2
     assert build(ex.graph, {"batch": 3}, "float32", _settings(), _inputs(ex.graph)).cache_hit

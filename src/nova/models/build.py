@@ -92,7 +92,7 @@ def build(graph: Graph, bindings: dict[str, int], dtype: str, settings: Settings
                             timings)
     if key is not None:
         start = time.perf_counter()
-        model_cache.put(key, entry)
+        model_cache.put_soon(key, entry)  # written in the background (see put_soon)
         timings["store"] = time.perf_counter() - start
     return Built(entry, lowered, False, timings)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -171,6 +172,7 @@ def get(key: str) -> Entry | None:
     """The entry for `key`, or None (missing, unreadable, torn or corrupt: the files of a
     damaged entry are removed). The weights file is mapped, not read: the weights are read-only
     views of the mapping, and its CRC-32 chunks are checked in threads."""
+    flush(key)
     bundle_path, weights_path = _paths(key)
     bundle = read_digested(bundle_path)
     if bundle is None:
@@ -217,7 +219,7 @@ def _chunk_count(nbytes: int, chunk: int) -> int:
     return max(1, -(-nbytes // chunk))
 
 
-def _crcs(payload: memoryview | bytes, chunk: int) -> bytes:
+def _crcs(payload: memoryview | bytes | bytearray, chunk: int) -> bytes:
     """The little-endian CRC-32 of each `chunk` bytes of `payload` (threads when large: zlib
     releases the GIL)."""
     view = memoryview(payload)
@@ -231,6 +233,37 @@ def _crcs(payload: memoryview | bytes, chunk: int) -> bytes:
     return struct.pack(f"<{len(values)}I", *values)
 
 
+_writes: dict[str, threading.Thread] = {}
+_writes_lock = threading.Lock()
+
+
+def put_soon(key: str, entry: Entry) -> None:
+    """`put` in a background thread, so that a compilation returns without waiting for its
+    tens of megabytes to be written. The thread is not a daemon (the interpreter waits for it at
+    exit), and a `get` of the same key in this process waits for it first, so a second compile
+    here still finds the entry."""
+    def write() -> None:
+        try:
+            put(key, entry)
+        finally:
+            with _writes_lock:
+                if _writes.get(key) is thread:
+                    del _writes[key]
+
+    thread = threading.Thread(target=write, name="nova-model-store")
+    with _writes_lock:
+        _writes[key] = thread
+    thread.start()
+
+
+def flush(key: str | None = None) -> None:
+    """Wait until the background writes of `key` (None: every key) are done."""
+    with _writes_lock:
+        pending = [t for k, t in _writes.items() if key is None or k == key]
+    for thread in pending:
+        thread.join()
+
+
 def put(key: str, entry: Entry) -> None:
     """Store `entry` (the weights file first, so a reader that finds the bundle finds both);
     a cache that cannot be written is skipped."""
@@ -238,8 +271,8 @@ def put(key: str, entry: Entry) -> None:
     payload = encode(entry.weights, entry.signature)
     crcs = _crcs(payload, CHUNK_BYTES)
     try:
-        _write_atomic(weights_path, WEIGHTS_MAGIC + struct.pack(
-            "<II", CHUNK_BYTES, len(crcs) // 4) + crcs + payload)
+        _write_atomic(weights_path, (WEIGHTS_MAGIC + struct.pack(
+            "<II", CHUNK_BYTES, len(crcs) // 4) + crcs, payload))
         write_digested(bundle_path, entry.bundle)
         _prune()
     except OSError:
@@ -259,7 +292,8 @@ def _prune() -> None:
         remove(stale.removesuffix(".weights") + ".nova")
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def _write_atomic(path: str, parts: tuple[bytes | bytearray, ...]) -> None:
+    """Write the concatenation of `parts` to `path` atomically (a temporary file renamed)."""
     import tempfile
 
     folder = os.path.dirname(path)
@@ -267,7 +301,7 @@ def _write_atomic(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            out.writelines(parts)
         os.replace(tmp, path)
     except BaseException:
         remove(tmp)
