@@ -47,9 +47,9 @@ MIN_AUTO_CPUS = 4
 MIN_AUTO_BYTES = 32 << 10
 MAX_AUTO_JOBS = 8
 _ENV = "NOVA_COMPILE_JOBS"
-WORKER_IMPORTS = ("nova.ir.parser", "nova.backends.device", "nova.backends.nvptx.ptx",
-                  "nova.backends.x86")
-"""What every worker imports as it starts (the parser, the device lowering, the emitters)."""
+WORKER_IMPORTS = ("nova.ir.parser", "nova.backends.device", "nova.backends.nvptx.ptx")
+"""What every worker imports as it starts (the parser, the device lowering, the PTX emitter;
+the CPU-device target is imported on first use)."""
 
 
 class CompileJobsError(NovaError):
