@@ -159,6 +159,31 @@ def test_a_dead_worker_is_compiled_again_here(monkeypatch: pytest.MonkeyPatch) -
     assert _compile(PROGRAM, "2", monkeypatch)[0] == serial  # a new pool works again
 
 
+def test_no_fork_possible_compiles_serially(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork(workers: int) -> object:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    serial = _compile(PROGRAM, "1", monkeypatch)[0]
+    parallel.shutdown()
+    monkeypatch.setattr(parallel, "_get_pool", no_fork)
+    parallel.prestart(1 << 20)  # no error either
+    bundle, timings = _compile(PROGRAM, "2", monkeypatch)
+    assert bundle == serial and "modules" not in timings
+
+
+def test_a_pool_broken_between_compiles_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    serial, timings = _compile(PROGRAM, "2", monkeypatch)
+    assert "modules" in timings
+    pool = parallel._pool
+    assert pool is not None
+    victim = next(iter(pool._processes.values()))  # type: ignore[attr-defined]
+    victim.kill()
+    victim.join()
+    bundle, timings = _compile(PROGRAM, "2", monkeypatch)
+    assert bundle == serial and "modules" in timings
+    assert parallel._pool is not pool
+
+
 def test_an_interrupt_stops_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(*args: object) -> object:
         raise KeyboardInterrupt

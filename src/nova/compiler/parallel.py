@@ -241,9 +241,13 @@ def _get_pool(workers: int) -> ProcessPoolExecutor:
 
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
                                initializer=_worker_init)
-    with warnings.catch_warnings():  # Python 3.12 warns about fork() in a threaded process
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pool.submit(_ready)  # fork start: every worker is forked at the first submission
+    try:
+        with warnings.catch_warnings():  # Python 3.12 warns about fork() in a threaded process
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pool.submit(_ready)  # fork start: every worker is forked at the first submission
+    except BaseException:
+        _terminate(pool)
+        raise
     _pool, _pool_pid, _pool_size = pool, os.getpid(), workers
     return pool
 
@@ -254,7 +258,10 @@ def prestart(expected_bytes: int) -> None:
     work (nova.models lowers the graph meanwhile). No-op when that would compile serially."""
     workers = _jobs(expected_bytes, MAX_AUTO_JOBS)
     if workers > 1:
-        _get_pool(workers)
+        try:
+            _get_pool(workers)
+        except OSError:  # no process could be forked now: the compile will try again
+            shutdown()
 
 
 def pool_size() -> int:
@@ -290,15 +297,25 @@ class Pending:
 
 
 def submit(split: SplitSource, filename: str, options: CompileOptions,
-           workers: int) -> Pending:
-    """Send every module to the pool, largest first (the longest task starts first)."""
-    pool = _get_pool(workers)
+           workers: int) -> Pending | None:
+    """Send every module to the pool, largest first (the longest task starts first). None when
+    no pool can be had (fork failed; a broken pool is replaced once): compile serially."""
+    from concurrent.futures.process import BrokenProcessPool
+
     order = sorted(range(len(split.modules)), key=lambda i: -len(split.modules[i].text))
-    futures: list[Future[ModuleResult] | None] = [None] * len(split.modules)
-    start = time.perf_counter()
-    for i in order:
-        futures[i] = pool.submit(_work, split.modules[i], filename, options)
-    return Pending(split, [f for f in futures if f is not None], start)
+    for _attempt in range(2):
+        futures: list[Future[ModuleResult]] = []
+        start = time.perf_counter()
+        try:
+            pool = _get_pool(workers)
+            by_index = {i: pool.submit(_work, split.modules[i], filename, options)
+                        for i in order}
+        except (BrokenProcessPool, OSError):  # a worker died since the last compile, or no
+            shutdown()                        # process could be forked
+            continue
+        futures = [by_index[i] for i in range(len(split.modules))]
+        return Pending(split, futures, start)
+    return None
 
 
 def collect(c: Compilation, pending: Pending) -> None:

@@ -166,6 +166,10 @@ def _parse_split(c: Compilation) -> None:
 
     assert c.split is not None
     c.pending = parallel.submit(c.split, c.filename, c.options, c.workers)
+    if c.pending is None:  # no workers to be had: serially
+        c.split = None
+        _parse(c)
+        return
     try:
         c.module = parse_mlir(c.split.host, c.filename,
                               allow_unregistered=c.options.allow_unregistered)
