@@ -199,6 +199,18 @@ def test_an_interrupt_stops_the_workers(monkeypatch: pytest.MonkeyPatch) -> None
     assert _compile(PROGRAM, "2", monkeypatch)[0] == _compile(PROGRAM, "1", monkeypatch)[0]
 
 
+def test_workers_use_the_configuration_of_the_compiling_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU-device lowering reads NOVA_CPU_ARCH / NOVA_CPU_REGIONS: a worker forked before a
+    change compiles with the configuration in force when the task is sent."""
+    cpu_only = CompileOptions(arch="sm_90", ptx=False, cpu_image=True, check_bounds=False)
+    _compile(PROGRAM, "2", monkeypatch, cpu_only)  # the pool exists from here on
+    with config.scoped(cpu_arch="generic"):
+        generic = _compile(PROGRAM, "2", monkeypatch, cpu_only)[0]
+        assert generic == _compile(PROGRAM, "1", monkeypatch, cpu_only)[0]
+    assert generic != _compile(PROGRAM, "2", monkeypatch, cpu_only)[0]
+
+
 def test_jobs_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     split = split_text(PROGRAM, SPANS)
     assert split is not None

@@ -33,6 +33,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from nova import config
 from nova.errors import NovaError
 
 TYPE_CHECKING = False
@@ -213,10 +214,14 @@ def _assemble(c: Compilation) -> None:
         c.cubin[name] = assemble_cubin(ptx, c.options.arch, c.options.opt_level)
 
 
-def _work(module: ModuleSource, filename: str, options: CompileOptions) -> ModuleResult:
-    """The pool's task: never raises (the parent recompiles a failed module to raise it)."""
+def _work(module: ModuleSource, filename: str, options: CompileOptions,
+          settings: config.Config) -> ModuleResult:
+    """The pool's task, under the sending process's configuration (the lowerings read some
+    settings, e.g. NOVA_CPU_ARCH, and the worker was forked with an older one). Never raises:
+    the parent recompiles a failed module to raise its error."""
     try:
-        return compile_device_module(module, filename, options)
+        with config.using(settings):
+            return compile_device_module(module, filename, options)
     except Exception:
         return ModuleResult(module.name, failed=True)
 
@@ -308,7 +313,8 @@ def submit(split: SplitSource, filename: str, options: CompileOptions,
         start = time.perf_counter()
         try:
             pool = _get_pool(workers)
-            by_index = {i: pool.submit(_work, split.modules[i], filename, options)
+            settings = config.get()
+            by_index = {i: pool.submit(_work, split.modules[i], filename, options, settings)
                         for i in order}
         except (BrokenProcessPool, OSError):  # a worker died since the last compile, or no
             shutdown()                        # process could be forked
