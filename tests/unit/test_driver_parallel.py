@@ -103,6 +103,10 @@ def test_split_keeps_every_line_in_place() -> None:
 def test_split_refuses_layouts_it_cannot_keep() -> None:
     assert split_text("gpu.module @scale {\n}\n", [("scale", 0, 1)]) is None  # no container
     assert split_text(PROGRAM, [("other", 1, 9)]) is None  # not that module's line
+    assert split_text(PROGRAM, [("pair", 10, 26), ("scale", 1, 9)]) is None  # out of order
+    assert split_text(PROGRAM, [("scale", 1, 9), ("pair", 9, 26)]) is None  # overlapping
+    assert split_text(PROGRAM, [("scale", 1, 1)]) is None  # empty
+    assert split_text(PROGRAM, [("pair", 10, 99)]) is None  # past the end
     multiline = PROGRAM.replace("%factor: f32) kernel {", "%factor: f32)\n      kernel {", 1)
     assert split_text(multiline, [("scale", 1, 10)]) is None  # signature over two lines
 

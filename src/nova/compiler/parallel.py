@@ -108,10 +108,14 @@ def split_text(text: str, spans: Sequence[tuple[str, int, int]]) -> SplitSource 
         return None
     host = list(lines)
     sources = []
+    previous = 0
     for name, first, last in spans:
+        if not previous < first < last < len(lines):  # in order, apart, inside the text
+            return None
+        previous = last
         module = lines[first:last + 1]
-        if first < 1 or last >= len(lines) or not module[0].lstrip().startswith(
-                f"gpu.module @{name} ") or module[-1].strip() != "}":
+        if not module[0].lstrip().startswith(f"gpu.module @{name} ") \
+                or module[-1].strip() != "}":
             return None
         stub = [module[0], *[""] * (len(module) - 2), module[-1]]
         headers = [i for i, line in enumerate(module) if line.lstrip().startswith("gpu.func @")]
