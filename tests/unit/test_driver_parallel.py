@@ -203,6 +203,20 @@ def test_an_interrupt_stops_the_workers(monkeypatch: pytest.MonkeyPatch) -> None
     assert _compile(PROGRAM, "2", monkeypatch)[0] == _compile(PROGRAM, "1", monkeypatch)[0]
 
 
+def test_an_interrupt_while_the_host_part_compiles_stops_the_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from nova.backends.host import lower
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    _compile(PROGRAM, "2", monkeypatch)
+    monkeypatch.setattr(lower, "lower_host", interrupted)  # the host-llvm stage's lowering
+    with pytest.raises(KeyboardInterrupt):
+        _compile(PROGRAM, "2", monkeypatch)
+    assert parallel._pool is None
+
+
 def test_workers_use_the_configuration_of_the_compiling_process(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The CPU-device lowering reads NOVA_CPU_ARCH / NOVA_CPU_REGIONS: a worker forked before a

@@ -130,11 +130,11 @@ def _run_stages(c: Compilation, target: str) -> CompileResult:
                 timings[stage.name] = time.perf_counter() - start
             if cfg.dump_dir is not None:  # a given module is dumped as the stage it stands for
                 _dump(cfg.dump_dir, stage, stage.render(c))
-    except BaseException:
+    except BaseException as exc:
         if c.pending is not None:  # device modules still in the workers: drop them
-            from nova.compiler.parallel import cancel
+            from nova.compiler.parallel import abandon
 
-            cancel(c.pending)
+            abandon(c.pending, exc)
         raise
     output = STAGE_BY_NAME[target].render(c)
     timings.update(c.background_timings)  # ptxas: its own wall time, not the submission's

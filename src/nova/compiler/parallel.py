@@ -336,12 +336,8 @@ def collect(c: Compilation, pending: Pending) -> None:
     try:
         for module, future in zip(pending.split.modules, pending.futures, strict=True):
             results.append(_result(module, future, c))
-    except NovaError:  # a module's own error (compiled again here): the pool stays
-        cancel(pending)
-        raise
-    except BaseException:  # an interrupt: stop the workers too
-        cancel(pending)
-        shutdown()
+    except BaseException as exc:
+        abandon(pending, exc)
         raise
     bg = c.background_timings
     bg["modules"] = time.perf_counter() - pending.started
@@ -356,6 +352,15 @@ def cancel(pending: Pending) -> None:
     """Drop the tasks not started yet (a compilation that fails or is interrupted)."""
     for future in pending.futures:
         future.cancel()
+
+
+def abandon(pending: Pending, error: BaseException) -> None:
+    """A compilation ends with `error` while its modules are in the workers: drop the tasks not
+    started; for anything but a NovaError (an interrupt, a broken pool) stop the workers too,
+    so that nothing keeps compiling for a program nobody waits for."""
+    cancel(pending)
+    if not isinstance(error, NovaError):
+        shutdown()
 
 
 def _result(module: ModuleSource, future: Future[ModuleResult], c: Compilation) -> ModuleResult:
