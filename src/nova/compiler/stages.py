@@ -242,6 +242,8 @@ def _symbol_name(op: Operation) -> str:
 
 
 def _device_llvm(c: Compilation) -> None:
+    if not c.device_modules:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.device import DeviceTarget, lower_device_module
 
     for name, op in c.device_modules.items():
@@ -252,6 +254,8 @@ def _device_llvm(c: Compilation) -> None:
 
 
 def _ptx(c: Compilation) -> None:
+    if not c.device_llvm:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.nvptx.ptx import emit_ptx
 
     for name, llvm_ir in c.device_llvm.items():
@@ -312,6 +316,8 @@ def _replace_cubin(c: Compilation, outputs: Artifact, path: str) -> None:
 
 
 def _cpu_llvm(c: Compilation) -> None:
+    if not c.device_modules:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.device import DeviceTarget, lower_device_module
 
     for name, op in c.device_modules.items():
@@ -322,6 +328,8 @@ def _cpu_llvm(c: Compilation) -> None:
 
 
 def _cpu_obj(c: Compilation) -> None:
+    if not c.cpu_llvm:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.x86 import emit_object
 
     for name, llvm_ir in c.cpu_llvm.items():
@@ -354,6 +362,8 @@ def _embed(c: Compilation) -> None:
 
 def _binary_images(c: Compilation) -> list[Any]:
     """The device images of the module's gpu.binary ops (nova.backends.gpu_binary)."""
+    if not c.binaries:
+        return []  # and no import of the gpu.binary support (it loads the CPU-device target)
     from nova.backends.gpu_binary import binary_images
     from nova.bundle.writer import DeviceImages
 
