@@ -229,6 +229,44 @@ def test_workers_use_the_configuration_of_the_compiling_process(
     assert generic != _compile(PROGRAM, "2", monkeypatch, cpu_only)[0]
 
 
+ORPHAN = """\
+import os, sys
+from nova.compiler import parallel
+os.environ["NOVA_COMPILE_JOBS"] = "2"
+parallel.prestart(1 << 20)
+pool = parallel._pool
+print(" ".join(str(p) for p in pool._processes), flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_workers_end_when_their_process_is_killed(tmp_path: os.PathLike[str]) -> None:
+    """A compiling process killed outright leaves no worker behind (nor a pipe held open)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run([sys.executable, "-c", ORPHAN], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(src)}, check=False)
+    assert done.returncode == -9, done.stderr
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
 def test_jobs_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     split = split_text(PROGRAM, SPANS)
     assert split is not None

@@ -164,15 +164,36 @@ def cpu_count() -> int:
 
 # ---- the worker side ----------------------------------------------------------------------------
 
-def _worker_init() -> None:
-    """Runs first in every worker: ignore SIGINT (the parent handles an interrupt) and import
-    what every module needs, so that it overlaps whatever the parent does meanwhile."""
+def _worker_init(parent: int) -> None:
+    """Runs first in every worker: end with the parent, ignore SIGINT (the parent handles an
+    interrupt) and import what every module needs, so that it overlaps whatever the parent does
+    meanwhile."""
     import importlib
     import signal
 
+    _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in WORKER_IMPORTS:
         importlib.import_module(name)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to kill this worker when the thread that forked it ends (the parent killed or
+    crashed: an orphan would otherwise wait for tasks forever, holding the parent's inherited
+    file descriptors, such as the pipe a caller reads its output from)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown has to do
+        return
+    if os.getppid() != parent:  # the parent died before the request
+        os._exit(1)
 
 
 def _ready() -> int:
@@ -249,7 +270,7 @@ def _get_pool(workers: int) -> ProcessPoolExecutor:
     from concurrent.futures import ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_worker_init)
+                               initializer=_worker_init, initargs=(os.getpid(),))
     try:
         with warnings.catch_warnings():  # Python 3.12 warns about fork() in a threaded process
             warnings.simplefilter("ignore", DeprecationWarning)
