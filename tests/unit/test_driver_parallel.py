@@ -267,6 +267,22 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_compilations_in_several_threads_share_the_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    serial = _compile(PROGRAM, "1", monkeypatch)[0]
+    split = split_text(PROGRAM, SPANS)
+    monkeypatch.setenv("NOVA_COMPILE_JOBS", "2")
+
+    def compile_once(i: int) -> bytes:
+        return compile_source(PROGRAM, "prog.mlir", OPTIONS, split=split).bundle
+
+    with ThreadPoolExecutor(max_workers=3) as threads:
+        bundles = list(threads.map(compile_once, range(6)))
+    assert bundles == [serial] * 6
+
+
 def test_jobs_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     split = split_text(PROGRAM, SPANS)
     assert split is not None

@@ -30,6 +30,7 @@ fewer cores the workers' own imports cost more than they save).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -254,17 +255,23 @@ def _work(module: ModuleSource, filename: str, options: CompileOptions,
 # ---- the pool -----------------------------------------------------------------------------------
 
 _pool: ProcessPoolExecutor | None = None
+_pool_lock = threading.Lock()
 _pool_pid = 0
 _pool_size = 0
 
 
 def _get_pool(workers: int) -> ProcessPoolExecutor:
     """This process's pool of at least `workers` forked workers (started now if needed)."""
+    with _pool_lock:  # compilations in several threads share the pool
+        return _get_pool_locked(workers)
+
+
+def _get_pool_locked(workers: int) -> ProcessPoolExecutor:
     global _pool, _pool_pid, _pool_size
     if _pool is not None and _pool_pid == os.getpid() and _pool_size >= workers:
         return _pool
-    if _pool is not None and _pool_pid == os.getpid():
-        _pool.shutdown(wait=False, cancel_futures=True)
+    if _pool is not None and _pool_pid == os.getpid():  # too small: its workers end once the
+        _pool.shutdown(wait=False)                       # tasks sent to it are done
     import multiprocessing
     import warnings
     from concurrent.futures import ProcessPoolExecutor
@@ -302,7 +309,8 @@ def pool_size() -> int:
 def shutdown() -> None:
     """Stop this process's pool (its workers exit); the next parallel compile forks a new one."""
     global _pool
-    pool, _pool = _pool, None
+    with _pool_lock:
+        pool, _pool = _pool, None
     if pool is not None and _pool_pid == os.getpid():
         _terminate(pool)
 
@@ -385,12 +393,15 @@ def abandon(pending: Pending, error: BaseException) -> None:
 
 
 def _result(module: ModuleSource, future: Future[ModuleResult], c: Compilation) -> ModuleResult:
+    from concurrent.futures import CancelledError
     from concurrent.futures.process import BrokenProcessPool
 
     try:
         result = future.result()
     except BrokenProcessPool:  # a worker died (killed, out of memory): start afresh later
         shutdown()
+        result = ModuleResult(module.name, failed=True)
+    except CancelledError:  # another thread stopped the pool (an interrupt there)
         result = ModuleResult(module.name, failed=True)
     if result.failed:  # compile it here: the serial path's error, located as there
         result = compile_device_module(module, c.filename, c.options)
