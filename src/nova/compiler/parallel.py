@@ -15,8 +15,10 @@ GIL. Why fork: a forked worker starts in milliseconds, needs no importable `__ma
 forkserver re-import the user's script) and inherits what the parent imported; the child only
 parses, calls LLVM and runs ptxas, never the CUDA driver or another thread's state. The pool is
 started once per process (`prestart` lets a caller fork it before it needs it, so the workers'
-imports overlap the caller's own work) and reused. Workers ignore SIGINT: an interrupt reaches
-the parent, which stops the pool and re-raises it.
+imports overlap the caller's own work) and reused, also by compilations in other threads.
+Workers ignore SIGINT (an interrupt reaches the parent, which stops the pool and re-raises it)
+and are killed by Linux when the thread that forked them ends (PR_SET_PDEATHSIG), so a killed
+compiler leaves no orphan holding its pipes.
 
 Failures are never reported from the worker: a module whose worker raised (or died) is compiled
 again in this process, which raises exactly the located NovaError a serial compile raises.
@@ -342,7 +344,6 @@ def submit(split: SplitSource, filename: str, options: CompileOptions,
 
     order = sorted(range(len(split.modules)), key=lambda i: -len(split.modules[i].text))
     for _attempt in range(2):
-        futures: list[Future[ModuleResult]] = []
         start = time.perf_counter()
         try:
             pool = _get_pool(workers)
@@ -352,8 +353,7 @@ def submit(split: SplitSource, filename: str, options: CompileOptions,
         except (BrokenProcessPool, OSError):  # a worker died since the last compile, or no
             shutdown()                        # process could be forked
             continue
-        futures = [by_index[i] for i in range(len(split.modules))]
-        return Pending(split, futures, start)
+        return Pending(split, [by_index[i] for i in range(len(split.modules))], start)
     return None
 
 
