@@ -64,7 +64,8 @@ except Exception as exc:  # report, never fail: this is a benchmark
 report["import_s"] = imported - start
 report["compile_s"] = compile_s
 from nova.compiler import parallel
-report["workers"] = parallel.pool_size() if "modules" in report["timings"] else 1
+report["workers"] = (parallel.jobs(built.lowered.program.split)
+                     if "modules" in report["timings"] else 1)
 report["compile_cpu_s"] = compile_cpu_s
 print(json.dumps(report))
 """
