@@ -303,11 +303,6 @@ def prestart(expected_bytes: int) -> None:
             shutdown()
 
 
-def pool_size() -> int:
-    """The number of workers of this process's pool (0: none started)."""
-    return _pool_size if _pool is not None and _pool_pid == os.getpid() else 0
-
-
 def shutdown() -> None:
     """Stop this process's pool (its workers exit); the next parallel compile forks a new one."""
     global _pool
