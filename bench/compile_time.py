@@ -21,14 +21,20 @@ image, runtime objects: one NOVA_CACHE_DIR) empty, then from the cache. "compile
 nova.models' build of the specialisation (key, lookup, lowering, the driver, storing; no device
 load, no weight upload; wall time), "compile cpu" its CPU time (all threads, ptxas excluded:
 the number to compare on a loaded machine), "process cpu" the whole process's user + system
-time (interpreter start, imports, building the graph and ptxas included). Checks: every
+time (interpreter start, imports, building the graph and ptxas included). With worker processes
+(nova.compiler.parallel; NOVA_COMPILE_JOBS or --jobs; auto: one per CPU on >= 4 CPUs) the main
+process's `parse` is the host part only; `modules` is the wall time from sending the device
+modules to the workers until the last came back (it overlaps parse, host-llvm and the wait in
+embed), `slowest module` the longest module's own time (the critical path inside `modules`),
+and `<stage> (workers)` the workers' stage times summed over modules (work, not wall time);
+"compile cpu" then counts the main process only. Checks: every
 cold and cached run gives byte-identical `.nova` bytes and weights (runs use different
 PYTHONHASHSEEDs), and a small encoder compiled the same way for the cpu device computes what
 NumPy does (on a machine with a GPU, `--device cuda` also runs the full cuda bundles).
 
     python bench/compile_time.py [--runs 3] [--emit nova] [--json PATH]
                                  [--model-runs 2] [--model-rows fp16-cuda,fp32-cuda,...]
-                                 [--model-quick] [--device cpu|cuda]
+                                 [--model-quick] [--device cpu|cuda] [--jobs N|auto]
         (default PATH: bench/results/compile_time-<date>.json)
 """
 

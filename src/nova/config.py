@@ -135,6 +135,19 @@ def scoped(**changes: object) -> Iterator[Config]:
         _current = previous
 
 
+@contextlib.contextmanager
+def using(settings: Config) -> Iterator[Config]:
+    """Make `settings` the active configuration for a while (a compile worker takes on the
+    configuration of the process that sent it a task)."""
+    global _current
+    previous = _current
+    _current = settings
+    try:
+        yield settings
+    finally:
+        _current = previous
+
+
 def reload() -> Config:
     """Re-read the environment (after a test or tool changed it)."""
     global _current

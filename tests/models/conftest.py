@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from nova.runtime.selection import cuda_status
+
+# pytest-xdist already runs one test process per CPU: compile workers (nova.compiler.parallel,
+# auto on machines with 4+ CPUs) in each would oversubscribe the machine. The tests of the
+# parallel compile set NOVA_COMPILE_JOBS themselves.
+os.environ.setdefault("NOVA_COMPILE_JOBS", "1")
 
 _CUDA = cuda_status()
 

@@ -52,10 +52,10 @@ def _inputs(graph: nm.Graph, dtype: str = "float32") -> list[TensorType]:
 def test_fresh_processes_with_different_hash_seeds_give_identical_bundles(
         tmp_path: Path) -> None:
     outs = []
-    for seed in ("1", "12345"):
+    for seed, jobs in (("1", "1"), ("12345", "3")):  # serial, and 3 compile workers
         out = tmp_path / f"run{seed}"
         env = {**os.environ, "PYTHONHASHSEED": seed, "NOVA_CACHE": "0",
-               "PYTHONPATH": str(ROOT / "src")}
+               "PYTHONPATH": str(ROOT / "src"), "NOVA_COMPILE_JOBS": jobs}
         done = subprocess.run([sys.executable, "-c", CHILD, str(out)], env=env,
                               capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, done.stderr
@@ -130,25 +130,140 @@ def test_model_key_covers_weights_attributes_bindings_and_settings() -> None:
     assert len({base, *others}) == 1 + len(others)
 
 
+STORE_CHILD = """\
+import sys
+from nova.models import examples
+from nova.models.build import Settings, build
+from nova.models.graph import TensorType
+graph = examples.mlp().graph
+settings = Settings(False, "nova", "numpy", "nova", "numpy", "auto", "nova",
+                    {"ptx": False, "cubin": False, "cpu_image": True})
+inputs = [TensorType("float32", graph.types[n].shape) for n in graph.inputs]
+print(build(graph, {"batch": 1}, "float32", settings, inputs).cache_hit)
+"""
+
+
+def test_a_process_that_exits_right_after_compiling_stores_its_entry(cache_dir: Path) -> None:
+    """The model cache is written in a background thread; the interpreter waits for it."""
+    env = {**os.environ, "NOVA_CACHE_DIR": str(cache_dir), "NOVA_CACHE": "1",
+           "PYTHONPATH": str(ROOT / "src")}
+    for expected in ("False", "True"):
+        done = subprocess.run([sys.executable, "-c", STORE_CHILD], env=env, capture_output=True,
+                              text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [expected]
+
+
+@pytest.mark.parametrize("jobs", ["2", "3"])
+def test_parallel_compile_gives_the_serial_bytes(jobs: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device modules compiled by 2 or 3 worker processes (nova.compiler.parallel): the
+    same bundle as a serial compile, for the GPU images and for the cpu device's object."""
+    from nova.compiler import parallel
+
+    ex = examples.encoder_layer()
+    bindings = {"batch": 2, "seq": 5}
+    gpu = Settings(True, "nova", "cublaslt", "nova", "cudnn", "auto", "nova",
+                   {"ptx": True, "cubin": True, "cpu_image": False})
+    try:
+        with config.scoped(cache_enabled=False):
+            for settings, dtype in ((gpu, "float16"), (_settings(), "float32")):
+                bundles = []
+                for setting in ("1", jobs):
+                    monkeypatch.setenv("NOVA_COMPILE_JOBS", setting)
+                    built = build(ex.graph, bindings, dtype, settings, _inputs(ex.graph, dtype))
+                    assert ("modules" in built.timings) == (setting != "1")
+                    bundles.append(built.entry.bundle)
+                assert bundles[0] == bundles[1]
+    finally:
+        parallel.shutdown()
+
+
+def test_weight_key_is_exact_for_chunked_and_threaded_hashing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weight of several hash chunks: any changed byte (first, middle, last chunk) changes
+    the key, an equal copy does not, and hashing in threads gives the serial key."""
+    g = examples.mlp().graph
+    name = next(iter(g.weights))
+    big = np.random.default_rng(0).standard_normal((3 * model_cache.CHUNK_BYTES // 4 + 5,)) \
+        .astype(np.float32)
+    g.weights[name] = big
+    settings = _settings().key()
+
+    def key(weights: np.ndarray) -> str:
+        h = g.copy()
+        h.weights[name] = weights
+        return model_cache.model_key(h, {"batch": 1}, "float32", settings)
+
+    base = key(big)
+    assert key(big.copy()) == base
+    changed = set()
+    for index in (0, big.size // 2, big.size - 1):
+        w = big.copy()
+        w.view(np.uint8)[index * 4 + 1] ^= 1  # one bit of one byte
+        changed.add(key(w))
+    assert len(changed) == 3 and base not in changed
+    assert key(big[:-1]) != base
+    monkeypatch.setattr(model_cache, "_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(model_cache, "_cpus", lambda: 4)
+    assert key(big) == base  # 4 threads
+    monkeypatch.setattr(model_cache, "_cpus", lambda: 1)
+    assert key(big) == base  # serial
+
+
 def test_damaged_entries_are_misses(cache_dir: Path) -> None:
     ex = examples.mlp()
     args = (ex.graph, {"batch": 1}, "float32", _settings(), _inputs(ex.graph))
     build(*args)
+    model_cache.flush()  # the store runs in the background
     (weights,) = cache_dir.glob("models/*/*.weights")
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF
     weights.write_bytes(bytes(data))
     assert not build(*args).cache_hit  # a damaged entry: compiled again (and stored again)
     assert build(*args).cache_hit
+    model_cache.flush()  # the store runs in the background
     (bundle,) = cache_dir.glob("models/*/*.nova")
     bundle.write_bytes(bundle.read_bytes()[:-3])
     assert not build(*args).cache_hit
+
+
+@pytest.mark.parametrize("damage", ["middle", "crc", "header", "truncated", "empty"])
+def test_damaged_weight_chunks_are_misses(damage: str, cache_dir: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weights file is checked chunk by chunk (small chunks here, checked in threads)."""
+    monkeypatch.setattr(model_cache, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(model_cache, "_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(model_cache, "_cpus", lambda: 3)
+    ex = examples.mlp()
+    args = (ex.graph, {"batch": 1}, "float32", _settings(), _inputs(ex.graph))
+    build(*args)
+    assert build(*args).cache_hit
+    model_cache.flush()  # the store runs in the background
+    (weights,) = cache_dir.glob("models/*/*.weights")
+    data = bytearray(weights.read_bytes())
+    count = int.from_bytes(data[12:16], "little")
+    assert count > 4
+    if damage == "middle":
+        data[16 + 4 * count + (count // 2) * 4096 + 7] ^= 0x10
+    elif damage == "crc":
+        data[16 + 4 * (count // 2)] ^= 1
+    elif damage == "header":
+        data[12] ^= 1  # the chunk count
+    elif damage == "truncated":
+        data = data[:-4096]
+    else:
+        data = bytearray()
+    weights.write_bytes(bytes(data))
+    assert not build(*args).cache_hit
+    assert build(*args).cache_hit
 
 
 def test_no_model_cache_when_caching_is_off(cache_dir: Path) -> None:
     ex = examples.mlp()
     with config.scoped(cache_enabled=False):
         build(ex.graph, {"batch": 1}, "float32", _settings(), _inputs(ex.graph))
+    model_cache.flush()  # the store runs in the background
     assert not list(cache_dir.glob("models/*/*"))
 
 
@@ -172,6 +287,7 @@ def test_the_cache_keeps_the_newest_entries(cache_dir: Path,
     ex = examples.mlp()
     for batch in (1, 2, 3):
         build(ex.graph, {"batch": batch}, "float32", _settings(), _inputs(ex.graph))
+    model_cache.flush()  # the store runs in the background
     assert len(list(cache_dir.glob("models/*/*.weights"))) == 2
     assert len(list(cache_dir.glob("models/*/*.nova"))) == 2
     assert build(ex.graph, {"batch": 3}, "float32", _settings(), _inputs(ex.graph)).cache_hit

@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
-from nova.backends.cpu.target import lower_cpu_module
 from nova.backends.kernel_abi import check_kernel_signature, kernel_params, type_spec
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import ModuleEmitter, attr, display_name, location_of, symbol_name
@@ -134,6 +133,9 @@ def lower_device_module(gpu_module: Operation, target: DeviceTarget | str,
     every memref access against its memref's sizes (a failure is reported like cf.assert)."""
     target = DeviceTarget(target)
     if target is DeviceTarget.CPU:
+        # imported here: a compile for the GPU alone (a compile worker) need not load the CPU
+        # target (~0.1 s of imports)
+        from nova.backends.cpu.target import lower_cpu_module
 
         cpu = lower_cpu_module(gpu_module, check_bounds=check_bounds)
         return DeviceLowering(cpu.llvm_module, tuple(cpu.kernels))

@@ -38,6 +38,7 @@ from nova.errors import ArgumentError, InputError
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
+    from nova.compiler.parallel import SplitSource
     from nova.runtime.executor import NovaModule
 
 __all__ = [
@@ -121,13 +122,20 @@ def _run_stages(c: Compilation, target: str) -> CompileResult:
     timings: dict[str, float] = {}
     stages = required(target, c.options)
     c.early_cubin = cfg.override_dir is None and any(s.name == "cubin" for s in stages)
-    for stage in stages:
-        if stage.name not in c.done:
-            start = time.perf_counter()
-            _run_stage(stage, c, cfg.override_dir)
-            timings[stage.name] = time.perf_counter() - start
-        if cfg.dump_dir is not None:  # a given module is dumped as the stage it stands for
-            _dump(cfg.dump_dir, stage, stage.render(c))
+    try:
+        for stage in stages:
+            if stage.name not in c.done:
+                start = time.perf_counter()
+                _run_stage(stage, c, cfg.override_dir)
+                timings[stage.name] = time.perf_counter() - start
+            if cfg.dump_dir is not None:  # a given module is dumped as the stage it stands for
+                _dump(cfg.dump_dir, stage, stage.render(c))
+    except BaseException as exc:
+        if c.pending is not None:  # device modules still in the workers: drop them
+            from nova.compiler.parallel import abandon
+
+            abandon(c.pending, exc)
+        raise
     output = STAGE_BY_NAME[target].render(c)
     timings.update(c.background_timings)  # ptxas: its own wall time, not the submission's
     return CompileResult(output, timings, compilation=c)
@@ -143,18 +151,39 @@ def compile_module(module: ModuleOp, filename: str, options: CompileOptions,
     return _run_stages(Compilation.from_module(module, filename, options, after), target)
 
 
+def _compilation(text: str, filename: str, options: CompileOptions, target: str,
+                 split: SplitSource | None) -> Compilation:
+    """The state of one compilation; with `split`, its device modules go to worker processes
+    when NOVA_COMPILE_JOBS allows and every stage's output is not asked for (dumps, overrides,
+    an earlier --emit target)."""
+    c = Compilation(text, filename, options)
+    cfg = config.get()
+    if split is None or target != "nova" or cfg.dump_dir is not None \
+            or cfg.override_dir is not None:
+        return c
+    from nova.compiler.parallel import jobs
+
+    workers = jobs(split)
+    if workers > 1:
+        c.split, c.workers = split, workers
+    return c
+
+
 def compile_source(text: str, filename: str = "<string>",
-                   options: CompileOptions | None = None) -> CompileResult:
+                   options: CompileOptions | None = None,
+                   split: SplitSource | None = None) -> CompileResult:
     """Compile `text` up to `options.emit`, with timings. Finished bundles come from and go to
     the cache (unless NOVA_CACHE=0, NOVA_DUMP_DIR asks for every intermediate, or
-    NOVA_OVERRIDE_DIR replaces some)."""
+    NOVA_OVERRIDE_DIR replaces some). `split`: the same text split by device module
+    (nova.compiler.parallel), which lets the device modules compile in worker processes; the
+    bundle is the same bytes either way."""
     options = options or CompileOptions()
     target = options.target()
     cfg = config.get()
     use_cache = (target == "nova" and cfg.cache_enabled and cfg.dump_dir is None
                  and cfg.override_dir is None)
     if not use_cache:
-        return _run_stages(Compilation(text, filename, options), target)
+        return _run_stages(_compilation(text, filename, options, target, split), target)
 
     from nova.compiler.cache import BundleCache, cache_key
 
@@ -165,7 +194,7 @@ def compile_source(text: str, filename: str = "<string>",
     lookup = time.perf_counter() - start
     if cached is not None:
         return CompileResult(cached, {"cache": lookup}, cache_hit=True)
-    result = _run_stages(Compilation(text, filename, options), target)
+    result = _run_stages(_compilation(text, filename, options, target, split), target)
     start = time.perf_counter()
     assert isinstance(result.output, bytes)
     cache.put(key, result.output)

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
 
+    from nova.compiler.parallel import Pending, SplitSource
+
 Artifact = str | bytes | Mapping[str, str | bytes]
 
 # Upstream's order: `mlir-opt --lower-affine --gpu-kernel-outlining`, so affine ops in host code
@@ -120,6 +122,12 @@ class Compilation:
     early_cubin: bool = False
     """The `ptx` stage starts ptxas on each module as soon as its PTX exists (set by the driver
     when the `cubin` stage will run and no override can replace the PTX)."""
+    split: SplitSource | None = None
+    """Set by the driver to compile the device modules in worker processes
+    (nova.compiler.parallel): `parse` sends them off and parses `split.host`, `embed` collects
+    them; the device stages then have no module of their own to run on."""
+    workers: int = 1
+    pending: Pending | None = None
 
     @classmethod
     def from_module(cls, module: ModuleOp, filename: str, options: CompileOptions,
@@ -141,8 +149,50 @@ class Compilation:
 def _parse(c: Compilation) -> None:
     from nova.ir.parser import parse_mlir
 
+    if c.split is not None:
+        _parse_split(c)
+        return
     c.module = parse_mlir(c.text, c.filename,
                           allow_unregistered=c.options.allow_unregistered)
+
+
+def _parse_split(c: Compilation) -> None:
+    """Send the device modules to the workers, then parse the host part (its stub modules give
+    the launches' kernel signatures to the verifier). A host part that is not what a split source
+    promises (module stubs other than the split's, in another order, or launches to outline) is
+    compiled serially from the whole text instead."""
+    from nova.compiler import parallel
+    from nova.ir.parser import parse_mlir
+
+    assert c.split is not None
+    c.pending = parallel.submit(c.split, c.filename, c.options, c.workers)
+    if c.pending is None:  # no workers to be had: serially
+        c.split = None
+        _parse(c)
+        return
+    try:
+        c.module = parse_mlir(c.split.host, c.filename,
+                              allow_unregistered=c.options.allow_unregistered)
+    except NovaError:
+        parallel.collect(c, c.pending)  # a module's error comes first, as in the text
+        raise
+    _find_device_modules(c)
+    names = [m.name for m in c.split.modules]
+    if list(c.device_modules) != names or _outline_pipeline(c.module):
+        parallel.cancel(c.pending)
+        c.split = c.pending = None
+        _parse(c)
+        return
+    c.device_modules = {}  # stubs: the workers compile the modules
+
+
+def finish_modules(c: Compilation) -> None:
+    """Collect the workers' device images (nova.compiler.parallel), if any are pending."""
+    if c.pending is not None:
+        from nova.compiler import parallel
+
+        pending, c.pending = c.pending, None
+        parallel.collect(c, pending)
 
 
 def _print_module(c: Compilation) -> str:
@@ -166,6 +216,8 @@ def _outline(c: Compilation) -> None:
     from nova.passes.registry import run_pipeline
 
     assert c.module is not None
+    if c.split is not None:
+        return  # checked by _parse_split: nothing to outline
     pipeline = _outline_pipeline(c.module)
     if pipeline:  # nothing to outline (e.g. nova.models' already outlined programs): no passes,
         run_pipeline(c.module, pipeline)  # and no re-verification of an unchanged module
@@ -190,6 +242,8 @@ def _symbol_name(op: Operation) -> str:
 
 
 def _device_llvm(c: Compilation) -> None:
+    if not c.device_modules:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.device import DeviceTarget, lower_device_module
 
     for name, op in c.device_modules.items():
@@ -200,6 +254,8 @@ def _device_llvm(c: Compilation) -> None:
 
 
 def _ptx(c: Compilation) -> None:
+    if not c.device_llvm:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.nvptx.ptx import emit_ptx
 
     for name, llvm_ir in c.device_llvm.items():
@@ -260,6 +316,8 @@ def _replace_cubin(c: Compilation, outputs: Artifact, path: str) -> None:
 
 
 def _cpu_llvm(c: Compilation) -> None:
+    if not c.device_modules:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.device import DeviceTarget, lower_device_module
 
     for name, op in c.device_modules.items():
@@ -270,6 +328,8 @@ def _cpu_llvm(c: Compilation) -> None:
 
 
 def _cpu_obj(c: Compilation) -> None:
+    if not c.cpu_llvm:  # nothing here (the workers' modules): no imports either
+        return
     from nova.backends.x86 import emit_object
 
     for name, llvm_ir in c.cpu_llvm.items():
@@ -286,6 +346,7 @@ def _host_llvm(c: Compilation) -> None:
 def _embed(c: Compilation) -> None:
     from nova.bundle.writer import DeviceImages, embed_device_images
 
+    finish_modules(c)
     finish_cubins(c)
     images = [
         DeviceImages(name=name, kernels=kernels, ptx=c.ptx.get(name), cubin=c.cubin.get(name),
@@ -301,6 +362,8 @@ def _embed(c: Compilation) -> None:
 
 def _binary_images(c: Compilation) -> list[Any]:
     """The device images of the module's gpu.binary ops (nova.backends.gpu_binary)."""
+    if not c.binaries:
+        return []  # and no import of the gpu.binary support (it loads the CPU-device target)
     from nova.backends.gpu_binary import binary_images
     from nova.bundle.writer import DeviceImages
 

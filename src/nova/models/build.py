@@ -85,15 +85,29 @@ def build(graph: Graph, bindings: dict[str, int], dtype: str, settings: Settings
         if entry is not None:
             return Built(entry, None, True, timings)
     start = time.perf_counter()
+    _prestart_workers(graph)
     lowered = lower_with(graph, bindings, dtype, settings)
     timings["lower"] = time.perf_counter() - start
     entry = compile_lowered(graph, bindings, dtype, lowered, settings.options, input_types,
                             timings)
     if key is not None:
         start = time.perf_counter()
-        model_cache.put(key, entry)
+        model_cache.put_soon(key, entry)  # written in the background (see put_soon)
         timings["store"] = time.perf_counter() - start
     return Built(entry, lowered, False, timings)
+
+
+BYTES_PER_NODE = 4096
+"""A rough size of the MLIR text a graph node becomes (the encoder layer: 125-235 KB for ~20
+nodes), to decide before lowering whether its device modules will compile in parallel."""
+
+
+def _prestart_workers(graph: Graph) -> None:
+    """Start the driver's compile workers (nova.compiler.parallel) before lowering, so that
+    their start overlaps the lowering instead of following it."""
+    from nova.compiler.parallel import prestart
+
+    prestart(len(graph.nodes) * BYTES_PER_NODE)
 
 
 def compile_lowered(graph: Graph, bindings: dict[str, int], dtype: str, lowered: Lowered,
@@ -109,7 +123,8 @@ def compile_lowered(graph: Graph, bindings: dict[str, int], dtype: str, lowered:
         extra.append((LIBRARY_PLANS_KEY, json.dumps(
             [p.to_json() for p in lowered.program.library_plans], sort_keys=True)))
     result = compile_source(lowered.program.mlir, f"{graph.name}.mlir",
-                            make_options(**options, manifest_extra=tuple(extra)))
+                            make_options(**options, manifest_extra=tuple(extra)),
+                            split=lowered.program.split)
     if timings is not None:
         timings.update(result.timings)
     bundle = result.bundle

@@ -5,7 +5,8 @@ pipeline, the code generation and the MLIR compiler.
 What decides a specialisation, and so the key (SHA-256 of one JSON document):
 
 - the graph: name, inputs, outputs, tensor types, every node (op, inputs, outputs, attributes,
-  name) and every weight's dtype, shape and SHA-256 of its bytes (hashed in two threads: OpenSSL
+  name) and every weight's dtype, shape and digest: SHA-256 over its size and the SHA-256 of
+  each 1 MiB chunk of its bytes (the chunks hashed in threads, one per CPU up to 8: OpenSSL
   releases the GIL, and the weights are the bulk of the key's cost);
 - the bindings of the symbolic dims, the dtype and every resolved compile setting (GEMM/conv
   policy and library, attention mode, tensor cores, the driver's CompileOptions);
@@ -14,11 +15,13 @@ What decides a specialisation, and so the key (SHA-256 of one JSON document):
 
 An entry is two files under `<cache_dir>/models/<key[:2]>/`: `<key>.nova`, the bundle, written by
 `write_digested` (SHA-256 checked on read; the runtime checks the bundle's seal again at load),
-and `<key>.weights`: `b"NOVAMC1\\0"`, the CRC-32 of the rest, then a `.nova.weights` payload
-(nova.models.weights_section: the device-ready weights in `@forward` order and the model
-signature). CRC-32 rather than SHA-256 for the weights: they are megabytes, the check is against
-torn or damaged files (both files are written atomically, weights first), and zlib's CRC runs
-~3x faster than SHA-256 here. A missing, torn or corrupt entry is a miss, never an error. At
+and `<key>.weights`: `b"NOVAMC2\\0"`, the chunk size and count, the CRC-32 of each 1 MiB chunk of
+the payload, then a `.nova.weights` payload (nova.models.weights_section: the device-ready
+weights in `@forward` order and the model signature). A lookup maps the weights file (the
+weights are read-only views of the mapping, no copy) and checks the chunks in threads. CRC-32
+rather than SHA-256 for the weights: they are megabytes, the check is against torn or damaged
+files (both files are written atomically, weights first), and zlib's CRC runs ~3x faster than
+SHA-256 here. A missing, torn or corrupt entry is a miss, never an error. At
 most MAX_ENTRIES entries are kept (the least recently written are removed).
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,9 +44,12 @@ from nova.models.graph import Graph
 from nova.models.weights_section import decode, encode
 from nova.runtime.digested import read_digested, remove, write_digested
 
-WEIGHTS_MAGIC = b"NOVAMC1\0"
+WEIGHTS_MAGIC = b"NOVAMC2\0"
 _PARALLEL_BYTES = 4 << 20
-"""Weights above this many bytes in all are hashed in two threads."""
+"""Weights above this many bytes in all are hashed (and checked at lookup) in threads."""
+CHUNK_BYTES = 1 << 20
+"""Weights are hashed, and cache files CRC-checked, in chunks of this size (in threads)."""
+HASH_THREADS = 8
 MAX_ENTRIES = 64
 """Entries kept (the least recently written go first): each holds a model's weights."""
 
@@ -108,19 +115,52 @@ def _json_value(value: Any) -> Any:
 
 def _array_digest(value: np.ndarray) -> list[Any]:
     data = np.ascontiguousarray(value)
-    return [data.dtype.str, list(data.shape),
-            sha256(data.reshape(-1).view(np.uint8).data, size_hint=data.nbytes).hexdigest()]
+    view = data.reshape(-1).view(np.uint8).data
+    return [data.dtype.str, list(data.shape), _combine(len(view), [_chunk_digest(c)
+                                                                  for c in _chunks(view)])]
+
+
+def _chunks(view: memoryview) -> list[memoryview]:
+    return [view[i:i + CHUNK_BYTES] for i in range(0, max(len(view), 1), CHUNK_BYTES)]
+
+
+def _chunk_digest(chunk: memoryview) -> bytes:
+    return bytes(sha256(chunk, size_hint=len(chunk)).digest())
+
+
+def _combine(nbytes: int, digests: list[bytes]) -> str:
+    """An array's digest: SHA-256 of its size and its chunks' SHA-256 digests (in order), so
+    that chunks hash in parallel and any changed byte still changes the digest."""
+    return sha256(nbytes.to_bytes(8, "little") + b"".join(digests)).hexdigest()
 
 
 def _weight_digests(graph: Graph) -> list[list[Any]]:
+    """Every weight's [name, dtype, shape, digest]; the chunks of all weights are hashed in
+    threads (OpenSSL's SHA-256 releases the GIL), one per CPU up to HASH_THREADS, when the
+    weights hold more than _PARALLEL_BYTES."""
     items = list(graph.weights.items())
-    arrays = [np.asarray(v) for _, v in items]
-    if sum(a.nbytes for a in arrays) <= _PARALLEL_BYTES:
-        digests = [_array_digest(a) for a in arrays]
+    arrays = [np.ascontiguousarray(v) for _, v in items]
+    views = [a.reshape(-1).view(np.uint8).data for a in arrays]
+    chunks = [_chunks(v) for v in views]
+    flat = [c for cs in chunks for c in cs]
+    threads = min(HASH_THREADS, _cpus(), len(flat))
+    if sum(len(v) for v in views) <= _PARALLEL_BYTES or threads < 2:
+        digests = [_chunk_digest(c) for c in flat]
     else:
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="nova-model-key") as pool:
-            digests = list(pool.map(_array_digest, arrays))
-    return [[name, *digest] for (name, _), digest in zip(items, digests, strict=True)]
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="nova-model-key") as pool:
+            digests = list(pool.map(_chunk_digest, flat))
+    out, at = [], 0
+    for (name, _), a, v, cs in zip(items, arrays, views, chunks, strict=True):
+        out.append([name, a.dtype.str, list(a.shape), _combine(len(v), digests[at:at + len(cs)])])
+        at += len(cs)
+    return out
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _paths(key: str) -> tuple[str, str]:
@@ -130,24 +170,98 @@ def _paths(key: str) -> tuple[str, str]:
 
 def get(key: str) -> Entry | None:
     """The entry for `key`, or None (missing, unreadable, torn or corrupt: the files of a
-    damaged entry are removed)."""
+    damaged entry are removed). The weights file is mapped, not read: the weights are read-only
+    views of the mapping, and its CRC-32 chunks are checked in threads."""
+    flush(key)
     bundle_path, weights_path = _paths(key)
     bundle = read_digested(bundle_path)
     if bundle is None:
         return None
-    try:
-        with open(weights_path, "rb") as f:
-            raw = f.read()
-    except OSError:
+    raw = _map(weights_path)
+    if raw is None:
         return None
-    head = len(WEIGHTS_MAGIC) + 8
-    payload = memoryview(raw)[head:]
-    if (raw[:len(WEIGHTS_MAGIC)] != WEIGHTS_MAGIC
-            or struct.unpack_from("<I", raw, len(WEIGHTS_MAGIC))[0] != zlib.crc32(payload)):
+    payload = _checked_payload(raw)
+    if payload is None:
         remove(weights_path)
         return None
     section = decode(payload, weights_path)
     return Entry(bundle, section.weights, section.model)
+
+
+def _map(path: str) -> memoryview | None:
+    import mmap
+
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return memoryview(b"")
+            return memoryview(mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        return None
+
+
+def _checked_payload(raw: memoryview) -> memoryview | None:
+    """The payload of a weights file whose header and every chunk's CRC-32 match, else None.
+    Layout: WEIGHTS_MAGIC, u32 chunk size, u32 chunk count, the chunks' CRC-32s, the payload."""
+    head = len(WEIGHTS_MAGIC) + 8
+    if len(raw) < head or bytes(raw[:len(WEIGHTS_MAGIC)]) != WEIGHTS_MAGIC:
+        return None
+    chunk, count = struct.unpack_from("<II", raw, len(WEIGHTS_MAGIC))
+    crcs = raw[head:head + 4 * count]
+    payload = raw[head + 4 * count:]
+    if chunk == 0 or len(crcs) != 4 * count or count != _chunk_count(len(payload), chunk):
+        return None
+    return payload if bytes(crcs) == _crcs(payload, chunk) else None
+
+
+def _chunk_count(nbytes: int, chunk: int) -> int:
+    return max(1, -(-nbytes // chunk))
+
+
+def _crcs(payload: memoryview | bytes | bytearray, chunk: int) -> bytes:
+    """The little-endian CRC-32 of each `chunk` bytes of `payload` (threads when large: zlib
+    releases the GIL)."""
+    view = memoryview(payload)
+    parts = [view[i:i + chunk] for i in range(0, _chunk_count(len(view), chunk) * chunk, chunk)]
+    threads = min(HASH_THREADS, _cpus(), len(parts))
+    if len(view) <= _PARALLEL_BYTES or threads < 2:
+        values = [zlib.crc32(p) for p in parts]
+    else:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="nova-model-crc") as pool:
+            values = list(pool.map(zlib.crc32, parts))
+    return struct.pack(f"<{len(values)}I", *values)
+
+
+_writes: dict[str, threading.Thread] = {}
+_writes_lock = threading.Lock()
+
+
+def put_soon(key: str, entry: Entry) -> None:
+    """`put` in a background thread, so that a compilation returns without waiting for its
+    tens of megabytes to be written. The thread is not a daemon (the interpreter waits for it at
+    exit), and a `get` of the same key in this process waits for it first, so a second compile
+    here still finds the entry."""
+    def write() -> None:
+        try:
+            put(key, entry)
+        finally:
+            with _writes_lock:
+                if _writes.get(key) is thread:
+                    del _writes[key]
+
+    thread = threading.Thread(target=write, name="nova-model-store")
+    with _writes_lock:
+        _writes[key] = thread
+    thread.start()
+
+
+def flush(key: str | None = None) -> None:
+    """Wait until the background writes of `key` (None: every key) are done."""
+    with _writes_lock:
+        pending = [t for k, t in _writes.items() if key is None or k == key]
+    for thread in pending:
+        thread.join()
 
 
 def put(key: str, entry: Entry) -> None:
@@ -155,9 +269,10 @@ def put(key: str, entry: Entry) -> None:
     a cache that cannot be written is skipped."""
     bundle_path, weights_path = _paths(key)
     payload = encode(entry.weights, entry.signature)
+    crcs = _crcs(payload, CHUNK_BYTES)
     try:
-        _write_atomic(weights_path, WEIGHTS_MAGIC + struct.pack("<II", zlib.crc32(payload), 0)
-                      + payload)
+        _write_atomic(weights_path, (WEIGHTS_MAGIC + struct.pack(
+            "<II", CHUNK_BYTES, len(crcs) // 4) + crcs, payload))
         write_digested(bundle_path, entry.bundle)
         _prune()
     except OSError:
@@ -177,7 +292,8 @@ def _prune() -> None:
         remove(stale.removesuffix(".weights") + ".nova")
 
 
-def _write_atomic(path: str, data: bytes) -> None:
+def _write_atomic(path: str, parts: tuple[bytes | bytearray, ...]) -> None:
+    """Write the concatenation of `parts` to `path` atomically (a temporary file renamed)."""
     import tempfile
 
     folder = os.path.dirname(path)
@@ -185,7 +301,7 @@ def _write_atomic(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            out.writelines(parts)
         os.replace(tmp, path)
     except BaseException:
         remove(tmp)

@@ -49,21 +49,29 @@ def _pad(n: int) -> int:
     return -n % ALIGN
 
 
-def encode(weights: dict[str, np.ndarray], model: dict[str, Any]) -> bytes:
-    """The section payload for `weights` (in order) and the `model` description."""
-    entries = []
-    blobs = []
+def encode(weights: dict[str, np.ndarray], model: dict[str, Any]) -> bytearray:
+    """The section payload for `weights` (in order) and the `model` description. Each weight's
+    bytes are copied once, into their place in the payload (the weights of an encoder layer are
+    tens of megabytes, written on every model-cache store)."""
+    arrays = [np.asarray(value, order="C") for value in weights.values()]
+    entries: list[dict[str, Any]] = []
+    offsets = []
     offset = 0
-    for name, value in weights.items():
-        data = np.array(value, order="C").tobytes()
-        entries.append({"name": name, "dtype": dtype_name(np.asarray(value).dtype),
-                        "shape": list(np.shape(value)), "offset": offset, "nbytes": len(data)})
-        blobs.append(data + b"\0" * _pad(len(data)))
-        offset += len(data) + _pad(len(data))
+    for name, data in zip(weights, arrays, strict=True):
+        offsets.append(offset)
+        entries.append({"name": name, "dtype": dtype_name(data.dtype),
+                        "shape": list(data.shape), "offset": offset, "nbytes": data.nbytes})
+        offset += data.nbytes + _pad(data.nbytes)
     text = json.dumps({"format": 1, "weights": entries, "model": model},
                       sort_keys=True).encode("utf-8")
     head = MAGIC + struct.pack("<Q", len(text)) + text
-    return head + b"\0" * _pad(len(head)) + b"".join(blobs)
+    base = len(head) + _pad(len(head))
+    out = bytearray(base + offset)  # zero-filled: the padding
+    out[:len(head)] = head
+    for at, data in zip(offsets, arrays, strict=True):
+        begin = base + at
+        out[begin:begin + data.nbytes] = data.reshape(-1).view(np.uint8).data
+    return out
 
 
 def decode(payload: bytes | memoryview, name: str = "<bundle>") -> WeightsSection:
@@ -96,7 +104,7 @@ def decode(payload: bytes | memoryview, name: str = "<bundle>") -> WeightsSectio
         raise ModelError(f"{name}: malformed {SECTION} header ({exc})") from exc
 
 
-def append_section(bundle: bytes, payload: bytes) -> bytes:
+def append_section(bundle: bytes, payload: bytes | bytearray) -> bytes:
     """`bundle` with one more non-allocated section `.nova.weights` holding `payload`, resealed.
 
     The new layout: the original bytes up to the end of the last section, the payload (64-byte

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nova.abi import LIBRARY_CALL_PREFIX, AnyPlan
+from nova.compiler.parallel import SplitSource, split_text
 from nova.models.codegen.attention import attention_kernel
 from nova.models.codegen.context import GeneratedKernel, KernelContext
 from nova.models.codegen.matmul import conv_kernel, matmul_kernel, small_m_kernel, small_m_rows
@@ -46,6 +47,8 @@ class Program:
     """Where each Conv runs (likewise)."""
     attention: list[AttentionChoice] = field(default_factory=list)
     """How each attention pattern runs (set by the pipeline; recorded in the manifest)."""
+    split: SplitSource | None = None
+    """`mlir` split by device module, for the driver's parallel compile."""
 
 
 @dataclass
@@ -108,18 +111,25 @@ def generate_program(graph: Graph, plan: FusionPlan, tensor_cores: bool = True) 
     declarations = [f"  func.func private @{LIBRARY_CALL_PREFIX}{s.index}("
                     f"{', '.join(_buffer_type(graph, b) for b in s.buffers)})"
                     for s in steps if isinstance(s, LibraryStep)]
-    mlir = "\n".join([
-        "module attributes {gpu.container_module} {",
-        *(line for k in unique for line in _module(k)),
-        *declarations,
-        f"  func.func @forward({', '.join(sig)}) {{",
-        _indent(body.text(), 1),
-        "    return",
-        "  }",
-        "}",
-        "",
-    ])
-    return Program(mlir, inputs, weights, outputs, kernels, plans)
+    modules = [_module(k) for k in unique]
+    tail = [*declarations, f"  func.func @forward({', '.join(sig)}) {{", _indent(body.text(), 1),
+            "    return", "  }", "}", ""]
+    mlir = "\n".join([CONTAINER, *(line for m in modules for line in m), *tail])
+    return Program(mlir, inputs, weights, outputs, kernels, plans,
+                   split=split_text(mlir, _spans(unique, modules)))
+
+
+CONTAINER = "module attributes {gpu.container_module} {"
+
+
+def _spans(unique: list[GeneratedKernel], modules: list[list[str]]) -> list[tuple[str, int, int]]:
+    """(name, first line, last line) of each device module in the program text."""
+    spans, line = [], 1
+    for kernel, module in zip(unique, modules, strict=True):
+        count = sum(part.count("\n") + 1 for part in module)
+        spans.append((kernel.name, line, line + count - 1))
+        line += count
+    return spans
 
 
 def _module(kernel: GeneratedKernel) -> list[str]:
