@@ -158,7 +158,8 @@ def test_fault_found_at_sync_names_the_latest_kernel(native: Any, driver: MockDr
     error = take_error()
     assert isinstance(error, CudaError)
     assert error.call == "cuStreamSynchronize" and error.context_lost
-    assert "the latest kernel launched was @stencil" in str(error)
+    assert "the latest kernel launched was @stencil (the fault is in it or in GPU work " \
+        "enqueued before it)" in str(error)
 
 
 def test_launch_dimension_overflow_never_reaches_the_driver(native: Any,

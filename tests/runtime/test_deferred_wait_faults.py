@@ -8,7 +8,7 @@ kernel was enqueued: the report must still name the first kernel and its asserti
 and the second kernel must not run. cpu: the KernelFault names @main_kernel (not @main_kernel_0)
 and the assertion's file:line:col; cuda (a child process: the assert loses the context; marked
 gpu): the device's assert report names the assertion's file:line, while the CudaError can only
-name the latest kernel launched (docs/debugging.md).
+name the latest kernel launched, saying the fault may be in work before it (docs/debugging.md).
 """
 
 from __future__ import annotations
@@ -103,3 +103,5 @@ def test_fault_at_a_deferred_wait_names_the_failing_kernel(tmp_path: Path, devic
         assert re.search(pattern, done.stderr), output
     else:
         assert "CUDA_ERROR_ASSERT" in done.stderr and "context is lost" in done.stderr, output
+        assert "the latest kernel launched was @main_kernel_0 (the fault is in it or in GPU " \
+            "work enqueued before it)" in done.stderr, output

@@ -43,7 +43,8 @@ def error_name(code: int) -> str:
 def report(device: Any, call: bytes, code: int, function: int | None,
            last_function: int | None) -> None:
     """Record a failed driver call as a CudaError (the native error path's only Python). A fault
-    found by a later call (a synchronization) names the latest launched kernel."""
+    found by a later call (a synchronization) names the latest launched kernel, and says the
+    fault may be in work enqueued before it (one host wait covers a chain of launches)."""
     try:
         name = call.decode() if isinstance(call, bytes) else str(call)
         kernel = KERNEL_NAMES.get(function or 0) if function else None
@@ -56,7 +57,10 @@ def report(device: Any, call: bytes, code: int, function: int | None,
             # a later call of a program after the fault: say so, not "the fault was found here"
             detail = f"the CUDA context was already lost: {driver.lost_reason} destroyed it"
         elif kernel is None and lost and latest:
-            detail = f"the fault was found here; the latest kernel launched was {latest}"
+            # host waits are deferred to the end of a chain of GPU ops (docs/async.md): the
+            # fault may be in an earlier kernel of the chain, which the driver does not name
+            detail = (f"the fault was found here; the latest kernel launched was {latest} (the "
+                      f"fault is in it or in GPU work enqueued before it)")
         record_error(cuda_error(name, error_name(code), code, detail, kernel=kernel,
                                 context_lost=lost))
         if lost and driver is not None and not driver.context_lost:
