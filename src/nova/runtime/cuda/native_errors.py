@@ -10,6 +10,7 @@ objload from the cache, needs neither llvmlite nor the rest of the ABI.
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 from nova.errors import RuntimeFailure, cuda_error
@@ -56,6 +57,11 @@ def report(device: Any, call: bytes, code: int, function: int | None,
         if lost and driver is not None and driver.lost_reason:
             # a later call of a program after the fault: say so, not "the fault was found here"
             detail = f"the CUDA context was already lost: {driver.lost_reason} destroyed it"
+        elif kernel is not None and lost and name.startswith("cuLaunch") \
+                and os.environ.get("CUDA_LAUNCH_BLOCKING") != "1":
+            # launches are asynchronous: a sticky error they return is an earlier fault's
+            detail = ("the fault is in GPU work enqueued before this launch, found when "
+                      "launching it")
         elif kernel is None and lost and latest:
             # host waits are deferred to the end of a chain of GPU ops (docs/async.md): the
             # fault may be in an earlier kernel of the chain, which the driver does not name
@@ -64,7 +70,9 @@ def report(device: Any, call: bytes, code: int, function: int | None,
         record_error(cuda_error(name, error_name(code), code, detail, kernel=kernel,
                                 context_lost=lost))
         if lost and driver is not None and not driver.context_lost:
-            where = (f" in kernel @{kernel}" if kernel
+            where = (f" when launching @{kernel} (the fault is in GPU work enqueued before it)"
+                     if kernel and detail
+                     else f" in kernel @{kernel}" if kernel
                      else f" (the latest kernel launched was {latest})" if latest else "")
             driver.mark_lost(f"an earlier {error_name(code)} from {name}{where}",
                              error_name(code), code)
