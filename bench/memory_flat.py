@@ -16,6 +16,10 @@ Three entry points of one compiled program, each called `--calls` times after `-
   (nova.runtime.cuda.native_blocks: every pair then goes to the driver's pool), the peers that
   show what the cache saves.
 - `step(host)` with a NumPy array: the executor stages it to the device and back every call.
+- peers, same run: `step` and `alloc_step` compiled after Nova's `async-region` pass (upstream's
+  `gpu-async-region`: one token chain, one host wait), which the compile pipeline does not run
+  (docs/async.md, "Why the pipeline does not run async-region"): against the default lowering,
+  which already waits once per call, they show what the chain's stream costs.
 
 For each, host RSS (/proc/self/status) and device memory are sampled before, every `--calls/10`
 calls, and after: cuda `mem_info()` free bytes and the memory pool gpu.alloc draws from (used
@@ -238,6 +242,7 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
 
     device = get_device(kind)
     mod = nova.compile(PROGRAM, device=kind)
+    region = nova.compile(async_region_program(), device=kind)
     rows = []
     buf = device.to_device(np.zeros(n, np.float32))
     scratch = device.to_device(np.zeros(n, np.float32))
@@ -253,6 +258,8 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
     if cache is not None:
         cases += [(f"{name}, no block cache", call, value)
                   for name, call, value in cases if name.startswith("alloc")]
+    cases += [(f"step(device buffer), {REGION}", lambda: region.step(buf), buf.numpy),
+              (f"alloc_step(device buffer), {REGION}", lambda: region.alloc_step(buf), buf.numpy)]
     for name, call, value in cases:
         if cache is not None:
             cache.set_block_cache("no block cache" not in name)
@@ -265,7 +272,22 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
     if cache is not None:
         cache.set_block_cache(True)
     mod.close()
+    region.close()
     return rows
+
+
+REGION = "async-region"
+
+
+def async_region_program() -> str:
+    """PROGRAM after `outline-kernels,async-region` (what `nova-opt -p` prints): every GPU op of
+    an entry async on one token chain, one `gpu.wait` before each return."""
+    from nova.ir.parser import parse_mlir, print_mlir
+    from nova.passes.registry import run_pipeline
+
+    module = parse_mlir(PROGRAM, "memory_flat.mlir")
+    run_pipeline(module, "outline-kernels,async-region")
+    return print_mlir(module)
 
 
 def block_cache(device: Any) -> Any:
@@ -318,6 +340,12 @@ def main() -> int:
         print(f"{kind}: alloc_step / step = {alloc / step:.2f}x, "
               f"alloc_step / scratch_step = {alloc / us['scratch_step(device buffers)']:.2f}x, "
               f"alloc_only_step / step = {us['alloc_only_step(device buffer)'] / step:.2f}x")
+        peer = "{}(device buffer), " + REGION
+        if peer.format("alloc_step") in us:
+            region_step, region_alloc = us[peer.format("step")], us[peer.format("alloc_step")]
+            print(f"{kind}, {REGION} peer: step {region_step:.1f} us ({region_step / step:.2f}x "
+                  f"the default lowering's), alloc_step {region_alloc:.1f} us "
+                  f"({region_alloc / alloc:.2f}x)")
         off = "{}(device buffer), no block cache"
         if off.format("alloc_step") in us:
             scratch = us["scratch_step(device buffers)"]

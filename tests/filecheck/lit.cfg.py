@@ -47,5 +47,9 @@ for name in ("NOVA_DEVICE", "NOVA_DEBUG", "NOVA_ARCH", "HOME", "CUDA_VISIBLE_DEV
         config.environment[name] = os.environ[name]
 config.environment["NOVA_CACHE_DIR"] = _cache
 
-if shutil.which("mlir-opt", path=path + os.pathsep + "/usr/lib/llvm-22/bin"):
+# Upstream's mlir-opt, the oracle some tests compare Nova's output with (`%mlir-opt`; such tests
+# say `REQUIRES: mlir-opt`).
+mlir_opt = shutil.which("mlir-opt", path=path + os.pathsep + "/usr/lib/llvm-22/bin")
+if mlir_opt:
     config.available_features.add("mlir-opt")
+    config.substitutions.append(("%mlir-opt", mlir_opt))

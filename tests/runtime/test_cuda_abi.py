@@ -135,7 +135,9 @@ def test_launch_on_explicit_stream(native: Any, driver: MockDriver) -> None:
     assert driver.calls[-1][1][8] == 0x5555
 
 
-def test_failed_launch_records_call_code_and_kernel(native: Any, driver: MockDriver) -> None:
+def test_failed_launch_records_call_code_and_kernel(native: Any, driver: MockDriver,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
     cuda_abi._kernel_names[0xF01] = "saxpy_kernel"
     driver.results["cuLaunchKernel"] = 700
     status = abi(native, "nova_rt_launch")(0xF01, 1, 1, 1, 1, 1, 1, 0, None, None, 0)
@@ -146,8 +148,21 @@ def test_failed_launch_records_call_code_and_kernel(native: Any, driver: MockDri
     assert error.code == 700
     assert error.kernel == "saxpy_kernel"
     assert error.context_lost
-    assert "cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700) in kernel @saxpy_kernel" \
+    assert "cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (700) in kernel @saxpy_kernel: " \
+        "the fault is in GPU work enqueued before this launch, found when launching it" \
         in str(error)
+
+
+def test_launch_blocking_fault_is_the_launched_kernels(native: Any, driver: MockDriver,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With CUDA_LAUNCH_BLOCKING=1 a launch returns its own kernel's fault: no 'before'."""
+    monkeypatch.setenv("CUDA_LAUNCH_BLOCKING", "1")
+    cuda_abi._kernel_names[0xF04] = "blocking_kernel"
+    driver.results["cuLaunchKernel"] = 710
+    assert abi(native, "nova_rt_launch")(0xF04, 1, 1, 1, 1, 1, 1, 0, None, None, 0) == 1
+    error = take_error()
+    assert isinstance(error, CudaError) and error.kernel == "blocking_kernel"
+    assert "in kernel @blocking_kernel. The CUDA context is lost" in str(error)
 
 
 def test_fault_found_at_sync_names_the_latest_kernel(native: Any, driver: MockDriver) -> None:
@@ -158,7 +173,8 @@ def test_fault_found_at_sync_names_the_latest_kernel(native: Any, driver: MockDr
     error = take_error()
     assert isinstance(error, CudaError)
     assert error.call == "cuStreamSynchronize" and error.context_lost
-    assert "the latest kernel launched was @stencil" in str(error)
+    assert "the latest kernel launched was @stencil (the fault is in it or in GPU work " \
+        "enqueued before it)" in str(error)
 
 
 def test_launch_dimension_overflow_never_reaches_the_driver(native: Any,

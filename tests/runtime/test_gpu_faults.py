@@ -151,7 +151,11 @@ def test_sticky_error_at_a_sync_names_the_latest_kernel_and_later_calls_say_lost
         clear_error()
 
 
-def test_sticky_error_in_a_launch_names_that_kernel() -> None:
+def test_sticky_error_at_a_launch_names_it_and_blames_earlier_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Launches are asynchronous: a sticky error cuLaunchKernel returns is a fault of GPU work
+    enqueued before it (unless CUDA_LAUNCH_BLOCKING=1), found when launching @trap_kernel."""
+    monkeypatch.delenv("CUDA_LAUNCH_BLOCKING", raising=False)
     function = 0x5EEE
     cuda_abi._kernel_names[function] = "trap_kernel"
     driver = CudaDriver(raw=None, label="cuda:0")
@@ -162,8 +166,10 @@ def test_sticky_error_in_a_launch_names_that_kernel() -> None:
         error = take_error()
         assert isinstance(error, CudaError) and error.kernel == "trap_kernel"
         assert error.error_name == "CUDA_ERROR_ASSERT" and error.context_lost
+        assert "the fault is in GPU work enqueued before this launch" in str(error)
         with pytest.raises(CudaError, match=r"not attempted: an earlier CUDA_ERROR_ASSERT from "
-                                            r"cuLaunchKernel in kernel @trap_kernel"):
+                                            r"cuLaunchKernel when launching @trap_kernel \(the "
+                                            r"fault is in GPU work enqueued before it\)"):
             driver.call("cuCtxSynchronize")
     finally:
         cuda_abi._kernel_names.pop(function, None)

@@ -10,6 +10,7 @@ objload from the cache, needs neither llvmlite nor the rest of the ABI.
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 from nova.errors import RuntimeFailure, cuda_error
@@ -43,7 +44,8 @@ def error_name(code: int) -> str:
 def report(device: Any, call: bytes, code: int, function: int | None,
            last_function: int | None) -> None:
     """Record a failed driver call as a CudaError (the native error path's only Python). A fault
-    found by a later call (a synchronization) names the latest launched kernel."""
+    found by a later call (a synchronization) names the latest launched kernel, and says the
+    fault may be in work enqueued before it (one host wait covers a chain of launches)."""
     try:
         name = call.decode() if isinstance(call, bytes) else str(call)
         kernel = KERNEL_NAMES.get(function or 0) if function else None
@@ -55,12 +57,22 @@ def report(device: Any, call: bytes, code: int, function: int | None,
         if lost and driver is not None and driver.lost_reason:
             # a later call of a program after the fault: say so, not "the fault was found here"
             detail = f"the CUDA context was already lost: {driver.lost_reason} destroyed it"
+        elif kernel is not None and lost and name.startswith("cuLaunch") \
+                and os.environ.get("CUDA_LAUNCH_BLOCKING") != "1":
+            # launches are asynchronous: a sticky error they return is an earlier fault's
+            detail = ("the fault is in GPU work enqueued before this launch, found when "
+                      "launching it")
         elif kernel is None and lost and latest:
-            detail = f"the fault was found here; the latest kernel launched was {latest}"
+            # host waits are deferred to the end of a chain of GPU ops (docs/async.md): the
+            # fault may be in an earlier kernel of the chain, which the driver does not name
+            detail = (f"the fault was found here; the latest kernel launched was {latest} (the "
+                      f"fault is in it or in GPU work enqueued before it)")
         record_error(cuda_error(name, error_name(code), code, detail, kernel=kernel,
                                 context_lost=lost))
         if lost and driver is not None and not driver.context_lost:
-            where = (f" in kernel @{kernel}" if kernel
+            where = (f" when launching @{kernel} (the fault is in GPU work enqueued before it)"
+                     if kernel and detail
+                     else f" in kernel @{kernel}" if kernel
                      else f" (the latest kernel launched was {latest})" if latest else "")
             driver.mark_lost(f"an earlier {error_name(code)} from {name}{where}",
                              error_name(code), code)
