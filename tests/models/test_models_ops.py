@@ -265,3 +265,20 @@ def test_range_folds_and_needs_constant_inputs() -> None:
     with pytest.raises(nm.ModelError, match=r"node 'positions' \(Range\): input 1 'limit' "
                                             "must be a compile-time constant"):
         nm.compile(bad, device="cpu")(np.asarray(4, np.int64))
+
+
+def test_builder_names_never_collide() -> None:
+    """Regression: explicit node names (the torch backend passes FX names such as `w_1`) could
+    equal a generated weight name, and a generated name an earlier node's output, giving a
+    graph whose tensor is written twice (GPT-2's `w = torch.where(...)` did)."""
+    g = nm.Graph("names")
+    x = g.input("x", (2,))
+    w = g.weight(np.ones(2, np.float32))
+    a = g.node("Add", [x, w], name=w)
+    b = g.node("Mul", [a, 2.0])
+    c = g.node("Add", [b, x], name=b)
+    d = g.weight(np.full(2, 3.0, np.float32), name=c)
+    assert len({x, w, a, b, c, d}) == 6
+    g.output(g.add(c, d))
+    xv = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_allclose(nm.compile(g, device="cpu")(xv), (xv + 1) * 2 + xv + 3)

@@ -376,7 +376,7 @@ def _range_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
     start, limit, delta = (np.asarray(required(xs, i)).reshape(()) for i in range(3))
     if delta == 0:
         raise ModelError(f"{node.describe()}: delta is 0")
-    return [np.arange(start, limit, delta, dtype=start.dtype)]
+    return [np.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)]
 
 
 def _range_type(node: Node, _t: object, values: list[np.ndarray | None]) -> list[TensorType]:
