@@ -140,6 +140,15 @@ def _masks(g: nm.Graph) -> list[np.ndarray]:
     return [r(2, 5, 7)]
 
 
+def _variadic(g: nm.Graph) -> list[np.ndarray]:
+    """ONNX Sum / Mean of 1-3 broadcasting inputs (rewritten into Add chains)."""
+    a = g.input("a", (3, 4))
+    b = g.input("b", (4,))
+    g.output(g.node("Sum", [a, b, a]), g.node("Mean", [a, b]), g.node("Mean", [b]),
+             g.node("Sum", [a]))
+    return [r(3, 4), r(4)]
+
+
 def _small_m(g: nm.Graph) -> list[np.ndarray]:
     """The GEMV kernel: 1..8 rows, vector and scalar loads, batch dims on A, alpha, a weight
     stored [K, N] (re-laid out) and an activation epilogue."""
@@ -169,6 +178,7 @@ CASES: dict[str, Callable[[nm.Graph], list[np.ndarray]]] = {
     "layer_norm": _layer_norm, "reductions": _reductions, "shapes": _shapes,
     "attention_mask": _attention, "matmul_broadcast": _matmul_broadcast, "gemm": _gemm,
     "elementwise": _elementwise, "where": _where, "masks": _masks,
+    "variadic_sum_mean": _variadic,
 }
 
 

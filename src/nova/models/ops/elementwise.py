@@ -163,6 +163,25 @@ def _where_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 
 register(OpDef("Where", "pointwise", _where_type, _where_eval, inputs=(3, 3)))
 
+def _variadic_type(node: Node, types: list[TensorType | None], _v: object) -> list[TensorType]:
+    ts = [t for t in types if t is not None]
+    if len({t.dtype for t in ts}) > 1:
+        raise ModelError(f"{node.describe()}: input dtypes differ "
+                         f"({', '.join(sorted({t.dtype for t in ts}))})")
+    return [TensorType(ts[0].dtype, broadcast_shapes(node, *(t.shape for t in ts)))]
+
+
+def _variadic_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    arrays = [required(xs, i) for i in range(len(xs))]
+    total = np.sum(np.broadcast_arrays(*(a.astype(np.float64) for a in arrays)), axis=0)
+    if node.op == "Mean":
+        total = total / len(arrays)
+    return [np.asarray(total).astype(arrays[0].dtype)]
+
+
+for _name in ("Sum", "Mean"):  # ONNX's variadic forms; canonicalize makes them Add chains
+    register(OpDef(_name, "composite", _variadic_type, _variadic_eval, inputs=(1, 1 << 16)))
+
 COMPARE = {"Equal": np.equal, "Less": np.less, "Greater": np.greater,
            "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal}
 

@@ -5,7 +5,8 @@
   shifted bias (onnxruntime's and TVM's "fold scale axis").
 - `canonicalize`: composite ops into the ops codegen implements: Gemm -> MatMul (+ Add bias);
   remaining BatchNormalization -> Mul + Add (a fused elementwise kernel); Global*Pool ->
-  Reduce*; Attention -> MatMul(q, k, trans_b, alpha=scale) -> Softmax -> MatMul; Split -> Slices.
+  Reduce*; Attention -> MatMul(q, k, trans_b, alpha=scale) -> Softmax -> MatMul; Split -> Slices;
+  variadic Sum / Mean -> a chain of Adds (Mean: times 1/n).
 - `fuse_layer_norm`: ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div(/Mul/Add) -> LayerNormalization.
 - `fold_transposes`: MatMul(A, Transpose(B)) where the transpose swaps the last two axes ->
   MatMul with trans_b (no copy kernel), likewise for A.
@@ -112,6 +113,23 @@ def _scalar(graph: Graph, names: _Names, value: float, dtype: str) -> str:
     return name
 
 
+def _sum_chain(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
+    """Variadic Sum / Mean -> Add, Add, ... (Mean: then times 1/n)."""
+    dtype = graph.type_of(node.outputs[0]).dtype
+    acc = node.inputs[0]
+    last = len(node.inputs) - 1
+    for i, other in enumerate(node.inputs[1:], 1):
+        done = i == last and node.op == "Sum"
+        out = node.outputs[0] if done else names(f"{node.outputs[0]}_acc{i}")
+        yield Node("Add", [acc, other], [out], {}, f"{node.name}_{i}")
+        acc = out
+    if node.op == "Mean":
+        yield Node("Mul", [acc, _scalar(graph, names, 1.0 / len(node.inputs), dtype)],
+                   node.outputs[:1], {}, f"{node.name}_mean")
+    elif last == 0:
+        yield Node("Identity", [acc], node.outputs[:1], {}, node.name)
+
+
 def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
     op, attrs = node.op, node.attrs
     if op == "Gemm":
@@ -165,6 +183,8 @@ def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
             scores = masked
         yield Node("Softmax", [scores], [probs], {"axis": -1}, node.name + "_softmax")
         yield Node("MatMul", [probs, v], node.outputs[:1], {}, node.name + "_pv")
+    elif op in ("Sum", "Mean"):
+        yield from _sum_chain(graph, node, names)
     elif op == "Split":
         x = graph.type_of(node.inputs[0])
         axis = int(attrs["axis"]) % x.rank
