@@ -292,3 +292,19 @@ def test_builder_names_never_collide() -> None:
     g.output(g.add(c, d))
     xv = np.array([1.0, 2.0], np.float32)
     np.testing.assert_allclose(nm.compile(g, device="cpu")(xv), (xv + 1) * 2 + xv + 3)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_saturates_float32_min_masks(dtype: str) -> None:
+    """Regression: HF BERT's `(1 - mask) * finfo(float32).min` became `0 * -inf = NaN` once the
+    constant was converted to fp16/bf16 (it overflowed to -inf); now it saturates to the
+    target's most negative finite value, as converting the model in PyTorch would give."""
+    g = nm.Graph("mask")
+    x = g.input("x", (2, 6))
+    mask = g.input("mask", (2, 6), "int64")
+    ext = g.mul(g.sub(1.0, g.cast(mask, "float32")), float(np.finfo(np.float32).min))
+    g.output(g.softmax(g.add(x, ext), -1))
+    xv, mv = r(2, 6), np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], np.int64)
+    got = nm.compile(g, device="cpu", dtype=dtype)(xv.astype(numpy_dtype(dtype)), mv)
+    assert np.isfinite(got.astype(np.float32)).all()
+    assert rel_err(got, run_reference(g, xv, mv)) <= TOLERANCE[dtype]

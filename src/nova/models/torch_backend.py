@@ -159,6 +159,7 @@ class _Translator:
                 index += 1
                 if self.values is not None and isinstance(example, int | float):
                     self.names[node] = example  # a symbolic size, concrete in this run
+                    self.consts[node] = example
                     continue
                 if not hasattr(example, "shape"):
                     raise self.fail(node, "a non-tensor input")
@@ -178,6 +179,7 @@ class _Translator:
                                                           int | float | tuple | list) and \
                         not _has_tensor(self.values[node]):
                     self.names[node] = self.values[node]  # size arithmetic: a constant here
+                    self.consts[node] = self.values[node]
                     continue
                 if self.fold(node):
                     continue

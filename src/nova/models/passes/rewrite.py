@@ -445,14 +445,29 @@ def weight_layout(graph: Graph) -> Graph:
     return graph
 
 
+def saturate(value: np.ndarray, target: np.dtype) -> np.ndarray:
+    """`value` in `target`, finite values clamped to its finite range (infinities and NaN kept)."""
+    import ml_dtypes
+
+    big = float(ml_dtypes.finfo(target).max)
+    if value.size and np.isfinite(value).all() and float(np.abs(value).max()) <= big:
+        return value.astype(target)
+    clamped = np.where(np.isfinite(value), np.clip(value, -big, big), value)
+    return clamped.astype(target)
+
+
 def convert_floats(graph: Graph, dtype: str) -> Graph:
-    """Make every float32 weight, input and Cast target `dtype` (float16 or bfloat16)."""
+    """Make every float32 weight, input and Cast target `dtype` (float16 or bfloat16).
+
+    Finite weights beyond the target's range saturate to its largest finite value instead of
+    becoming infinities: masks are built as `(1 - mask) * finfo(float32).min` (HF BERT), where an
+    infinite constant turns the kept positions' `0 * -inf` into NaN."""
     if dtype == "float32":
         return graph
     target = numpy_dtype(dtype)
     for name, value in list(graph.weights.items()):
         if value.dtype == np.float32:
-            graph.weights[name] = value.astype(target)
+            graph.weights[name] = saturate(value, target)
     for name in graph.inputs:
         t = graph.types[name]
         if t.dtype == "float32":
