@@ -105,6 +105,22 @@ def test_onnx_export_fixed_batch(name: str, tmp_path: Path) -> None:
     _check_onnx(path, name, "cpu", (2,))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnet18", "gpt2", "bert", "vit"])
+def test_onnx_dynamo_exporter(name: str, tmp_path: Path) -> None:
+    """The torch.export-based exporter (`dynamo=True`, opset 18, batch as a Dim). Needs
+    onnxscript, which this project's environment does not install: skipped there."""
+    pytest.importorskip("onnxscript")
+    names = list(REAL_ZOO[name].names)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    path = tmp_path / f"{name}_dynamo.onnx"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        torch.onnx.export(build(name), example(name, 2), str(path), dynamo=True, opset_version=18,
+                          input_names=names,
+                          dynamic_shapes=tuple({0: batch} for _ in names))
+    _check_onnx(path, name, "cpu", (2, 3))
+
+
 HALF_CPU = ["resnet18", "mobilenet_v2", "gpt2", "bert", "vit"]
 
 
