@@ -123,6 +123,32 @@ def _where(g: nm.Graph) -> list[np.ndarray]:
     return [r(5, 6), r(6)]
 
 
+def _masks(g: nm.Graph) -> list[np.ndarray]:
+    """What exporters build attention masks from: Trilu (k input, upper and lower, float and
+    bool), the <=/>= comparisons, Not/And/Or/Xor, and a one-element bool constant (whose MLIR
+    constant was misspelled `true : i1`, so any kernel reading one failed to parse)."""
+    a = g.input("a", (2, 5, 7))
+    lower = g.node("Trilu", [a, np.asarray(-1, np.int64)], {"upper": 0})
+    upper = g.node("Trilu", [a], {"upper": 1})
+    le = g.node("LessOrEqual", [lower, np.float32(0.0)])
+    ge = g.node("GreaterOrEqual", [upper, np.float32(0.0)])
+    mixed = g.node("Xor", [g.node("Or", [g.node("Not", [g.node("And", [le, ge])]),
+                                         g.node("Less", [a, np.float32(0.5)])]),
+                           np.asarray([True])])
+    causal = g.node("Trilu", [g.node("Greater", [a, np.float32(-9.0)])], {"upper": 0})
+    g.output(lower, upper, mixed, g.node("Where", [causal, a, np.float32(-1e9)]))
+    return [r(2, 5, 7)]
+
+
+def _variadic(g: nm.Graph) -> list[np.ndarray]:
+    """ONNX Sum / Mean of 1-3 broadcasting inputs (rewritten into Add chains)."""
+    a = g.input("a", (3, 4))
+    b = g.input("b", (4,))
+    g.output(g.node("Sum", [a, b, a]), g.node("Mean", [a, b]), g.node("Mean", [b]),
+             g.node("Sum", [a]))
+    return [r(3, 4), r(4)]
+
+
 def _small_m(g: nm.Graph) -> list[np.ndarray]:
     """The GEMV kernel: 1..8 rows, vector and scalar loads, batch dims on A, alpha, a weight
     stored [K, N] (re-laid out) and an activation epilogue."""
@@ -151,7 +177,8 @@ CASES: dict[str, Callable[[nm.Graph], list[np.ndarray]]] = {
     "depthwise_silu": _depthwise, "pools": _pools, "softmax": _softmax,
     "layer_norm": _layer_norm, "reductions": _reductions, "shapes": _shapes,
     "attention_mask": _attention, "matmul_broadcast": _matmul_broadcast, "gemm": _gemm,
-    "elementwise": _elementwise, "where": _where,
+    "elementwise": _elementwise, "where": _where, "masks": _masks,
+    "variadic_sum_mean": _variadic,
 }
 
 
@@ -226,3 +253,58 @@ def test_erf_and_gelu_of_a_scalar() -> None:
     for got in (run_reference(g, xv), nm.compile(g, device="cpu")(xv)):
         assert [np.shape(v) for v in got] == [(), ()]
         np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-6)
+
+
+def test_range_folds_and_needs_constant_inputs() -> None:
+    """Range (position ids of GPT-2 exports) is computed at compile time; when its bounds depend
+    on the model's inputs' values (not just their shapes) that is a located error, not a
+    result computed from a stand-in."""
+    g = nm.Graph("range")
+    x = g.input("x", (2, 5))
+    n = g.node("Shape", [x], {"start": 1})
+    pos = g.node("Range", [np.asarray(0, np.int64), g.node("Squeeze", [n, np.asarray([0])]),
+                           np.asarray(1, np.int64)])
+    g.output(g.add(x, g.cast(pos, "float32")))
+    xv = r(2, 5)
+    np.testing.assert_allclose(nm.compile(g, device="cpu")(xv), xv + np.arange(5), rtol=1e-6)
+
+    bad = nm.Graph("range_runtime")
+    limit = bad.input("limit", (), "int64")
+    bad.output(bad.node("Range", [np.asarray(0, np.int64), limit, np.asarray(1, np.int64)],
+                        name="positions"))
+    with pytest.raises(nm.ModelError, match=r"node 'positions' \(Range\): input 1 'limit' "
+                                            "must be a compile-time constant"):
+        nm.compile(bad, device="cpu")(np.asarray(4, np.int64))
+
+
+def test_builder_names_never_collide() -> None:
+    """Regression: explicit node names (the torch backend passes FX names such as `w_1`) could
+    equal a generated weight name, and a generated name an earlier node's output, giving a
+    graph whose tensor is written twice (GPT-2's `w = torch.where(...)` did)."""
+    g = nm.Graph("names")
+    x = g.input("x", (2,))
+    w = g.weight(np.ones(2, np.float32))
+    a = g.node("Add", [x, w], name=w)
+    b = g.node("Mul", [a, 2.0])
+    c = g.node("Add", [b, x], name=b)
+    d = g.weight(np.full(2, 3.0, np.float32), name=c)
+    assert len({x, w, a, b, c, d}) == 6
+    g.output(g.add(c, d))
+    xv = np.array([1.0, 2.0], np.float32)
+    np.testing.assert_allclose(nm.compile(g, device="cpu")(xv), (xv + 1) * 2 + xv + 3)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_saturates_float32_min_masks(dtype: str) -> None:
+    """Regression: HF BERT's `(1 - mask) * finfo(float32).min` became `0 * -inf = NaN` once the
+    constant was converted to fp16/bf16 (it overflowed to -inf); now it saturates to the
+    target's most negative finite value, as converting the model in PyTorch would give."""
+    g = nm.Graph("mask")
+    x = g.input("x", (2, 6))
+    mask = g.input("mask", (2, 6), "int64")
+    ext = g.mul(g.sub(1.0, g.cast(mask, "float32")), float(np.finfo(np.float32).min))
+    g.output(g.softmax(g.add(x, ext), -1))
+    xv, mv = r(2, 6), np.array([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]], np.int64)
+    got = nm.compile(g, device="cpu", dtype=dtype)(xv.astype(numpy_dtype(dtype)), mv)
+    assert np.isfinite(got.astype(np.float32)).all()
+    assert rel_err(got, run_reference(g, xv, mv)) <= TOLERANCE[dtype]

@@ -29,6 +29,8 @@ class Graph(GraphIR):
     def __init__(self, name: str = "model") -> None:
         super().__init__(name=name)
         self._counter = 0
+        self._output_names: set[str] = set()
+        self._seen_nodes = 0
 
     # ---- tensors ------------------------------------------------------------------------------
 
@@ -36,8 +38,32 @@ class Graph(GraphIR):
         while True:
             self._counter += 1
             name = f"{base}_{self._counter}"
-            if name not in self.types and name not in self.weights:
+            if not self._taken(name):
                 return name
+
+    def _taken(self, name: str) -> bool:
+        """Whether a tensor of this name exists (an input, weight or node output)."""
+        return name in self.types or name in self.weights or name in self._outputs
+
+    def _unique(self, name: str, count: int = 1) -> str:
+        """`name` when it and its `_out<i>` names (count > 1) are free, else a fresh variant:
+        explicit names (FX node names in the torch backend) may equal generated ones."""
+        def free(n: str) -> bool:
+            return not (self._taken(n) if count == 1 else
+                        any(self._taken(f"{n}_out{i}") for i in range(count)))
+        if free(name):
+            return name
+        while not free(candidate := self._fresh(name)):
+            pass
+        return candidate
+
+    @property
+    def _outputs(self) -> set[str]:
+        """Every node output so far (nodes appended since the last call are added)."""
+        for n in self.nodes[self._seen_nodes:]:
+            self._output_names.update(n.outputs)
+        self._seen_nodes = len(self.nodes)
+        return self._output_names
 
     def input(self, name: str, shape: Sequence[Dim], dtype: str = "float32") -> str:
         """Declare a graph input; dims may be ints or symbols such as 'batch'."""
@@ -50,7 +76,7 @@ class Graph(GraphIR):
         array = np.array(value, order="C")
         if array.dtype == np.float64:
             array = array.astype(np.float32)
-        key = name or self._fresh("w")
+        key = self._unique(name) if name else self._fresh("w")
         self.weights[key] = array
         return key
 
@@ -67,7 +93,7 @@ class Graph(GraphIR):
     def node(self, op: str, inputs: Sequence[TensorLike | None], attrs: dict[str, Any] | None =
              None, outputs: int = 1, name: str | None = None) -> Any:
         """Append a node; returns its output name (or a tuple of names)."""
-        node_name = name or self._fresh(op.lower())
+        node_name = self._unique(name, outputs) if name else self._fresh(op.lower())
         outs = [f"{node_name}_out{i}" if outputs > 1 else node_name for i in range(outputs)]
         self.nodes.append(Node(op, ["" if i is None else self._t(i) for i in inputs], outs,
                                {k: v for k, v in (attrs or {}).items() if v is not None},

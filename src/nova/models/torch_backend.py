@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from nova.models import torch_ops
 from nova.models.builder import Graph
 from nova.models.errors import UnsupportedOpError
 
@@ -31,6 +32,11 @@ Handler = Callable[["_Translator", Any, list[Any], dict[str, Any]], Any]
 _TORCH_DTYPES = {"torch.float32": "float32", "torch.float16": "float16",
                  "torch.bfloat16": "bfloat16", "torch.int64": "int64", "torch.int32": "int32",
                  "torch.bool": "bool", "torch.float64": "float64"}
+
+
+def torch_dtype(t: Any, what: str) -> str:
+    """The graph dtype name of tensor `t` (`what` names it in the error)."""
+    return _dtype(t, what)
 
 
 def _dtype(t: Any, what: str) -> str:
@@ -71,6 +77,44 @@ class _Translator:
         self.examples = list(example_inputs)
         self.values = values
         """Every node's value from one real run (dynamic graphs), else None: dynamo's meta."""
+        self.consts: dict[Any, Any] = {}
+        """Nodes whose value does not depend on the user inputs (parameters, buffers, and calls
+        on nothing else): their values, computed at compile time."""
+
+    def fold(self, node: Any) -> bool:
+        """Compute `node` now when it reads only constants (arange, torch.tensor, a slice of a
+        causal-mask buffer, a parameter's expand): its result becomes a weight. False when it
+        depends on an input (or is random)."""
+        import torch
+        import torch.fx
+
+        if _op_name(node) in _NOT_FOLDED:
+            return False
+        reads: list[Any] = []
+        torch.fx.node.map_arg((node.args, node.kwargs), reads.append)
+        if any(r not in self.consts for r in reads):
+            return False
+        if self.values is not None and node in self.values:
+            value = self.values[node]
+        else:
+            args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs),
+                                                 lambda n: self.consts[n])
+            with torch.no_grad():
+                if node.op == "call_method":
+                    value = getattr(args[0], node.target)(*args[1:], **kwargs)
+                else:
+                    value = node.target(*args, **kwargs)
+        self.consts[node] = value
+        self.names[node] = self._materialise(node, value)
+        return True
+
+    def _materialise(self, node: Any, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(self._materialise(node, v) for v in value)
+        if hasattr(value, "shape"):
+            _dtype(value, node.name)
+            return self.graph.weight(_to_numpy(value))
+        return value
 
     def fail(self, node: Any, why: str = "") -> UnsupportedOpError:
         return UnsupportedOpError(
@@ -115,24 +159,29 @@ class _Translator:
                 index += 1
                 if self.values is not None and isinstance(example, int | float):
                     self.names[node] = example  # a symbolic size, concrete in this run
+                    self.consts[node] = example
                     continue
                 if not hasattr(example, "shape"):
                     raise self.fail(node, "a non-tensor input")
                 if "_parameters_" in node.name or "_buffers_" in node.name:
                     self.names[node] = self.graph.weight(_to_numpy(example), node.name)
+                    self.consts[node] = example
                 else:
                     self.inputs.append(index - 1)
                     self.names[node] = self.graph.input(
                         node.name, tuple(int(d) for d in example.shape), _dtype(example,
                                                                                 node.name))
             elif node.op == "get_attr":
-                self.names[node] = self.graph.weight(_to_numpy(_get_attr(self.gm, node.target)),
-                                                     node.name)
+                self.consts[node] = _get_attr(self.gm, node.target)
+                self.names[node] = self.graph.weight(_to_numpy(self.consts[node]), node.name)
             elif node.op in ("call_function", "call_method"):
                 if self.values is not None and isinstance(self.values.get(node),
                                                           int | float | tuple | list) and \
                         not _has_tensor(self.values[node]):
                     self.names[node] = self.values[node]  # size arithmetic: a constant here
+                    self.consts[node] = self.values[node]
+                    continue
+                if self.fold(node):
                     continue
                 handler = HANDLERS.get(_op_name(node))
                 if handler is None:
@@ -325,26 +374,16 @@ def _split(tr: _Translator, node: Any, args: list[Any], kwargs: dict[str, Any]) 
 def _getitem(tr: _Translator, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
     import torch.fx
 
-    src, index = args
-    if isinstance(src, torch.fx.Node) and isinstance(tr.names.get(src), tuple) and \
-            isinstance(index, int):
-        return tr.names[src][index]
-    raise tr.fail(node, "only indexing the outputs of split/chunk")
+    src, key = args
+    if isinstance(src, torch.fx.Node) and isinstance(tr.names.get(src), tuple):
+        if not isinstance(key, int):
+            raise tr.fail(node, "a tuple of tensors indexed by a non-integer")
+        return tr.names[src][key]
+    return torch_ops.index(tr, node, src, key)
 
 
 def _flatten(tr: _Translator, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
     return tr.graph.reshape(tr.t(args[0]), list(tr.shape(node)))
-
-
-def _sdpa(tr: _Translator, node: Any, args: list[Any], kwargs: dict[str, Any]) -> str:
-    names = ["query", "key", "value", "attn_mask", "dropout_p", "is_causal"]
-    p = dict(zip(names, args, strict=False)) | kwargs
-    if p.get("dropout_p", 0.0) or p.get("is_causal") or p.get("enable_gqa"):
-        raise tr.fail(node, "dropout_p, is_causal and enable_gqa are not supported")
-    mask = p.get("attn_mask")
-    return tr.graph.node("Attention", [tr.t(p["query"]), tr.t(p["key"]), tr.t(p["value"]),
-                                       None if mask is None else tr.t(mask)],
-                         {"scale": p.get("scale")}, name=node.name)
 
 
 def _reduce(op: str) -> Handler:
@@ -374,9 +413,14 @@ HANDLERS: dict[str, Handler] = {
     "adaptive_avg_pool2d": _adaptive_avg_pool2d,
     "reshape": _reshape, "view": _reshape, "flatten": _flatten, "transpose": _transpose,
     "permute": _permute, "cat": _cat, "split": _split, "getitem": _getitem,
-    "scaled_dot_product_attention": _sdpa, "mean": _reduce("ReduceMean"),
-    "sum": _reduce("ReduceSum"), "amax": _reduce("ReduceMax"),
+    "chunk": _split, "mean": _reduce("ReduceMean"),
+    "sum": _reduce("ReduceSum"), "amax": _reduce("ReduceMax"), **torch_ops.HANDLERS,
 }
+
+_NOT_FOLDED = frozenset(["rand", "randn", "randint", "rand_like", "randn_like", "randint_like",
+                         "normal", "bernoulli", "multinomial", "dropout", "uniform_",
+                         "normal_"])
+"""Calls never computed at compile time even on constants (random: a fresh value per run)."""
 
 
 def nova_backend(gm: Any, example_inputs: Sequence[Any], options: dict[str, Any] | None = None

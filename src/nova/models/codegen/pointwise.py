@@ -27,7 +27,7 @@ from nova.models.codegen.text import COMPUTE, Index, broadcast_index, storage_ty
 from nova.models.errors import UnsupportedOpError
 from nova.models.graph import Node
 from nova.models.ops.elementwise import cast_target
-from nova.models.ops.shape import slice_params, transpose_perm
+from nova.models.ops.shape import slice_params, transpose_perm, trilu_k
 from nova.models.passes.fusion import KernelGroup
 
 BLOCK = 256
@@ -283,10 +283,38 @@ def _compare(ev: Evaluator, node: Node, idx: list[Index]) -> str:
     ty = ev.ctx.ctype(node.inputs[0])
     a, c = ev.operand(node, 0, idx), ev.operand(node, 1, idx)
     if ty in ("f32", "f64"):
-        pred = {"Equal": "oeq", "Less": "olt", "Greater": "ogt"}[node.op]
+        pred = {"Equal": "oeq", "Less": "olt", "Greater": "ogt", "LessOrEqual": "ole",
+                "GreaterOrEqual": "oge"}[node.op]
         return ev.body.op(f"arith.cmpf {pred}, {a}, {c} : {ty}")
-    pred = {"Equal": "eq", "Less": "slt", "Greater": "sgt"}[node.op]
+    pred = {"Equal": "eq", "Less": "slt", "Greater": "sgt", "LessOrEqual": "sle",
+            "GreaterOrEqual": "sge"}[node.op]
+    if ty == "i1" and pred != "eq":  # bool orders false < true: unsigned
+        pred = "u" + pred[1:]
     return ev.body.op(f"arith.cmpi {pred}, {a}, {c} : {ty}")
+
+
+def _logical(ev: Evaluator, node: Node, idx: list[Index]) -> str:
+    b = ev.body
+    a = ev.operand(node, 0, idx)
+    if node.op == "Not":
+        return b.op(f"arith.xori {a}, {b.const(True, 'i1')} : i1")
+    c = ev.operand(node, 1, idx)
+    fn = {"And": "arith.andi", "Or": "arith.ori", "Xor": "arith.xori"}[node.op]
+    return b.op(f"{fn} {a}, {c} : i1")
+
+
+def _trilu(ev: Evaluator, node: Node, idx: list[Index]) -> str:
+    """x where the column minus the row is <= k (lower) or >= k (upper), else 0."""
+    b = ev.body
+    x = ev.operand(node, 0, idx)
+    ty = ev.ctx.ctype(node.outputs[0])
+    k = trilu_k(node, [ev.ctx.graph.weights.get(n) if n else None for n in node.inputs])
+    row, col = idx[-2], idx[-1]
+    diag = b.op(f"arith.subi {b.ix(col)}, {b.ix(row)} : index")
+    pred = "sge" if node.attrs["upper"] else "sle"
+    keep = b.op(f"arith.cmpi {pred}, {diag}, {b.const(k, 'index')} : index")
+    zero = b.const(False if ty == "i1" else 0 if ty.startswith("i") else 0.0, ty)
+    return b.op(f"arith.select {keep}, {x}, {zero} : {ty}")
 
 
 def _where(ev: Evaluator, node: Node, idx: list[Index]) -> str:
@@ -431,7 +459,8 @@ EMITTERS: dict[str, Emitter] = {
     **{op: _unary for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Neg",
                              "Abs", "Reciprocal", "Silu", "Identity", "Gelu", "LeakyRelu")},
     **{op: _binary for op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min")},
-    **{op: _compare for op in ("Equal", "Less", "Greater")},
+    **{op: _compare for op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")},
+    **{op: _logical for op in ("Not", "And", "Or", "Xor")}, "Trilu": _trilu,
     "Clip": _clip, "Where": _where, "Cast": _cast, "Transpose": _transpose, "Slice": _slice,
     "Expand": _expand, "Gather": _gather, "Concat": _concat,
     **{op: _view for op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze")},

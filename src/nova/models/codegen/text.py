@@ -84,7 +84,8 @@ class Body:
         if name is None:
             name = self.fresh("c")
             self._consts[key] = name
-            self.const_lines.append(f"  {name} = arith.constant {spelled} : {ty}")
+            typed = spelled if ty == "i1" else f"{spelled} : {ty}"  # `true` is an i1 already
+            self.const_lines.append(f"  {name} = arith.constant {typed}")
         return name
 
     @contextmanager

@@ -163,7 +163,27 @@ def _where_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
 
 register(OpDef("Where", "pointwise", _where_type, _where_eval, inputs=(3, 3)))
 
-COMPARE = {"Equal": np.equal, "Less": np.less, "Greater": np.greater}
+def _variadic_type(node: Node, types: list[TensorType | None], _v: object) -> list[TensorType]:
+    ts = [t for t in types if t is not None]
+    if len({t.dtype for t in ts}) > 1:
+        raise ModelError(f"{node.describe()}: input dtypes differ "
+                         f"({', '.join(sorted({t.dtype for t in ts}))})")
+    return [TensorType(ts[0].dtype, broadcast_shapes(node, *(t.shape for t in ts)))]
+
+
+def _variadic_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    arrays = [required(xs, i) for i in range(len(xs))]
+    total = np.sum(np.broadcast_arrays(*(a.astype(np.float64) for a in arrays)), axis=0)
+    if node.op == "Mean":
+        total = total / len(arrays)
+    return [np.asarray(total).astype(arrays[0].dtype)]
+
+
+for _name in ("Sum", "Mean"):  # ONNX's variadic forms; canonicalize makes them Add chains
+    register(OpDef(_name, "composite", _variadic_type, _variadic_eval, inputs=(1, 1 << 16)))
+
+COMPARE = {"Equal": np.equal, "Less": np.less, "Greater": np.greater,
+           "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal}
 
 
 def _compare_type(node: Node, types: list[TensorType | None], _v: object) -> list[TensorType]:
@@ -175,6 +195,24 @@ for _name, _cmp in COMPARE.items():
     register(OpDef(_name, "pointwise", _compare_type,
                    (lambda fn: lambda n, xs: [np.asarray(fn(xs[0], xs[1]))])(_cmp),
                    inputs=(2, 2)))
+
+LOGICAL: dict[str, Callable[..., Any]] = {"Not": np.logical_not, "And": np.logical_and,
+                                         "Or": np.logical_or, "Xor": np.logical_xor}
+"""Boolean ops (attention masks: HF builds causal and padding masks with them)."""
+
+
+def _logical_type(node: Node, types: list[TensorType | None], _v: object) -> list[TensorType]:
+    for i, t in enumerate(types):
+        if t is not None and t.dtype != "bool":
+            raise ModelError(f"{node.describe()}: input {i} must be bool, got {t.dtype}")
+    shapes = [t.shape for t in types if t is not None]
+    return [TensorType("bool", broadcast_shapes(node, *shapes))]
+
+
+for _name, _logic in LOGICAL.items():
+    register(OpDef(_name, "pointwise", _logical_type,
+                   (lambda fn: lambda n, xs: [np.asarray(fn(*xs))])(_logic),
+                   inputs=(1, 1) if _name == "Not" else (2, 2)))
 
 ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 11: "float64", 7: "int64",
                6: "int32", 3: "int8", 2: "uint8", 9: "bool"}
@@ -207,5 +245,5 @@ register(OpDef("Cast", "pointwise", _cast_type,
                lambda n, xs: [np.asarray(xs[0]).astype(numpy_dtype(cast_target(n)))],
                attrs={"to": None, "saturate": 1}, check=_cast_check))
 
-__all__ = ["BINARY", "COMPARE", "ONNX_DTYPES", "UNARY", "broadcast_shapes", "cast_target",
-           "dtype_name"]
+__all__ = ["BINARY", "COMPARE", "LOGICAL", "ONNX_DTYPES", "UNARY", "broadcast_shapes",
+           "cast_target", "dtype_name"]

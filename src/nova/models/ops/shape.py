@@ -1,6 +1,6 @@
 """Shape and data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze (views of their input's buffer),
-Transpose/Concat/Slice/Gather/Expand (pointwise index maps, fused into consumers), Split
-(rewritten into Slices), Shape/Constant/ConstantOfShape (compile-time only)."""
+Transpose/Concat/Slice/Gather/Expand/Trilu (pointwise index maps, fused into consumers), Split
+(rewritten into Slices), Shape/Constant/ConstantOfShape/Range (compile-time only)."""
 
 from __future__ import annotations
 
@@ -284,6 +284,29 @@ register(OpDef("Split", "composite", _split_type, _split_eval, inputs=(1, 2),
                outputs=(1, 1 << 16), const_inputs=(1,),
                attrs={"axis": 0, "num_outputs": None, "split": None}))
 
+def trilu_k(node: Node, values: list[np.ndarray | None]) -> int:
+    """The diagonal offset k of a Trilu node (input 1, default 0)."""
+    k = const_input(node, values, 1, "k")
+    return 0 if k is None else int(k.reshape(-1)[0])
+
+
+def _trilu_type(node: Node, types: list[TensorType | None],
+                values: list[np.ndarray | None]) -> list[TensorType]:
+    x = required(types, 0)
+    if x.rank < 2:
+        raise ModelError(f"{node.describe()}: needs a rank >= 2 input, got {x}")
+    trilu_k(node, values)
+    return [x]
+
+
+def _trilu_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    x, k = required(xs, 0), trilu_k(node, xs)
+    return [np.triu(x, k) if node.attrs["upper"] else np.tril(x, k)]
+
+
+register(OpDef("Trilu", "pointwise", _trilu_type, _trilu_eval, inputs=(1, 2), const_inputs=(1,),
+               attrs={"upper": 1}))
+
 # ---- compile-time only ------------------------------------------------------------------------
 
 
@@ -347,3 +370,19 @@ register(OpDef("ConstantOfShape", "const",
                lambda n, t, v: [TensorType(dtype_name(_cos_eval(n, v)[0].dtype),
                                            tuple(_ints(v[0])))],
                _cos_eval, const_inputs=(0,), attrs={"value": None}))
+
+
+def _range_eval(node: Node, xs: list[np.ndarray | None]) -> list[np.ndarray]:
+    start, limit, delta = (np.asarray(required(xs, i)).reshape(()) for i in range(3))
+    if delta == 0:
+        raise ModelError(f"{node.describe()}: delta is 0")
+    return [np.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)]
+
+
+def _range_type(node: Node, _t: object, values: list[np.ndarray | None]) -> list[TensorType]:
+    value = _range_eval(node, values)[0]
+    return [TensorType(dtype_name(value.dtype), tuple(value.shape))]
+
+
+register(OpDef("Range", "const", _range_type, _range_eval, inputs=(3, 3), const_inputs=(0, 1, 2)))
+

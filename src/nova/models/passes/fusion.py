@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 from nova.models.graph import Graph, Node
 from nova.models.ops import get_op
-from nova.models.ops.elementwise import BINARY, COMPARE, UNARY
+from nova.models.ops.elementwise import BINARY, COMPARE, LOGICAL, UNARY
 
 if TYPE_CHECKING:
     from nova.models.passes.library import LibraryCall
 
-ELEMENTWISE = frozenset([*UNARY, *BINARY, *COMPARE, "Gelu", "LeakyRelu", "Clip", "Where",
-                         "Cast"])
+ELEMENTWISE = frozenset([*UNARY, *BINARY, *COMPARE, *LOGICAL, "Gelu", "LeakyRelu", "Clip",
+                         "Where", "Cast", "Trilu"])
 """Pointwise ops whose output element i reads each input at (the broadcast of) index i."""
 
 

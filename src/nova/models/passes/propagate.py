@@ -91,6 +91,11 @@ def _fold(op: OpDef, node: Node, values: list[np.ndarray | None],
     """`node` evaluated at compile time (C-contiguous copies of its results), or None when a
     result is too large to store in the program (compile-time-only ops are always folded)."""
     if op.kind == "const":  # Shape reads only its input's shape: a zero-copy stand-in
+        for i in op.const_inputs:  # ... but Range / ConstantOfShape read values
+            if i < len(node.inputs) and node.inputs[i] and values[i] is None:
+                raise ModelError(f"{node.describe()}: input {i} '{node.inputs[i]}' must be a "
+                                 "compile-time constant (an initializer, or computed from "
+                                 "shapes), it depends on the model's inputs")
         values = [v if v is not None or t is None else np.broadcast_to(
             np.zeros((), np.float32), tuple(int(d) for d in t.shape))
             for v, t in zip(values, in_types, strict=True)]

@@ -5,7 +5,8 @@
   shifted bias (onnxruntime's and TVM's "fold scale axis").
 - `canonicalize`: composite ops into the ops codegen implements: Gemm -> MatMul (+ Add bias);
   remaining BatchNormalization -> Mul + Add (a fused elementwise kernel); Global*Pool ->
-  Reduce*; Attention -> MatMul(q, k, trans_b, alpha=scale) -> Softmax -> MatMul; Split -> Slices.
+  Reduce*; Attention -> MatMul(q, k, trans_b, alpha=scale) -> Softmax -> MatMul; Split -> Slices;
+  variadic Sum / Mean -> a chain of Adds (Mean: times 1/n).
 - `fuse_layer_norm`: ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div(/Mul/Add) -> LayerNormalization.
 - `fold_transposes`: MatMul(A, Transpose(B)) where the transpose swaps the last two axes ->
   MatMul with trans_b (no copy kernel), likewise for A.
@@ -112,6 +113,23 @@ def _scalar(graph: Graph, names: _Names, value: float, dtype: str) -> str:
     return name
 
 
+def _sum_chain(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
+    """Variadic Sum / Mean -> Add, Add, ... (Mean: then times 1/n)."""
+    dtype = graph.type_of(node.outputs[0]).dtype
+    acc = node.inputs[0]
+    last = len(node.inputs) - 1
+    for i, other in enumerate(node.inputs[1:], 1):
+        done = i == last and node.op == "Sum"
+        out = node.outputs[0] if done else names(f"{node.outputs[0]}_acc{i}")
+        yield Node("Add", [acc, other], [out], {}, f"{node.name}_{i}")
+        acc = out
+    if node.op == "Mean":
+        yield Node("Mul", [acc, _scalar(graph, names, 1.0 / len(node.inputs), dtype)],
+                   node.outputs[:1], {}, f"{node.name}_mean")
+    elif last == 0:
+        yield Node("Identity", [acc], node.outputs[:1], {}, node.name)
+
+
 def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
     op, attrs = node.op, node.attrs
     if op == "Gemm":
@@ -165,6 +183,8 @@ def _canonical(graph: Graph, node: Node, names: _Names) -> Iterator[Node]:
             scores = masked
         yield Node("Softmax", [scores], [probs], {"axis": -1}, node.name + "_softmax")
         yield Node("MatMul", [probs, v], node.outputs[:1], {}, node.name + "_pv")
+    elif op in ("Sum", "Mean"):
+        yield from _sum_chain(graph, node, names)
     elif op == "Split":
         x = graph.type_of(node.inputs[0])
         axis = int(attrs["axis"]) % x.rank
@@ -425,14 +445,29 @@ def weight_layout(graph: Graph) -> Graph:
     return graph
 
 
+def saturate(value: np.ndarray, target: np.dtype) -> np.ndarray:
+    """`value` in `target`, finite values clamped to its finite range (infinities and NaN kept)."""
+    import ml_dtypes
+
+    big = float(ml_dtypes.finfo(target).max)
+    if value.size and np.isfinite(value).all() and float(np.abs(value).max()) <= big:
+        return value.astype(target)
+    clamped = np.where(np.isfinite(value), np.clip(value, -big, big), value)
+    return clamped.astype(target)
+
+
 def convert_floats(graph: Graph, dtype: str) -> Graph:
-    """Make every float32 weight, input and Cast target `dtype` (float16 or bfloat16)."""
+    """Make every float32 weight, input and Cast target `dtype` (float16 or bfloat16).
+
+    Finite weights beyond the target's range saturate to its largest finite value instead of
+    becoming infinities: masks are built as `(1 - mask) * finfo(float32).min` (HF BERT), where an
+    infinite constant turns the kept positions' `0 * -inf` into NaN."""
     if dtype == "float32":
         return graph
     target = numpy_dtype(dtype)
     for name, value in list(graph.weights.items()):
         if value.dtype == np.float32:
-            graph.weights[name] = value.astype(target)
+            graph.weights[name] = saturate(value, target)
     for name in graph.inputs:
         t = graph.types[name]
         if t.dtype == "float32":
