@@ -31,6 +31,39 @@ def test_builtin_sha256_matches_openssl(size: int) -> None:
     assert incremental.hexdigest() == hashlib.sha256(data + data).hexdigest()
 
 
+@pytest.mark.parametrize("value", [
+    None, True, False, 0, 1, -7, 2**70, 1.5, float("inf"), "", "a", "1", "é\n\"'", [], [[]], {},
+    [1, "1", None], {"a": [1, 2], "b": {"c": None}}, {"b": 1, "a": 2},
+])
+def test_canonical_text_reads_back_as_the_json_value(value: object) -> None:
+    """One text per value: it evaluates back to the value (dict keys sorted, tuples as lists)."""
+    import ast
+
+    text = hashing.canonical(value)
+    back = ast.literal_eval(text.replace("inf", "1e999"))
+    assert back == value and type(back) is type(value)
+    if isinstance(value, dict):
+        assert list(ast.literal_eval(text)) == sorted(value)
+
+
+def test_canonical_text_separates_what_json_separates() -> None:
+    from enum import StrEnum
+
+    class Kind(StrEnum):
+        CPU = "cpu"
+
+    texts = [hashing.canonical(v) for v in (
+        1, True, "1", 1.0, None, "None", [1, 2], [[1], 2], [1, [2]], {"a": 1}, {"a": "1"},
+        {"a": 1, "b": 2}, {"ab": 1}, ["a", "b"], ["a,b"], "a,b", ["a', 'b"])]
+    assert len(set(texts)) == len(texts)
+    assert hashing.canonical({"b": [1, (2, 3)], "a": None}) == \
+        hashing.canonical({"a": None, "b": [1, [2, 3]]})  # tuples read as lists, keys sorted
+    assert hashing.canonical(Kind.CPU) == hashing.canonical("cpu")  # a StrEnum is its value
+    for bad in ({1: 2}, {"a": {1}}, b"x", object(), [1j]):
+        with pytest.raises(TypeError, match="canonical"):
+            hashing.canonical(bad)
+
+
 def test_large_inputs_go_to_openssl(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without hashlib loaded, small inputs use the built-in code and large ones OpenSSL's."""
     import sys

@@ -8,7 +8,6 @@ module is shared by the compiler (writer) and the runtime (reader) and imports n
 from __future__ import annotations
 
 import builtins
-import json
 from enum import StrEnum
 
 from nova.hashing import sha256
@@ -235,6 +234,8 @@ class Manifest(Record):
 
     def to_json(self) -> str:
         """The manifest's JSON text (stable: sorted keys), as stored in `.nova.manifest`."""
+        import json  # bundles' only: a cached kernel's first call imports this module, no json
+
         return json.dumps(as_dict(self), indent=1, sort_keys=True)
 
     def module(self, name: str) -> DeviceModule | None:
@@ -249,6 +250,8 @@ class Manifest(Record):
     def from_json(text: str) -> Manifest:
         """Parse a manifest; raises ValueError naming the offending field on any schema mismatch
         (the reader turns it into BundleFormatError)."""
+        import json
+
         try:
             raw = json.loads(text)
         except RecursionError:

@@ -9,7 +9,6 @@ or llvmlite: a cache hit costs a few stat() calls and one file read.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from functools import cache
@@ -162,6 +161,8 @@ def codegen_settings() -> dict[str, object]:
 
 def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
     """The SHA-256 key of one compilation."""
+    import json  # a cached kernel's first call imports this module but no json
+
     payload = json.dumps(
         {"text": text, "filename": filename, "options": options, **environment_fingerprint(),
          **codegen_settings()},
