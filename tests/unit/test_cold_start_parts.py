@@ -79,7 +79,7 @@ def test_large_inputs_go_to_openssl(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_helper_threads_run_every_call_on_at_most_count_threads() -> None:
     helpers = HelperThreads(3, thread_name_prefix="nova-test-helper")
     done: list[int] = []
-    names: set[str] = set()
+    idents: set[int] = set()
     lock = threading.Lock()
     finished = threading.Event()
 
@@ -87,7 +87,7 @@ def test_helper_threads_run_every_call_on_at_most_count_threads() -> None:
         time.sleep(0.001)
         with lock:
             done.append(i)
-            names.add(threading.current_thread().name)
+            idents.add(threading.get_ident())
             if len(done) == 40:
                 finished.set()
 
@@ -95,8 +95,11 @@ def test_helper_threads_run_every_call_on_at_most_count_threads() -> None:
         helpers.submit(lambda i=i: job(i))
     assert finished.wait(30)
     assert sorted(done) == list(range(40))
-    assert 1 <= len(names) <= 3 and all(n.startswith("nova-test-helper_") for n in names)
-    assert all(t.daemon for t in helpers._threads)
+    assert 1 <= len(idents) <= 3 and threading.get_ident() not in idents
+    assert "nova-test-helper" in repr(helpers) and len(idents) <= len(helpers._threads) <= 3
+    helpers.close()  # every thread ends: the lock it held while running is free again
+    assert all(not running.locked() for running in helpers._threads)
+    assert not helpers._running
 
 
 def test_a_failing_helper_call_does_not_stop_the_helpers() -> None:

@@ -81,7 +81,8 @@ def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> Non
     for entry in entries:
         rel = f"{relative}/{entry.name}"
         if entry.is_dir(follow_symlinks=False):  # as rglob: no symlinked folders
-            _python_files(entry.path, rel, out)
+            if entry.name != "__pycache__":  # bytecode only: ~130 entries not to look at
+                _python_files(entry.path, rel, out)
         elif entry.name.endswith(".py"):
             try:
                 stat = entry.stat()
