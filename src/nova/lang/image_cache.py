@@ -24,7 +24,7 @@ import marshal
 from collections.abc import Callable
 
 from nova import config
-from nova.bundle.format import Kernel, KernelParam, TypeSpec
+from nova.bundle.kernel_entry import Kernel, KernelParam, TypeSpec
 from nova.compiler.cache import (
     codegen_settings,
     environment_fingerprint,
