@@ -267,12 +267,13 @@ AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argpars
 """What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
 LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtime.linker",
         "binascii", "mmap", "_bisect", "importlib.util", "cuda", "nova.abi.functions",
-        "nova.abi.plans"}
+        "nova.abi.plans", "nova.bundle.format"}
 """Modules the cached first call imports only where it needs them: the intrinsics and mma (no
 kernel body runs on the host), the launch guard (a NumPy launch never runs it), the host-object
 linker, the extension modules base64 decoding, page sizes and freeing need, importlib.util,
-cuda-bindings on the cpu device, and the ABI's function table and library plans (nova.abi's
-submodules: a launch needs only its CpuLaunch record)."""
+cuda-bindings on the cpu device, the ABI's function table and library plans (nova.abi's
+submodules: a launch needs only its CpuLaunch record) and the manifest schema (a launch reads one
+kernel entry: nova.bundle.kernel_entry)."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:
