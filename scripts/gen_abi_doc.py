@@ -1,4 +1,4 @@
-"""Regenerate docs/abi.md from src/nova/abi.py (the one source of truth for the ABI)."""
+"""Regenerate docs/abi.md from the nova.abi package (the one source of truth for the ABI)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ def render() -> str:
     lines = [
         f"# Nova runtime ABI (version {abi.ABI_VERSION})", "",
         "The contract between compiled host code and Nova's runtime. It is defined once, in",
-        "`src/nova/abi.py`; the host lowering declares these functions from that table and",
-        "the runtime binds each symbol to the chosen device's implementation when it links a",
-        "`.nova` file. This page is generated from that table (`python scripts/gen_abi_doc.py`).",
+        "the `nova.abi` package (`src/nova/abi/`); the host lowering declares these functions from",
+        "its table and the runtime binds each symbol to the chosen device's implementation when",
+        "it links a `.nova` file. This page is generated from that table",
+        "(`python scripts/gen_abi_doc.py`).",
         "", "## Rules", "", rules.replace("\n- ", "\n\n- "), "", "## Functions", "",
         "| function | returns | parameters | meaning |", "|---|---|---|---|",
     ]

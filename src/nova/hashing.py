@@ -42,3 +42,31 @@ def _load_builtin() -> Any:
     except ImportError:
         return None
     return getattr(module, "sha256", None)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def canonical(value: Any) -> str:
+    """One text per value of plain data (dicts with str keys, lists, tuples, str, int, float, bool,
+    None; subclasses of str, int and float as their plain values), for hashing into cache keys:
+    `repr` of the scalars, dicts with their keys sorted, tuples written as lists (as JSON reads
+    them). What `json.dumps(value, sort_keys=True)` was used for, without importing json on a cached
+    kernel's first call (its encoder's import compiles three regular expressions: 2-3 ms). TypeError
+    for anything else."""
+    cls = type(value)
+    if cls in _SCALARS:
+        return repr(value)
+    if cls is list or cls is tuple:
+        return "[" + ",".join(map(canonical, value)) + "]"
+    if cls is dict:
+        for key in value:
+            if type(key) is not str:
+                raise TypeError(f"canonical: dict key {key!r} is not a str")
+        return "{" + ",".join(f"{key!r}:{canonical(value[key])}"
+                              for key in sorted(value)) + "}"
+    if isinstance(value, str | int | float):  # StrEnums and the like: their plain value
+        base = str if isinstance(value, str) else bool if isinstance(value, bool) else \
+            int if isinstance(value, int) else float
+        return base.__repr__(value)
+    raise TypeError(f"canonical: cannot describe a {cls.__name__}")

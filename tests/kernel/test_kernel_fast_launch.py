@@ -366,3 +366,41 @@ def test_a_buffer_given_a_new_shape_launches_with_it(cpu_device):
     cpu_device.synchronize()
     assert buf.numpy().tolist() == [26, 0]
     assert buf._words is not None and buf._words[0] is buf.shape
+
+
+def test_a_buffer_keeps_the_guards_record_only_while_it_holds(cpu_device):
+    """A Buffer the guards accepted carries `_accepted` (nova.lang.guard._array): later launches
+    read it instead of checking again, so everything that changes what was checked must drop
+    it: freeing, retyping, a new shape; a guard of other requirements checks for itself, and a
+    view (whose base may be freed) gets no record."""
+    kern = KernelFunction(_count)
+    buf = nova.to_device(np.zeros(4, np.int64), cpu_device)
+    run = kern.prepare(buf, 1, grid=1, block=1)
+    run(buf, 1)
+    record = buf._accepted
+    assert record is not None and record[1] is buf.shape and record[2] == buf.ptr
+    assert record[3] == buf.memref_words()
+    kern[1, 1](buf, 1)
+    kern[1, 1](buf, 1)  # the specialised call reads the same record
+    assert buf._accepted is record
+    buf.shape = (2,)  # a new shape: checked again, recorded again
+    run(buf, 1)
+    assert buf._accepted is not record and buf._accepted[1] == (2,)
+    cpu_device.synchronize()
+    assert buf.numpy().tolist() == [4, 0]
+    as_int32 = nova.to_device(np.zeros(8, np.int32), cpu_device)
+    run32 = kern.prepare(as_int32, 1, grid=1, block=1)
+    run32(buf, 5)  # an int64 buffer at an int32 launch: not taken from the record
+    cpu_device.synchronize()
+    assert buf.numpy().tolist() == [9, 0] and as_int32.numpy().sum() == 0
+    buf._retype(np.int32, buf.shape)
+    assert buf._accepted is None
+    view = buf.view(np.int32, (2,))
+    run32(view, 1)
+    assert view._accepted is None
+    buf.free()
+    assert buf._accepted is None
+    with pytest.raises(DeviceError, match="freed Buffer"):
+        run(buf, 1)
+    with pytest.raises(DeviceError, match="freed Buffer"):
+        kern[1, 1](buf, 1)

@@ -1,8 +1,10 @@
 """The kernel image cache's entry format (nova.lang.image_cache.encode/decode): every image
 survives the round trip byte for byte, and anything that is not a whole entry is refused with
-ValueError (which `get` turns into a miss that removes the file)."""
+ValueError, KeyError or TypeError (which `get` turns into a miss that removes the file)."""
 
 from __future__ import annotations
+
+import marshal
 
 import pytest
 
@@ -28,13 +30,32 @@ def test_entries_round_trip(images: CompiledImages) -> None:
     assert image_cache.decode(image_cache.encode(images)) == images
 
 
+def _entry(record: object) -> bytes:
+    """An entry of the current format around any marshal record."""
+    raw = marshal.dumps(record)
+    return image_cache._MAGIC + len(raw).to_bytes(8, "little") + raw
+
+
+def _fields(**changes: object) -> dict[str, object]:
+    data = image_cache.encode(CompiledImages(KERNEL, "ptx", None, None, b"\x7fELF"))
+    record = marshal.loads(data[len(image_cache._MAGIC) + 8:])
+    assert isinstance(record, dict)
+    return {**record, **changes}
+
+
 @pytest.mark.parametrize("damage", [
     lambda d: d[:-1],  # truncated image
     lambda d: d + b"x",  # trailing bytes
-    lambda d: b"{" + d,  # no magic line (an entry of the old JSON format)
-    lambda d: d[:30],  # cut inside the JSON line
-    lambda d: d.replace(b'"cpu_object": 4', b'"cpu_object": "4"'),  # a size that is no int
-    lambda d: d.replace(b'"cpu_object": 4', b'"cpu_object": -4'),
+    lambda d: b"{" + d,  # no magic line
+    lambda d: b"nova-kernel-images/1\n" + d[len(image_cache._MAGIC):],  # the old JSON format
+    lambda d: d[:30],  # cut inside the length
+    lambda d: d[:len(image_cache._MAGIC) + 8] + d[len(image_cache._MAGIC) + 9:] + b"?",  # bad
+    lambda d: _entry([1, 2]),  # a record that is no dict
+    lambda d: _entry(_fields(cpu_object=4)),  # an image that is no bytes
+    lambda d: _entry(_fields(ptx="text")),
+    lambda d: _entry(_fields(cubin_arch=90)),
+    lambda d: _entry({k: v for k, v in _fields().items() if k != "cubin"}),  # a field missing
+    lambda d: _entry(_fields(kernel={"name": "k"})),  # a manifest entry missing fields
 ])
 def test_damaged_entries_are_refused(damage: object) -> None:
     data = image_cache.encode(CompiledImages(KERNEL, "ptx", None, None, b"\x7fELF"))

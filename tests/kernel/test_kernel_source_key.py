@@ -257,18 +257,23 @@ print(*sorted({m.split(".")[0] for m in sys.modules} & {AVOIDED!r}))
 import tokenize
 print(tokenize._compile.cache_info().currsize)  # 0: the kernel's source was never tokenized
 print(*sorted(m for m in sys.modules if m in {LAZY!r}))
+import re  # NumPy's import loads re; inspect.findsource's pattern must not have been compiled
+print(sum("lambda" in str(key) for key in re._cache))
 import threading
 print(*sorted({t.name.rstrip("0123456789") for t in threading.enumerate()}))
 """
 AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argparse", "tempfile",
-           "shutil", "subprocess", "pathlib"}
+           "shutil", "subprocess", "pathlib", "json"}
 """What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
 LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtime.linker",
-        "binascii", "mmap", "_bisect", "importlib.util", "cuda"}
+        "binascii", "mmap", "_bisect", "importlib.util", "cuda", "nova.abi.functions",
+        "nova.abi.plans", "nova.bundle.format"}
 """Modules the cached first call imports only where it needs them: the intrinsics and mma (no
 kernel body runs on the host), the launch guard (a NumPy launch never runs it), the host-object
-linker, the extension modules base64 decoding, page sizes and freeing need, importlib.util, and
-cuda-bindings on the cpu device."""
+linker, the extension modules base64 decoding, page sizes and freeing need, importlib.util,
+cuda-bindings on the cpu device, the ABI's function table and library plans (nova.abi's
+submodules: a launch needs only its CpuLaunch record) and the manifest schema (a launch reads one
+kernel entry: nova.bundle.kernel_entry)."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:
@@ -291,11 +296,12 @@ def test_a_warm_cache_launches_without_importing_the_compiler(tmp_path):
     warm = _run(tmp_path, tmp_path / "cache")
     assert warm[0] == "0 2 4 6 8 10 12 14"
     assert warm[1] == "False False False"  # no xDSL, no llvmlite, no compile driver
-    assert warm[2] == ""  # no OpenSSL, concurrent.futures, logging, dataclasses, ...
+    assert warm[2] == ""  # no OpenSSL, concurrent.futures, logging, dataclasses, json, ...
     assert warm[3] == "0"  # nova.lang.source.source_lines: no tokenize regex compiled
     assert warm[4] == ""  # none of LAZY
+    assert warm[5] == "0"  # nova.lang.source._find_source: no regular expression of inspect's
     # a synchronous launch: the caller runs it, no stream worker or grace timer thread starts
-    assert set(warm[5].split()) <= {"MainThread", "nova-cpu-block_"}, warm[5]
+    assert set(warm[6].split()) <= {"MainThread", "nova-cpu-block_"}, warm[6]
     # an edit of the called helper (another file) is a miss, not a stale hit
     (tmp_path / "helpers.py").write_text("import nova\n\n@nova.func\ndef scale(v):\n"
                                          "    return v * 3\n")

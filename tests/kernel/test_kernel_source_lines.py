@@ -77,6 +77,11 @@ def dead_tail(x):
     if x:
         x = 2
 
+def margin_then_deep(x):
+    return x
+# a comment at the margin
+    # a comment indented like the body
+
 def last_in_file(x):
     return {
         "k": x,
@@ -130,6 +135,16 @@ def test_tricky_layouts(tmp_path: Path) -> None:
         assert fast(module.nested) and fast(module.trailing_comment)  # type: ignore[attr-defined]
         assert fast(module.last_in_file)  # type: ignore[attr-defined]
         assert not fast(module.dead_tail)  # type: ignore[attr-defined]
+        # FunctionSource.of reuses the shortcut's parse only where it parsed the very lines (not
+        # with the margin comment, which moves the dedent): the tree is always inspect's text's
+        from nova.lang.source import FunctionSource
+
+        for fn in fns:
+            lines = inspect.getsourcelines(fn)[0]  # type: ignore[arg-type]
+            expected = ast.parse(textwrap.dedent("".join(lines))).body[0]
+            tree = FunctionSource.of(fn).tree
+            assert ast.dump(tree, include_attributes=True) == \
+                ast.dump(expected, include_attributes=True), fn
     finally:
         del sys.modules[spec.name]
 

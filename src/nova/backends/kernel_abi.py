@@ -125,7 +125,7 @@ def param_size_align(llty: ir.Type) -> tuple[int, int]:
 
 
 def kernel_params(ftype: FunctionType, address_space: T.AddressSpaceFn) -> tuple[KernelParam, ...]:
-    """The expanded kernel parameters of a kernel signature (abi.py's layout)."""
+    """The expanded kernel parameters of a kernel signature (nova.abi's layout)."""
     params: list[KernelParam] = []
     for index, ty in enumerate(ftype.inputs.data):
         for llty in T.expanded_param_types(ty, address_space):

@@ -9,7 +9,6 @@ or llvmlite: a cache hit costs a few stat() calls and one file read.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from functools import cache
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
-_COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi.py",
+_COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi",
                    "errors.py")
 
 
@@ -36,12 +35,20 @@ def _dist_version(package: str) -> str:
     for entry in sys.path:
         base = os.path.join(entry or ".", package)
         if os.path.isdir(base) or os.path.isfile(f"{base}.py"):
-            prefix = f"{package}-"
-            for name in sorted(_listing(entry or ".")):
-                if name.startswith(prefix) and name.endswith(".dist-info"):
-                    return name.removesuffix(".dist-info").split("-", 1)[1]
+            found = _dist_info_version(_listing(entry or "."), package)
+            if found is not None:
+                return found
             break
     return _dist_version_by_importlib(package)
+
+
+def _dist_info_version(names: frozenset[str], package: str) -> str | None:
+    """The version in the name of `package`'s dist-info folder among `names` (the first in
+    sorted order if there are several), or None."""
+    prefix = f"{package}-"
+    first = min((n for n in names if n.startswith(prefix) and n.endswith(".dist-info")),
+                default=None)  # no sort of the whole folder: this runs on every cold start
+    return None if first is None else first.removesuffix(".dist-info").split("-", 1)[1]
 
 
 @cache
@@ -59,10 +66,9 @@ def _dist_version_by_importlib(package: str) -> str:
     if spec is None or spec.origin is None:
         return "absent"
     site = os.path.dirname(os.path.dirname(spec.origin))
-    prefix = f"{package}-"
-    for name in sorted(_listing(site)):
-        if name.startswith(prefix) and name.endswith(".dist-info"):
-            return name.removesuffix(".dist-info").split("-", 1)[1]
+    found = _dist_info_version(_listing(site), package)
+    if found is not None:
+        return found
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -82,7 +88,8 @@ def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> Non
     for entry in entries:
         rel = f"{relative}/{entry.name}"
         if entry.is_dir(follow_symlinks=False):  # as rglob: no symlinked folders
-            _python_files(entry.path, rel, out)
+            if entry.name != "__pycache__":  # bytecode only: ~130 entries not to look at
+                _python_files(entry.path, rel, out)
         elif entry.name.endswith(".py"):
             try:
                 stat = entry.stat()
@@ -100,7 +107,7 @@ def _compiler_fingerprint() -> str:
 @cache
 def source_fingerprint(parts: tuple[str, ...]) -> str:
     """Hash of (path, size, mtime) of every *.py file of `parts` (packages or modules of nova,
-    e.g. ("compiler", "abi.py")): changes whenever one of them is edited. nova.models keys its
+    e.g. ("compiler", "errors.py")): changes whenever one of them is edited. nova.models keys its
     model cache on its own sources this way."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nova package
     lines: list[str] = []
@@ -162,6 +169,8 @@ def codegen_settings() -> dict[str, object]:
 
 def cache_key(text: str, filename: str, options: dict[str, object]) -> str:
     """The SHA-256 key of one compilation."""
+    import json  # a cached kernel's first call imports this module but no json
+
     payload = json.dumps(
         {"text": text, "filename": filename, "options": options, **environment_fingerprint(),
          **codegen_settings()},

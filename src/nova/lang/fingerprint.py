@@ -24,13 +24,12 @@ This module imports neither xDSL nor the compiler.
 from __future__ import annotations
 
 import ast
-import json
 import sys
 import types
 from typing import Any
 
 from nova.compiler.cache import codegen_settings, environment_fingerprint
-from nova.hashing import sha256
+from nova.hashing import canonical, sha256
 from nova.lang import types as T
 from nova.lang.source import FunctionSource, assigned_names
 
@@ -55,15 +54,14 @@ def source_key(kernel: Any, sig: tuple[T.NovaType, ...], target: str, arch: str,
         return None
     numpy = sys.modules.get("numpy")
     payload = {
-        "kind": "python-kernel-source", "schema": 1, "symbol": kernel.__name__,
+        "kind": "python-kernel-source", "schema": 2, "symbol": kernel.__name__,
         "walk": walked, "signature": [type_fingerprint(t) for t in sig],
         "target": target, "arch": arch, "check_bounds": check_bounds,
         "python": list(sys.version_info[:3]),
         "numpy": getattr(numpy, "__version__", "absent"),
         **environment_fingerprint(), **codegen_settings(),
     }
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return sha256(text.encode()).hexdigest()
+    return sha256(canonical(payload).encode()).hexdigest()
 
 
 def type_fingerprint(ty: T.NovaType) -> list[Any]:

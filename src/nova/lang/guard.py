@@ -8,7 +8,9 @@ a launch's host time. `make_guard(sig, exact)` writes one straight-line function
     guard(args, device, stream) -> packed parameter slots (bytes) | None
 
 For each array parameter it accepts a Nova `Buffer` (checked: on `device`, the dtype, the rank;
-`.ptr` raises on a freed buffer) or an object with `__cuda_array_interface__` (`cuda_array`); for
+`.ptr` raises on a freed buffer; a Buffer that passed once carries the guards' record
+`_accepted`, read in one attribute by later launches until freeing, retyping or a new shape drops
+it: `_array`) or an object with `__cuda_array_interface__` (`cuda_array`); for
 each scalar its Python/NumPy type (exact) or any value the slot's `struct` code takes (not exact:
 a prepared launch converts). It then checks the compiled-in facts on the actual pointers: with
 `exact` (cached launches: the signature a full launch would infer) the 16-byte alignment and the
@@ -113,21 +115,43 @@ class _Writer:
         return name
 
 
-def _array(w: _Writer, k: int, ty: T.ArrayType, buffer_only: bool) -> str:
+_ACCEPT_KEYS: dict[tuple[Device, np.dtype, int], tuple[Device, np.dtype, int]] = {}
+
+
+def _accept_key(device: Device, dtype: np.dtype, ndim: int) -> tuple[Device, np.dtype, int]:
+    """One object per (device, dtype, rank): what a guard's Buffer checks require, compared by
+    identity against a Buffer's `_accepted` record."""
+    key = (device, dtype, ndim)
+    return _ACCEPT_KEYS.setdefault(key, key)
+
+
+def _array(w: _Writer, k: int, ty: T.ArrayType, buffer_only: bool, device: Device) -> str:
     """Check array argument `k`; its slots are then the bytes `w{k}` (a Buffer's cached
-    `memref_words`, or packed here for a `__cuda_array_interface__` array)."""
+    `memref_words`, or packed here for a `__cuda_array_interface__` array).
+
+    A Buffer that passed these checks once carries the record `_accepted` = (requirements,
+    shape, pointer, words) (Buffer.free drops it; views, whose base may be freed, get none):
+    a later launch of any guard with the same requirements (device, dtype, rank) reads it in
+    one attribute instead of re-checking the device, dtype, rank, freed state and words."""
     d = w.const(f"D{k}", ty.dtype.np_dtype)
+    key = w.const(f"K{k}", _accept_key(device, ty.dtype.np_dtype, ty.ndim))
     w(f"if type(a{k}) is Buffer:")
+    w(f"    c{k} = a{k}._accepted")
+    w(f"    if c{k} is None or c{k}[0] is not {key} or c{k}[1] is not a{k}.shape:")
     # the dtype attribute first: Buffer.dtype is a property (its value when _dtype is None)
-    w(f"    if a{k}.device is not dev or (a{k}._dtype is not {d} and a{k}.dtype != {d}):")
-    w(f"        {w.miss}")
-    w(f"    s{k} = a{k}.shape")
-    w(f"    if len(s{k}) != {ty.ndim}:")
-    w(f"        {w.miss}")
+    w(f"        if a{k}.device is not dev or (a{k}._dtype is not {d} and a{k}.dtype != {d}):")
+    w(f"            {w.miss}")
+    w(f"        s{k} = a{k}.shape")
+    w(f"        if len(s{k}) != {ty.ndim}:")
+    w(f"            {w.miss}")
     # Buffer.ptr's checks (freed, or a view of a freed base) only when they can fail
-    w(f"    p{k} = a{k}._ptr if a{k}._base is None and not a{k}._freed else a{k}.ptr")
-    w(f"    c{k} = a{k}._words")  # Buffer.memref_words, inlined while its cache holds
-    w(f"    w{k} = c{k}[1] if c{k} is not None and c{k}[0] is s{k} else a{k}.memref_words()")
+    w(f"        p{k} = a{k}._ptr if a{k}._base is None and not a{k}._freed else a{k}.ptr")
+    w(f"        c{k} = a{k}._words")  # Buffer.memref_words, inlined while its cache holds
+    w(f"        c{k} = ({key}, s{k}, p{k}, c{k}[1] if c{k} is not None and c{k}[0] is s{k} "
+      f"else a{k}.memref_words())")
+    w(f"        if a{k}._base is None:")
+    w(f"            a{k}._accepted = c{k}")
+    w(f"    _, s{k}, p{k}, w{k} = c{k}")
     w("else:")
     if buffer_only:
         w(f"    {w.miss}")
@@ -183,15 +207,19 @@ def _facts(w: _Writer, arrays: list[tuple[int, T.ArrayType]], exact: bool) -> No
             w(f"    {w.miss}")
 
 
-def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool,
+def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool, device: Device,
           first_buffer: bool = False) -> str:
     """Write the checks of `sig`'s arguments `args` (with `first_buffer`, the first must be
     a Nova Buffer); returns the expression of the slots' bytes."""
     names = [f"a{k}" for k in range(len(sig))]
-    w(f"if len(args) != {len(sig)}:")
-    w(f"    {w.miss}")
-    if names:
-        w(f"{', '.join(names)}, = args")
+    if names:  # a count mismatch raises ValueError: no len() call per launch
+        w("try:")
+        w(f"    {', '.join(names)}, = args")
+        w("except ValueError:")
+        w(f"    {w.miss}")
+    else:
+        w("if args:")
+        w(f"    {w.miss}")
     parts: list[str] = []  # the slots' bytes in order: arrays' words, runs of packed scalars
     run: list[tuple[str, T.ScalarType]] = []
     arrays: list[tuple[int, T.ArrayType]] = []
@@ -206,7 +234,7 @@ def _body(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool,
     for k, ty in enumerate(sig):
         if isinstance(ty, T.ArrayType):
             end_run()
-            parts.append(_array(w, k, ty, first_buffer and k == 0))
+            parts.append(_array(w, k, ty, first_buffer and k == 0, device))
             arrays.append((k, ty))
         else:
             assert isinstance(ty, T.ScalarType)
@@ -222,7 +250,12 @@ def guard_source(sig: tuple[T.NovaType, ...], exact: bool,
                  launcher: Launcher) -> tuple[str, dict[str, Any]]:
     """The source of the guard of `sig` and its globals (see the module docstring)."""
     w = _Writer(launcher, "return None")
-    packed = _body(w, sig, exact)
+    # the Buffers' `_accepted` records name the launcher's device (the plan's: the one a caller
+    # passes as `dev`); any other is a miss, which the general path handles
+    w.env["_DEV"] = launcher.device
+    w("if dev is not _DEV:")
+    w(f"    {w.miss}")
+    packed = _body(w, sig, exact, launcher.device)
     w("try:")
     w(f"    return {packed}")
     w("except struct_error as exc:")
@@ -253,11 +286,14 @@ def _launch_call(w: _Writer, sig: tuple[T.NovaType, ...], exact: bool,
     Launcher.inline_launch) — one Python frame per launch."""
     statements, launch_env = launch
     w.env.update(launch_env)
-    packed = _body(w, sig, exact, first_buffer)
-    w("try:")
-    w(f"    slots = {packed}")
-    w("except struct_error as exc:")
-    w("    raise pack_error(exc) from None")
+    packed = _body(w, sig, exact, w.env["dev"], first_buffer)
+    if packed.isidentifier():
+        w(f"slots = {packed}")  # one array's words: nothing packed here, nothing to fail
+    else:
+        w("try:")
+        w(f"    slots = {packed}")
+        w("except struct_error as exc:")
+        w("    raise pack_error(exc) from None")
     for line in statements:
         w(line)
     source = "\n".join(["def __call__(self, *args):", *w.lines, ""])

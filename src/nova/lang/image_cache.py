@@ -1,7 +1,7 @@
 """The compiled images of a kernel signature and their disk cache, without the compiler.
 
-Entries live under `config.cache_dir/kernels/<key[:2]>/<key>.img` (a JSON line holding the
-kernel's manifest entry and the images' sizes, then the images' bytes (`encode`), behind a
+Entries live under `config.cache_dir/kernels/<key[:2]>/<key>.img` (a magic line, then one
+`marshal` record of the kernel's manifest entry and the images' bytes (`encode`), behind a
 SHA-256 digest: a torn or corrupt entry reads as a miss and is removed). Two kinds of keys name
 them (docs/python-kernels.md, "The disk cache"):
 
@@ -20,11 +20,11 @@ when a signature must be built or lowered.
 from __future__ import annotations
 
 import contextlib
-import json
+import marshal
 from collections.abc import Callable
 
 from nova import config
-from nova.bundle.format import Kernel, KernelParam, TypeSpec
+from nova.bundle.kernel_entry import Kernel, KernelParam, TypeSpec
 from nova.compiler.cache import (
     codegen_settings,
     environment_fingerprint,
@@ -60,6 +60,8 @@ class CompiledImages(Record):
 def mlir_key(mlir_text: str, target: str, arch: str, check_bounds: bool = False) -> str:
     """The cache key of a kernel signature by its generated MLIR (which captures the kernel's
     source, its device functions, the constants it read and the signature)."""
+    import json  # the miss path's: a cached kernel's first call imports no json
+
     payload = json.dumps({"kind": "python-kernel", "mlir": mlir_text, "target": target,
                           "arch": arch, "check_bounds": check_bounds,
                           **environment_fingerprint(), **codegen_settings()}, sort_keys=True)
@@ -70,50 +72,52 @@ def _path(key: str) -> str:
     return config.get().cache_path("kernels", key[:2], f"{key}.img")
 
 
-_MAGIC = b"nova-kernel-images/1\n"
+_MAGIC = b"nova-kernel-images/2\n"
 _BLOBS = ("ptx", "cubin", "cpu_object")
 
 
 def encode(images: CompiledImages) -> bytes:
-    """The entry: a magic line, one JSON line (the manifest entry, the cubin's arch and the
-    byte length of each image, null for none), then the images' bytes back to back. The images
-    are not base64 text inside the JSON: reading an entry parses a few hundred bytes of JSON and
-    slices the rest (and loads no binascii)."""
-    blobs = [None if images.ptx is None else images.ptx.encode(), images.cubin,
-             images.cpu_object]
+    """The entry: a magic line, the length of the rest (8 bytes, little-endian), then one `marshal`
+    record: a dict of the manifest entry (as plain dicts, lists and scalars), the cubin's arch and
+    the images' bytes (None for none). marshal rather than JSON: it is built into the interpreter,
+    where importing `json` (its encoder compiles three regular expressions) cost a cached kernel's
+    first call 2-3 ms, and it carries the images as bytes (no base64). The entry is behind a SHA-256
+    digest and holds executable objects, so it is trusted as the objects are; an entry a Python
+    version cannot read (marshal's format is Python's) reads as a miss."""
     header = {"kernel": as_dict(images.kernel), "cubin_arch": images.cubin_arch,
-              **{name: None if blob is None else len(blob)
-                 for name, blob in zip(_BLOBS, blobs, strict=True)}}
-    return b"".join([_MAGIC, json.dumps(header).encode(), b"\n",
-                     *(blob for blob in blobs if blob is not None)])
+              "ptx": None if images.ptx is None else images.ptx.encode(),
+              "cubin": images.cubin, "cpu_object": images.cpu_object}
+    record = marshal.dumps(header, 4)
+    return b"".join([_MAGIC, len(record).to_bytes(8, "little"), record])
 
 
 def decode(data: bytes) -> CompiledImages:
     """`encode`'s inverse; ValueError, KeyError or TypeError for anything else."""
     if not data.startswith(_MAGIC):
         raise ValueError("not a kernel image cache entry")
-    end = data.index(b"\n", len(_MAGIC))
-    raw = json.loads(data[len(_MAGIC):end])
+    start = len(_MAGIC) + 8
+    if len(data) < start or int.from_bytes(data[len(_MAGIC):start], "little") != len(data) - start:
+        raise ValueError("entry truncated, or trailing bytes after it")
+    try:
+        raw = marshal.loads(memoryview(data)[start:])
+    except EOFError as exc:
+        raise ValueError("entry truncated") from exc
+    if type(raw) is not dict:
+        raise ValueError("malformed entry")
     k = raw["kernel"]
     kernel = Kernel(k["name"], tuple(TypeSpec(a["kind"], a["dtype"], a["mlir"], tuple(a["shape"]))
                                      for a in k["args"]),
                     tuple(KernelParam(**p) for p in k["params"]), k["static_shared_bytes"],
                     k["uses_barriers"])
-    blobs: list[bytes | None] = []
-    at = end + 1
-    for name in _BLOBS:
-        size = raw[name]
-        if size is None:
-            blobs.append(None)
-            continue
-        if type(size) is not int or size < 0 or at + size > len(data):
-            raise ValueError(f"entry truncated or malformed at {name}")
-        blobs.append(data[at:at + size])
-        at += size
-    if at != len(data):
-        raise ValueError("trailing bytes after the images")
+    blobs = [raw[name] for name in _BLOBS]
+    for name, blob in zip(_BLOBS, blobs, strict=True):
+        if blob is not None and type(blob) is not bytes:
+            raise ValueError(f"entry malformed at {name}")
+    arch = raw["cubin_arch"]
+    if arch is not None and type(arch) is not str:
+        raise ValueError("entry malformed at cubin_arch")
     ptx = None if blobs[0] is None else blobs[0].decode()
-    return CompiledImages(kernel, ptx, blobs[1], raw["cubin_arch"], blobs[2])
+    return CompiledImages(kernel, ptx, blobs[1], arch, blobs[2])
 
 
 def get(key: str) -> CompiledImages | None:

@@ -6,7 +6,7 @@ PyTorch CUDA tensors; used in place), Python/NumPy scalars. Arrays must be C-con
 
 A `LaunchPlan` is made once per (device, signature): the loaded function, the device's
 `Launcher` for it (the `struct` that packs the 8-byte parameter slots, one per expanded parameter
-in abi.py's layout, into one bytes object, and the configurations already validated) and a
+in nova.abi's layout, into one bytes object, and the configurations already validated) and a
 generated guard (nova.lang.guard). A cached launch with device arrays runs the guard (type,
 dtype, rank, device, alignment and overlap checks, then the slot values) and the launcher;
 NumPy arguments (staged) and anything the guard does not recognise take the general path here
@@ -103,7 +103,7 @@ class Staged(MutableRecord):
 
 def param_format(ty: T.NovaType) -> str:
     """The `struct` format (no byte-order prefix) of one parameter's slots: an array expands
-    to allocated, aligned, offset, sizes..., strides... (abi.py's layout; the words of
+    to allocated, aligned, offset, sizes..., strides... (nova.abi's layout; the words of
     `Buffer.memref_words`), a scalar takes one 8-byte slot."""
     if isinstance(ty, T.ArrayType):
         return "QQq" + "q" * (2 * ty.ndim)
@@ -146,7 +146,7 @@ class LaunchPlan:
 def slot_values(device: Device, sig: tuple[T.NovaType, ...], args: tuple[Any, ...],
                 staged: list[Staged], stream: Any = None,
                 spans: list[tuple[int, int, int]] | None = None) -> list[Any]:
-    """The parameter slot values of one launch (abi.py's layout: an array expands to allocated,
+    """The parameter slot values of one launch (nova.abi's layout: an array expands to allocated,
     aligned, offset, sizes, strides); NumPy arrays are staged to the device. With `spans`, each
     array's (position, data pointer, bytes) is appended to it, for `refine`."""
     out: list[Any] = []

@@ -25,13 +25,43 @@ def source_lines(func: Any) -> tuple[list[str], int]:
     when the lines after the last line holding code end the block for certain, and the lines up
     to there must parse as exactly that one function; anything else takes inspect's way.
     tests/kernel/test_kernel_source_lines.py compares both on many functions."""
+    lines, first_line, _ = _source_lines(func)
+    return lines, first_line
+
+
+def _source_lines(func: Any) -> tuple[list[str], int, ast.Module | None]:
+    """`source_lines`, and the parsed dedented text of those lines when `_block_end` parsed
+    exactly them (None otherwise): `FunctionSource.of` then needs no second parse."""
     func = inspect.unwrap(func)
-    lines, lnum = inspect.findsource(func)
+    lines, lnum = _find_source(func)
     code = getattr(func, "__code__", None)
-    end = _block_end(code, lines, lnum) if code is not None else None
-    if end is not None:
-        return lines[lnum:end], lnum + 1
-    return inspect.getblock(lines[lnum:]), lnum + 1
+    found = _block_end(code, lines, lnum) if code is not None else None
+    if found is not None:
+        end, tree = found
+        return lines[lnum:end], lnum + 1, tree
+    return inspect.getblock(lines[lnum:]), lnum + 1, None
+
+
+def _find_source(func: Any) -> tuple[list[str], int]:
+    """`inspect.findsource(func)`, without compiling its regular expression (about 1 ms of a
+    cached kernel's cold start) when the function's first line (`co_firstlineno`: its first
+    decorator or its `def`) starts with `@` or `def` after spaces and tabs, which that expression
+    matches at once; anything else asks inspect."""
+    code = getattr(func, "__code__", None)
+    file = inspect.getsourcefile(func) if inspect.isfunction(func) else None
+    if code is None or not file:
+        return inspect.findsource(func)
+    linecache.checkcache(file)
+    module = inspect.getmodule(func, file)
+    lines = linecache.getlines(file, module.__dict__) if module else linecache.getlines(file)
+    lnum = code.co_firstlineno - 1
+    if not lines or not 0 <= lnum < len(lines):
+        return inspect.findsource(func)
+    line = lines[lnum]
+    rest = line.lstrip(" \t")
+    if lnum == 0 or rest.startswith("@") or (rest.startswith("def") and rest[3:4] in (" ", "\t")):
+        return lines, lnum
+    return inspect.findsource(func)
 
 
 def _last_line(code: Any) -> int:
@@ -47,8 +77,9 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
-def _block_end(code: Any, lines: list[str], lnum: int) -> int | None:
-    """The line index after the function starting at `lines[lnum]`, or None when unsure. The
+def _block_end(code: Any, lines: list[str], lnum: int) -> tuple[int, ast.Module | None] | None:
+    """(the line index after the function starting at `lines[lnum]`, the parse of the lines up
+    to there when those are exactly the lines parsed here, else None), or None when unsure. The
     lines up to the function's last code line must parse as one function ending there; after it
     may come blank lines and comments (those indented at least as deep as the body belong to the
     block, as inspect.getblock counts them), then a line indented no deeper than the function's
@@ -78,8 +109,8 @@ def _block_end(code: Any, lines: list[str], lnum: int) -> int | None:
             if body_col is not None and _indent(line) >= body_col:
                 end = index + 1
             continue
-        return end if _indent(line) <= first else None
-    return end
+        return (end, tree if end == last else None) if _indent(line) <= first else None
+    return end, tree if end == last else None
 
 
 class KernelTypeError(VerifyError, TypeError):
@@ -121,7 +152,7 @@ class FunctionSource(MutableRecord):
     @staticmethod
     def of(func: Any) -> FunctionSource:
         try:
-            lines, first_line = source_lines(func)
+            lines, first_line, parsed = _source_lines(func)
             filename = inspect.getsourcefile(func) or "<unknown>"
         except (OSError, TypeError) as exc:
             raise DiagnosticError(f"cannot read the source of {func!r}: {exc} (kernels must be "
@@ -130,7 +161,7 @@ class FunctionSource(MutableRecord):
         raw = "".join(lines)
         text = textwrap.dedent(raw)
         indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
-        tree = ast.parse(text)
+        tree = ast.parse(text) if parsed is None else parsed  # the same text, parsed once
         fn = tree.body[0]
         if not isinstance(fn, ast.FunctionDef):
             raise DiagnosticError(f"{func!r} is not a plain 'def' function")

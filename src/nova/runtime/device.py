@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from nova.bundle.format import Kernel
+from nova.bundle.kernel_entry import Kernel
 from nova.errors import ArgumentError
 from nova.hashing import sha256
 from nova.records import Record

@@ -21,7 +21,7 @@ import re
 import struct
 from typing import TYPE_CHECKING, Any
 
-from nova.bundle.format import Kernel, KernelParam
+from nova.bundle.kernel_entry import Kernel, KernelParam
 from nova.errors import ArgumentError
 from nova.records import MutableRecord
 

@@ -67,6 +67,9 @@ class Buffer:
         self._finalizer: weakref.finalize | None = None
         self._used_on: set[Stream] = set()
         self._words: tuple[tuple[int, ...], bytes] | None = None  # see memref_words
+        self._accepted: tuple[object, tuple[int, ...], int, bytes] | None = None
+        """Launch guards' record of checks this buffer passed (nova.lang.guard._array):
+        (requirements, shape, pointer, memref words); dropped when the buffer is freed."""
 
     @property
     def dtype(self) -> np.dtype:
@@ -143,6 +146,7 @@ class Buffer:
         if self._freed:
             return
         self._freed = True
+        self._accepted = None
         if self._finalizer is not None:
             self._finalizer()
         self._owner = None
@@ -179,6 +183,7 @@ class Buffer:
         if any(d < 0 for d in dims) or math.prod(dims) * dt.itemsize > self.nbytes:
             raise ArgumentError(f"shape {dims} of {dt} does not fit {self.nbytes} bytes")
         self._dtype, self.shape = dt, dims
+        self._accepted = None  # the launch guards' record names the old dtype
         return self
 
     # --- host copies ---------------------------------------------------------------------------

@@ -6,10 +6,17 @@ kernel. Threads start on demand, one per submitted call until `count` run, and w
 afterwards; they are daemons like the streams' own threads (a launch in progress never keeps the
 interpreter alive: `BlockRun` hands out its chunks to whoever asks, so a helper that never starts
 only leaves more chunks to the stream's thread).
+
+They are started with `_thread.start_new_thread`, not `threading.Thread`: `Thread.start` waits
+until the new thread runs, which made the first launch of a process wait for the scheduler
+(0.3 ms on an idle 2-core machine, milliseconds on a loaded one), while `BlockRun` needs no
+helper to have started. So they are not listed by `threading.enumerate()`; `close` joins them
+through a lock each holds while it runs.
 """
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import threading
@@ -22,9 +29,9 @@ if TYPE_CHECKING:
 
 
 class HelperThreads:
-    """Runs `submit`ted calls on at most `count` threads named `<prefix>_<n>`. Exceptions of the
-    calls are swallowed, as an executor's unobserved Futures would hold them; `BlockRun` reports
-    its own failures."""
+    """Runs `submit`ted calls on at most `count` threads (`thread_name_prefix` names the pool in
+    its repr). Exceptions of the calls are swallowed, as an executor's unobserved Futures would
+    hold them; `BlockRun` reports its own failures."""
 
     def __init__(self, count: int, thread_name_prefix: str) -> None:
         if count < 1:
@@ -33,7 +40,9 @@ class HelperThreads:
         self.prefix = thread_name_prefix
         self._work: deque[Callable[[], object]] = deque()
         self._cond = threading.Condition(threading.Lock())
-        self._threads: list[threading.Thread] = []
+        self._threads: list[_thread.LockType] = []
+        """One lock per started thread, held while it runs (`close` joins by acquiring it)."""
+        self._running: dict[int, _thread.LockType] = {}  # thread id -> its lock, while it runs
         self._idle = 0
         self._closing = False
         _POOLS.add(self)
@@ -47,10 +56,14 @@ class HelperThreads:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
-            threads = list(self._threads)
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(timeout)
+            running = list(self._threads)
+            mine = self._running.get(_thread.get_ident())  # close() from a helper's own call
+        for lock in running:
+            if lock is not mine and lock.acquire(timeout=timeout):
+                lock.release()
+
+    def __repr__(self) -> str:
+        return f"<HelperThreads {self.prefix!r}: {len(self._threads)} of {self.count} started>"
 
     def submit(self, fn: Callable[[], object]) -> None:
         """Run `fn()` on a helper thread as soon as one is free."""
@@ -62,17 +75,27 @@ class HelperThreads:
                 return
             if len(self._threads) >= self.count:
                 return
-            thread = threading.Thread(target=self._run, daemon=True,
-                                      name=f"{self.prefix}_{len(self._threads)}")
-            self._threads.append(thread)
+            running = _thread.allocate_lock()
+            running.acquire()  # released by the thread as it ends
+            self._threads.append(running)
         try:
-            thread.start()
+            _thread.start_new_thread(self._run, (running,))
         except BaseException:  # e.g. RuntimeError at interpreter shutdown: the caller's to handle
             with self._cond:
-                self._threads.remove(thread)
+                self._threads.remove(running)
             raise
 
-    def _run(self) -> None:
+    def _run(self, running: _thread.LockType) -> None:
+        with self._cond:
+            self._running[_thread.get_ident()] = running
+        try:
+            self._serve()
+        finally:
+            with self._cond:
+                self._running.pop(_thread.get_ident(), None)
+            running.release()
+
+    def _serve(self) -> None:
         while True:
             with self._cond:
                 while not self._work:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
 from nova.bundle.elf import ElfFile
-from nova.bundle.format import Kernel
+from nova.bundle.kernel_entry import Kernel
 from nova.bundle.verify import verify_object
 from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
