@@ -262,7 +262,8 @@ class CudaAbi:
         self.device = device
         self.manifest = manifest
         self.native = native or native_for(device)
-        self._modules: dict[int, tuple[DeviceModule, tuple[Kernel, ...]]] = {}
+        # handle -> (module, its manifest kernels, its gpu.module name)
+        self._modules: dict[int, tuple[DeviceModule, tuple[Kernel, ...], str]] = {}
         self._functions: dict[int, DeviceFunction] = {}
         self._callbacks = {
             "nova_rt_module_load": ABI_BY_NAME["nova_rt_module_load"].ctypes_prototype()(
@@ -337,20 +338,24 @@ class CudaAbi:
                                               self.manifest.arch)
         module = self.device.load_module(images)
         listed = next((m for m in self.manifest.modules if m.name == images.name), None)
-        self._modules[module.handle] = (module, listed.kernels if listed else ())
+        self._modules[module.handle] = (module, listed.kernels if listed else (), images.name)
         _store_pointer(out, module.handle)
 
     def _get_function(self, out: int, module: int, name: int) -> None:
         entry = self._modules.get(module or 0)
         if entry is None:
             raise RuntimeFailure(f"invalid module handle {module or 0:#x}")
-        loaded, kernels = entry
+        loaded, kernels, module_name = entry
         kernel_name = ctypes.string_at(name).decode() if name else ""
         kernel = next((k for k in kernels if k.name == kernel_name), None)
         function = loaded.get_function(kernel_name, kernel)
         self._allow_dynamic_shared(function)
         self._functions[function.handle] = function
-        remember_kernel_name(function.handle, kernel_name)
+        # errors name the kernel as the program's launch does: @module::@func where the two
+        # differ (outlining names the second launch's module @main_kernel_0, its func @main_kernel)
+        qualified = (kernel_name if module_name in ("", kernel_name)
+                     else f"{module_name}::@{kernel_name}")
+        remember_kernel_name(function.handle, qualified)
         _store_pointer(out, function.handle)
 
     def _allow_dynamic_shared(self, function: DeviceFunction) -> None:
