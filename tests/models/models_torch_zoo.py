@@ -7,8 +7,20 @@ from __future__ import annotations
 import itertools
 import math
 
+import pytest
 import torch
 from torch import nn
+
+
+def torch_device(device: str) -> str:
+    """`device` for torch tensors and modules: on cuda, skip when torch has no CUDA, and make the
+    eager references true fp32 (cuDNN convolutions and matmuls default to TF32 on Ampere+)."""
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("torch has no CUDA")
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    return device
 
 
 class MLP(nn.Module):

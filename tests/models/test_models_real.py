@@ -28,6 +28,7 @@ torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 from models_real_zoo import REAL_ZOO, build, example  # noqa: E402
+from models_torch_zoo import torch_device  # noqa: E402
 
 import nova.models.torch_backend  # noqa: E402, F401  (registers backend "nova")
 
@@ -143,22 +144,13 @@ def test_onnx_export_on_cuda(name: str, dtype: str, tmp_path: Path) -> None:
     _check_onnx(path, name, "cuda", (2, 1), dtype)
 
 
-def _torch_device(device: str) -> str:
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            pytest.skip("torch has no CUDA")
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-    return device
-
-
 def _check_torch_compile(name: str, device: str, half: bool = False) -> None:
     torch._dynamo.reset()
     model = build(name)
     xs = example(name, 2)
     with torch.no_grad():
         want = model(*xs)
-        model = model.to(_torch_device(device))
+        model = model.to(torch_device(device))
         xs = tuple(x.to(device) for x in xs)
         if half:
             model = model.half()

@@ -8,28 +8,18 @@ import pytest
 from models_testutil import TOLERANCE, rel_err
 
 torch = pytest.importorskip("torch")
-from models_torch_zoo import ZOO, build  # noqa: E402
+from models_torch_zoo import ZOO, build, torch_device  # noqa: E402
 from torch import nn  # noqa: E402
 
 import nova.models.torch_backend  # noqa: E402, F401  (registers backend "nova")
 from nova.models import UnsupportedOpError  # noqa: E402
 
 
-def _on(device: str) -> str:
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            pytest.skip("torch has no CUDA")
-        # eager references in true fp32 (cuDNN convolutions default to TF32 on Ampere+)
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-    return device
-
-
 @pytest.mark.parametrize("name", list(ZOO))
 def test_torch_compile_matches_eager(name: str, device: str) -> None:
     torch._dynamo.reset()
     model, shape = build(name)
-    model = model.to(_on(device))
+    model = model.to(torch_device(device))
     x = torch.randn(shape, device=device)
     compiled = torch.compile(model, backend="nova", dynamic=False)
     with torch.no_grad():
@@ -45,7 +35,7 @@ def test_torch_compile_half_precision_model(device: str) -> None:
     x = torch.randn(shape)
     with torch.no_grad():
         want = model(x).numpy()
-        half = model.to(_on(device)).half()
+        half = model.to(torch_device(device)).half()
         got = torch.compile(half, backend="nova", dynamic=False)(x.to(device).half())
     assert got.dtype == torch.float16
     assert rel_err(got.float().cpu().numpy(), want) <= TOLERANCE["float16"]
