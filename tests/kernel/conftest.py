@@ -5,6 +5,11 @@ stale user cache never hides a compiler change."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 import pytest
 
 from nova import config
@@ -50,3 +55,19 @@ def cuda_device() -> Device:
     if not _CUDA.usable:
         pytest.skip(f"no usable CUDA device: {_CUDA.reason}")
     return get_device("cuda")
+
+
+@pytest.fixture(scope="session")
+def python_mma() -> ModuleType:
+    """bench/python_mma.py loaded as a module (its kernels, configurations and check), for the
+    tests of its WMMA and wgmma matmul kernels."""
+    path = Path(__file__).resolve().parents[2] / "bench" / "python_mma.py"
+    spec = importlib.util.spec_from_file_location("bench_python_mma", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_python_mma"] = module  # its dataclasses resolve their module by name
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["bench_python_mma"]
+    return module

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,23 +94,12 @@ def test_k_steps_accumulate_and_scale_d_zero(device):
 
 
 @pytest.mark.gpu
-def test_bench_kernel_ptxas_report(cuda_device):
+def test_bench_kernel_ptxas_report(cuda_device, python_mma):
     """The bench kernel's PTX targets sm_90a and ptxas's register and spill report (printed,
     for the bench's tuning: pytest -s shows it)."""
     _skip_unless_hopper(cuda_device)
-    import importlib.util
-    import sys
-    bench = Path(__file__).resolve().parents[2] / "bench" / "python_mma.py"
-    spec = importlib.util.spec_from_file_location("bench_python_mma_wg", bench)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_python_mma_wg"] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["bench_python_mma_wg"]
     for text in ("128x256x64s4g8w", "128x128x64s4g8w"):
-        ptx = module.make_kernel(4096, 4096, 4096, module.Config.parse(text)).ptx(*SIG)
+        ptx = python_mma.make_kernel(4096, 4096, 4096, python_mma.Config.parse(text)).ptx(*SIG)
         assert ".target sm_90a" in ptx and "wgmma.mma_async.sync.aligned" in ptx
         ptxas = shutil.which("ptxas")
         if ptxas is not None:
