@@ -72,14 +72,15 @@ from nova.lz4.corpus import CLASSES, build_corpus
 
 FAILURES: list[str] = []
 DEC_WARPS: list[int] = []  # --decompress-warps
-Variant = tuple[str, int | None, int | None, int | None]
-"""(name, hash_bits, in_batch, warps per block); None = the default."""
+Variant = tuple[str, int | None, int | None, int | None, bool]
+"""(name, hash_bits, in_batch, warps per block, every_match); None = the default."""
 
 
 def parse_variants(text: str) -> list[Variant]:
     """'h10,shfl,h10+shfl' -> compress kernel variants to time beside the default: hN = a
     hash table of 2^N entries, shfl = in-batch matches by shuffles (K.IN_BATCH_SHUFFLE),
-    many = by match_any (K.IN_BATCH_MATCH_ANY), wN = N warps (pages) per block."""
+    many = by match_any (K.IN_BATCH_MATCH_ANY), wN = N warps (pages) per block, one = one
+    match per batch of 32 positions (the kernel before every_match)."""
     out: list[Variant] = []
     for name in (v.strip() for v in text.split(",")):
         if not name:
@@ -87,6 +88,7 @@ def parse_variants(text: str) -> list[Variant]:
         bits: int | None = None
         in_batch: int | None = None
         warps: int | None = None
+        every_match = True
         for part in name.split("+"):
             if part.startswith("h") and part[1:].isdigit():
                 bits = int(part[1:])
@@ -96,9 +98,11 @@ def parse_variants(text: str) -> list[Variant]:
                 in_batch = K.IN_BATCH_SHUFFLE
             elif part == "many":
                 in_batch = K.IN_BATCH_MATCH_ANY
+            elif part == "one":
+                every_match = False
             else:
                 raise SystemExit(f"bench/lz4.py: unknown variant part {part!r} in {name!r}")
-        out.append((name, bits, in_batch, warps))
+        out.append((name, bits, in_batch, warps, every_match))
     return out
 
 
@@ -388,11 +392,11 @@ def bench_nova_kernels(dev: nova.Device, stream: nova.Stream, timer: Timer,
                               page, stream)
 
     out: dict[str, Any] = {}
-    for name, bits, in_batch, warps in variants:  # A/B: the kernel's options
+    for name, bits, in_batch, warps, every_match in variants:  # A/B: the kernel's options
         def comp_variant(bits: int | None = bits, in_batch: int | None = in_batch,
-                         warps: int | None = warps) -> None:
+                         warps: int | None = warps, every_match: bool = every_match) -> None:
             D.launch_compress(src32, staged8, sizes, n, page, stream, hash_bits=bits,
-                              in_batch=in_batch, warps=warps)
+                              in_batch=in_batch, warps=warps, every_match=every_match)
 
         out[f"{name}_compress_kernel_gbps"] = (pages.nbytes / timer(comp_variant, repeats)
                                                / 1e9)
@@ -558,7 +562,7 @@ def occupancy(dev: nova.Device, page: int, variants: list[Variant]) -> dict[str,
          (nova.uint8[:], nova.uint64[:], nova.uint32[:], nova.uint32[:], nova.int32[:], int, int,
           nova.uint32[:]), dw, K.decompress_shared_bytes(page, dw)),
     ]
-    for bits in sorted({b for _, b, _, _ in variants if b is not None}):
+    for bits in sorted({b for _, b, *_ in variants if b is not None}):
         w = K.compress_warps_per_block(page, bits)
         cases.append((f"compress_h{bits}", K.compress_kernel(page, bits, K.IN_BATCH), csig, w,
                       K.compress_shared_bytes(page, w, bits)))
@@ -608,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="w1,w2",
                         help="compress kernel variants timed beside the default for A/B "
                              "(comma-separated; hN: 2^N hash entries, shfl: in-batch matches "
-                             "by shuffles, many: by match_any; '' for none)")
+                             "by shuffles, many: by match_any, one: one match per batch; '' for none)")
     parser.add_argument("--decompress-warps", default="1,2",
                         help="pages per block of the decompression kernel to time beside the "
                              "default (comma-separated; '' for none)")

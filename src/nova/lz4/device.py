@@ -97,19 +97,22 @@ def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 
 def launch_compress(src32: nova.Buffer, staged: nova.Buffer, sizes: nova.Buffer, n: int,
                     page_size: int, stream: nova.Stream, fault_page: int = -1,
                     hash_bits: int | None = None, in_batch: int | None = None,
-                    warps: int | None = None, work: nova.Buffer | None = None) -> None:
+                    warps: int | None = None, work: nova.Buffer | None = None,
+                    every_match: bool = True) -> None:
     """The compression kernel (K.compress_kernel) over n pages: src32 uint32[n * page_size /
     4] -> staged uint8 (blocks at page stride) and sizes uint32[n]. hash_bits: the hash
     table's log2 entries (default K.hash_log(page_size)); the block shape follows from it
     unless `warps` (pages per block) is given. in_batch: K.IN_BATCH_* (default K.IN_BATCH).
     work: uint32[K.WORK_WORDS] device scratch for the page counters (zeroed here; default: a
-    new one from the pool)."""
+    new one from the pool). every_match=False: the kernel that emits one match per batch
+    (A/B)."""
     bits = K.hash_log(page_size) if hash_bits is None else hash_bits
     if warps is None:
         warps = K.compress_warps_per_block(page_size, bits)
     smem = K.compress_shared_bytes(page_size, warps, bits)
     work = _work_counter(stream, work)
-    kernel = K.compress_kernel(page_size, bits, K.IN_BATCH if in_batch is None else in_batch)
+    kernel = K.compress_kernel(page_size, bits, K.IN_BATCH if in_batch is None else in_batch,
+                              every_match)
     args = (src32, staged, sizes, n, fault_page, work)
     kernel.launch(*args, grid=resident_grid(kernel, args, stream.device, n, warps, smem),
                   block=32 * warps, stream=stream, shared_bytes=smem)
