@@ -612,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="w1,w2",
                         help="compress kernel variants timed beside the default for A/B "
                              "(comma-separated; hN: 2^N hash entries, shfl: in-batch matches "
-                             "by shuffles, many: by match_any, one: one match per batch; '' for none)")
+                             "by shuffles, many: by match_any, one: one match per batch; '' "
+                             "for none)")
     parser.add_argument("--decompress-warps", default="1,2",
                         help="pages per block of the decompression kernel to time beside the "
                              "default (comma-separated; '' for none)")

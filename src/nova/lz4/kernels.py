@@ -339,25 +339,106 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                         ok = True
                 found = nova.ballot(ok, members=FULL)
                 nova.syncwarp()  # every lane's table read is done before any lane stores
-                # Lanes whose positions hash alike leave the latest position, as a sequential
-                # compressor would: only the highest of them stores, so the table and the output
-                # do not depend on which of several same-address stores wins
-                if every_match:
-                    # every position of the batch is examined in this batch (the next one starts
-                    # after it, or after the last match when that runs past it), so all go in
-                    if inside and ((alike_all & valid) >> nova.uint32(lane)) == nova.uint32(1):
-                        table[h] = nova.uint16(p)
-                else:
-                    # the positions up to the first match: the next batch starts after the
-                    # match, so later positions would be found as their own candidates there;
-                    # the inserting lanes without a vote: `valid` is the lanes inside, `upto`
-                    # lanes 0..first
+                if not every_match:
+                    # insert the positions up to the first match: the next batch starts after
+                    # the match, so later positions would be found as their own candidates there.
+                    # Lanes whose positions hash alike leave the latest position, as a sequential
+                    # compressor would: only the highest of them stores, so the table and the
+                    # output do not depend on which of several same-address stores wins. The
+                    # inserting lanes without a vote: `valid` is the lanes inside, `upto` lanes
+                    # 0..first
                     first = nova.int32(nova.ctz(found))  # 32 when there is no match
                     upto = nova.uint32(0xFFFFFFFF) >> nova.uint32(31 - min(first, 31))
                     alike = alike_all & valid & upto
                     if inside and lane <= first and (alike >> nova.uint32(lane)) == nova.uint32(1):
                         table[h] = nova.uint16(p)
-                nova.syncwarp()  # ... and the next batch sees every insertion
+                    nova.syncwarp()  # ... and the next batch sees every insertion
+                todo = found
+                covered = nova.uint32(0)  # lanes inside an emitted match (not the start)
+                if found != 0:
+                    misses = 0
+                    while todo != 0:  # the batch's matches in order (one unless every_match)
+                        first = nova.int32(nova.ctz(todo))
+                        s = pos + first
+                        cand = nova.shuffle_idx(c, first, members=FULL)
+                        # extend backwards over pending literals, 4 bytes per step, every lane
+                        # alike (the loads broadcast; no warp vote): the equal bytes just below s
+                        # and cand are the leading zero bytes of the XOR of the words before them.
+                        # One step nearly always.
+                        room = min(s - anchor, cand)
+                        back: nova.int32 = 0
+                        while back < room:
+                            xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
+                            eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
+                            back += min(eq, room - back)
+                            if eq < 4:
+                                break
+                        s -= back
+                        cand -= back
+                        # extend forwards: the next 8 bytes with every lane alike (broadcast
+                        # loads, no vote; most matches end there: the corpus' median match is 7
+                        # bytes), then 128 bytes per warp step. The words read start at most at
+                        # s + maxlen + 3 = size - 2 (their high word may be the one after the
+                        # page: see buf32); bytes past maxlen are cut by the min below.
+                        maxlen = mlimit - s
+                        mlen = MIN_MATCH + back
+                        if mlen < maxlen:
+                            x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
+                            x1 = (load_word_nc(buf32, s + mlen + 4)
+                                  ^ load_word_nc(buf32, cand + mlen + 4))
+                            if x0 != 0:
+                                mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
+                                maxlen = min(mlen, maxlen)  # ends the warp loop
+                            elif x1 != 0:
+                                mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
+                                maxlen = min(mlen, maxlen)
+                            else:
+                                mlen += 8
+                        while mlen < maxlen:
+                            q = mlen + lane * 4
+                            x = nova.uint32(0)
+                            if q < maxlen:
+                                x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
+                            diff = nova.ballot(x != 0, members=FULL)
+                            if diff != 0:
+                                first_lane = nova.int32(nova.ctz(diff))
+                                xl = nova.shuffle_idx(x, first_lane, members=FULL)
+                                mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
+                                break
+                            mlen += 128
+                        mlen = min(mlen, maxlen)
+                        lit = s - anchor
+                        ml = mlen - MIN_MATCH
+                        lb = length_bytes(lit)
+                        mb = length_bytes(ml)
+                        seq = 1 + lb + lit + 2 + mb
+                        if op + seq + 1 + LAST_LITERALS >= size:
+                            raw = True
+                            break
+                        write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq,
+                                       lane)
+                        op += seq
+                        anchor = s + mlen
+                        rel = anchor - pos  # lanes past the match's end may start the next one
+                        lo = max(s - pos + 1, 0)
+                        hi = min(rel, 32)
+                        if hi > lo:
+                            covered |= ((nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - (hi - lo)))
+                                        << nova.uint32(lo))
+                        todo = nova.uint32(0)
+                        if every_match and rel < 32:
+                            todo = found & (nova.uint32(0xFFFFFFFF) << nova.uint32(rel))
+                if raw:
+                    break
+                if every_match:
+                    # every position of the batch was examined in this batch (the next one starts
+                    # after it, or after the last match when that runs past it): all but those
+                    # inside a match go in, as liblz4 leaves those out too (the highest of alike
+                    # lanes, as above)
+                    keep = valid & ~covered
+                    if ((keep & alike_all) >> nova.uint32(lane)) == nova.uint32(1):
+                        table[h] = nova.uint16(p)
+                    nova.syncwarp()
                 if found == 0:
                     misses += 1
                     pos += 32 + 32 * (misses >> SKIP_SHIFT)
@@ -365,78 +446,8 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                     if op + 1 + pending + pending // 255 >= size:
                         raw = True  # the literals alone already fill the page
                         break
-                    continue
-                misses = 0
-                todo = found
-                while todo != 0:  # the batch's matches in order (one unless every_match)
-                    first = nova.int32(nova.ctz(todo))
-                    s = pos + first
-                    cand = nova.shuffle_idx(c, first, members=FULL)
-                    # extend backwards over pending literals, 4 bytes per step, every lane alike
-                    # (the loads broadcast; no warp vote): the equal bytes just below s and cand
-                    # are the leading zero bytes of the XOR of the words before them. One step
-                    # nearly always.
-                    room = min(s - anchor, cand)
-                    back: nova.int32 = 0
-                    while back < room:
-                        xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
-                        eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
-                        back += min(eq, room - back)
-                        if eq < 4:
-                            break
-                    s -= back
-                    cand -= back
-                    # extend forwards: the next 8 bytes with every lane alike (broadcast loads, no
-                    # vote; most matches end there: the corpus' median match is 7 bytes), then 128
-                    # bytes per warp step. The words read start at most at s + maxlen + 3 =
-                    # size - 2 (their high word may be the one after the page: see buf32); bytes
-                    # past maxlen are cut by the min below.
-                    maxlen = mlimit - s
-                    mlen = MIN_MATCH + back
-                    if mlen < maxlen:
-                        x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
-                        x1 = (load_word_nc(buf32, s + mlen + 4)
-                              ^ load_word_nc(buf32, cand + mlen + 4))
-                        if x0 != 0:
-                            mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
-                            maxlen = min(mlen, maxlen)  # ends the warp loop
-                        elif x1 != 0:
-                            mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
-                            maxlen = min(mlen, maxlen)
-                        else:
-                            mlen += 8
-                    while mlen < maxlen:
-                        q = mlen + lane * 4
-                        x = nova.uint32(0)
-                        if q < maxlen:
-                            x = load_word_nc(buf32, s + q) ^ load_word_nc(buf32, cand + q)
-                        diff = nova.ballot(x != 0, members=FULL)
-                        if diff != 0:
-                            first_lane = nova.int32(nova.ctz(diff))
-                            xl = nova.shuffle_idx(x, first_lane, members=FULL)
-                            mlen += first_lane * 4 + nova.int32(nova.ctz(xl) >> 3)
-                            break
-                        mlen += 128
-                    mlen = min(mlen, maxlen)
-                    lit = s - anchor
-                    ml = mlen - MIN_MATCH
-                    lb = length_bytes(lit)
-                    mb = length_bytes(ml)
-                    seq = 1 + lb + lit + 2 + mb
-                    if op + seq + 1 + LAST_LITERALS >= size:
-                        raw = True
-                        break
-                    write_sequence(dst, obase + op, buf, anchor, lit, lb, s - cand, ml, mb, seq,
-                                   lane)
-                    op += seq
-                    anchor = s + mlen
-                    rel = anchor - pos  # lanes past the match's end may start the next one
-                    todo = nova.uint32(0)
-                    if every_match and rel < 32:
-                        todo = found & (nova.uint32(0xFFFFFFFF) << nova.uint32(rel))
-                if raw:
-                    break
-                pos = max(pos + 32, anchor) if every_match else anchor
+                else:
+                    pos = max(pos + 32, anchor) if every_match else anchor
             if not raw:
                 lit = size - anchor
                 lb = length_bytes(lit)
