@@ -357,44 +357,47 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                 covered = nova.uint32(0)  # lanes inside an emitted match (not the start)
                 if found != 0:
                     misses = 0
+                    # every lane measures its own candidate's match before the warp walks the
+                    # matches in order (below): the equal bytes just before p and c (0-4: the
+                    # leading zero bytes of the XOR of the words before them) and after their
+                    # first 4 (0-8: the trailing zero bytes of the next two words' XORs). Packed
+                    # with c (16 bits) into one word, one shuffle hands a match all three. The
+                    # words read end at most at limit + 15 = size + 3: the word after the page
+                    q = min(p, limit)
+                    xb = word_before(buf32, q) ^ word_before(buf32, c)
+                    x0 = load_word_nc(buf32, q + 4) ^ load_word_nc(buf32, c + 4)
+                    x1 = load_word_nc(buf32, q + 8) ^ load_word_nc(buf32, c + 8)
+                    fwd = nova.int32(nova.ctz(x0) >> nova.uint32(3))
+                    if x0 == 0:
+                        fwd = 4 + nova.int32(min(nova.ctz(x1), nova.uint32(32)) >> nova.uint32(3))
+                    bk = nova.int32(nova.clz(xb) >> nova.uint32(3))
+                    mine = nova.uint32(c) | nova.uint32(fwd << 16) | nova.uint32(bk << 20)
                     while todo != 0:  # the batch's matches in order (one unless every_match)
                         first = nova.int32(nova.ctz(todo))
                         s = pos + first
-                        cand = nova.shuffle_idx(c, first, members=FULL)
-                        # extend backwards over pending literals, 4 bytes per step, every lane
-                        # alike (the loads broadcast; no warp vote): the equal bytes just below s
-                        # and cand are the leading zero bytes of the XOR of the words before them.
-                        # One step nearly always.
+                        m = nova.shuffle_idx(mine, first, members=FULL)
+                        cand = nova.int32(m & nova.uint32(0xFFFF))
+                        # backwards over pending literals: the lane's 0-4 bytes, then 4 bytes per
+                        # step while whole words are equal (rare), every lane alike (broadcast
+                        # loads, no vote)
                         room = min(s - anchor, cand)
-                        back: nova.int32 = 0
-                        while back < room:
-                            xb = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
-                            eq = nova.int32(nova.clz(xb) >> nova.uint32(3))
+                        eq = nova.int32(m >> nova.uint32(20))
+                        back = min(eq, room)
+                        while eq == 4 and back < room:
+                            xw = word_before(buf32, s - back) ^ word_before(buf32, cand - back)
+                            eq = nova.int32(nova.clz(xw) >> nova.uint32(3))
                             back += min(eq, room - back)
-                            if eq < 4:
-                                break
                         s -= back
                         cand -= back
-                        # extend forwards: the next 8 bytes with every lane alike (broadcast
-                        # loads, no vote; most matches end there: the corpus' median match is 7
-                        # bytes), then 128 bytes per warp step. The words read start at most at
-                        # s + maxlen + 3 = size - 2 (their high word may be the one after the
-                        # page: see buf32); bytes past maxlen are cut by the min below.
+                        # forwards: the lane's 0-8 bytes past the first 4 (most matches end
+                        # there: the corpus' median match is 7 bytes), then 128 bytes per warp
+                        # step. The words read start at most at s + maxlen + 3 = size - 2 (their
+                        # high word may be the one after the page: see buf32); bytes past maxlen
+                        # are cut by the min below.
                         maxlen = mlimit - s
-                        mlen = MIN_MATCH + back
-                        if mlen < maxlen:
-                            x0 = load_word_nc(buf32, s + mlen) ^ load_word_nc(buf32, cand + mlen)
-                            x1 = (load_word_nc(buf32, s + mlen + 4)
-                                  ^ load_word_nc(buf32, cand + mlen + 4))
-                            if x0 != 0:
-                                mlen += nova.int32(nova.ctz(x0) >> nova.uint32(3))
-                                maxlen = min(mlen, maxlen)  # ends the warp loop
-                            elif x1 != 0:
-                                mlen += 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))
-                                maxlen = min(mlen, maxlen)
-                            else:
-                                mlen += 8
-                        while mlen < maxlen:
+                        ahead = nova.int32((m >> nova.uint32(16)) & nova.uint32(15))
+                        mlen = MIN_MATCH + back + ahead
+                        while ahead == 8 and mlen < maxlen:
                             q = mlen + lane * 4
                             x = nova.uint32(0)
                             if q < maxlen:
