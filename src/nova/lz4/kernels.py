@@ -354,7 +354,8 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                         table[h] = nova.uint16(p)
                     nova.syncwarp()  # ... and the next batch sees every insertion
                 todo = found
-                covered = nova.uint32(0)  # lanes inside an emitted match (not the start)
+                live = ok  # a lane whose match may still be emitted
+                inmatch = False  # a lane inside an emitted match (not its start)
                 if found != 0:
                     misses = 0
                     # every lane measures its own candidate's match before the warp walks the
@@ -422,15 +423,14 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                                        lane)
                         op += seq
                         anchor = s + mlen
-                        rel = anchor - pos  # lanes past the match's end may start the next one
-                        lo = max(s - pos + 1, 0)
-                        hi = min(rel, 32)
-                        if hi > lo:
-                            covered |= ((nova.uint32(0xFFFFFFFF) >> nova.uint32(32 - (hi - lo)))
-                                        << nova.uint32(lo))
+                        # lanes inside the match (past its start) are not inserted below;
+                        # lanes before its end can no longer start one. Per lane, not masks:
+                        # each is two compares, where building the masks took ~20 instructions
+                        inmatch = inmatch or (p > s and p < anchor)
+                        live = live and p >= anchor
                         todo = nova.uint32(0)
-                        if every_match and rel < 32:
-                            todo = found & (nova.uint32(0xFFFFFFFF) << nova.uint32(rel))
+                        if every_match:
+                            todo = nova.ballot(live, members=FULL)
                 if raw:
                     break
                 if every_match:
@@ -438,7 +438,9 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                     # after it, or after the last match when that runs past it): all but those
                     # inside a match go in, as liblz4 leaves those out too (the highest of alike
                     # lanes, as above)
-                    keep = valid & ~covered
+                    keep = nova.ballot(inside and not inmatch, members=FULL)
+                    nova.syncwarp()  # every lane's reads of the page's last word (the table's
+                    # first: see buf32) are done before any lane stores
                     if ((keep & alike_all) >> nova.uint32(lane)) == nova.uint32(1):
                         table[h] = nova.uint16(p)
                     nova.syncwarp()
