@@ -538,9 +538,10 @@ class PageCompressor:
         k, page = ctx.item.shape[0], self.page_size
         dev, stream = ctx.device, ctx.stream
         scratch = self._scratch_of("compress", ctx.slot)
-        staged = D.view(scratch.grow(dev, "staged", k * page), np.uint8, k * page)
-        offsets = D.view(scratch.grow(dev, "offsets", 8 * (k + 1)), np.uint64, k + 1)
-        sizes = D.view(scratch.grow(dev, "sizes_dev", 4 * k), np.uint32, k)
+        view = scratch.cache.view
+        staged = view(scratch.grow(dev, "staged", k * page), np.uint8, k * page)
+        offsets = view(scratch.grow(dev, "offsets", 8 * (k + 1)), np.uint64, k + 1)
+        sizes = view(scratch.grow(dev, "sizes_dev", 4 * k), np.uint32, k)
         fault = 0 if ctx.index == self._fault_item else -1
         if self.slot_streams:
             # the slot's own stream: after this slot's H2D (the compute stream waited for it
@@ -552,9 +553,12 @@ class PageCompressor:
             scratch.start_event.record(stream)
             scratch.stream.wait(scratch.start_event)
             stream = scratch.stream
+        # the page counters and the scan's scalars in one buffer: one memset for both
+        counters = scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS + 16)
+        dev.memset(counters, 0, 4 * K.WORK_WORDS + 16, stream=stream)
         self._tl_event(ctx.index, "k0", stream)
-        D.launch_compress(D.view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
-                          stream, fault, work=scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS))
+        D.launch_compress(view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
+                          stream, fault, work=counters, zero=False, cache=scratch.cache)
         self._tl_event(ctx.index, "k1", stream)
         return self._stage_copy_engine(ctx, scratch, stream, staged, sizes, offsets, lo, hi)
 
@@ -569,16 +573,19 @@ class PageCompressor:
         stores to pinned memory slowed the H2D (scripts/lz4-pipeline-bound.py:
         ~33 GB/s end to end against ~50 with the compaction in device memory, H100)."""
         k, page, dev = ctx.item.shape[0], self.page_size, ctx.device
-        payload = D.view(scratch.grow(dev, "payload_dev", k * page), np.uint8, k * page)
+        view = scratch.cache.view
+        payload = view(scratch.grow(dev, "payload_dev", k * page), np.uint8, k * page)
         scratch.d2h_queued.wait()  # the slot's previous payload D2H is queued ...
         if scratch.d2h_event is not None:
             stream.wait(scratch.d2h_event)  # ... and the compaction waits until it is done
+        scalars = view(scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS + 16), np.uint8, 16,
+                       4 * K.WORK_WORDS)  # zeroed with the page counters (_compress_stage)
         D.launch_scan_compact(staged, sizes, offsets, payload, k, page, stream,
-                              scalars=scratch.grow(dev, "scalars_dev", 16))
+                              scalars=scalars, zero=False, cache=scratch.cache)
         self._tl_event(ctx.index, "s1", stream)
         total = scratch.grow_pinned(dev, "host_total", 8)
         host_total = total.numpy(np.uint64)[:1]
-        dev.copy_dtoh(host_total, D.view(offsets, np.uint64, 1, 8 * k), 8, stream=stream)
+        dev.copy_dtoh(host_total, view(offsets, np.uint64, 1, 8 * k), 8, stream=stream)
         if scratch.total_event is None:
             scratch.total_event = dev.create_event()
         scratch.total_event.record(stream)
@@ -653,18 +660,20 @@ class PageCompressor:
         hview[_header_bytes(k):].view(np.uint64)[:] = offsets
         dev.copy_htod(meta, hview, meta_bytes, stream=stream)
         status = scratch.grow(dev, "status_dev", 4 * k)
-        D.launch_decompress(D.view(ctx.input, np.uint8, max(ctx.item.size, 1)),
-                            D.view(meta, np.uint64, k + 1, _header_bytes(k)),
-                            D.view(meta, np.uint32, k),
-                            D.view(ctx.output, np.uint32, k * page // 4),
-                            D.view(status, np.int32, k), k, page, stream,
-                            work=scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS))
+        view = scratch.cache.view
+        D.launch_decompress(view(ctx.input, np.uint8, max(ctx.item.size, 1)),
+                            view(meta, np.uint64, k + 1, _header_bytes(k)),
+                            view(meta, np.uint32, k),
+                            view(ctx.output, np.uint32, k * page // 4),
+                            view(status, np.int32, k), k, page, stream,
+                            work=scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS),
+                            cache=scratch.cache)
         if scratch.event is None:
             scratch.event = dev.create_event()
         scratch.event.record(stream)
         copy_out = self._pipes["decompress"].copy_out_stream
         copy_out.wait(scratch.event)
-        dev.copy_dtoh(self._dec_status[lo:hi], D.view(status, np.int32, k), 4 * k,
+        dev.copy_dtoh(self._dec_status[lo:hi], view(status, np.int32, k), 4 * k,
                       stream=copy_out)
 
     # --- timeline (instrumentation) ---------------------------------------------------------
