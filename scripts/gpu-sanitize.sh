@@ -42,7 +42,7 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2
 if [ -z "$SAN" ]; then say "compute-sanitizer not found (PATH, /usr/local/cuda/bin)"; exit 2; fi
 if [ -d .wheelhouse ]; then
   python3 -m pip install -q --no-index --find-links .wheelhouse xdsl==0.74.0 filecheck==1.0.6 \
-    lit pytest-xdist hypothesis lz4 2>&1 | grep -v -i warning | tail -2
+    lit pytest-xdist hypothesis lz4 xxhash 2>&1 | grep -v -i warning | tail -2
   python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v -i warning | tail -2
 fi
 say "$("$SAN" --version | tail -1); $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"

@@ -11,7 +11,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do tests+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 [ ${#tests[@]} -gt 0 ] || tests=(tests)
 python3 -m pip install -q --no-index --find-links .wheelhouse xdsl==0.74.0 filecheck==1.0.6 lit \
-  pytest-xdist hypothesis lz4 nvidia-nvcomp-cu13 2>&1 | grep -v -i warning | tail -2
+  pytest-xdist hypothesis lz4 xxhash nvidia-nvcomp-cu13 2>&1 | grep -v -i warning | tail -2
 python3 -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | grep -v -i warning | tail -2
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
   nproc; uptime; date -u; git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
