@@ -338,8 +338,8 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                         c = near
                         ok = True
                 found = nova.ballot(ok, members=FULL)
-                nova.syncwarp()  # every lane's table read is done before any lane stores
                 if not every_match:
+                    nova.syncwarp()  # every lane's table read is done before any lane stores
                     # insert the positions up to the first match: the next batch starts after
                     # the match, so later positions would be found as their own candidates there.
                     # Lanes whose positions hash alike leave the latest position, as a sequential
@@ -439,8 +439,9 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                     # inside a match go in, as liblz4 leaves those out too (the highest of alike
                     # lanes, as above)
                     keep = nova.ballot(inside and not inmatch, members=FULL)
-                    nova.syncwarp()  # every lane's reads of the page's last word (the table's
-                    # first: see buf32) are done before any lane stores
+                    # every lane's table read, and its reads of the word after the page (the
+                    # table's first: see buf32), are done before any lane stores
+                    nova.syncwarp()
                     if ((keep & alike_all) >> nova.uint32(lane)) == nova.uint32(1):
                         table[h] = nova.uint16(p)
                     nova.syncwarp()
