@@ -62,6 +62,14 @@ BACKENDS = ("cuda", "cpu", "liblz4")
 codec (python-lz4 on every core)."""
 
 
+SLOT_BYTES = 64 << 20
+"""Pages per pipeline slot on cuda, in bytes (16384 pages of 4 KiB). Each slot costs the host a
+fixed ~0.45-0.95 ms of Python (its stage call and the threads' hand-overs, docs/lz4.md), so
+32 MiB slots (0.6 ms of H2D each) left the copy-in stream idle 2-6 ms per 768 MiB on some H100
+hosts; with 64 MiB slots it never idled and the slowest calls were faster (2026-11-27:
+medians 43-45 GB/s either way on a fast host, 38.6 against 32.2 on a slow one)."""
+
+
 class FallbackWarning(RuntimeWarning):
     """Work meant for the GPU ran on the CPU (no usable GPU, or a slot failed)."""
 
@@ -144,7 +152,7 @@ class PageCompressor:
 
     `device`: "cuda", "cpu" (Nova's CPU device running the same kernels), "liblz4" or None
     (cuda if usable, else liblz4 with a FallbackWarning). `slots`: pipeline depth;
-    `pages_per_slot`: pages per chunk (default: 16 MiB of pages on cuda, 256 pages elsewhere).
+    `pages_per_slot`: pages per chunk (default: 64 MiB of pages on cuda, 256 pages elsewhere).
     `slot_streams`: run each slot's compress kernel on a stream of its own so slots overlap
     on the SMs (default: on cuda; the module docstring says why). A kernel
     fault there reaches the pipeline through cuda's sticky context error; on the CPU device
@@ -177,7 +185,7 @@ class PageCompressor:
             warnings.warn(f"nova.lz4: {why}; using liblz4 on the CPU", FallbackWarning,
                           stacklevel=2)
         if pages_per_slot is None:
-            pages_per_slot = (32 << 20) // self.page_size if self.backend == "cuda" else 256
+            pages_per_slot = SLOT_BYTES // self.page_size if self.backend == "cuda" else 256
         if isinstance(pages_per_slot, bool) or not isinstance(pages_per_slot, int) or \
                 pages_per_slot < 1:
             raise Lz4ArgumentError(f"pages_per_slot must be a positive int, got "
