@@ -1,5 +1,0 @@
-import runpy
-import sys
-sys.setswitchinterval(float(sys.argv[1]))
-sys.argv = sys.argv[2:]
-runpy.run_path(sys.argv[0], run_name="__main__")
