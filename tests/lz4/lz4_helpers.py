@@ -67,8 +67,8 @@ the remaining pages through their work counter (as on a GPU full of resident blo
 
 
 def kernel_compress(pages: np.ndarray, device: str, hash_bits: int | None = None,
-                    in_batch: int | None = None, grid_cap: int = GRID_CAP
-                    ) -> tuple[np.ndarray, np.ndarray]:
+                    in_batch: int | None = None, grid_cap: int = GRID_CAP,
+                    every_match: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(blocks at page stride uint8[n * P], sizes uint32[n]) from the compression kernel
     (default options unless given) on at most `grid_cap` blocks."""
     n, page = pages.shape
@@ -76,7 +76,8 @@ def kernel_compress(pages: np.ndarray, device: str, hash_bits: int | None = None
     sizes = np.zeros(n, np.uint32)
     bits = K.hash_log(page) if hash_bits is None else hash_bits
     warps = K.compress_warps_per_block(page, bits)
-    K.compress_kernel(page, bits, K.IN_BATCH if in_batch is None else in_batch).launch(
+    K.compress_kernel(page, bits, K.IN_BATCH if in_batch is None else in_batch,
+                      every_match).launch(
         np.ascontiguousarray(pages).reshape(-1).view(np.uint32), dst, sizes, n, -1,
         np.zeros(K.WORK_WORDS, np.uint32),
         grid=max(1, min(-(-n // warps), grid_cap)), block=32 * warps, device=device,

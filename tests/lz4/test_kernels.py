@@ -70,14 +70,15 @@ def test_ratio_within_3_percent_of_liblz4(device, corpus):
     assert ref / nova_bytes >= 0.97, (ref, nova_bytes)
 
 
-@pytest.mark.parametrize("hash_bits,in_batch", [(10, K.IN_BATCH_MATCH_ANY),
-                                                 (11, K.IN_BATCH_SHUFFLE),
-                                                 (10, K.IN_BATCH_SHUFFLE)])
-def test_kernel_options_roundtrip_and_ratio(device, corpus, hash_bits, in_batch):
-    """The options bench/lz4.py times for A/B (hash table size, in-batch matches by shuffles)
-    give valid blocks that liblz4 decodes, within 3% of liblz4's ratio."""
+@pytest.mark.parametrize("hash_bits,in_batch,every_match", [
+    (10, K.IN_BATCH_MATCH_ANY, True), (11, K.IN_BATCH_SHUFFLE, True),
+    (10, K.IN_BATCH_SHUFFLE, True), (10, K.IN_BATCH_MATCH_ANY, False),
+    (10, K.IN_BATCH_SHUFFLE, False)])
+def test_kernel_options_roundtrip_and_ratio(device, corpus, hash_bits, in_batch, every_match):
+    """The options bench/lz4.py times for A/B (hash table size, in-batch matches by shuffles,
+    one match per batch) give valid blocks that liblz4 decodes, within 3% of liblz4's ratio."""
     pages = corpus["mixed"]
-    dst, sizes = kernel_compress(pages, device, hash_bits, in_batch)
+    dst, sizes = kernel_compress(pages, device, hash_bits, in_batch, every_match=every_match)
     for i, page in enumerate(pages):
         size = int(sizes[i] & K.LEN_MASK)
         block = dst[i * PAGE:i * PAGE + size].tobytes()
@@ -223,3 +224,12 @@ def test_matches_of_every_shape(device):
     out, status = kernel_decompress(*pack(blocks), PAGE, device)
     assert not status.any()
     np.testing.assert_array_equal(out, np.stack(pages))
+
+
+@pytest.mark.parametrize("args", [(4096.0, 10, 0), (4096, 10, "0"), (4096, True, 0),
+                                  (4096, 10, 0, 1)])
+def test_compress_kernel_refuses_options_of_other_types(args):
+    """The kernel's options are compile-time constants of exact types (an int that is a bool,
+    or a float page size, would specialise a kernel nobody asked for)."""
+    with pytest.raises(TypeError, match="three ints and a bool"):
+        K.compress_kernel(*args)
