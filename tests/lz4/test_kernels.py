@@ -230,6 +230,8 @@ def test_matches_of_every_shape(device):
                                   (4096, 10, 0, 1)])
 def test_compress_kernel_refuses_options_of_other_types(args):
     """The kernel's options are compile-time constants of exact types (an int that is a bool,
-    or a float page size, would specialise a kernel nobody asked for)."""
+    or a float page size, would specialise a kernel nobody asked for), also once the kernel
+    of the equal options is cached (functools.cache found it for 4096.0 or 1: a regression)."""
+    K.compress_kernel(4096, 10, 0, True)
     with pytest.raises(TypeError, match="three ints and a bool"):
         K.compress_kernel(*args)

@@ -209,7 +209,6 @@ def next_page(claim, grid_warps, group, groups):
     return grid_warps + group + groups * nova.int32(nova.shuffle_idx(claim, 0, members=FULL))
 
 
-@functools.cache
 def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
                     every_match: bool = True) -> Any:
     """The compression kernel for one page size, hash table (log2 of its entries: hash_log
@@ -224,10 +223,17 @@ def compress_kernel(page_size: int, hash_bits: int, in_batch: int,
     derived from them folds: as kernel parameters they were reloaded from constant memory
     inside the matching loop, where ncu attributed ~10% of the stall samples on text pages to
     waiting for them."""
+    # checked before the cache: it would find (4096, 10, 0, True)'s kernel for 4096.0 or 1
     if not (type(page_size) is int and type(hash_bits) is int and type(in_batch) is int
             and type(every_match) is bool):
         raise TypeError("compress_kernel(page_size, hash_bits, in_batch, every_match) takes "
                         "three ints and a bool")
+    return _compress_kernel(page_size, hash_bits, in_batch, every_match)
+
+
+@functools.cache
+def _compress_kernel(page_size: int, hash_bits: int, in_batch: int, every_match: bool) -> Any:
+    """compress_kernel's kernel, made once per (exactly typed) option tuple."""
 
     @nova.kernel
     def compress_pages_kernel(src, dst, sizes, n_pages, fault_page, work):
