@@ -20,6 +20,22 @@ Three entry points of one compiled program, each called `--calls` times after `-
   `gpu-async-region`: one token chain, one host wait), which the compile pipeline does not run
   (docs/async.md, "Why the pipeline does not run async-region"): against the default lowering,
   which already waits once per call, they show what the chain's stream costs.
+- native peer, cuda only, same run (bench/peers/launch_loop.cu `chain=MODE`, built with nvcc by
+  bench/native_peer.py; skipped with a note without nvcc): C++ making per call the driver calls
+  each of `step`, `alloc_step`, `scratch_step` and `alloc_only_step` needs, on the same kernel
+  shape (x[i] += 1, 256-thread blocks, Nova's kernel parameters), on one non-blocking stream
+  with one cuStreamSynchronize per call; the copies are cuMemcpyAsync, the allocation
+  cuMemAllocFromPoolAsync/cuMemFreeAsync from a pool that keeps freed memory (release threshold
+  UINT64_MAX, as Nova's). It verifies that x counts its calls (a wrong count fails the
+  benchmark). Its table gives each native time beside Nova's (`nova/native`), then both
+  programs' three ratios and Nova's divided by the native one.
+
+How to read the ratios: `alloc_step / scratch_step` and `alloc_only_step / step` are the cost of
+the allocate/free pair alone; `alloc_step / step` also counts the two device-to-device copies,
+which are two more operations in a synchronised chain: each costs about what the kernel launch
+does (a few microseconds of enqueue and completion latency, whoever issues it), so a native
+program pays that ratio too. Nova's `alloc_step / step` is honest only next to the native one:
+the `nova / native` line says how much of it is Nova's and how much the driver's.
 
 For each, host RSS (/proc/self/status) and device memory are sampled before, every `--calls/10`
 calls, and after: cuda `mem_info()` free bytes and the memory pool gpu.alloc draws from (used
@@ -27,7 +43,9 @@ and reserved, cuMemPoolGetAttribute) on cuda, and Nova's caching pool (`device.p
 both (on cpu device memory is host memory, so RSS covers it; `mem_info()` there is the whole
 system's and is not reported as growth). The result is checked once (x counts the calls) and
 reported, as are the growth per 1000 calls and the time per call, and the ratios of
-`alloc_step` to `step` and to `scratch_step`. Prints a table and writes JSON; never asserts.
+`alloc_step` to `step` and to `scratch_step`. Prints a table and writes JSON (the native rows
+and ratios under "native_peer"); never asserts on times. A failed verification (Nova's or the
+native peer's) is a failed check (bench/checks.py): exit 1, no JSON written.
 
     python bench/memory_flat.py [--device cpu|cuda|all] [--calls 10000] [--warmup 200] [--n 4096]
                                 [--json bench/results/memory_flat-<date>.json]

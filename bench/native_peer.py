@@ -53,7 +53,7 @@ def build(name: str) -> Path:
     exe = Path(_build_dir.name) / name
     # link against the toolkit's libcuda stub (machines often lack the libcuda.so dev symlink);
     # the loader binds the driver's libcuda.so.1 at run time
-    root = Path(nvcc).resolve().parent.parent
+    root = toolkit_root(nvcc)
     stubs = [f"-L{d}" for d in (root / "lib64" / "stubs",
                                 root / "targets" / "x86_64-linux" / "lib" / "stubs")
              if d.is_dir()]
@@ -64,6 +64,16 @@ def build(name: str) -> Path:
                            f"{done.returncode}): {_tail(done.stderr or done.stdout)}")
     _built[name] = exe
     return exe
+
+
+def toolkit_root(nvcc: str) -> Path:
+    """The CUDA toolkit nvcc belongs to: the first of nvcc's grandparent directory (symlinks
+    resolved), $CUDA_HOME, $CUDA_PATH and /usr/local/cuda that has include/cuda.h (nvcc may be
+    a wrapper script elsewhere); nvcc's grandparent when none has."""
+    first = Path(nvcc).resolve().parent.parent
+    candidates = [first, *(Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH")
+                           if os.environ.get(v)), Path("/usr/local/cuda")]
+    return next((c for c in candidates if (c / "include" / "cuda.h").is_file()), first)
 
 
 def run(name: str, *args: str, timeout: float = 300) -> list[float]:
