@@ -376,13 +376,13 @@ def print_native(native: list[dict[str, Any]], nova_us: dict[str, float]) -> dic
     print(head)
     print("-" * len(head))
     for r in native:
-        nova = nova_us.get(r["nova_case"])
+        call = nova_us.get(r["nova_case"])
         if "us_per_call" in r:
             times = f"{r['us_per_call']:8.1f} {r['min_us']:8.1f} {r['median_us']:8.1f}"
-            vs = f"{nova / r['us_per_call']:10.2f}x" if nova else f"{'-':>11}"
+            vs = f"{call / r['us_per_call']:10.2f}x" if call else f"{'-':>11}"
         else:
             times, vs = f"{'-':>8} {'-':>8} {'-':>8}", f"{'-':>11}"
-        nova_text = f"{nova:8.1f}" if nova else f"{'-':>8}"
+        nova_text = f"{call:8.1f}" if call else f"{'-':>8}"
         print(f"{r['case']:<26} {times} {nova_text} {vs}  {r['note']}")
     native_us = {r["mode"]: r["us_per_call"] for r in native if "us_per_call" in r}
     nova = {mode: nova_us[case] for mode, case in NATIVE_CASES.items() if case in nova_us}
