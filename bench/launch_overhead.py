@@ -53,7 +53,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checks.py, also when imported
+import native_peer
 from checks import finish, record
+from native_peer import WrongResult
 
 _BODY = """\
     %v = memref.load %x[%tx] : memref<32xf32>
@@ -191,10 +193,6 @@ class Results:
             tail = r["unit"] + (f"  {r['note']}" if r["note"] else "")
             print(f"{r['section']:<8} {r['name']:<48} {lo} {med} {goal}  {tail}")
 
-
-
-class WrongResult(Exception):
-    """A peer ran but computed something else (fails the benchmark even for optional peers)."""
 
 
 def per(n: int, t: dict[str, float]) -> dict[str, float]:
@@ -638,35 +636,13 @@ def bench_cuda_peers(res: Results, dev: Any, n: int, repeats: int) -> None:
 
 def native_loop(n: int, repeats: int, memref: bool = False, sync: bool = False,
                 enqueue: bool = False) -> tuple[dict[str, float], str]:
-    """Build bench/peers/launch_loop.cu with nvcc (benchmark-only peer: Nova itself never runs a
-    C compiler) and time its cuLaunchKernel loop in a subprocess; with `sync`, a
-    cuStreamSynchronize after every launch (the native floor of goal (b)). The peer checks its
-    own counters and exits 3 when a launch did not run (WrongResult here)."""
-    import shutil
-    import subprocess
-    import tempfile
-
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise RuntimeError("nvcc not found")
-    source = Path(__file__).parent / "peers" / "launch_loop.cu"
-    with tempfile.TemporaryDirectory() as tmp:
-        exe = Path(tmp) / "launch_loop"
-        # link against the toolkit's libcuda stub (machines often lack the libcuda.so dev
-        # symlink); the loader binds the driver's libcuda.so.1 at run time
-        root = Path(nvcc).resolve().parent.parent
-        stubs = [f"-L{d}" for d in (root / "lib64" / "stubs",
-                                    root / "targets" / "x86_64-linux" / "lib" / "stubs")
-                 if d.is_dir()]
-        subprocess.run([nvcc, "-O2", "-o", str(exe), str(source), *stubs, "-lcuda"],
-                       check=True, capture_output=True, timeout=300)
-        command = [str(exe), str(n), str(repeats), *(["memref"] if memref else []),
-                   *(["sync"] if sync else []), *(["enqueue"] if enqueue else [])]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    if done.returncode == 3:
-        raise WrongResult(done.stderr.strip())
-    done.check_returncode()
-    seconds = [float(line) * 1e-6 for line in done.stdout.split()]  # us per launch
+    """Time bench/peers/launch_loop.cu's cuLaunchKernel loop (built with nvcc by
+    bench/native_peer.py); with `sync`, a cuStreamSynchronize after every launch (the native
+    floor of goal (b)). The peer checks its own counters (WrongResult when a launch did not
+    run)."""
+    modes = [*(["memref"] if memref else []), *(["sync"] if sync else []),
+             *(["enqueue"] if enqueue else [])]
+    seconds = [us * 1e-6 for us in native_peer.run("launch_loop", str(n), str(repeats), *modes)]
     times = {"min": min(seconds), "median": statistics.median(seconds)}
     return times, f"verified by the peer: {100 + n * repeats} launches ran"
 

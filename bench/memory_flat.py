@@ -20,6 +20,22 @@ Three entry points of one compiled program, each called `--calls` times after `-
   `gpu-async-region`: one token chain, one host wait), which the compile pipeline does not run
   (docs/async.md, "Why the pipeline does not run async-region"): against the default lowering,
   which already waits once per call, they show what the chain's stream costs.
+- native peer, cuda only, same run (bench/peers/launch_loop.cu `chain=MODE`, built with nvcc by
+  bench/native_peer.py; skipped with a note without nvcc): C++ making per call the driver calls
+  each of `step`, `alloc_step`, `scratch_step` and `alloc_only_step` needs, on the same kernel
+  shape (x[i] += 1, 256-thread blocks, Nova's kernel parameters), on one non-blocking stream
+  with one cuStreamSynchronize per call; the copies are cuMemcpyAsync, the allocation
+  cuMemAllocFromPoolAsync/cuMemFreeAsync from a pool that keeps freed memory (release threshold
+  UINT64_MAX, as Nova's). It verifies that x counts its calls (a wrong count fails the
+  benchmark). Its table gives each native time beside Nova's (`nova/native`), then both
+  programs' three ratios and Nova's divided by the native one.
+
+How to read the ratios: `alloc_step / scratch_step` and `alloc_only_step / step` are the cost of
+the allocate/free pair alone; `alloc_step / step` also counts the two device-to-device copies,
+which are two more operations in a synchronised chain: each costs about what the kernel launch
+does (a few microseconds of enqueue and completion latency, whoever issues it), so a native
+program pays that ratio too. Nova's `alloc_step / step` is honest only next to the native one:
+the `nova / native` line says how much of it is Nova's and how much the driver's.
 
 For each, host RSS (/proc/self/status) and device memory are sampled before, every `--calls/10`
 calls, and after: cuda `mem_info()` free bytes and the memory pool gpu.alloc draws from (used
@@ -27,7 +43,9 @@ and reserved, cuMemPoolGetAttribute) on cuda, and Nova's caching pool (`device.p
 both (on cpu device memory is host memory, so RSS covers it; `mem_info()` there is the whole
 system's and is not reported as growth). The result is checked once (x counts the calls) and
 reported, as are the growth per 1000 calls and the time per call, and the ratios of
-`alloc_step` to `step` and to `scratch_step`. Prints a table and writes JSON; never asserts.
+`alloc_step` to `step` and to `scratch_step`. Prints a table and writes JSON (the native rows
+and ratios under "native_peer"); never asserts on times. A failed verification (Nova's or the
+native peer's) is a failed check (bench/checks.py): exit 1, no JSON written.
 
     python bench/memory_flat.py [--device cpu|cuda|all] [--calls 10000] [--warmup 200] [--n 4096]
                                 [--json bench/results/memory_flat-<date>.json]
@@ -39,6 +57,7 @@ import argparse
 import gc
 import json
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -46,6 +65,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import native_peer
 import numpy as np
 from checks import finish, record
 
@@ -299,6 +319,84 @@ def block_cache(device: Any) -> Any:
     return native_for(device)
 
 
+NATIVE_CASES = {"step": "step(device buffer)", "alloc_step": "alloc_step(device buffer)",
+                "scratch_step": "scratch_step(device buffers)",
+                "alloc_only_step": "alloc_only_step(device buffer)"}
+"""bench/peers/launch_loop.cu's chain modes and the Nova row each one mirrors."""
+NATIVE_REPEATS = 10
+
+
+def run_native(calls: int, warmup: int, n: int) -> tuple[list[dict[str, Any]], str | None]:
+    """The native peer's rows (cuda only): each entry point's driver calls made by C++ per call
+    (bench/peers/launch_loop.cu `chain=MODE`: the same kernel shape and parameters, the copies
+    as cuMemcpyAsync, the allocation from a pool that keeps freed memory, one
+    cuStreamSynchronize), `warmup` calls, then NATIVE_REPEATS runs of calls/NATIVE_REPEATS;
+    us_per_call is their mean, like Nova's rows. The peer checks that x counts its calls (a
+    wrong count: result_ok False, a failed check); a peer that fails to run gets result_ok None
+    and its error as the note. Returns (rows, None), or ([], why) when nvcc is missing."""
+    per_repeat = max(1, calls // NATIVE_REPEATS)
+    rows = []
+    for mode, nova_case in NATIVE_CASES.items():
+        row: dict[str, Any] = {"device": "cuda", "case": f"native C++ {mode}", "mode": mode,
+                               "nova_case": nova_case, "calls": per_repeat * NATIVE_REPEATS,
+                               "warmup": warmup, "n": n}
+        try:
+            us = native_peer.run("launch_loop", str(per_repeat), str(NATIVE_REPEATS),
+                                 f"chain={mode}", f"elements={n}", f"warmup={warmup}")
+        except native_peer.PeerUnavailable as exc:
+            return [], str(exc)
+        except native_peer.WrongResult as exc:
+            text = str(exc)
+            row.update(result_ok=False, note=text if text.startswith("WRONG") else f"WRONG: {text}")
+        except Exception as exc:  # the build or a driver call failed: noted, as for other peers
+            row.update(result_ok=None, note=f"error: {type(exc).__name__}: {exc}"[:300])
+        else:
+            row.update(us_per_call=statistics.fmean(us), min_us=min(us),
+                       median_us=statistics.median(us), result_ok=True,
+                       note=f"verified by the peer: x counts {warmup + per_repeat * len(us)} "
+                            "calls")
+        rows.append(row)
+    return rows, None
+
+
+def ratios(us: dict[str, float]) -> dict[str, float]:
+    """The three ratios of issue 13 from microseconds per call by entry point name."""
+    return {"alloc_step / step": us["alloc_step"] / us["step"],
+            "alloc_step / scratch_step": us["alloc_step"] / us["scratch_step"],
+            "alloc_only_step / step": us["alloc_only_step"] / us["step"]}
+
+
+def print_native(native: list[dict[str, Any]], nova_us: dict[str, float]) -> dict[str, Any]:
+    """The native peer's table and its ratios beside Nova's (same run, same GPU); returns the
+    ratios for the JSON report (empty when a native row did not run)."""
+    print("\nNative peer, same GPU, same run (bench/peers/launch_loop.cu: C++ driver calls per "
+          "call, same kernel)")
+    head = (f"{'case':<26} {'us/call':>8} {'min us':>8} {'median':>8} {'nova us':>8} "
+            f"{'nova/native':>11}  note")
+    print(head)
+    print("-" * len(head))
+    for r in native:
+        call = nova_us.get(r["nova_case"])
+        if "us_per_call" in r:
+            times = f"{r['us_per_call']:8.1f} {r['min_us']:8.1f} {r['median_us']:8.1f}"
+            vs = f"{call / r['us_per_call']:10.2f}x" if call else f"{'-':>11}"
+        else:
+            times, vs = f"{'-':>8} {'-':>8} {'-':>8}", f"{'-':>11}"
+        nova_text = f"{call:8.1f}" if call else f"{'-':>8}"
+        print(f"{r['case']:<26} {times} {nova_text} {vs}  {r['note']}")
+    native_us = {r["mode"]: r["us_per_call"] for r in native if "us_per_call" in r}
+    nova = {mode: nova_us[case] for mode, case in NATIVE_CASES.items() if case in nova_us}
+    if len(native_us) < len(NATIVE_CASES) or len(nova) < len(NATIVE_CASES):
+        print("native ratios: not all native rows ran")
+        return {}
+    theirs, ours = ratios(native_us), ratios(nova)
+    print("nova:   " + ", ".join(f"{k} = {v:.2f}x" for k, v in ours.items()))
+    print("native: " + ", ".join(f"{k} = {v:.2f}x" for k, v in theirs.items()))
+    print("nova / native: " + ", ".join(f"{k} {ours[k] / v:.2f}" for k, v in theirs.items()))
+    return {"native": theirs, "nova": ours,
+            "nova_over_native": {k: ours[k] / v for k, v in theirs.items()}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="all", choices=("all", "cpu", "cuda"))
@@ -312,12 +410,17 @@ def main() -> int:
 
     kinds = ["cpu", "cuda"] if args.device == "all" else [args.device]
     rows: list[dict[str, Any]] = []
+    native: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     for kind in kinds:
         if kind == "cuda" and not cuda_status().usable:
             skipped["cuda"] = cuda_status().reason
             continue
         rows += run_device(kind, args.calls, args.warmup, args.n)
+        if kind == "cuda":
+            native, why = run_native(args.calls, args.warmup, args.n)
+            if why is not None:
+                skipped["native peer"] = why
 
     def mib(value: float | None) -> str:
         return f"{'n/a':>9}" if value is None else f"{value / 2**20:+9.3f}"
@@ -352,6 +455,10 @@ def main() -> int:
             print(f"{kind}, block cache off: alloc_step / scratch_step = "
                   f"{us[off.format('alloc_step')] / scratch:.2f}x, alloc_only_step / step = "
                   f"{us[off.format('alloc_only_step')] / step:.2f}x")
+    native_ratios: dict[str, Any] = {}
+    if native:
+        native_ratios = print_native(native, {r["case"]: r["us_per_call"] for r in rows
+                                              if r["device"] == "cuda"})
     for kind, reason in skipped.items():
         print(f"{kind}: skipped ({reason})")
     print("RSS/1k, dev/1k: growth in MiB per 1000 calls (host RSS; device memory in use from "
@@ -360,12 +467,14 @@ def main() -> int:
 
     for r in rows:
         record(f"{r['device']} {r['case']}: result", bool(r["result_ok"]))
+    for r in native:  # a peer that failed to run (result_ok None) is only noted
+        record(f"cuda {r['case']}: {r['note']}", r["result_ok"] is not False)
     if finish():
         return 1  # no result file for wrong results
     report = {"benchmark": "memory_flat", "date": date.today().isoformat(),
               "python": platform.python_version(), "machine": platform.machine(),
               "calls": args.calls, "warmup": args.warmup, "n": args.n, "skipped": skipped,
-              "results": rows}
+              "results": rows, "native_peer": {"rows": native, "ratios": native_ratios}}
     path = args.json or ROOT / "bench" / "results" / f"memory_flat-{date.today()}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")

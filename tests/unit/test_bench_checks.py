@@ -6,18 +6,23 @@ bench/soak.py, which has its own sabotage switch.
 The sabotage reaches every process a script starts (several time fresh processes): a
 `sitecustomize` module on PYTHONPATH replaces the cpu device's block runner (BlockRun.run, which
 runs every kernel launch: compiled entries, Python kernels, the device layer) with a no-op when
-NOVA_TEST_SABOTAGE=1. Every script in bench/ is either listed here or named in NOT_TIMED with the
-reason, so a new script cannot go unchecked.
+NOVA_TEST_SABOTAGE=1; the same variable makes bench/native_peer.py run the native C++ peers with
+`noop` (no kernel launched), which only run on cuda: the gpu tests at the end check that
+bench/memory_flat.py's native rows then fail it. Every script in bench/ is either listed here or
+named in NOT_TIMED with the reason, so a new script cannot go unchecked.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from nova.runtime.selection import cuda_status
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -65,22 +70,33 @@ SCRIPTS: dict[str, tuple[list[str], str]] = {
 
 NOT_TIMED = {
     "checks.py": "the shared check helpers",
+    "native_peer.py": "builds and runs the native peers of launch_overhead.py and memory_flat.py "
+                      "(tests/unit/test_native_peer.py; the gpu tests below)",
     "compile_time_model.py": "compile_time.py's encoder rows (checked with it)",
     "soak.py": "own sabotage switch and tests (tests/runtime/test_soak_bench.py)",
 }
 
 
-def _run(script: str, tmp_path: Path, sabotage: bool) -> subprocess.CompletedProcess[str]:
+def _run(script: str, tmp_path: Path, sabotage: bool, arguments: list[str] | None = None,
+         gpu: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run a bench script (its SCRIPTS arguments unless `arguments`); `gpu` keeps the caller's
+    PATH (nvcc) and CUDA library settings."""
     sab = tmp_path / "sab"
     sab.mkdir(exist_ok=True)
     (sab / "sitecustomize.py").write_text(SITECUSTOMIZE)
     if not (sab / "nova").exists():
         (sab / "nova").symlink_to(ROOT / "src" / "nova")
     out = tmp_path / "out"
-    args = [{"OUT": str(out), "SAB": str(sab)}.get(a, a) for a in SCRIPTS[script][0]]
+    args = [{"OUT": str(out), "SAB": str(sab)}.get(a, a)
+            for a in (SCRIPTS[script][0] if arguments is None else arguments)]
     env = {"NOVA_TEST_SABOTAGE": "1" if sabotage else "0", "NOVA_DEVICE": "cpu",
            "PYTHONPATH": f"{sab}{os.pathsep}{ROOT / 'src'}", "PATH": "/usr/bin:/bin",
            "HOME": str(tmp_path), "NOVA_CACHE_DIR": str(tmp_path / "cache")}
+    if gpu:
+        env["NOVA_DEVICE"] = "cuda"
+        env.update({k: v for k, v in os.environ.items()
+                    if k in ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+                             "CUDA_VISIBLE_DEVICES")})
     return subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True,
                           text=True, timeout=600, env=env, cwd=tmp_path)
 
@@ -123,3 +139,32 @@ def test_checks_module(capsys: pytest.CaptureFixture[str]) -> None:
     assert not checks.record("wrong sum", False)
     assert checks.finish() == 1
     assert "CHECK FAILED: wrong sum" in capsys.readouterr().err
+
+
+_CUDA = cuda_status()
+NATIVE_MODES = ("step", "alloc_step", "scratch_step", "alloc_only_step")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _CUDA.usable, reason=f"no usable CUDA device: {_CUDA.reason}")
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found: no native peers")
+@pytest.mark.parametrize("sabotage", [True, False], ids=["sabotaged", "real"])
+def test_memory_flat_native_peer_rows(sabotage: bool, tmp_path: Path) -> None:
+    """On cuda, bench/memory_flat.py's native peer rows are verified: with the peer's kernels
+    skipped (sabotage reaches only the native peer here: Nova's cuda kernels still run) exactly
+    its four rows fail the benchmark; without, they pass and the native ratios are printed."""
+    run = _run("memory_flat.py", tmp_path, sabotage, gpu=True, arguments=[
+        "--device", "cuda", "--calls", "50", "--warmup", "5", "--n", "1000", "--json", "OUT"])
+    text = run.stdout + run.stderr
+    failed = [line for line in run.stderr.splitlines() if line.startswith("CHECK FAILED")]
+    if sabotage:
+        assert run.returncode == 1, text
+        assert [line.split(":")[1].strip() for line in failed] == [
+            f"cuda native C++ {mode}" for mode in NATIVE_MODES], text
+        assert all("WRONG" in line for line in failed), text
+        assert not (tmp_path / "out").exists()
+    else:
+        assert run.returncode == 0 and not failed, text
+        assert run.stdout.count("verified by the peer: x counts 55 calls") == 4, text
+        assert "native: alloc_step / step = " in run.stdout, text
+        assert "nova / native: alloc_step / step " in run.stdout, text
