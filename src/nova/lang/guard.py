@@ -36,6 +36,7 @@ import numpy as np
 from nova import config
 from nova.lang import types as T
 from nova.lang.launch import param_format
+from nova.runtime.checked import SCALAR_CODES, ArrayParam, CheckedSpec, ScalarParam
 from nova.runtime.device import Device, DeviceKind
 from nova.runtime.launcher import Launcher
 from nova.runtime.memory import Buffer
@@ -310,6 +311,32 @@ def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: 
     w = _Writer(launcher, "return fallback(args)")
     w.env.update(dev=device, stream=stream, fallback=fallback)
     return _launch_call(w, sig, False, launch, "prepared call")
+
+
+def checked_spec(sig: tuple[T.NovaType, ...], device: Device,
+                 fallback: Callable[..., None]) -> CheckedSpec | None:
+    """The prepared (not exact) guard of `sig` on `device` as a runtime `CheckedSpec`, for a
+    device's native call (Launcher.checked_call) with `fallback` (the Python call) for anything
+    it does not take; None when a parameter's type has no native check (bool, float16,
+    bfloat16)."""
+    params: list[ArrayParam | ScalarParam] = []
+    arrays: list[tuple[int, T.ArrayType]] = []
+    for k, ty in enumerate(sig):
+        if isinstance(ty, T.ArrayType):
+            dtype = ty.dtype.np_dtype
+            params.append(ArrayParam(_accept_key(device, dtype, ty.ndim), ty.ndim,
+                                     dtype.itemsize, ty.align == 16))
+            arrays.append((k, ty))
+            continue
+        assert isinstance(ty, T.ScalarType)
+        code = param_format(ty)[0]
+        if ty is T.bfloat16 or code not in SCALAR_CODES:
+            return None
+        params.append(ScalarParam(code, ty.np_dtype.type))
+    # as _facts without `exact`: every overlap of a noalias array is a miss
+    overlaps = tuple((i, j) for (i, ti), (j, tj) in itertools.combinations(arrays, 2)
+                     if ti.noalias or tj.noalias)
+    return CheckedSpec(tuple(params), overlaps, Buffer, fallback)
 
 
 def make_cached_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,

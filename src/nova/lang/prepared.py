@@ -17,9 +17,10 @@ launch.
 
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING, Any
 
-from nova.lang.guard import make_prepared_call
+from nova.lang.guard import checked_spec, make_prepared_call
 from nova.runtime.device import Device
 
 if TYPE_CHECKING:
@@ -48,8 +49,12 @@ class PreparedLaunch:
         launch = self.launcher.inline_launch(self.config, stream)  # checks the stream
         call = make_prepared_call(plan.sig, self.launcher, self.device, stream, launch,
                                   self._fallback)
+        spec = checked_spec(plan.sig, self.device, types.MethodType(call, self))
+        native = None if spec is None else self.launcher.checked_call(self.config, stream, spec)
+        # a builtin is no descriptor: as the class's __call__ it gets the arguments alone
         self.__class__ = type("PreparedLaunch", (PreparedLaunch,),
-                              {"__slots__": (), "__call__": call, "__doc__": self.__doc__})
+                              {"__slots__": (), "__call__": call if native is None else native,
+                               "python_call": call, "__doc__": self.__doc__})
 
     def __call__(self, *args: Any) -> None:
         """Launch (replaced per instance by the generated call, see the class docstring)."""

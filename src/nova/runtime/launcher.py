@@ -159,3 +159,10 @@ class Launcher:
         """Statements launching the packed parameters in variable `slots` with `config` on
         `stream` (checked now), and the globals they use (names starting with `_L_`)."""
         return ["_L_bound(slots)"], {"_L_bound": self.bind(config, stream)}
+
+    def checked_call(self, config: LaunchConfig, stream: Stream | None,
+                     spec: object) -> Callable[..., object] | None:
+        """A native callable running a prepared launch's checks and launch with `config` on
+        `stream` (the cuda device's: nova.runtime.cuda.py_checked, whose `CheckedSpec` `spec`
+        is), or None: the caller keeps its Python call. None here."""
+        return None
