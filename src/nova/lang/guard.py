@@ -313,12 +313,14 @@ def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: 
     return _launch_call(w, sig, False, launch, "prepared call")
 
 
-def checked_spec(sig: tuple[T.NovaType, ...], device: Device,
-                 fallback: Callable[..., None]) -> CheckedSpec | None:
-    """The prepared (not exact) guard of `sig` on `device` as a runtime `CheckedSpec`, for a
-    device's native call (Launcher.checked_call) with `fallback` (the Python call) for anything
-    it does not take; None when a parameter's type has no native check (bool, float16,
-    bfloat16)."""
+def checked_spec(sig: tuple[T.NovaType, ...], device: Device, fallback: Callable[..., None],
+                 exact: bool = False, check_bounds: bool | None = None) -> CheckedSpec | None:
+    """The guard of `sig` on `device` as a runtime `CheckedSpec`, for a device's native call
+    (Launcher.checked_call) with `fallback` (the Python call) for anything it does not take:
+    a prepared launch's (not exact) or, with `exact`, a cached launch's (its scalars' exact
+    types, alignment as the signature says, and `check_bounds`, if not None, as the active
+    configuration's bounds checking; see make_cached_call). None when a parameter's type has no
+    native check (bool, float16, bfloat16) or, exact, when two arrays may overlap."""
     params: list[ArrayParam | ScalarParam] = []
     arrays: list[tuple[int, T.ArrayType]] = []
     for k, ty in enumerate(sig):
@@ -332,11 +334,17 @@ def checked_spec(sig: tuple[T.NovaType, ...], device: Device,
         code = param_format(ty)[0]
         if ty is T.bfloat16 or code not in SCALAR_CODES:
             return None
-        params.append(ScalarParam(code, ty.np_dtype.type))
-    # as _facts without `exact`: every overlap of a noalias array is a miss
+        # exact: int and float only where they infer to the parameter's type (_scalar_types)
+        params.append(ScalarParam(code, ty.np_dtype.type,
+                                  not exact or ty is T.int64 or ty is T.float64))
+    if exact and len(arrays) > 1 and not all(ty.noalias for _, ty in arrays):
+        return None  # the exact guard requires such arrays to overlap: left to Python
+    # as _facts: every overlap of a noalias array is a miss
     overlaps = tuple((i, j) for (i, ti), (j, tj) in itertools.combinations(arrays, 2)
                      if ti.noalias or tj.noalias)
-    return CheckedSpec(tuple(params), overlaps, Buffer, fallback)
+    setting = None if check_bounds is None else (config, "_current", "check_bounds",
+                                                  check_bounds)
+    return CheckedSpec(tuple(params), overlaps, Buffer, fallback, exact, setting)
 
 
 def make_cached_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,

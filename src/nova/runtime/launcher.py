@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from nova.errors import ArgumentError, DeviceError
 
 if TYPE_CHECKING:
+    from nova.runtime.checked import CheckedSpec
     from nova.runtime.device import Device, DeviceFunction, Dim3
     from nova.runtime.stream import Stream
 
@@ -161,8 +162,8 @@ class Launcher:
         return ["_L_bound(slots)"], {"_L_bound": self.bind(config, stream)}
 
     def checked_call(self, config: LaunchConfig, stream: Stream | None,
-                     spec: object) -> Callable[..., object] | None:
-        """A native callable running a prepared launch's checks and launch with `config` on
-        `stream` (the cuda device's: nova.runtime.cuda.py_checked, whose `CheckedSpec` `spec`
-        is), or None: the caller keeps its Python call. None here."""
+                     spec: CheckedSpec) -> Callable[..., object] | None:
+        """A native callable running the checks `spec` describes (nova.runtime.checked) and the
+        launch with `config` on `stream` (the cuda device's: nova.runtime.cuda.py_checked), or
+        None: the caller keeps its Python call. None here."""
         return None

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, cast
 
 from nova.errors import cuda_error
+from nova.runtime.checked import CheckedSpec
 from nova.runtime.cuda import py_checked
 from nova.runtime.cuda.native_errors import remember_kernel_name
-from nova.runtime.checked import CheckedSpec
 from nova.runtime.cuda.stream import CudaStream
 from nova.runtime.launcher import MAX_CONFIGS, LaunchConfig, Launcher
 from nova.runtime.native_support import take_error
@@ -160,7 +160,8 @@ class CudaLauncher(Launcher):
         handle = 0 if s is self._default else s.handle
         head = (_FIXED.pack(self.function.handle, self.slot_count) + config.header
                 + _STREAM.pack(handle))
-        rec = py_checked.record(head, spec, check_closed=s is not self._default)
+        lost = ctypes.addressof(self._driver.lost_word)
+        rec = py_checked.record(head, spec, s is not self._default, lost)
         return builtins.make_checked(py_checked.objects(rec, spec, self._failed, self._driver,
                                                         s, self.name))
 

@@ -1,26 +1,29 @@
-"""Checked launch builtins: a prepared launch's whole call (argument checks, packing, launch) in
-native code, falling back to its Python call for anything it does not take.
+"""Checked launch builtins: a prepared (or specialised cached) launch's whole call — argument
+checks, packing, launch — in native code, falling back to its Python call for anything else.
 
-A prepared launch's generated Python call (nova.lang.guard) costs ~0.25 us above the launch
+A prepared launch's generated Python call (nova.lang.guard) costs ~0.2 us above the launch
 builtin (nova.runtime.cuda.py_launch): the instance call, a frame, unpacking, the guard's tests,
 `struct` packing of the scalars. `PY_CHECKED` (defined in the launch module beside `PY_LAUNCH`)
 does the same work for the common case in one builtin call. A `CheckedSpec` (nova.runtime.
-checked) describes one prepared signature in runtime terms; `CudaLauncher.checked_call` binds
-the builtin to it (`LaunchBuiltins.make_checked`, a `record` of words and the `objects` tuple). Called with the
-launch's arguments, the builtin
+checked) describes one signature in runtime terms; `CudaLauncher.checked_call` binds the builtin
+to it (`LaunchBuiltins.make_checked` with the `objects` tuple, whose first item is the `record`
+of words). Called with the launch's arguments, the builtin
 
 - takes exactly `len(spec.params)` positional arguments;
 - per `ArrayParam`: the argument must be exactly a `nova.runtime.memory.Buffer` whose
   launch-guard record `_accepted` (a 4-tuple; nova.lang.guard) names the parameter's
   requirements object (`key`) and the buffer's current `shape` object, by identity; its memref
-  words (bytes of 3 + 2 * ndim words) are copied into the slots, and with `align16` the aligned
-  pointer must be a multiple of 16;
-- per `ScalarParam` (struct codes b h i q B H I Q f d): an exact `int` (integer codes; range
-  checked, uint64 natively only below 2**63), an exact `float` (float codes; 'f' fails when a
-  finite value rounds to infinity, as `struct` does), or exactly the parameter's NumPy scalar
-  type (its value's bytes copied);
+  words (bytes of 3 + 2 * ndim words) are copied into the slots; the aligned pointer must be a
+  multiple of 16 with `align16`, and (`spec.exact_align`) must not be without it;
+- per `ScalarParam` (struct codes b h i q B H I Q f d): exactly the parameter's NumPy scalar type
+  (its value's bytes copied) or, with `python`, an exact `int` (integer codes; range checked,
+  uint64 natively only below 2**63) or `float` (float codes; 'f' fails when a finite value
+  rounds to infinity, as `struct` does);
 - per `overlaps` pair (i, j): arrays i and j of nonzero size must not overlap;
-- then `driver.context_lost` (and, with `check_closed`, `stream._closed`) must be `False`;
+- `spec.setting` (obj, a, b, value), if any: `getattr(getattr(obj, a), b) is value` (a cached
+  launch's bounds-checking setting);
+- the driver's context-lost word (`CudaDriver.lost_word`, set by `mark_lost`) must be 0 and,
+  on a stream other than the device's default, `stream._closed` must be False;
 
 and launches as `PY_LAUNCH` does (GIL released around `nova_cuda_launch_packed`: cuLaunchKernel
 blocks while the launch queue is full, and a host function the queue waits on may need the GIL),
@@ -31,8 +34,9 @@ freed buffer, a value out of range, a closed stream, a lost context...), so the 
 decides an error itself. It holds the GIL throughout except around the launch, and packs into
 its own stack, so concurrent calls need no lock.
 
-Object layout it relies on (CPython, checked by `available()` on this interpreter before use):
-an object's type pointer at offset 8 and a NumPy scalar's value at offset 16.
+Object layout it relies on (CPython's, checked by `available()` on this interpreter first): an
+object's type pointer at offset 8, a tuple's size at 16 and items from 24, a bytes object's size
+at 16 and data from 32, a float's or NumPy scalar's value at 16.
 """
 
 from __future__ import annotations
@@ -40,31 +44,33 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from nova.runtime.checked import ArrayParam, CheckedSpec, ScalarParam
 
 PY_CHECKED = "nova_py_checked"
 CHECKED_API_GLOBAL = "nova_py_checked_api"
-CHECKED_API = ("PyBytes_AsStringAndSize", "PyEval_SaveThread", "PyEval_RestoreThread",
-               "PyLong_FromLong", "PyObject_GetAttr", "PyObject_SetAttr", "Py_IncRef",
-               "Py_DecRef", "PyLong_AsLongLongAndOverflow", "PyFloat_AsDouble", "PyErr_Clear",
-               "PyTuple_GetItem", "PyTuple_Size", "PyObject_Vectorcall")
-"""The C-API functions `PY_CHECKED` calls, in the order of its table; the table's last three
-entries are the addresses of None, False and the types tuple, int and float."""
+CHECKED_API = ("PyEval_SaveThread", "PyEval_RestoreThread", "PyLong_FromLong",
+               "PyObject_GetAttr", "PyObject_SetAttr", "Py_IncRef", "Py_DecRef",
+               "PyLong_AsLongLongAndOverflow", "PyErr_Clear", "PyObject_Vectorcall")
+"""The C-API functions `PY_CHECKED` calls, in the order of its table; then the table holds the
+addresses of None, False and the types tuple, int and float."""
 _CONSTANTS = ("none", "false", "tuple", "int", "float")
-HEAD_WORDS = 13
+HEAD_WORDS = 14
 """Record words before the parameters: the 10 of py_launch.RECORD, the argument count, the
-overlap pair count, the flags (bit 0: check `stream._closed`)."""
-PARAM_WORDS = 6
+overlap pair count, the flags (FLAG_*), the address of the driver's context-lost word."""
+FLAG_CLOSED, FLAG_EXACT_ALIGN, FLAG_SETTING = 1, 2, 4
+PARAM_WORDS = 7
 """Words per parameter: kind, first slot, then per kind (array: ndim, itemsize, align16;
-integer: lo, hi, mask, itemsize; float: -, -, -, itemsize)."""
+integer: lo, hi, mask, itemsize; float: -, -, -, itemsize), then whether the exact Python
+int/float type is taken."""
 KIND_ARRAY, KIND_INT, KIND_F32, KIND_F64 = 1, 2, 3, 4
-OBJECTS = ("record", "fallback", "failed", "driver", "stream", "name", "buffer_type",
-           "s_accepted", "s_shape", "s_context_lost", "s_closed", "s_last_kernel")
+OBJECTS = ("record", "fallback", "failed", "stream", "name", "buffer_type", "s_accepted",
+           "s_shape", "s_closed", "s_last_kernel", "setting_object", "setting_a", "setting_b",
+           "setting_value", "driver")
 """The builtin's `self` tuple: these, then one object per parameter (an array's requirements
 key, a scalar's NumPy type)."""
+OBJ = {name: i for i, name in enumerate(OBJECTS)}
 MAX_SLOTS = 256
 """Signatures with more parameter slots keep the Python call (the slots live on the stack)."""
 _INT_RANGES = {"b": (-(1 << 7), (1 << 7) - 1, 1), "h": (-(1 << 15), (1 << 15) - 1, 2),
@@ -77,20 +83,24 @@ _WORD = struct.Struct("<q")
 def _param_words(param: ArrayParam | ScalarParam, slot: int) -> tuple[list[int], int]:
     """The parameter's record words and its slot count."""
     if isinstance(param, ArrayParam):
-        return [KIND_ARRAY, slot, param.ndim, param.itemsize, int(param.align16), 0], \
+        return [KIND_ARRAY, slot, param.ndim, param.itemsize, int(param.align16), 0, 0], \
             3 + 2 * param.ndim
+    python = int(param.python)
     if param.code in "fd":
         size = 4 if param.code == "f" else 8
-        return [KIND_F32 if size == 4 else KIND_F64, slot, 0, 0, 0, size], 1
+        return [KIND_F32 if size == 4 else KIND_F64, slot, 0, 0, 0, size, python], 1
     lo, hi, size = _INT_RANGES[param.code]
     mask = (1 << (8 * size)) - 1
-    return [KIND_INT, slot, lo, hi, mask - (1 << 64) if mask >= 1 << 63 else mask, size], 1
+    return [KIND_INT, slot, lo, hi, mask - (1 << 64) if mask >= 1 << 63 else mask, size,
+            python], 1
 
 
-def record(head: bytes, spec: CheckedSpec, check_closed: bool) -> bytes:
+def record(head: bytes, spec: CheckedSpec, check_closed: bool, lost_word: int) -> bytes:
     """The builtin's record: `head` (py_launch.RECORD's words), then the words described in
     the module constants."""
-    words = [len(spec.params), len(spec.overlaps), int(check_closed)]
+    flags = ((FLAG_CLOSED if check_closed else 0) | (FLAG_EXACT_ALIGN if spec.exact_align else 0)
+             | (FLAG_SETTING if spec.setting is not None else 0))
+    words = [len(spec.params), len(spec.overlaps), flags, lost_word]
     slot = 0
     for param in spec.params:
         found, count = _param_words(param, slot)
@@ -101,21 +111,42 @@ def record(head: bytes, spec: CheckedSpec, check_closed: bool) -> bytes:
     return head + b"".join(_WORD.pack(w) for w in words)
 
 
+def objects(rec: bytes, spec: CheckedSpec, failed: Any, driver: object, stream: object,
+            name: str) -> tuple[Any, ...]:
+    """The builtin's `self` tuple (see OBJECTS)."""
+    setting = spec.setting if spec.setting is not None else (None, "", "", None)
+    obj, a, b, value = setting
+    per_param = [p.key if isinstance(p, ArrayParam) else p.numpy_type for p in spec.params]
+    strings = [sys.intern(s) for s in ("_accepted", "shape", "_closed", "last_kernel")]
+    return (rec, spec.fallback, failed, stream, name, spec.buffer_type, *strings, obj,
+            sys.intern(a), sys.intern(b), value, driver, *per_param)
+
+
 def _layout_ok() -> bool:
     """Whether this interpreter lays objects out as `PY_CHECKED` reads them."""
     import numpy as np
 
     if sys.implementation.name != "cpython" or not hasattr(ctypes, "pythonapi"):
         return False
+    word = ctypes.c_void_p.from_address
     probes = [1.5, np.float32(1.5), np.float64(-2.25), np.int8(-3), np.uint16(40000),
-              np.int32(-7), np.uint64(1 << 63), np.int64(-(1 << 40))]
+              np.int32(-7), np.uint64(1 << 63), np.int64(-(1 << 40)), (1, "a", None),
+              b"0123456789abcdef"]
     for value in probes:
-        if ctypes.c_void_p.from_address(id(value) + 8).value != id(type(value)):
+        if word(id(value) + 8).value != id(type(value)):
             return False
-        if isinstance(value, np.generic):
-            raw = value.tobytes()
+        if isinstance(value, (np.generic, float)):
+            raw = np.asarray(value).tobytes()
             if ctypes.string_at(id(value) + 16, len(raw)) != raw:
                 return False
+        elif isinstance(value, tuple):
+            if ctypes.c_ssize_t.from_address(id(value) + 16).value != len(value) or any(
+                    word(id(value) + 24 + 8 * i).value != id(v) for i, v in enumerate(value)):
+                return False
+        elif isinstance(value, bytes) and (
+                ctypes.c_ssize_t.from_address(id(value) + 16).value != len(value)
+                or ctypes.string_at(id(value) + 32, len(value)) != value):
+            return False
     return all(hasattr(ctypes.pythonapi, name) for name in CHECKED_API)
 
 
@@ -138,17 +169,6 @@ def fill_api(table_address: int) -> None:
         table[len(CHECKED_API) + i] = id(value)
 
 
-def objects(rec: bytes, spec: CheckedSpec, failed: Callable[[int], Any], driver: object,
-            stream: object, name: str) -> tuple[Any, ...]:
-    """The builtin's `self` tuple (see OBJECTS)."""
-    per_param = [p.key if isinstance(p, ArrayParam) else p.numpy_type for p in spec.params]
-    strings = [sys.intern(s) for s in ("_accepted", "shape", "context_lost", "_closed",
-                                       "last_kernel")]
-    return (rec, spec.fallback, failed, driver, stream, name, spec.buffer_type, *strings,
-            *per_param)
-
-
-
 class _Ir:
     """Writes `PY_CHECKED` (see the module docstring): SSA names from a counter, C-API calls
     through the module's table."""
@@ -165,36 +185,36 @@ class _Ir:
         self.count += 1
         return f"%t{self.count}"
 
-    def api(self, name: str) -> str:
-        at, value = self.fresh(), self.fresh()
-        self(f"  {at} = getelementptr ptr, ptr @{CHECKED_API_GLOBAL}, i64 {self.index[name]}")
-        self(f"  {value} = load ptr, ptr {at}")
-        return value
-
     def call(self, result: str, name: str, args: str) -> str:
-        fn, out = self.api(name), self.fresh()
+        at, fn, out = self.fresh(), self.fresh(), self.fresh()
+        self(f"  {at} = getelementptr ptr, ptr @{CHECKED_API_GLOBAL}, i64 {self.index[name]}")
+        self(f"  {fn} = load ptr, ptr {at}")
         self(f"  {out} = call {result} {fn}({args})")
         return out
 
     def call_void(self, name: str, args: str) -> None:
-        fn = self.api(name)
+        at, fn = self.fresh(), self.fresh()
+        self(f"  {at} = getelementptr ptr, ptr @{CHECKED_API_GLOBAL}, i64 {self.index[name]}")
+        self(f"  {fn} = load ptr, ptr {at}")
         self(f"  call void {fn}({args})")
 
-    def item(self, tup: str, index: str) -> str:
-        """Borrowed `tup[index]` (PyTuple_GetItem)."""
-        return self.call("ptr", "PyTuple_GetItem", f"ptr {tup}, i64 {index}")
-
-    def word(self, base: str, index: str) -> str:
-        at, value = self.fresh(), self.fresh()
-        self(f"  {at} = getelementptr i64, ptr {base}, i64 {index}")
-        self(f"  {value} = load i64, ptr {at}, align 1")
+    def at(self, obj: str, offset: int, index: str = "0", kind: str = "ptr") -> str:
+        """The `kind` value at byte `offset` + 8 * `index` of `obj`."""
+        base, item, value = self.fresh(), self.fresh(), self.fresh()
+        self(f"  {base} = getelementptr i8, ptr {obj}, i64 {offset}")
+        self(f"  {item} = getelementptr i64, ptr {base}, i64 {index}")
+        self(f"  {value} = load {kind}, ptr {item}, align 8")
         return value
 
-    def type_of(self, obj: str) -> str:
-        at, value = self.fresh(), self.fresh()
-        self(f"  {at} = getelementptr i8, ptr {obj}, i64 8")
-        self(f"  {value} = load ptr, ptr {at}")
-        return value
+    def item(self, tup: str, index: str | int) -> str:
+        """Borrowed `tup[index]` of a tuple (index in range)."""
+        return self.at(tup, 24, str(index))
+
+    def obj(self, name: str) -> str:
+        return self.item("%self", OBJ[name])
+
+    def word(self, base: str, index: str | int) -> str:
+        return self.at(base, 0, str(index), "i64")
 
     def require(self, cond: str, then: str, miss: str = "fallback") -> None:
         """Go on in block `then` when `cond` holds, else to `miss`."""
@@ -204,22 +224,23 @@ class _Ir:
 
 def _entry(b: _Ir) -> None:
     b("entry:")
-    b("  %data.at = alloca ptr, align 8")
-    b("  %data.size = alloca i64, align 8")
     b("  %overflow = alloca i32, align 4")
-    rec = b.item("%self", "0")
-    b.call("i32", "PyBytes_AsStringAndSize", f"ptr {rec}, ptr %data.at, ptr %data.size")
-    b("  %rec = load ptr, ptr %data.at")
-    want = b.word("%rec", "10")
+    b("  %code.arg = alloca ptr, align 8")
+    rec = b.obj("record")
+    b(f"  %rec = getelementptr i8, ptr {rec}, i64 32")
+    want = b.word("%rec", 10)
     b(f"  %count.ok = icmp eq i64 %nargs, {want}")
-    count = b.word("%rec", "1")
+    count = b.word("%rec", 1)
     b(f"  %slots = alloca i64, i64 {count}, align 16")
     for name in _CONSTANTS:
-        b(f"  %k.{name}.at = getelementptr ptr, ptr @{CHECKED_API_GLOBAL}, "
-          f"i64 {b.index[name]}")
+        b(f"  %k.{name}.at = getelementptr ptr, ptr @{CHECKED_API_GLOBAL}, i64 {b.index[name]}")
         b(f"  %k.{name} = load ptr, ptr %k.{name}.at")
-    buffer_type = b.item("%self", "6")
+    buffer_type = b.obj("buffer_type")
     b(f"  %buffer.type = getelementptr i8, ptr {buffer_type}, i64 0")
+    flags = b.word("%rec", 12)
+    b(f"  %flags = or i64 {flags}, 0")
+    b(f"  %exact.bit = and i64 %flags, {FLAG_EXACT_ALIGN}")
+    b("  %exact.align = icmp ne i64 %exact.bit, 0")
     b("  br i1 %count.ok, label %loop, label %fallback")
 
 
@@ -232,13 +253,14 @@ def _param(b: _Ir) -> None:
     b(f"  %desc.word = mul i64 %i, {PARAM_WORDS}")
     b(f"  %desc.at = add i64 %desc.word, {HEAD_WORDS}")
     b("  %desc = getelementptr i64, ptr %rec, i64 %desc.at")
-    for n, name in enumerate(("kind", "slot", "a", "b", "c", "d")):
+    for n, name in enumerate(("kind", "slot", "a", "b", "c", "d", "py")):
         b(f"  %{name}.at = getelementptr i64, ptr %desc, i64 {n}")
-        b(f"  %{name} = load i64, ptr %{name}.at, align 1")
+        b(f"  %{name} = load i64, ptr %{name}.at, align 8")
+    b("  %py.ok = icmp ne i64 %py, 0")
     b("  %slot.ptr = getelementptr i64, ptr %slots, i64 %slot")
     b("  %arg.at = getelementptr ptr, ptr %args, i64 %i")
     b("  %arg = load ptr, ptr %arg.at")
-    arg_type = b.type_of("%arg")
+    arg_type = b.at("%arg", 8)
     b(f"  %arg.type = getelementptr i8, ptr {arg_type}, i64 0")
     b(f"  %obj.index = add i64 %i, {len(OBJECTS)}")
     obj = b.item("%self", "%obj.index")
@@ -260,42 +282,44 @@ def _array(b: _Ir) -> None:
     b("array:")
     b("  %is.buffer = icmp eq ptr %arg.type, %buffer.type")
     b.require("%is.buffer", "array.get")
-    name = b.item("%self", "7")
-    acc = b.call("ptr", "PyObject_GetAttr", f"ptr %arg, ptr {name}")
+    acc = b.call("ptr", "PyObject_GetAttr", f"ptr %arg, ptr {b.obj('s_accepted')}")
     b(f"  %acc = getelementptr i8, ptr {acc}, i64 0")
     b("  %acc.null = icmp eq ptr %acc, null")
     b("  br i1 %acc.null, label %clear, label %array.tuple")
     b("array.tuple:")
-    acc_type = b.type_of("%acc")
+    acc_type = b.at("%acc", 8)
     b(f"  %acc.is.tuple = icmp eq ptr {acc_type}, %k.tuple")
     b.require("%acc.is.tuple", "array.size", "array.miss")
-    size = b.call("i64", "PyTuple_Size", "ptr %acc")
+    size = b.at("%acc", 16, kind="i64")
     b(f"  %acc.four = icmp eq i64 {size}, 4")
     b.require("%acc.four", "array.key", "array.miss")
-    key = b.item("%acc", "0")
+    key = b.item("%acc", 0)
     b(f"  %key.ok = icmp eq ptr {key}, %obj")
     b.require("%key.ok", "array.shape", "array.miss")
-    name = b.item("%self", "8")
-    shape = b.call("ptr", "PyObject_GetAttr", f"ptr %arg, ptr {name}")
+    shape = b.call("ptr", "PyObject_GetAttr", f"ptr %arg, ptr {b.obj('s_shape')}")
     b(f"  %shape = getelementptr i8, ptr {shape}, i64 0")
     b("  %shape.null = icmp eq ptr %shape, null")
     b("  br i1 %shape.null, label %array.clear, label %array.same")
     b("array.same:")
-    known = b.item("%acc", "1")
+    known = b.item("%acc", 1)
     b(f"  %shape.ok = icmp eq ptr {known}, %shape")
     b.call_void("Py_DecRef", "ptr %shape")
     b.require("%shape.ok", "array.words", "array.miss")
-    words = b.item("%acc", "3")
-    got = b.call("i32", "PyBytes_AsStringAndSize", f"ptr {words}, ptr %data.at, ptr %data.size")
-    b(f"  %words.bad = icmp ne i32 {got}, 0")
-    b("  br i1 %words.bad, label %array.clear, label %array.count")
-    b("array.count:")
-    b("  %words.size = load i64, ptr %data.size")
+    words = b.item("%acc", 3)
+    b(f"  %words.obj = getelementptr i8, ptr {words}, i64 0")
+    words_type = b.at("%words.obj", 8)
+    b(f"  %words.type = getelementptr i8, ptr {words_type}, i64 0")
+    # the record is a bytes object: its type is the one the words must have
+    rec_type = b.at(b.obj("record"), 8)
+    b(f"  %words.is.bytes = icmp eq ptr %words.type, {rec_type}")
+    b.require("%words.is.bytes", "array.count", "array.miss")
+    words_size = b.at("%words.obj", 16, kind="i64")
+    b(f"  %words.size = add i64 {words_size}, 0")
     b("  %words.dims = shl i64 %a, 4")
     b("  %words.want = add i64 %words.dims, 24")
     b("  %words.fit = icmp eq i64 %words.size, %words.want")
     b.require("%words.fit", "array.copy", "array.miss")
-    b("  %words = load ptr, ptr %data.at")
+    b("  %words = getelementptr i8, ptr %words.obj, i64 32")
     b("  %words.n = lshr i64 %words.size, 3")
     b("  br label %copy")
     b("copy:")
@@ -304,7 +328,7 @@ def _array(b: _Ir) -> None:
     b("  br i1 %copy.more, label %copy.one, label %copied")
     b("copy.one:")
     b("  %from = getelementptr i64, ptr %words, i64 %k")
-    b("  %value = load i64, ptr %from, align 1")
+    b("  %value = load i64, ptr %from, align 8")
     b("  %to = getelementptr i64, ptr %slot.ptr, i64 %k")
     b("  store i64 %value, ptr %to, align 8")
     b("  %k.next = add i64 %k, 1")
@@ -317,7 +341,11 @@ def _array(b: _Ir) -> None:
     b("  %misaligned = icmp ne i64 %low, 0")
     b("  %wants.align = icmp ne i64 %c, 0")
     b("  %align.miss = and i1 %misaligned, %wants.align")
-    b("  br i1 %align.miss, label %fallback, label %next")
+    # exact: an aligned pointer where the signature says unaligned is a miss too
+    b("  %align.differs = icmp eq i1 %misaligned, %wants.align")
+    b("  %exact.miss = and i1 %align.differs, %exact.align")
+    b("  %any.miss = or i1 %align.miss, %exact.miss")
+    b("  br i1 %any.miss, label %fallback, label %next")
     b("array.clear:")
     b.call_void("PyErr_Clear", "")
     b("  br label %array.miss")
@@ -333,7 +361,8 @@ def _int(b: _Ir) -> None:
     """An exact int in [lo, hi] (masked to the slot's bytes), or the parameter's NumPy type."""
     b("int:")
     b("  %is.int = icmp eq ptr %arg.type, %k.int")
-    b("  br i1 %is.int, label %int.py, label %raw.check")
+    b("  %int.taken = and i1 %is.int, %py.ok")
+    b("  br i1 %int.taken, label %int.py, label %raw.check")
     b("int.py:")
     value = b.call("i64", "PyLong_AsLongLongAndOverflow", "ptr %arg, ptr %overflow")
     b(f"  %iv = add i64 {value}, 0")
@@ -354,9 +383,10 @@ def _float(b: _Ir, kind: str) -> None:
     'f' does), or the parameter's NumPy type."""
     b(f"{kind}:")
     b(f"  %{kind}.is.float = icmp eq ptr %arg.type, %k.float")
-    b(f"  br i1 %{kind}.is.float, label %{kind}.py, label %raw.check")
+    b(f"  %{kind}.taken = and i1 %{kind}.is.float, %py.ok")
+    b(f"  br i1 %{kind}.taken, label %{kind}.py, label %raw.check")
     b(f"{kind}.py:")
-    x = b.call("double", "PyFloat_AsDouble", "ptr %arg")
+    x = b.at("%arg", 16, kind="double")
     if kind == "f64":
         b(f"  %f64.bits = bitcast double {x} to i64")
         b("  store i64 %f64.bits, ptr %slot.ptr, align 8")
@@ -401,17 +431,16 @@ def _array_extent(b: _Ir, index: str, tag: str) -> tuple[str, str]:
     b(f"  %{tag}.desc.word = mul i64 {index}, {PARAM_WORDS}")
     b(f"  %{tag}.desc.at = add i64 %{tag}.desc.word, {HEAD_WORDS}")
     b(f"  %{tag}.desc = getelementptr i64, ptr %rec, i64 %{tag}.desc.at")
-    slot = b.word(f"%{tag}.desc", "1")
-    ndim = b.word(f"%{tag}.desc", "2")
-    itemsize = b.word(f"%{tag}.desc", "3")
+    slot = b.word(f"%{tag}.desc", 1)
+    ndim = b.word(f"%{tag}.desc", 2)
+    itemsize = b.word(f"%{tag}.desc", 3)
     b(f"  %{tag}.words = getelementptr i64, ptr %slots, i64 {slot}")
-    ptr = b.word(f"%{tag}.words", "1")
+    ptr = b.word(f"%{tag}.words", 1)
     b(f"  %{tag}.sizes = getelementptr i64, ptr %{tag}.words, i64 3")
     b(f"  br label %{tag}.dims")
     b(f"{tag}.dims:")
-    entry = f"{tag}.dims.entry"
-    b(f"  br label %{entry}")
-    b(f"{entry}:")
+    b(f"  br label %{tag}.dims.loop")
+    b(f"{tag}.dims.loop:")
     b(f"  %{tag}.e = phi i64 [0, %{tag}.dims], [%{tag}.e.next, %{tag}.dim]")
     b(f"  %{tag}.n = phi i64 [{itemsize}, %{tag}.dims], [%{tag}.n.next, %{tag}.dim]")
     b(f"  %{tag}.dim.more = icmp ult i64 %{tag}.e, {ndim}")
@@ -420,7 +449,7 @@ def _array_extent(b: _Ir, index: str, tag: str) -> tuple[str, str]:
     size = b.word(f"%{tag}.sizes", f"%{tag}.e")
     b(f"  %{tag}.n.next = mul i64 %{tag}.n, {size}")
     b(f"  %{tag}.e.next = add i64 %{tag}.e, 1")
-    b(f"  br label %{entry}")
+    b(f"  br label %{tag}.dims.loop")
     b(f"{tag}.extent:")
     return ptr, f"%{tag}.n"
 
@@ -428,7 +457,7 @@ def _array_extent(b: _Ir, index: str, tag: str) -> tuple[str, str]:
 def _overlaps(b: _Ir) -> None:
     """Each (i, j) pair of the record: nonzero-size arrays i and j must not overlap."""
     b("params.done:")
-    pairs = b.word("%rec", "11")
+    pairs = b.word("%rec", 11)
     b(f"  %pairs = add i64 {pairs}, 0")
     b(f"  %pairs.word = mul i64 %nargs, {PARAM_WORDS}")
     b(f"  %pairs.at = add i64 %pairs.word, {HEAD_WORDS}")
@@ -437,7 +466,7 @@ def _overlaps(b: _Ir) -> None:
     b("pair.loop:")
     b("  %p = phi i64 [0, %params.done], [%p.next, %pair.next]")
     b("  %pair.more = icmp ult i64 %p, %pairs")
-    b("  br i1 %pair.more, label %pair, label %live")
+    b("  br i1 %pair.more, label %pair, label %setting")
     b("pair:")
     b("  %pair.word = shl i64 %p, 1")
     first = b.word("%pair.list", "%pair.word")
@@ -460,46 +489,75 @@ def _overlaps(b: _Ir) -> None:
     b("  br label %pair.loop")
 
 
-def _is_false(b: _Ir, owner: str, name_index: str, then: str) -> None:
-    """Go on in block `then` when `owner.<name>` is False."""
-    obj = b.item("%self", owner)
-    name = b.item("%self", name_index)
+def _getattr_is(b: _Ir, obj: str, name: str, want: str, then: str) -> None:
+    """Go on in block `then` when `obj.<name>` is `want` (an error is cleared: a miss)."""
     value = b.call("ptr", "PyObject_GetAttr", f"ptr {obj}, ptr {name}")
-    b(f"  %{then}.null = icmp eq ptr {value}, null")
+    b(f"  %{then}.value = getelementptr i8, ptr {value}, i64 0")
+    b(f"  %{then}.null = icmp eq ptr %{then}.value, null")
     b(f"  br i1 %{then}.null, label %clear, label %{then}.test")
     b(f"{then}.test:")
-    b(f"  %{then}.false = icmp eq ptr {value}, %k.false")
-    b.call_void("Py_DecRef", f"ptr {value}")
-    b.require(f"%{then}.false", then)
+    b(f"  %{then}.same = icmp eq ptr %{then}.value, {want}")
+    b.call_void("Py_DecRef", f"ptr %{then}.value")
+    b.require(f"%{then}.same", then)
+
+
+def _state(b: _Ir) -> None:
+    """The setting (`spec.setting`), the context-lost word and the stream's `_closed`."""
+    b("setting:")
+    b(f"  %setting.bit = and i64 %flags, {FLAG_SETTING}")
+    b("  %has.setting = icmp ne i64 %setting.bit, 0")
+    b("  br i1 %has.setting, label %setting.check, label %live")
+    b("setting.check:")
+    current = b.call("ptr", "PyObject_GetAttr",
+                     f"ptr {b.obj('setting_object')}, ptr {b.obj('setting_a')}")
+    b(f"  %current = getelementptr i8, ptr {current}, i64 0")
+    b("  %current.null = icmp eq ptr %current, null")
+    b("  br i1 %current.null, label %clear, label %current.some")
+    b("current.some:")
+    b("  %current.none = icmp eq ptr %current, %k.none")
+    b("  br i1 %current.none, label %current.miss, label %current.read")
+    b("current.miss:")
+    b.call_void("Py_DecRef", "ptr %current")
+    b("  br label %fallback")
+    b("current.read:")
+    value = b.call("ptr", "PyObject_GetAttr", f"ptr %current, ptr {b.obj('setting_b')}")
+    b(f"  %setting.value = getelementptr i8, ptr {value}, i64 0")
+    b.call_void("Py_DecRef", "ptr %current")
+    b("  %setting.null = icmp eq ptr %setting.value, null")
+    b("  br i1 %setting.null, label %clear, label %setting.test")
+    b("setting.test:")
+    b(f"  %setting.same = icmp eq ptr %setting.value, {b.obj('setting_value')}")
+    b.call_void("Py_DecRef", "ptr %setting.value")
+    b("  br i1 %setting.same, label %live, label %fallback")
+    b("live:")
+    lost_at = b.word("%rec", 13)
+    b(f"  %lost.ptr = inttoptr i64 {lost_at} to ptr")
+    b("  %lost = load volatile i64, ptr %lost.ptr, align 8")
+    b("  %not.lost = icmp eq i64 %lost, 0")
+    b.require("%not.lost", "alive")
+    b(f"  %closed.bit = and i64 %flags, {FLAG_CLOSED}")
+    b("  %check.closed = icmp ne i64 %closed.bit, 0")
+    b("  br i1 %check.closed, label %closed.check, label %go")
+    b("closed.check:")
+    _getattr_is(b, b.obj("stream"), b.obj("s_closed"), "%k.false", "open")
+    b("  br label %go")
 
 
 def _launch(b: _Ir, launch_packed: str) -> None:
-    """The liveness checks, the launch, its status, `last_kernel`."""
-    b("live:")
-    index = {name: str(i) for i, name in enumerate(OBJECTS)}
-    _is_false(b, index["driver"], index["s_context_lost"], "alive")
-    flags = b.word("%rec", "12")
-    b(f"  %check.closed = icmp ne i64 {flags}, 0")
-    b("  br i1 %check.closed, label %closed.check, label %go")
-    b("closed.check:")
-    _is_false(b, index["stream"], index["s_closed"], "open")
-    b("  br label %go")
+    """The launch, its status, `last_kernel`."""
     b("go:")
-    header = b.fresh()
-    b(f"  {header} = getelementptr i64, ptr %rec, i64 2")
-    handle = b.word("%rec", "9")
-    stream = b.fresh()
-    b(f"  {stream} = inttoptr i64 {handle} to ptr")
+    b("  %header = getelementptr i64, ptr %rec, i64 2")
+    handle = b.word("%rec", 9)
+    b(f"  %stream = inttoptr i64 {handle} to ptr")
     thread = b.call("ptr", "PyEval_SaveThread", "")
-    b(f"  %status = call i32 @{launch_packed}(ptr %rec, ptr {header}, ptr {stream}, "
+    b(f"  %status = call i32 @{launch_packed}(ptr %rec, ptr %header, ptr %stream, "
       "ptr %slots)")
     b.call_void("PyEval_RestoreThread", f"ptr {thread}")
     b("  %launched = icmp eq i32 %status, 0")
     b.require("%launched", "done", "failed")
-    stream_obj = b.item("%self", index["stream"])
-    name = b.item("%self", index["s_last_kernel"])
-    kernel = b.item("%self", index["name"])
-    set_ = b.call("i32", "PyObject_SetAttr", f"ptr {stream_obj}, ptr {name}, ptr {kernel}")
+    stream = b.obj("stream")
+    set_ = b.call("i32", "PyObject_SetAttr",
+                  f"ptr {stream}, ptr {b.obj('s_last_kernel')}, ptr {b.obj('name')}")
     b(f"  %set.failed = icmp ne i32 {set_}, 0")
     b("  br i1 %set.failed, label %error, label %return.none")
     b("return.none:")
@@ -512,10 +570,9 @@ def _launch(b: _Ir, launch_packed: str) -> None:
     b("  %code.null = icmp eq ptr %code, null")
     b("  br i1 %code.null, label %error, label %report")
     b("report:")
-    b("  %code.arg = alloca ptr, align 8")
     b("  store ptr %code, ptr %code.arg")
-    failed = b.item("%self", index["failed"])
-    raised = b.call("ptr", "PyObject_Vectorcall", f"ptr {failed}, ptr %code.arg, i64 1, ptr null")
+    raised = b.call("ptr", "PyObject_Vectorcall",
+                    f"ptr {b.obj('failed')}, ptr %code.arg, i64 1, ptr null")
     b.call_void("Py_DecRef", "ptr %code")
     b(f"  ret ptr {raised}")
     b("error:")
@@ -524,9 +581,8 @@ def _launch(b: _Ir, launch_packed: str) -> None:
 
 def _fallback(b: _Ir) -> None:
     b("fallback:")
-    fallback = b.item("%self", "1")
-    result = b.call("ptr", "PyObject_Vectorcall", f"ptr {fallback}, ptr %args, i64 %nargs, "
-                    "ptr null")
+    result = b.call("ptr", "PyObject_Vectorcall",
+                    f"ptr {b.obj('fallback')}, ptr %args, i64 %nargs, ptr null")
     b(f"  ret ptr {result}")
 
 
@@ -538,10 +594,12 @@ def py_checked_ir(launch_packed: str) -> str:
     b(f"@{CHECKED_API_GLOBAL} = global [{n} x ptr] zeroinitializer")
     b("declare float @llvm.fabs.f32(float)")
     b("declare double @llvm.fabs.f64(double)")
+    # no-builtins: the word copy must stay a loop, not become a call of libc's memcpy
     b(f"define ptr @{PY_CHECKED}(ptr %self, ptr %args, i64 %nargs) #0 {{")
     _entry(b)
     _param(b)
     _overlaps(b)
+    _state(b)
     _launch(b, launch_packed)
     _fallback(b)
     b("}")
