@@ -44,6 +44,9 @@ from nova.runtime.memory import Buffer
 Guard = Callable[[tuple[Any, ...], Device, Any], "bytes | None"]
 
 _TYPESTR_DTYPES: dict[str, np.dtype] = {}
+_PACK_ERRORS = (struct.error, OverflowError)
+"""What a `struct` pack raises for a value its code cannot hold: struct.error (integers), or
+OverflowError (a finite float beyond float32's or float16's range)."""
 
 
 def cuda_array(value: Any, dtype: np.dtype, ndim: int, device: Device,
@@ -106,7 +109,7 @@ class _Writer:
         self.env: dict[str, Any] = {"Buffer": Buffer, "cuda_array": cuda_array,
                                     "bf16": _bfloat16_bits, "_NUMBERS": (int, float, np.generic),
                                     "pack_error": launcher.pack_error,
-                                    "struct_error": struct.error}
+                                    "struct_error": _PACK_ERRORS}
 
     def __call__(self, line: str) -> None:
         self.lines.append("    " + line)

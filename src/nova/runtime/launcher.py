@@ -6,7 +6,8 @@ slots, one per expanded kernel parameter, nova.abi's order) and usually the same
 A `Launcher` (from `Device.launcher(function, slot_format)`) keeps
 
 - `pack`: the `struct` packer of the slots. A launch's parameters are one `bytes` object
-  (`pack(*values)`, which also range-checks them: `pack_error` turns its struct.error into an
+  (`pack(*values)`, which also range-checks them: `pack_error` turns its struct.error, or its
+  OverflowError for a float beyond float32's or float16's range, into an
   ArgumentError). Nothing is shared between launches, so launchers need no lock;
 - the configurations it has validated (`config`): `Device.check_launch` runs once per distinct
   (grid, block, shared_bytes), later launches find the checked `LaunchConfig` in a dict; a
@@ -78,7 +79,7 @@ class Launcher:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} @{self.name} on {self.device.kind}:{self.device.index}>"
 
-    def pack_error(self, exc: struct.error) -> ArgumentError:
+    def pack_error(self, exc: Exception) -> ArgumentError:
         """The error of a launch whose argument does not fit its parameter's type."""
         return ArgumentError(f"launch of @{self.name}: an argument does not fit its type "
                              f"({exc})")
@@ -87,7 +88,7 @@ class Launcher:
         """`pack(*values)`, with an ArgumentError for values out of range."""
         try:
             return self.pack(*values)
-        except struct.error as exc:
+        except (struct.error, OverflowError) as exc:  # OverflowError: a float out of range
             raise self.pack_error(exc) from None
 
     # --- configuration -------------------------------------------------------------------------
