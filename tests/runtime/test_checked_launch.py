@@ -346,7 +346,7 @@ def test_concurrent_native_launches(gpu, native):
         try:
             for k in range(2000):
                 run(out, x, float(k))
-        except BaseException as exc:  # noqa: BLE001 (reported below)
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=loop) for _ in range(4)]
