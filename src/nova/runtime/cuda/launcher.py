@@ -154,14 +154,15 @@ class CudaLauncher(Launcher):
         `stream` (checked now), or None where there are none or `spec` has too many slots."""
         builtins = self._builtins
         count = spec.slot_count()
-        if builtins is None or count != self.slot_count or count > py_checked.MAX_SLOTS:
+        lost_word = getattr(self._driver, "lost_word", None)  # a substitute driver may lack it
+        if (builtins is None or lost_word is None or count != self.slot_count
+                or count > py_checked.MAX_SLOTS):
             return None
         s = self._default if stream is None else self.stream(stream)
         handle = 0 if s is self._default else s.handle
         head = (_FIXED.pack(self.function.handle, self.slot_count) + config.header
                 + _STREAM.pack(handle))
-        lost = ctypes.addressof(self._driver.lost_word)
-        rec = py_checked.record(head, spec, s is not self._default, lost)
+        rec = py_checked.record(head, spec, s is not self._default, ctypes.addressof(lost_word))
         return builtins.make_checked(py_checked.objects(rec, spec, self._failed, self._driver,
                                                         s, self.name))
 
