@@ -14,7 +14,8 @@ the same specialised `add1[1, 32]` are timed with two classes each, swapped betw
 Loops alternate (python, native, python, ...), each of `--launches` launches timed in the
 thread's CPU time, so a shared machine's load drifts hit both alike; the table gives the min and
 median per launch, beside the launcher's native call with prebuilt slots (the floor). Every
-launch is counted by the fake driver, and the last slots it received are checked.
+loop's launches are counted by the fake driver, and the last slots it received are checked
+(bench/checks.py: a failure prints CHECK FAILED and exits 1).
 """
 
 from __future__ import annotations
@@ -88,9 +89,8 @@ def main() -> int:
         body()
         rows.setdefault(name, []).append((time.thread_time() - start) / n * 1e9)
         made = driver.last()[0] - before
-        if made != n or driver.last()[11:16] != [x.ptr, x.ptr, 0, 32, 1]:
-            raise SystemExit(f"WRONG: {name}: {made} launches reached the driver, not {n}, "
-                             f"or with other slots")
+        checks.record(f"{name}: {made} launches reached the driver, {n} expected, with x's "
+                      "slots", made == n and driver.last()[11:16] == [x.ptr, x.ptr, 0, 32, 1])
 
     for _ in range(args.rounds):
         timed("prepared run(x), python call", prepared, run, prepared_python)
@@ -98,12 +98,14 @@ def main() -> int:
         timed("cached add1[1, 32](x), python call", cached, configured, cached_python)
         timed("cached add1[1, 32](x), native", cached, configured, cached_native)
         timed("launcher's native call, slots prebuilt", floor)
+    if checks.failed():
+        return checks.finish()
     print(f"{args.rounds} rounds of {n} launches, thread CPU time, ns/launch; every launch "
           "verified at the fake driver")
     print(f"{'row':44s} {'min':>8s} {'median':>8s}")
     for name, values in rows.items():
         print(f"{name:44s} {min(values):8.1f} {statistics.median(values):8.1f}")
-    return 0
+    return checks.finish()
 
 
 if __name__ == "__main__":
