@@ -25,8 +25,9 @@ of words). Called with the launch's arguments, the builtin
 - the driver's context-lost word (`CudaDriver.lost_word`, set by `mark_lost`) must be 0 and,
   on a stream other than the device's default, `stream._closed` must be False;
 
-and launches as `PY_LAUNCH` does (GIL released around `nova_cuda_launch_packed`: cuLaunchKernel
-blocks while the launch queue is full, and a host function the queue waits on may need the GIL),
+and launches as `PY_LAUNCH` does (GIL released around `nova_cuda_launch_packed`, ~30-60 ns:
+cuLaunchKernel blocks while the launch queue is full, and a host function queued before it
+(nova.runtime.cuda.callbacks' ctypes trampoline) takes the GIL before the queue can drain),
 calls `failed(status)` (which raises) on a failed launch, sets `stream.last_kernel = name` and
 returns None. Any other argument, record or state calls `fallback(*args)` instead and returns its
 result: the Python path re-checks everything in its own order and raises its usual errors (a
