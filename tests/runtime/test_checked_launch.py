@@ -366,3 +366,35 @@ def test_the_module_calls_no_libc(gpu):
     assert py_checked.PY_CHECKED in launch_ir() and LAUNCH_PACKED in launch_ir()
     assert set(undefined_symbols(compiled_ir("cuda-launch", launch_ir()))) == {
         "cuCtxGetCurrent", "cuCtxSetCurrent", "cuLaunchKernel"}
+
+
+def test_native_calls_leave_reference_counts_as_they_were(gpu, native):
+    """Every reference the builtin takes (attribute reads, the status, None) is given back, on
+    the launch path and on each way to the fallback."""
+    import sys
+
+    kern = KernelFunction(_scale)
+    out, x = (gpu.to_device(np.zeros(16, np.float32)) for _ in range(2))
+    stream = gpu.create_stream()
+    run = kern.prepare(out, x, np.float32(1), grid=1, block=16, stream=stream)
+    run(out, x, 1.0)
+    value, big = 2.5, 1 << 200  # big: beyond float32
+    watched = [out, x, x._accepted, x.shape, x._accepted[3], stream, run.launcher.name, value,
+               big, False, stream._closed]
+
+    def counts() -> list[int]:
+        return [sys.getrefcount(obj) for obj in watched]
+
+    before = counts()
+    for _ in range(1000):
+        run(out, x, value)
+    assert counts() == before
+    view = x.view(np.float32, (16,))
+    for args in ((out, view, value), (out, x, np.float64(1.0))):  # the Python call launches
+        for _ in range(100):
+            run(*args)
+    for _ in range(100):
+        with pytest.raises(ArgumentError):
+            run(out, x, big)
+    del view, args
+    assert counts() == before
