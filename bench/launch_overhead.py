@@ -16,7 +16,8 @@ Python, a CuPy RawKernel loop, a numba-cuda `@cuda.jit` loop, a CUDA graph of N 
 with cuda.bindings, and Nova's device-layer `Device.launch` from Python.
 (host) Nova's side of a Python-kernel launch without the driver's, on any machine: the cached
     and prepared launches above on a cuda device of tests' fake bindings whose cuLaunchKernel is
-    a native no-op that counts launches (tests/runtime/native_fake_driver.py), beside the floors
+    a native no-op that counts launches (tests/runtime/native_fake_driver.py), the prepared
+    launch's generated Python call (what its checked builtin falls back to), and the floors
     of the launcher's native call with prebuilt parameters and of a ctypes call (libc getpid).
     `--host-only` runs this section alone (no GPU needed; --host-launches per loop, default 10^5).
 
@@ -337,6 +338,14 @@ def bench_host_cost(res: Results, launches: int, repeats: int) -> None:
 
     res.run("host", "cached launch add1[1, 32](x)", "us/launch", lambda: counted_host(cached))
     res.run("host", "prepared launch run(x)", "us/launch", lambda: counted_host(prepared))
+    python_call = run.python_call  # the generated Python call the checked builtin falls back to
+
+    def prepared_python() -> None:
+        for _ in range(launches):
+            python_call(x)
+
+    res.run("host", "prepared launch, its Python call run.python_call(x)", "us/launch",
+            lambda: counted_host(prepared_python))
     call, call_args = run.launcher.native_call(run.config,
                                                run.launcher.pack(x.ptr, x.ptr, 0, 32, 1))
 

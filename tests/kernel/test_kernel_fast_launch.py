@@ -156,25 +156,25 @@ def test_prepared_launch_runs_and_counts(device):
     assert "prepared launch of _count" in repr(run)
 
 
-def test_prepared_launch_converts_scalars_to_the_prepared_types(cpu_device):
+def test_prepared_launch_converts_scalars_to_the_prepared_types(device):
     kern = KernelFunction(_axpy)
-    x = nova.to_device(np.arange(8, dtype=np.float32), cpu_device)
-    out = nova.to_device(np.zeros(8, np.float32), cpu_device)
+    x = nova.to_device(np.arange(8, dtype=np.float32), device)
+    out = nova.to_device(np.zeros(8, np.float32), device)
     run = kern.prepare(nova.float32[:], nova.float32, nova.float32[:], nova.float32[:],
-                       grid=1, block=8, device=cpu_device)
+                       grid=1, block=8, device=device)
     assert run.signature[1] == T.float32
     run(out, 2, x, x)  # a Python int into the float32 slot
     run(out, 0.5, x, out)
-    cpu_device.synchronize()
+    device.synchronize()
     np.testing.assert_array_equal(out.numpy(), np.arange(8) * 3.5)  # 2x + x, then 0.5x + 3x
     assert len(kern._plans) == 1  # no float64/int64 signature was compiled
 
 
-def test_prepared_launch_falls_back_for_what_its_guard_does_not_take(cpu_device):
+def test_prepared_launch_falls_back_for_what_its_guard_does_not_take(device):
     kern = KernelFunction(_axpy)
-    base = nova.to_device(np.arange(40, dtype=np.float32), cpu_device)
-    x = nova.to_device(np.arange(16, dtype=np.float32), cpu_device)
-    out = nova.to_device(np.zeros(16, np.float32), cpu_device)
+    base = nova.to_device(np.arange(40, dtype=np.float32), device)
+    x = nova.to_device(np.arange(16, dtype=np.float32), device)
+    out = nova.to_device(np.zeros(16, np.float32), device)
     run = kern.prepare(out, np.float32(1), x, x, grid=1, block=32)
     assert run.signature[0].align == 16
     run(_offset_view(base, 1, 16), np.float32(1), x, x)  # misaligned out: general path
@@ -184,6 +184,34 @@ def test_prepared_launch_falls_back_for_what_its_guard_does_not_take(cpu_device)
     np.testing.assert_array_equal(host, 4 * np.arange(16))
     with pytest.raises(ArgumentError, match="must be arrays"):
         run("text", np.float32(1), x, x)
+
+
+@pytest.mark.parametrize(("dtype", "values"), [
+    (np.int8, [3, np.int8(-4), -128]), (np.uint32, [7, np.uint32(4000000000), 0]),
+    (np.float32, [2.5, np.float32(-1.25), 3]), (np.float64, [0.5, np.float64(1e300), -2])])
+def test_prepared_scalars_of_every_kind_match_numpy(device, dtype, values):
+    """On cuda the checked builtin packs these (an int into a float slot takes the Python
+    call); every path must give NumPy's result."""
+    def fill(out, v):
+        i = nova.global_id(0)
+        if i < len(out):
+            out[i] = v
+
+    kern = KernelFunction(fill)
+    out = nova.to_device(np.zeros(8, dtype), device)
+    run = kern.prepare(out, dtype(0), grid=1, block=8)
+    for value in values:
+        run(out, value)
+        device.synchronize()
+        np.testing.assert_array_equal(out.numpy(), np.full(8, value, dtype))
+    bad, message = ((1 << 70, "does not fit its type") if np.issubdtype(dtype, np.integer)
+                    else (1e300, "does not fit its type") if dtype is np.float32
+                    else ("x", "must be arrays"))
+    with pytest.raises(ArgumentError, match=message):
+        run(out, bad)
+    out.free()
+    with pytest.raises(DeviceError, match="freed"):
+        run(out, values[0])
 
 
 def test_prepare_checks_its_configuration_and_stream_once(cpu_device):

@@ -36,16 +36,28 @@ def test_launch_overhead_runs_on_cpu(tmp_path: Path) -> None:
     assert all("min_us" in row for row in record["rows"]), text  # nothing failed
     assert "us/kernel" in text
     host = [row for row in record["rows"] if row["section"] == "host"]
-    assert len(host) == 4 and all(row["note"].startswith("verified") for row in host), host
+    assert len(host) == 5 and all(row["note"].startswith("verified") for row in host), host
 
 
 def test_launch_overhead_host_section_alone() -> None:
     """`--host-only`: Nova's launch cost against the native no-op driver, checked launches."""
     text = _run("launch_overhead.py", "--host-only", "--host-launches", "30", "--repeats", "2")
     rows = [line for line in text.splitlines() if line.startswith("host     ")]
-    assert len(rows) == 4, text
+    assert len(rows) == 5, text
     assert all("verified" in row for row in rows), text
     assert "90 launches reached the driver" in text  # 30 per loop, a warm-up and 2 repeats
+    assert any("its Python call" in row for row in rows), text
+
+
+def test_launch_host_ab_runs() -> None:
+    """bench/launch_host_ab.py: the native and Python calls of the same launches, alternated,
+    every launch verified at the fake driver."""
+    done = subprocess.run([sys.executable, str(BENCH / "launch_host_ab.py"), "--launches", "50",
+                           "--rounds", "2"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines()
+            if line.startswith(("prepared", "cached", "launcher"))]
+    assert len(rows) == 5 and "every launch verified" in done.stdout, done.stdout
 
 
 def test_overlap_runs_on_cpu(tmp_path: Path) -> None:

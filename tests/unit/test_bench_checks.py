@@ -73,6 +73,9 @@ NOT_TIMED = {
     "native_peer.py": "builds and runs the native peers of launch_overhead.py and memory_flat.py "
                       "(tests/unit/test_native_peer.py; the gpu tests below)",
     "compile_time_model.py": "compile_time.py's encoder rows (checked with it)",
+    "launch_host_ab.py": "times launches on the fake cuda device, which the cpu sabotage does "
+                         "not reach; it checks every launch at the native fake driver's counter "
+                         "(tests/runtime/test_async_bench_smoke.py runs it)",
     "soak.py": "own sabotage switch and tests (tests/runtime/test_soak_bench.py)",
 }
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import types
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -112,8 +113,9 @@ class _Configured:
             return
         if plan is self._last and self.kernel._configured.get(
                 (self.grid, self.block)) is self:
-            self.__class__ = _specialised(plan, self.grid, self.block, self.shared_bytes,
-                                          self.kernel._check_bounds is None)
+            follow = self.kernel._check_bounds is None
+            specialised = _specialised(plan, self.grid, self.block, self.shared_bytes, follow)
+            self.__class__ = _native(specialised, self, follow) or specialised
         self._last = plan
 
 
@@ -138,6 +140,28 @@ def _specialised(plan: LaunchPlan, grid: Any, block: Any, shared_bytes: int,
             plan.configured.clear()
         plan.configured[key] = found
     return found
+
+
+def _native(specialised: type, configured: _Configured, follow_config: bool) -> type | None:
+    """A subclass of the `specialised` class for `configured` alone whose `__call__` is the
+    device's native call of the same checks and launch (Launcher.checked_call; its fallback
+    is the specialised Python call bound to `configured`), or None where the device has none.
+    Made per object: the native call holds the object its fallback needs."""
+    from nova.lang.guard import checked_spec
+
+    plan: LaunchPlan = specialised.plan  # type: ignore[attr-defined]
+    launcher = plan.launcher
+    spec = checked_spec(plan.sig, plan.device,
+                        types.MethodType(specialised.__call__, configured), exact=True,
+                        check_bounds=plan.check_bounds if follow_config else None)
+    if spec is None:
+        return None
+    config_ = launcher.config(configured.grid, configured.block, configured.shared_bytes)
+    native = launcher.checked_call(config_, None, spec)
+    if native is None:
+        return None
+    # a builtin is no descriptor: as the class's __call__ it gets the arguments alone
+    return type("_Configured", (specialised,), {"__slots__": (), "__call__": native})
 
 
 class KernelFunction:

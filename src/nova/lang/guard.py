@@ -36,6 +36,7 @@ import numpy as np
 from nova import config
 from nova.lang import types as T
 from nova.lang.launch import param_format
+from nova.runtime.checked import SCALAR_CODES, ArrayParam, CheckedSpec, ScalarParam
 from nova.runtime.device import Device, DeviceKind
 from nova.runtime.launcher import Launcher
 from nova.runtime.memory import Buffer
@@ -43,6 +44,9 @@ from nova.runtime.memory import Buffer
 Guard = Callable[[tuple[Any, ...], Device, Any], "bytes | None"]
 
 _TYPESTR_DTYPES: dict[str, np.dtype] = {}
+_PACK_ERRORS = (struct.error, OverflowError)
+"""What a `struct` pack raises for a value its code cannot hold: struct.error (integers), or
+OverflowError (a finite float beyond float32's or float16's range)."""
 
 
 def cuda_array(value: Any, dtype: np.dtype, ndim: int, device: Device,
@@ -105,7 +109,7 @@ class _Writer:
         self.env: dict[str, Any] = {"Buffer": Buffer, "cuda_array": cuda_array,
                                     "bf16": _bfloat16_bits, "_NUMBERS": (int, float, np.generic),
                                     "pack_error": launcher.pack_error,
-                                    "struct_error": struct.error}
+                                    "struct_error": _PACK_ERRORS}
 
     def __call__(self, line: str) -> None:
         self.lines.append("    " + line)
@@ -310,6 +314,40 @@ def make_prepared_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: 
     w = _Writer(launcher, "return fallback(args)")
     w.env.update(dev=device, stream=stream, fallback=fallback)
     return _launch_call(w, sig, False, launch, "prepared call")
+
+
+def checked_spec(sig: tuple[T.NovaType, ...], device: Device, fallback: Callable[..., None],
+                 exact: bool = False, check_bounds: bool | None = None) -> CheckedSpec | None:
+    """The guard of `sig` on `device` as a runtime `CheckedSpec`, for a device's native call
+    (Launcher.checked_call) with `fallback` (the Python call) for anything it does not take:
+    a prepared launch's (not exact) or, with `exact`, a cached launch's (its scalars' exact
+    types, alignment as the signature says, and `check_bounds`, if not None, as the active
+    configuration's bounds checking; see make_cached_call). None when a parameter's type has no
+    native check (bool, float16, bfloat16) or, exact, when two arrays may overlap."""
+    params: list[ArrayParam | ScalarParam] = []
+    arrays: list[tuple[int, T.ArrayType]] = []
+    for k, ty in enumerate(sig):
+        if isinstance(ty, T.ArrayType):
+            dtype = ty.dtype.np_dtype
+            params.append(ArrayParam(_accept_key(device, dtype, ty.ndim), ty.ndim,
+                                     dtype.itemsize, ty.align == 16))
+            arrays.append((k, ty))
+            continue
+        assert isinstance(ty, T.ScalarType)
+        code = param_format(ty)[0]
+        if ty is T.bfloat16 or code not in SCALAR_CODES:
+            return None
+        # exact: int and float only where they infer to the parameter's type (_scalar_types)
+        params.append(ScalarParam(code, ty.np_dtype.type,
+                                  not exact or ty is T.int64 or ty is T.float64))
+    if exact and len(arrays) > 1 and not all(ty.noalias for _, ty in arrays):
+        return None  # the exact guard requires such arrays to overlap: left to Python
+    # as _facts: every overlap of a noalias array is a miss
+    overlaps = tuple((i, j) for (i, ti), (j, tj) in itertools.combinations(arrays, 2)
+                     if ti.noalias or tj.noalias)
+    setting = None if check_bounds is None else (config, "_current", "check_bounds",
+                                                  check_bounds)
+    return CheckedSpec(tuple(params), overlaps, Buffer, fallback, exact, setting)
 
 
 def make_cached_call(sig: tuple[T.NovaType, ...], launcher: Launcher, device: Device,

@@ -6,7 +6,8 @@ slots, one per expanded kernel parameter, nova.abi's order) and usually the same
 A `Launcher` (from `Device.launcher(function, slot_format)`) keeps
 
 - `pack`: the `struct` packer of the slots. A launch's parameters are one `bytes` object
-  (`pack(*values)`, which also range-checks them: `pack_error` turns its struct.error into an
+  (`pack(*values)`, which also range-checks them: `pack_error` turns its struct.error, or its
+  OverflowError for a float beyond float32's or float16's range, into an
   ArgumentError). Nothing is shared between launches, so launchers need no lock;
 - the configurations it has validated (`config`): `Device.check_launch` runs once per distinct
   (grid, block, shared_bytes), later launches find the checked `LaunchConfig` in a dict; a
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 from nova.errors import ArgumentError, DeviceError
 
 if TYPE_CHECKING:
+    from nova.runtime.checked import CheckedSpec
     from nova.runtime.device import Device, DeviceFunction, Dim3
     from nova.runtime.stream import Stream
 
@@ -77,7 +79,7 @@ class Launcher:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} @{self.name} on {self.device.kind}:{self.device.index}>"
 
-    def pack_error(self, exc: struct.error) -> ArgumentError:
+    def pack_error(self, exc: Exception) -> ArgumentError:
         """The error of a launch whose argument does not fit its parameter's type."""
         return ArgumentError(f"launch of @{self.name}: an argument does not fit its type "
                              f"({exc})")
@@ -86,7 +88,7 @@ class Launcher:
         """`pack(*values)`, with an ArgumentError for values out of range."""
         try:
             return self.pack(*values)
-        except struct.error as exc:
+        except (struct.error, OverflowError) as exc:  # OverflowError: a float out of range
             raise self.pack_error(exc) from None
 
     # --- configuration -------------------------------------------------------------------------
@@ -159,3 +161,10 @@ class Launcher:
         """Statements launching the packed parameters in variable `slots` with `config` on
         `stream` (checked now), and the globals they use (names starting with `_L_`)."""
         return ["_L_bound(slots)"], {"_L_bound": self.bind(config, stream)}
+
+    def checked_call(self, config: LaunchConfig, stream: Stream | None,
+                     spec: CheckedSpec) -> Callable[..., object] | None:
+        """A native callable running the checks `spec` describes (nova.runtime.checked) and the
+        launch with `config` on `stream` (the cuda device's: nova.runtime.cuda.py_checked), or
+        None: the caller keeps its Python call. None here."""
+        return None

@@ -15,6 +15,7 @@ libcuda, no device all mean "no", with the reason).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import threading
 from typing import Any
 
@@ -138,6 +139,10 @@ class CudaDriver:
         self.label = label
         self.context: Any = None  # the CUcontext, once retained
         self.context_lost = False
+        self.lost_word = ctypes.c_int64(0)
+        """`context_lost` as a native word (1 once lost), for native launch paths that check
+        it without a Python attribute read (nova.runtime.cuda.py_checked); `mark_lost` sets
+        both, and is the only way to lose the context."""
         self._lost_by: str = ""
         self._lost_error: tuple[str, int] = ("", 0)
         self._tls = threading.local()
@@ -182,6 +187,7 @@ class CudaDriver:
         """Record that a sticky error destroyed the context (`reason` names the call and kernel);
         later calls fail fast with that reason instead of reaching the driver."""
         self.context_lost = True
+        self.lost_word.value = 1
         self._lost_by = reason
         self._lost_error = (error_name, code)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nova.errors import DeviceError
-from nova.runtime.cuda import py_launch
+from nova.runtime.cuda import py_checked, py_launch
 from nova.runtime.cuda.native import (
     CONTEXT_GLOBAL,
     DEFAULT_STREAM_GLOBAL,
@@ -111,5 +111,9 @@ def compile_launch(device: Any, prefix: str = "",
         raise DeviceError(f"the cuda launch module has no {LAUNCH_PACKED}")
     native = NativeLaunch(owner, launch_packed, on_error)
     if py_launch.available():
-        native.builtins = LaunchBuiltins(native, address_of(PY_API_GLOBAL), address_of(PY_LAUNCH))
+        checked = None
+        if py_checked.available():
+            checked = (address_of(py_checked.CHECKED_API_GLOBAL), address_of(py_checked.PY_CHECKED))
+        native.builtins = LaunchBuiltins(native, address_of(PY_API_GLOBAL), address_of(PY_LAUNCH),
+                                         checked)
     return native

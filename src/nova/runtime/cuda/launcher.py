@@ -23,6 +23,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, cast
 
 from nova.errors import cuda_error
+from nova.runtime.checked import CheckedSpec
+from nova.runtime.cuda import py_checked
 from nova.runtime.cuda.native_errors import remember_kernel_name
 from nova.runtime.cuda.stream import CudaStream
 from nova.runtime.launcher import MAX_CONFIGS, LaunchConfig, Launcher
@@ -145,6 +147,24 @@ class CudaLauncher(Launcher):
             "    _L_failed(_L_status)",
             "_L_stream.last_kernel = _L_name"]
         return lines, env
+
+    def checked_call(self, config: LaunchConfig, stream: Stream | None,
+                     spec: CheckedSpec) -> Callable[..., object] | None:
+        """A checked launch builtin (nova.runtime.cuda.py_checked) of `spec` with `config` on
+        `stream` (checked now), or None where there are none or `spec` has too many slots."""
+        builtins = self._builtins
+        count = spec.slot_count()
+        lost_word = getattr(self._driver, "lost_word", None)  # a substitute driver may lack it
+        if (builtins is None or lost_word is None or count != self.slot_count
+                or count > py_checked.MAX_SLOTS):
+            return None
+        s = self._default if stream is None else self.stream(stream)
+        handle = 0 if s is self._default else s.handle
+        head = (_FIXED.pack(self.function.handle, self.slot_count) + config.header
+                + _STREAM.pack(handle))
+        rec = py_checked.record(head, spec, s is not self._default, ctypes.addressof(lost_word))
+        return builtins.make_checked(py_checked.objects(rec, spec, self._failed, self._driver,
+                                                        s, self.name))
 
     def native_call(self, config: LaunchConfig,
                     slots: bytes) -> tuple[Callable[..., int], tuple[object, ...]]:

@@ -16,6 +16,7 @@ import itertools
 from collections.abc import Iterator
 
 from nova.runtime.cuda.native_blocks import ALLOC_DIRECT, FLUSH_BLOCKS, FREE_DIRECT, blocks_ir
+from nova.runtime.cuda.py_checked import py_checked_ir
 from nova.runtime.cuda.py_launch import py_launch_ir
 from nova.runtime.cuda.spinlock_ir import spinlock_ir
 
@@ -819,12 +820,13 @@ LAUNCH_DRIVER_FUNCTIONS = ["cuCtxGetCurrent", "cuCtxSetCurrent", "cuLaunchKernel
 def launch_ir(prefix: str = "") -> str:
     """A small module for Python kernels' launches alone: `nova_rt_launch`, `LAUNCH_PACKED`
     (the same code as in `native_ir`'s module, with its own globals) and the Python-callable
-    `PY_LAUNCH` over it (nova.runtime.cuda.py_launch). Small, so that the first
+    `PY_LAUNCH` over it (nova.runtime.cuda.py_launch) and `PY_CHECKED`, a prepared launch's
+    checks and launch in one builtin (nova.runtime.cuda.py_checked). Small, so that the first
     launch of a process compiles it in milliseconds (the whole ABI module takes far longer)."""
     counter = itertools.count()
     head = [*_head(prefix, LAUNCH_DRIVER_FUNCTIONS), *_HELPERS_IR]
     body = [_rt_launch(_Body(prefix, counter)), _launch_packed(_Body(prefix, counter)),
-            py_launch_ir(LAUNCH_PACKED)]
+            py_launch_ir(LAUNCH_PACKED), py_checked_ir(LAUNCH_PACKED)]
     return "\n".join(head) + "\n".join(body)
 
 

@@ -110,9 +110,11 @@ class _MethodDef(ctypes.Structure):
 class LaunchBuiltins:
     """Makes the launch builtins of one compiled launch module (`owner` keeps its code alive):
     fills the module's C-API table at `api_table` and defines `PY_LAUNCH` (at `function`) as
-    a method once."""
+    a method once; `checked` (the table and function addresses of py_checked's `PY_CHECKED`,
+    None where py_checked is not available) likewise for checked builtins."""
 
-    def __init__(self, owner: object, api_table: int, function: int) -> None:
+    def __init__(self, owner: object, api_table: int, function: int,
+                 checked: tuple[int, int] | None = None) -> None:
         self._owner = owner
         table = (ctypes.c_void_p * len(PY_API)).from_address(api_table)
         for i, name in enumerate(PY_API):
@@ -124,10 +126,29 @@ class LaunchBuiltins:
         new.restype = ctypes.py_object
         new.argtypes = (ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
         self._new = new
+        self._checked: _MethodDef | None = None
+        if checked is not None:
+            from nova.runtime.cuda.py_checked import fill_api
+
+            fill_api(checked[0])
+            self._checked_name = b"nova_checked_launch"
+            self._checked_doc = (b"launch(*args): a prepared launch's checks and launch "
+                                 b"(nova.runtime.cuda.py_checked)")
+            self._checked = _MethodDef(self._checked_name, checked[1], METH_FASTCALL,
+                                       self._checked_doc)
 
     def make(self, record: bytes) -> Callable[[bytes], int]:
         """The builtin launching with `record` (see the module docstring)."""
         assert len(record) == RECORD.size
         builtin: Callable[[bytes], int] = self._new(ctypes.addressof(self._method), record,
                                                     self)
+        return builtin
+
+    def make_checked(self, objects: tuple[object, ...]) -> Callable[..., object] | None:
+        """The checked builtin bound to `objects` (py_checked.objects), or None without
+        checked builtins."""
+        if self._checked is None:
+            return None
+        builtin: Callable[..., object] = self._new(ctypes.addressof(self._checked), objects,
+                                                   self)
         return builtin
