@@ -60,20 +60,14 @@ synchronizes their stream instead of its worker (CpuStream.enqueue's `inline`): 
 
 
 def _cpuinfo() -> dict[str, str]:
-    """The fields of /proc/cpuinfo's first processor (the file repeats them for every core;
-    the kernel writes it as it is read, so the rest is not read: a launch's first
-    configuration check asks for the properties)."""
+    """The fields of /proc/cpuinfo's first processor (config.first_cpu_lines: read once per
+    process, and only that block; a launch's first configuration check asks for the
+    properties)."""
     info: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, sep, value = line.partition(":")
-                if not line.strip() and info:
-                    break
-                if sep and key.strip() not in info:
-                    info[key.strip()] = value.strip()
-    except OSError:
-        pass
+    for line in config.first_cpu_lines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in info:
+            info[key.strip()] = value.strip()
     return info
 
 
