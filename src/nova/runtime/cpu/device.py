@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from nova import config
 from nova.errors import DeviceError
 from nova.runtime.cpu.arena import GuardedArena
-from nova.runtime.cpu.deferred_free import DeferredFrees
 from nova.runtime.cpu.helpers import HelperThreads
 from nova.runtime.cpu.module import BlockRun, CpuFunction, CpuModule
 from nova.runtime.cpu.stream import CpuEvent, CpuStream, StreamQueue
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from nova.bundle.format import Manifest
     from nova.bundle.reader import Bundle
     from nova.runtime.cpu.abi import CpuAbi
+    from nova.runtime.cpu.deferred_free import DeferredFrees
     from nova.runtime.cpu.host_heap import HostHeap
     from nova.runtime.graph import CaptureRequest, RecordedGraph
     from nova.runtime.launcher import Launcher
@@ -122,7 +122,8 @@ class CpuDevice(Device):
         self.arena = GuardedArena("cpu:0")
         # every stream's queue, also of streams already collected whose workers still run
         self._queues: weakref.WeakSet[StreamQueue] = weakref.WeakSet()
-        self._frees = DeferredFrees(self.arena.free)
+        self._deferred: DeferredFrees | None = None  # `_frees`, made on the first raw free
+        self._deferred_lock = threading.Lock()
         super().__init__(DeviceKind.CPU, 0)
         self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
         self._helpers = (HelperThreads(self.workers - 1, thread_name_prefix="nova-cpu-block")
@@ -158,8 +159,28 @@ class CpuDevice(Device):
         return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
 
     # --- memory ------------------------------------------------------------------------------
+    @property
+    def _frees(self) -> DeferredFrees:
+        """The raw frees waiting for stream work (nova.runtime.cpu.deferred_free), made on the
+        first raw free: a process that never hands memory back to the arena (a cached kernel's
+        first call) does not import that module."""
+        frees = self._deferred
+        if frees is None:
+            from nova.runtime.cpu.deferred_free import DeferredFrees
+
+            with self._deferred_lock:
+                if self._deferred is None:
+                    self._deferred = DeferredFrees(self.arena.free)
+                frees = self._deferred
+        return frees
+
+    def _flush_frees(self) -> None:
+        frees = self._deferred
+        if frees is not None:
+            frees.flush()
+
     def _raw_alloc(self, size: int) -> int:
-        self._frees.flush()
+        self._flush_frees()
         return self.arena.allocate(size)  # page-aligned (ALIGNMENT and more); OutOfMemoryError
 
     def _raw_free(self, ptr: int) -> None:
@@ -250,13 +271,13 @@ class CpuDevice(Device):
         for s in [s for s in list(self._streams) if not s.closed]:
             if s._q.thread is not me:
                 s._q.drain()
-        self._frees.flush()
+        self._flush_frees()
 
     def _synchronize_all(self) -> None:
         streams = [s for s in list(self._streams) if not s.closed]
         for s in streams:
             s._q.drain()
-        self._frees.flush()
+        self._flush_frees()
         for s in streams:
             s._q.take_error()
 
