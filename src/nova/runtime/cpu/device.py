@@ -35,7 +35,6 @@ from nova.runtime.device import (
     ModuleImages,
     image_digest,
 )
-from nova.runtime.launch_params import pack_params
 from nova.runtime.memory import Buffer
 from nova.runtime.pool import Block
 from nova.runtime.stream import Event, Stream
@@ -295,6 +294,8 @@ class CpuDevice(Device):
                 shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None:
         assert isinstance(function, CpuFunction)
         self.check_shared(function, shared_bytes)
+        from nova.runtime.launch_params import pack_params  # Device.launch's, not a launcher's
+
         packed = pack_params(params, function.kernel, function.name)
         run = BlockRun(function, grid, block, cluster, shared_bytes, packed, self._helpers,
                        self.workers)

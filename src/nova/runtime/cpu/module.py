@@ -30,12 +30,12 @@ from nova.bundle.verify import verify_object
 from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
-from nova.runtime.launch_params import PackedParams
 from nova.runtime.objload import LoadedObject, ObjectLoadError
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
     from nova.runtime.cpu.helpers import HelperThreads
+    from nova.runtime.launcher import PackedParams
 
 KERNEL_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
