@@ -54,10 +54,13 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nova.abi import CpuLaunch
 from nova.records import Record
+
+if TYPE_CHECKING:
+    from nova.runtime.cpu.fault_record import FaultRecord
 
 FAULT_STATUS = -0x4E46
 """What `nova_cpu_guarded_call` returns after a caught fault (kernels return 0 or small positive
@@ -92,21 +95,10 @@ GUARDED_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32)
 
 
-class FaultRecord(ctypes.Structure):
-    """What the handler writes at the start of `CpuLaunch.error` (48 of its 512 bytes), or at
-    the record a guarded host-code call passes. `end`: the handler stores a NUL in its first
-    byte; it belongs to the record, so a standalone FaultRecord is never written past (a
-    40-byte one was: one byte into the Python heap per host-code fault)."""
-
-    _fields_ = (
-        ("magic", ctypes.c_uint64),
-        ("signal", ctypes.c_int32),
-        ("code", ctypes.c_int32),
-        ("address", ctypes.c_uint64),
-        ("pc", ctypes.c_uint64),
-        ("sp", ctypes.c_uint64),
-        ("end", ctypes.c_char * 8),
-    )
+RECORD_END_OFFSET = 40
+"""Where FaultRecord's `end` byte lies (after magic, signal, code, address, pc and sp): the
+handler stores a NUL there. FaultRecord itself (nova.runtime.cpu.fault_record) is made where a
+record is read: fault reports and guarded host code."""
 
 
 _ERROR_OFFSET = CpuLaunch.error.offset
@@ -181,7 +173,7 @@ caught:
   %sp = load i64, ptr %sp.at
   %rec.sp = getelementptr inbounds i8, ptr %rec, i64 32
   store volatile i64 %sp, ptr %rec.sp
-  %rec.nul = getelementptr inbounds i8, ptr %rec, i64 {FaultRecord.end.offset}
+  %rec.nul = getelementptr inbounds i8, ptr %rec, i64 {RECORD_END_OFFSET}
   store volatile i8 0, ptr %rec.nul
   ; the jump does not restore the signal mask (saving it would cost a syscall per call), so
   ; unblock the signal the kernel blocked for this handler (sa_mask is empty)
@@ -592,6 +584,8 @@ def _in_guard_zone(launch: CpuLaunch, address: int) -> bool:
 
 def fault_record(launch: CpuLaunch) -> FaultRecord | None:
     """The FaultRecord at the start of `launch.error`, or None when there is none."""
+    from nova.runtime.cpu.fault_record import FaultRecord
+
     record = FaultRecord.from_buffer_copy(launch, _ERROR_OFFSET)
     return record if record.magic == FAULT_MAGIC else None
 
@@ -688,3 +682,12 @@ def describe_host_fault(record: FaultRecord, explain: Callable[[int], str | None
     return (text + f" (pc {record.pc:#x}). The call stopped part-way: memory it wrote may be "
             "inconsistent; the cpu device remains usable (--check-bounds reports "
             "out-of-bounds accesses exactly).")
+
+
+def __getattr__(name: str) -> Any:
+    """`FaultRecord`, from nova.runtime.cpu.fault_record (made on first use)."""
+    if name == "FaultRecord":
+        from nova.runtime.cpu.fault_record import FaultRecord
+
+        return FaultRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
