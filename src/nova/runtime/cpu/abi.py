@@ -22,7 +22,7 @@ from nova.abi import ABI_BY_NAME, AnyPlan, DeviceModuleDescriptor, library_plans
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import KernelFault, NovaError, RuntimeFailure
 from nova.runtime.cpu import fault_guard
-from nova.runtime.cpu.fault_record import FaultRecord
+from nova.runtime.cpu.fault_record import FaultRecord, describe_host_fault
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
 from nova.runtime.native_support import (
@@ -156,7 +156,7 @@ class CpuAbi:
         if status != fault_guard.FAULT_STATUS:
             return status
         explain = getattr(self.device, "explain_address", lambda address: None)
-        record_error(KernelFault(fault_guard.describe_host_fault(record, explain)))
+        record_error(KernelFault(describe_host_fault(record, explain)))
         return 1
 
     def _join_open_streams(self) -> None:

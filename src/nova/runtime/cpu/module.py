@@ -311,9 +311,10 @@ class BlockRun:
                 else:
                     status = self.function.entry(params, launch_ptr)
                 if status == fault_guard.FAULT_STATUS and guard is not None:
-                    failure = fault_guard.describe_fault(
-                        launch, begin, end, self.function.explain_address)
-                    fault_guard.release_after_fault(launch)
+                    from nova.runtime.cpu.fault_record import describe_fault, release_after_fault
+
+                    failure = describe_fault(launch, begin, end, self.function.explain_address)
+                    release_after_fault(launch)
                 elif status != 0:
                     text = launch.error.decode("utf-8", "replace") or "no message"
                     failure = f"{text} (status {status}, blocks [{begin}, {end}))"
