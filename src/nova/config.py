@@ -156,6 +156,29 @@ def reload() -> Config:
 
 
 _host_cpu_id: str | None = None
+_first_cpu: tuple[str, ...] | None = None
+
+
+def first_cpu_lines() -> tuple[str, ...]:
+    """The lines of /proc/cpuinfo's first processor, () where the file is missing. Read once per
+    process: `host_cpu_id` and the cpu device's properties both ask on a cached kernel's first
+    call. The file repeats the fields for every core and the kernel writes it as it is read
+    (sampling each core's clock), so only the first block is read."""
+    global _first_cpu
+    if _first_cpu is None:
+        data = b""
+        try:
+            with open("/proc/cpuinfo", "rb", buffering=0) as f:
+                while b"\n\n" not in data:
+                    chunk = f.read(8192)
+                    if not chunk:
+                        break
+                    data += chunk
+        except OSError:
+            pass
+        first = data.split(b"\n\n", 1)[0]
+        _first_cpu = tuple(first.decode("utf-8", "replace").splitlines())
+    return _first_cpu
 
 
 def host_cpu_id() -> str:
@@ -167,14 +190,11 @@ def host_cpu_id() -> str:
     if _host_cpu_id is None:
         from nova.hashing import sha256
 
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-                lines = [ln for ln in f.read(65536).splitlines()
-                         if ln.startswith(("model name", "flags"))][:2]
-        except OSError:
+        first = first_cpu_lines()
+        lines = [ln for ln in first if ln.startswith(("model name", "flags"))][:2]
+        if not first:  # no /proc/cpuinfo
             import platform
 
             lines = [platform.processor()]
         _host_cpu_id = sha256("\n".join(lines).encode()).hexdigest()[:16]
     return _host_cpu_id
-

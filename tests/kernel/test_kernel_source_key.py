@@ -267,13 +267,16 @@ AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argpars
 """What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
 LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtime.linker",
         "binascii", "mmap", "_bisect", "importlib.util", "cuda", "nova.abi.functions",
-        "nova.abi.plans", "nova.bundle.format"}
+        "nova.abi.plans", "nova.bundle.format", "nova.runtime.cpu.deferred_free",
+        "nova.runtime.launch_params", "nova.runtime.cpu.fault_record"}
 """Modules the cached first call imports only where it needs them: the intrinsics and mma (no
 kernel body runs on the host), the launch guard (a NumPy launch never runs it), the host-object
 linker, the extension modules base64 decoding, page sizes and freeing need, importlib.util,
 cuda-bindings on the cpu device, the ABI's function table and library plans (nova.abi's
-submodules: a launch needs only its CpuLaunch record) and the manifest schema (a launch reads one
-kernel entry: nova.bundle.kernel_entry)."""
+submodules: a launch needs only its CpuLaunch record), the manifest schema (a launch reads one
+kernel entry: nova.bundle.kernel_entry), the cpu device's deferred frees (nothing is handed
+back to its arena), Device.launch's parameter packing (a launcher packs its own slots) and the
+fault guard's FaultRecord (read only when a fault is reported)."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:

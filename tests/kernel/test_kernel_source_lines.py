@@ -1,7 +1,8 @@
 """nova.lang.source.source_lines equals inspect.getsourcelines: on every function of many real
 modules (Nova's own, the standard library's, the kernel tests') and on layouts built to fool a
 line-table shortcut (trailing `pass`, bodies ending in comments, brackets closing at the left
-margin, backslash continuations, nested functions and lambdas, one-liners, decorators)."""
+margin, backslash continuations, nested functions and lambdas, one-liners, decorators, tab
+indentation)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,9 @@ def margin_then_deep(x):
 # a comment at the margin
     # a comment indented like the body
 
+def tabbed(x):
+\treturn x
+
 def last_in_file(x):
     return {
         "k": x,
@@ -135,6 +139,10 @@ def test_tricky_layouts(tmp_path: Path) -> None:
         assert fast(module.nested) and fast(module.trailing_comment)  # type: ignore[attr-defined]
         assert fast(module.last_in_file)  # type: ignore[attr-defined]
         assert not fast(module.dead_tail)  # type: ignore[attr-defined]
+        # tab indentation is left to inspect, but only where the shortcut reads it: the
+        # functions above a tab-indented one still take the shortcut
+        assert not fast(module.tabbed)  # type: ignore[attr-defined]
+        assert fast(module.margin_then_deep) and fast(module.one_liner)  # type: ignore[attr-defined]
         # FunctionSource.of reuses the shortcut's parse only where it parsed the very lines (not
         # with the margin comment, which moves the dedent): the tree is always inspect's text's
         from nova.lang.source import FunctionSource

@@ -373,6 +373,8 @@ def test_host_code_fault_record_is_written_inside_the_record() -> None:
     assert record.magic == fault_guard.FAULT_MAGIC and record.signal == signal.SIGSEGV
     assert record.address == 0
     assert list(memory[size:]) == [0xAB] * 16
+    # the handler's IR stores the NUL at the constant the module names: FaultRecord's `end`
+    assert fault_guard.FaultRecord.end.offset == fault_guard.RECORD_END_OFFSET
 
 
 def test_many_faults_in_a_row_do_not_exhaust_anything(oob) -> None:  # type: ignore[no-untyped-def]

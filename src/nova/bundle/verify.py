@@ -104,6 +104,10 @@ SECTION_KINDS: tuple[tuple[tuple[str, ...], frozenset[int], int, int], ...] = (
 """(name prefixes, types, flags required, flags forbidden) of every section LLVM emits for Nova
 (a name matches a prefix exactly or followed by '.'): code is executable and read-only, data is
 never executable, payloads and tables neither, so an edited flag cannot turn data into code."""
+_KINDS = tuple((frozenset(prefixes), tuple(p + "." for p in prefixes), types, required, forbidden)
+               for prefixes, types, required, forbidden in SECTION_KINDS)
+"""SECTION_KINDS as (exact names, name prefixes with their dot, ...): one set lookup and one
+startswith per kind and section (a cached kernel's first call verifies two objects)."""
 MAX_ALIGN = 4096
 """Largest section alignment accepted (LLVM's output uses at most 16; model weights 64)."""
 MAX_NOBITS = 1 << 30
@@ -204,8 +208,9 @@ def _check_section(elf: ElfFile, section: ElfSection) -> None:
 
 def _check_kind(section: ElfSection, label: str) -> None:
     """The section's name, type and flags form one of SECTION_KINDS."""
-    for prefixes, types, required, forbidden in SECTION_KINDS:
-        if any(section.name == p or section.name.startswith(p + ".") for p in prefixes):
+    name = section.name
+    for exact, dotted, types, required, forbidden in _KINDS:
+        if name in exact or name.startswith(dotted):
             if section.type not in types:
                 raise ElfError(f"{label} has type {section.type_name}, unexpected for its name")
             if section.flags & required != required or section.flags & forbidden:
@@ -373,18 +378,17 @@ def _check_relocations(elf: ElfFile, rela: ElfSection) -> None:
     for number in range(len(raw) // RELA_SIZE):
         offset, info, addend = _RELA.unpack_from(raw, number * RELA_SIZE)
         kind, symbol = info & 0xFFFFFFFF, info >> 32
-        label = f"{_section_label(rela)} relocation #{number}"
         width = RELOCATION_WIDTHS.get(kind)
         if width is None:
-            raise ElfError(f"{label}: type {kind} is not one Nova's large code model uses "
-                           f"({', '.join(RELOCATION_NAMES.values())})")
+            raise ElfError(f"{_relocation_label(rela, number)}: type {kind} is not one Nova's "
+                           f"large code model uses ({', '.join(RELOCATION_NAMES.values())})")
         if offset + width > target.size:
-            raise ElfError(f"{label}: offset {offset} + {width} bytes lies outside "
-                           f"{_section_label(target)} ({target.size} bytes)")
+            raise ElfError(f"{_relocation_label(rela, number)}: offset {offset} + {width} "
+                           f"bytes lies outside {_section_label(target)} ({target.size} bytes)")
         if not 0 < symbol < len(symbols):
-            raise ElfError(f"{label}: symbol index {symbol} is out of range "
-                           f"(1..{len(symbols) - 1})")
-        _check_addend(elf, symbols[symbol], addend, label)
+            raise ElfError(f"{_relocation_label(rela, number)}: symbol index {symbol} is out "
+                           f"of range (1..{len(symbols) - 1})")
+        _check_addend(elf, symbols[symbol], addend, rela, number)
         patched.append((offset, offset + width, number))
     patched.sort()
     for (_start, end, first), (start, _end, second) in itertools.pairwise(patched):
@@ -393,16 +397,24 @@ def _check_relocations(elf: ElfFile, rela: ElfSection) -> None:
                            f"overlapping bytes")
 
 
-def _check_addend(elf: ElfFile, symbol: ElfSymbol, addend: int, label: str) -> None:
+def _check_addend(elf: ElfFile, symbol: ElfSymbol, addend: int, rela: ElfSection,
+                  number: int) -> None:
     """The address a relocation computes lies within its symbol's section, and
     an external symbol (a runtime or libc function) is used as it is: what LLVM emits."""
     if symbol.shndx == SHN_UNDEF:
         if addend:
-            raise ElfError(f"{label}: addend {addend} to the external symbol '{symbol.name}'")
+            raise ElfError(f"{_relocation_label(rela, number)}: addend {addend} to the "
+                           f"external symbol '{symbol.name}'")
         return
     if symbol.shndx >= len(elf.sections):  # absolute (the file symbol): never relocated against
-        raise ElfError(f"{label}: relocation against the absolute symbol '{symbol.name}'")
+        raise ElfError(f"{_relocation_label(rela, number)}: relocation against the absolute "
+                       f"symbol '{symbol.name}'")
     section = elf.sections[symbol.shndx]
     if not 0 <= symbol.value + addend < section.size:
-        raise ElfError(f"{label}: '{symbol.name}' + {addend} points outside "
-                       f"{_section_label(section)} ({section.size} bytes)")
+        raise ElfError(f"{_relocation_label(rela, number)}: '{symbol.name}' + {addend} points "
+                       f"outside {_section_label(section)} ({section.size} bytes)")
+
+
+def _relocation_label(rela: ElfSection, number: int) -> str:
+    """(Made for error messages only: a cached kernel's first call checks ~100 relocations.)"""
+    return f"{_section_label(rela)} relocation #{number}"

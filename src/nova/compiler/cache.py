@@ -77,25 +77,36 @@ def _dist_version_by_importlib(package: str) -> str:
         return "unknown"
 
 
-def _python_files(folder: str, relative: str, out: list[tuple[str, str]]) -> None:
-    """(path relative to the nova package, "size:mtime_ns") of every *.py file under `folder`
-    (recursively; os.scandir rather than pathlib's rglob: this runs on every cold start, and each
-    entry's stat() is the only system call per file)."""
+def _python_files(folder: str, relative: str, out: list[str]) -> None:
+    """Append "<path relative to the nova package>:<size>:<mtime_ns>;" for every *.py file
+    under `folder`, recursively, in pathlib's order (by path components: each folder's entries
+    by name, a subfolder's files where its name sorts). os.scandir rather than pathlib's rglob,
+    and no sort of the whole list afterwards: this runs on every cold start, and each file's
+    stat() is its only system call (through the folder's descriptor: no path walk)."""
     try:
-        entries = list(os.scandir(folder))
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return
-    for entry in entries:
-        rel = f"{relative}/{entry.name}"
-        if entry.is_dir(follow_symlinks=False):  # as rglob: no symlinked folders
-            if entry.name != "__pycache__":  # bytecode only: ~130 entries not to look at
-                _python_files(entry.path, rel, out)
-        elif entry.name.endswith(".py"):
-            try:
-                stat = entry.stat()
-            except OSError:
-                continue
-            out.append((rel, f"{stat.st_size}:{stat.st_mtime_ns}"))
+    try:
+        with os.scandir(fd) as listing:
+            entries = sorted(listing, key=_name)
+        for entry in entries:
+            name = entry.name
+            if entry.is_dir(follow_symlinks=False):  # as rglob: no symlinked folders
+                if name != "__pycache__":  # bytecode only: ~130 entries not to look at
+                    _python_files(f"{folder}/{name}", f"{relative}/{name}", out)
+            elif name.endswith(".py"):
+                try:
+                    stat = entry.stat()
+                except OSError:
+                    continue
+                out.append(f"{relative}/{name}:{stat.st_size}:{stat.st_mtime_ns};")
+    finally:
+        os.close(fd)
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 @cache
@@ -113,17 +124,14 @@ def source_fingerprint(parts: tuple[str, ...]) -> str:
     lines: list[str] = []
     for part in parts:
         path = os.path.join(root, part)
-        files: list[tuple[str, str]] = []
         if part.endswith(".py"):
             try:
                 stat = os.stat(path)
             except OSError:
                 continue
-            files.append((part, f"{stat.st_size}:{stat.st_mtime_ns}"))
+            lines.append(f"{part}:{stat.st_size}:{stat.st_mtime_ns};")
         else:
-            _python_files(path, part, files)
-            files.sort(key=lambda f: f[0].split("/"))  # pathlib's order: by path components
-        lines.extend(f"{rel}:{size_mtime};" for rel, size_mtime in files)
+            _python_files(path, part, lines)
     return sha256("".join(lines).encode()).hexdigest()
 
 

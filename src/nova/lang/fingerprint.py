@@ -87,12 +87,31 @@ def free_names(src: FunctionSource) -> tuple[list[str], list[str]]:
     parts: list[ast.AST] = [tree.args, *tree.body]
     if tree.returns is not None:
         parts.append(tree.returns)
-    for node in (n for part in parts for n in ast.walk(part)):
+    for node in _nodes(parts):
         if isinstance(node, ast.Name) and node.id not in params and node.id not in assigned:
             names.add(node.id)
         elif isinstance(node, ast.Attribute):
             attrs.add(node.attr)
     return sorted(names), sorted(attrs)
+
+
+def _nodes(parts: list[ast.AST]) -> list[ast.AST]:
+    """Every node of the trees `parts` (`ast.walk`'s nodes, in another order): one loop over a
+    list, without ast.walk's generators per node (a cached kernel's first call walks its
+    kernel)."""
+    found: list[ast.AST] = []
+    stack = list(parts)
+    node_type = ast.AST
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, node_type):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend([item for item in value if isinstance(item, node_type)])
+    return found
 
 
 class _Fingerprinter:

@@ -77,6 +77,10 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
 
 
+def _tab_indented(line: str) -> bool:
+    return "\t" in line[:len(line) - len(line.lstrip())]
+
+
 def _block_end(code: Any, lines: list[str], lnum: int) -> tuple[int, ast.Module | None] | None:
     """(the line index after the function starting at `lines[lnum]`, the parse of the lines up
     to there when those are exactly the lines parsed here, else None), or None when unsure. The
@@ -88,8 +92,8 @@ def _block_end(code: Any, lines: list[str], lnum: int) -> tuple[int, ast.Module 
     if last <= lnum or last > len(lines) or lines[last - 1].rstrip().endswith("\\"):
         return None
     block = lines[lnum:last]
-    if any(line[:len(line) - len(line.lstrip())].count("\t") for line in lines[lnum:]):
-        return None  # tabs: indentation is not a character count
+    if any(_tab_indented(line) for line in block):
+        return None  # tabs: indentation is not a character count (the lines after: below)
     try:
         tree = ast.parse(textwrap.dedent("".join(block)))
     except (SyntaxError, ValueError):
@@ -102,6 +106,8 @@ def _block_end(code: Any, lines: list[str], lnum: int) -> tuple[int, ast.Module 
     first, end = _indent(lines[lnum]), last
     for index in range(last, len(lines)):
         line = lines[index]
+        if _tab_indented(line):
+            return None  # only the lines looked at: a kernel atop a long file reads no more
         stripped = line.strip()
         if not stripped:
             continue

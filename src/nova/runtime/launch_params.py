@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from nova.bundle.kernel_entry import Kernel, KernelParam
 from nova.errors import ArgumentError
-from nova.records import MutableRecord
+from nova.runtime.launcher import PackedParams
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,26 +33,6 @@ else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
 _POINTER = struct.Struct("<Q")
 _INT_FORMATS = {"i1": "<B", "i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "ptr": "<Q"}
 _FLOAT_FORMATS = {"half": "<e", "float": "<f", "double": "<d"}
-
-
-class PackedParams(MutableRecord):
-    """An owned parameter array: `address` is the void** to hand to the kernel."""
-
-    __match_args__ = ("storage", "pointers", "count")
-    _fields = __match_args__
-
-    storage: ctypes.Array
-    pointers: ctypes.Array
-    count: int
-
-    def __init__(self, storage: ctypes.Array, pointers: ctypes.Array, count: int) -> None:
-        self.storage = storage
-        self.pointers = pointers
-        self.count = count
-
-    @property
-    def address(self) -> int:
-        return ctypes.addressof(self.pointers)
 
 
 def _int_bytes(value: int, fmt: str, name: str, index: int) -> bytes:

@@ -31,11 +31,35 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nova.errors import ArgumentError, DeviceError
+from nova.records import MutableRecord
 
 if TYPE_CHECKING:
     from nova.runtime.checked import CheckedSpec
     from nova.runtime.device import Device, DeviceFunction, Dim3
     from nova.runtime.stream import Stream
+
+
+class PackedParams(MutableRecord):
+    """An owned parameter array: `address` is the void** to hand to the kernel (made by
+    nova.runtime.launch_params.pack_params, and by the cpu device's launcher from its slots:
+    here, so that a cached kernel's first launch does not import launch_params)."""
+
+    __match_args__ = ("storage", "pointers", "count")
+    _fields = __match_args__
+
+    storage: ctypes.Array
+    pointers: ctypes.Array
+    count: int
+
+    def __init__(self, storage: ctypes.Array, pointers: ctypes.Array, count: int) -> None:
+        self.storage = storage
+        self.pointers = pointers
+        self.count = count
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.pointers)
+
 
 HEADER = struct.Struct("<7q")
 """A config's header words: gx, gy, gz, bx, by, bz, shared_bytes."""

@@ -48,6 +48,7 @@ MAP_PRIVATE, MAP_ANONYMOUS = 0x02, 0x20
 PAGE = 4096
 _RELA = struct.Struct("<QQq")
 _U64 = (1 << 64) - 1
+_U64_FIELD = struct.Struct("<Q")
 
 
 class ObjectLoadError(DeviceError):
@@ -138,12 +139,13 @@ class LoadedObject:
             offsets[section.index] = end
             end = _align(end + max(section.size, 1), PAGE)
         self._map(max(end, PAGE))
-        for section in sections:
-            if section.type != SHT_NOBITS and section.size:  # the mapping starts zeroed
-                ctypes.memmove(self._base + offsets[section.index], elf.section_data(section),
-                               section.size)
+        # each section's bytes, relocated here, then copied into the mapping once
+        contents = {s.index: bytearray(elf.section_data(s)) for s in sections
+                    if s.type != SHT_NOBITS and s.size}  # the mapping starts zeroed
         symbols = elf.symbols()
-        self._relocate(elf, symbols, offsets)
+        self._relocate(elf, symbols, offsets, contents)
+        for index, patched in contents.items():
+            ctypes.memmove(self._base + offsets[index], bytes(patched), len(patched))
         self.symbols = {s.name: self._base + offsets[s.shndx] + s.value for s in symbols
                         if s.is_global and s.defined and s.shndx in offsets}
         if code_bytes:
@@ -159,17 +161,26 @@ class LoadedObject:
                               f"(errno {ctypes.get_errno()})")
         self._base, self._size = base, size
 
-    def _relocate(self, elf: ElfFile, symbols: tuple[ElfSymbol, ...],
-                  offsets: dict[int, int]) -> None:
+    def _relocate(self, elf: ElfFile, symbols: tuple[ElfSymbol, ...], offsets: dict[int, int],
+                  contents: dict[int, bytearray]) -> None:
+        resolved: dict[int, int] = {}  # symbol index -> address
         for rela in elf.sections:
             if rela.type != SHT_RELA or rela.info not in offsets:
                 continue  # relocations of a section that is not loaded (none in Nova's objects)
             target = elf.sections[rela.info]
+            data = contents.get(target.index)
+            if data is None:
+                raise ObjectLoadError(f"{self.what}: relocations of {target.name}, which has no "
+                                      f"contents")
+            section_base = self._base + offsets[target.index]
             raw = elf.section_data(rela)
-            for pos in range(0, len(raw) - len(raw) % _RELA.size, _RELA.size):
-                offset, info, addend = _RELA.unpack_from(raw, pos)
-                self._apply(target, offsets, offset, info & 0xFFFFFFFF,
-                            self._symbol_address(symbols, info >> 32, offsets), addend)
+            for offset, info, addend in _RELA.iter_unpack(raw[:len(raw) - len(raw) % _RELA.size]):
+                index = info >> 32
+                symbol = resolved.get(index)
+                if symbol is None:
+                    symbol = resolved[index] = self._symbol_address(symbols, index, offsets)
+                self._apply(target, data, section_base, offset, info & 0xFFFFFFFF, symbol,
+                            addend)
 
     def _symbol_address(self, symbols: tuple[ElfSymbol, ...], index: int,
                         offsets: dict[int, int]) -> int:
@@ -186,19 +197,18 @@ class LoadedObject:
                                   "is not loaded")
         return self._base + offsets[symbol.shndx] + symbol.value
 
-    def _apply(self, target: ElfSection, offsets: dict[int, int], offset: int, kind: int,
-               symbol: int, addend: int) -> None:
+    def _apply(self, target: ElfSection, data: bytearray, section_base: int, offset: int,
+               kind: int, symbol: int, addend: int) -> None:
         if offset + 8 > target.size:
             raise ObjectLoadError(f"{self.what}: a relocation patches bytes outside "
                                   f"{target.name}")
-        place = self._base + offsets[target.index] + offset
         if kind == R_X86_64_64:
             value = symbol + addend
         elif kind == R_X86_64_PC64:
-            value = symbol + addend - place
+            value = symbol + addend - (section_base + offset)
         else:
             raise ObjectLoadError(f"{self.what}: relocation type {kind} is not supported")
-        ctypes.c_uint64.from_address(place).value = value & _U64
+        _U64_FIELD.pack_into(data, offset, value & _U64)
 
     def address(self, name: str) -> int:
         """The address of a global symbol the object defines, or 0."""

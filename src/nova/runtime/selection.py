@@ -38,7 +38,7 @@ class CudaStatus(Record):
 
 def cuda_status() -> CudaStatus:
     """Probe (once) for a usable CUDA driver and device; never raises."""
-    from nova.runtime.cuda.driver_api import probe
+    from nova.runtime.cuda.probe import probe  # not driver_api: see that module
 
     return probe()
 

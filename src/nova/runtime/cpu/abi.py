@@ -22,6 +22,7 @@ from nova.abi import ABI_BY_NAME, AnyPlan, DeviceModuleDescriptor, library_plans
 from nova.bundle.format import Kernel, Manifest
 from nova.errors import KernelFault, NovaError, RuntimeFailure
 from nova.runtime.cpu import fault_guard
+from nova.runtime.cpu.fault_record import FaultRecord, describe_host_fault
 from nova.runtime.device import Device, DeviceFunction, DeviceModule, ModuleImages
 from nova.runtime.memory import Buffer
 from nova.runtime.native_support import (
@@ -149,13 +150,13 @@ class CpuAbi:
         with status 1, instead of killing the process."""
         if self._guard is None:
             return int(self._call_native(entry, args, results))
-        record = fault_guard.FaultRecord()
+        record = FaultRecord()
         status = int(self._guard.entry(self._call_entry_address, entry, args, results,
                                        ctypes.addressof(record), self._unwind_key))
         if status != fault_guard.FAULT_STATUS:
             return status
         explain = getattr(self.device, "explain_address", lambda address: None)
-        record_error(KernelFault(fault_guard.describe_host_fault(record, explain)))
+        record_error(KernelFault(describe_host_fault(record, explain)))
         return 1
 
     def _join_open_streams(self) -> None:

@@ -16,15 +16,18 @@ blocked forever) stays reserved, which is the safe failure.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Protocol
 
-class QueueProgress(Protocol):
-    """What a stream queue exposes (nova.runtime.cpu.stream._Queue): items enqueued and done."""
+    class QueueProgress(Protocol):
+        """What a stream queue exposes (nova.runtime.cpu.stream._Queue): items enqueued and
+        done."""
 
-    submitted: int
-    completed: int
+        submitted: int
+        completed: int
 
 
 class DeferredFrees:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from nova import config
 from nova.errors import DeviceError
 from nova.runtime.cpu.arena import GuardedArena
-from nova.runtime.cpu.deferred_free import DeferredFrees
 from nova.runtime.cpu.helpers import HelperThreads
 from nova.runtime.cpu.module import BlockRun, CpuFunction, CpuModule
 from nova.runtime.cpu.stream import CpuEvent, CpuStream, StreamQueue
@@ -36,7 +35,6 @@ from nova.runtime.device import (
     ModuleImages,
     image_digest,
 )
-from nova.runtime.launch_params import pack_params
 from nova.runtime.memory import Buffer
 from nova.runtime.pool import Block
 from nova.runtime.stream import Event, Stream
@@ -47,6 +45,7 @@ if TYPE_CHECKING:
     from nova.bundle.format import Manifest
     from nova.bundle.reader import Bundle
     from nova.runtime.cpu.abi import CpuAbi
+    from nova.runtime.cpu.deferred_free import DeferredFrees
     from nova.runtime.cpu.host_heap import HostHeap
     from nova.runtime.graph import CaptureRequest, RecordedGraph
     from nova.runtime.launcher import Launcher
@@ -60,20 +59,14 @@ synchronizes their stream instead of its worker (CpuStream.enqueue's `inline`): 
 
 
 def _cpuinfo() -> dict[str, str]:
-    """The fields of /proc/cpuinfo's first processor (the file repeats them for every core;
-    the kernel writes it as it is read, so the rest is not read: a launch's first
-    configuration check asks for the properties)."""
+    """The fields of /proc/cpuinfo's first processor (config.first_cpu_lines: read once per
+    process, and only that block; a launch's first configuration check asks for the
+    properties)."""
     info: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, sep, value = line.partition(":")
-                if not line.strip() and info:
-                    break
-                if sep and key.strip() not in info:
-                    info[key.strip()] = value.strip()
-    except OSError:
-        pass
+    for line in config.first_cpu_lines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in info:
+            info[key.strip()] = value.strip()
     return info
 
 
@@ -128,7 +121,8 @@ class CpuDevice(Device):
         self.arena = GuardedArena("cpu:0")
         # every stream's queue, also of streams already collected whose workers still run
         self._queues: weakref.WeakSet[StreamQueue] = weakref.WeakSet()
-        self._frees = DeferredFrees(self.arena.free)
+        self._deferred: DeferredFrees | None = None  # `_frees`, made on the first raw free
+        self._deferred_lock = threading.Lock()
         super().__init__(DeviceKind.CPU, 0)
         self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
         self._helpers = (HelperThreads(self.workers - 1, thread_name_prefix="nova-cpu-block")
@@ -164,8 +158,28 @@ class CpuDevice(Device):
         return page * os.sysconf("SC_AVPHYS_PAGES"), page * os.sysconf("SC_PHYS_PAGES")
 
     # --- memory ------------------------------------------------------------------------------
+    @property
+    def _frees(self) -> DeferredFrees:
+        """The raw frees waiting for stream work (nova.runtime.cpu.deferred_free), made on the
+        first raw free: a process that never hands memory back to the arena (a cached kernel's
+        first call) does not import that module."""
+        frees = self._deferred
+        if frees is None:
+            from nova.runtime.cpu.deferred_free import DeferredFrees
+
+            with self._deferred_lock:
+                if self._deferred is None:
+                    self._deferred = DeferredFrees(self.arena.free)
+                frees = self._deferred
+        return frees
+
+    def _flush_frees(self) -> None:
+        frees = self._deferred
+        if frees is not None:
+            frees.flush()
+
     def _raw_alloc(self, size: int) -> int:
-        self._frees.flush()
+        self._flush_frees()
         return self.arena.allocate(size)  # page-aligned (ALIGNMENT and more); OutOfMemoryError
 
     def _raw_free(self, ptr: int) -> None:
@@ -256,13 +270,13 @@ class CpuDevice(Device):
         for s in [s for s in list(self._streams) if not s.closed]:
             if s._q.thread is not me:
                 s._q.drain()
-        self._frees.flush()
+        self._flush_frees()
 
     def _synchronize_all(self) -> None:
         streams = [s for s in list(self._streams) if not s.closed]
         for s in streams:
             s._q.drain()
-        self._frees.flush()
+        self._flush_frees()
         for s in streams:
             s._q.take_error()
 
@@ -280,6 +294,8 @@ class CpuDevice(Device):
                 shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None:
         assert isinstance(function, CpuFunction)
         self.check_shared(function, shared_bytes)
+        from nova.runtime.launch_params import pack_params  # Device.launch's, not a launcher's
+
         packed = pack_params(params, function.kernel, function.name)
         run = BlockRun(function, grid, block, cluster, shared_bytes, packed, self._helpers,
                        self.workers)

@@ -10,8 +10,7 @@ import ctypes
 from typing import TYPE_CHECKING
 
 from nova.runtime.cpu.module import BlockRun, CpuFunction
-from nova.runtime.launch_params import PackedParams
-from nova.runtime.launcher import LaunchConfig, Launcher
+from nova.runtime.launcher import LaunchConfig, Launcher, PackedParams
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice

@@ -30,12 +30,12 @@ from nova.bundle.verify import verify_object
 from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
-from nova.runtime.launch_params import PackedParams
 from nova.runtime.objload import LoadedObject, ObjectLoadError
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
     from nova.runtime.cpu.helpers import HelperThreads
+    from nova.runtime.launcher import PackedParams
 
 KERNEL_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -311,9 +311,10 @@ class BlockRun:
                 else:
                     status = self.function.entry(params, launch_ptr)
                 if status == fault_guard.FAULT_STATUS and guard is not None:
-                    failure = fault_guard.describe_fault(
-                        launch, begin, end, self.function.explain_address)
-                    fault_guard.release_after_fault(launch)
+                    from nova.runtime.cpu.fault_record import describe_fault, release_after_fault
+
+                    failure = describe_fault(launch, begin, end, self.function.explain_address)
+                    release_after_fault(launch)
                 elif status != 0:
                     text = launch.error.decode("utf-8", "replace") or "no message"
                     failure = f"{text} (status {status}, blocks [{begin}, {end}))"

@@ -8,8 +8,8 @@ Every driver call Nova makes goes through `CudaDriver.call`, which
   context: it marks the context lost, and every later call fails fast with one clear message
   ("start a new process") instead of a cascade of secondary failures from destructors.
 
-`probe()` answers, without raising, whether a usable CUDA device exists (cuda-bindings missing, no
-libcuda, no device all mean "no", with the reason).
+`probe()` (nova.runtime.cuda.probe) answers, without raising, whether a usable CUDA device exists
+(cuda-bindings missing, no libcuda, no device all mean "no", with the reason).
 """
 
 from __future__ import annotations
@@ -20,6 +20,15 @@ import threading
 from typing import Any
 
 from nova.errors import cuda_error
+
+# the probe behind the 'auto' device lives in nova.runtime.cuda.probe (which imports this module
+# only where the driver library opens); its names are kept here
+from nova.runtime.cuda.probe import (  # noqa: F401
+    DRIVER_LIBRARY,
+    CudaStatusProbe,
+    driver_library_missing,
+    probe,
+)
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_NOT_READY = 600
@@ -45,69 +54,6 @@ def load_bindings() -> Any:
     from cuda.bindings import driver
 
     return driver
-
-
-DRIVER_LIBRARY = "libcuda.so.1"
-"""The driver library cuda-bindings opens (by the system's search, as dlopen does)."""
-
-
-def driver_library_missing() -> str | None:
-    """Why the CUDA driver library cannot be opened, or None when it can. The 'auto' device of
-    a machine without a GPU asks this first: importing cuda-bindings costs a cold start about
-    50 ms, only for cuInit to fail for want of the library."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(DRIVER_LIBRARY)
-    except OSError as exc:
-        return f"OSError: {exc}"
-    return None
-
-
-class CudaStatusProbe:
-    """Caches the result of probing for CUDA (the probe calls cuInit once)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._result: Any = None
-
-    def __call__(self) -> Any:
-        from nova.runtime.selection import CudaStatus
-
-        with self._lock:
-            if self._result is None:
-                self._result = self._probe(CudaStatus)
-            return self._result
-
-    @staticmethod
-    def _probe(status: type) -> Any:
-        missing = driver_library_missing()
-        if missing is not None:  # cuInit could only fail: spare importing cuda-bindings (~50 ms)
-            return status(False, 0, f"the CUDA driver library cannot be loaded ({missing})")
-        try:
-            drv = load_bindings()
-        except ImportError as exc:
-            return status(False, 0, f"cuda-bindings is not installed ({exc}); install nova[cuda]")
-        try:
-            (err,) = drv.cuInit(0)
-            if int(err) != CUDA_SUCCESS:
-                return status(False, 0, f"cuInit failed: {_error_name(drv, err)}")
-            err, count = drv.cuDeviceGetCount()
-            if int(err) != CUDA_SUCCESS:
-                return status(False, 0, f"cuDeviceGetCount failed: {_error_name(drv, err)}")
-        except Exception as exc:  # libcuda missing: cuda-bindings raises from its loader
-            return status(False, 0, f"the CUDA driver library cannot be loaded "
-                                    f"({type(exc).__name__}: {exc})")
-        if count == 0:
-            return status(False, 0, "the CUDA driver reports no device")
-        return status(True, int(count), "")
-
-    def reset(self) -> None:
-        with self._lock:
-            self._result = None
-
-
-probe = CudaStatusProbe()
 
 
 def _error_name(drv: Any, err: Any) -> str:
