@@ -14,7 +14,7 @@ import types
 
 import numpy as np
 import pytest
-from fake_cuda import FakeDriver
+from fake_cuda import AnyKernelDriver
 from native_fake_driver import NativeFakeDriver
 
 import nova
@@ -28,16 +28,9 @@ from nova.runtime.cuda.device import CudaDevice
 from nova.runtime.selection import get_device
 
 
-class _AnyKernelDriver(FakeDriver):
-    def cuModuleGetFunction(self, module, name):
-        handle = next(self._ids)
-        self.functions[handle] = name.decode()
-        return self.CUresult.CUDA_SUCCESS, self.CUfunction(handle)
-
-
 @pytest.fixture
 def gpu(monkeypatch, tmp_path) -> CudaDevice:
-    drv = _AnyKernelDriver()
+    drv = AnyKernelDriver()
     monkeypatch.setattr(cuda_device_module, "load_bindings", lambda: drv)
     with config.scoped(cache_dir=tmp_path):
         yield CudaDevice(0)

@@ -9,7 +9,7 @@ import struct
 
 import numpy as np
 import pytest
-from fake_cuda import FakeDriver
+from fake_cuda import AnyKernelDriver
 from native_fake_driver import NativeFakeDriver
 
 import nova
@@ -22,18 +22,9 @@ from nova.runtime.cuda.launcher import CudaLauncher
 from nova.runtime.launcher import Launcher
 
 
-class _AnyKernelDriver(FakeDriver):
-    """The fake bindings, finding every kernel (the images are cubins when ptxas exists)."""
-
-    def cuModuleGetFunction(self, module, name):
-        handle = next(self._ids)
-        self.functions[handle] = name.decode()
-        return self.CUresult.CUDA_SUCCESS, self.CUfunction(handle)
-
-
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
-    drv = _AnyKernelDriver()
+    drv = AnyKernelDriver()
     monkeypatch.setattr(cuda_device_module, "load_bindings", lambda: drv)
     with config.scoped(cache_dir=tmp_path):
         yield drv
