@@ -39,7 +39,7 @@ from nova.abi import LibraryPlan
 from nova.errors import DeviceError
 from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.gemm_tuning import Tuning, tune_plan, tuning_enabled
-from nova.runtime.cuda.library_jit import NativeLibrary, jit_library
+from nova.runtime.cuda.library_jit import OPERAND_IR, NativeLibrary, fail_ir, jit_library
 
 LIBRARY_SONAME = "libcublasLt.so.13"
 ENV_PATH = "NOVA_CUBLASLT"
@@ -368,20 +368,9 @@ def native_ir(prefix: str = "") -> str:
 @name.count = private unnamed_addr constant [21 x i8] c"nova_rt_library_call\\00"
 {chr(10).join(decls)}
 
-define internal ptr @operand(ptr %operands, i32 %slot) alwaysinline {{
-entry:
-  %index = sext i32 %slot to i64
-  %at = getelementptr ptr, ptr %operands, i64 %index
-  %value = load ptr, ptr %at
-  ret ptr %value
-}}
+{OPERAND_IR}
 
-define internal i32 @fail(ptr %call, i32 %status, ptr %plan) noinline {{
-entry:
-  %callback = load ptr, ptr @{ERROR_CALLBACK_GLOBAL}
-  call void %callback(ptr %call, i32 %status, ptr %plan)
-  ret i32 1
-}}
+{fail_ir(ERROR_CALLBACK_GLOBAL, True)}
 
 define i32 @{CALL_NAME}(ptr %plan, ptr %operands, i64 %num, ptr %stream) {{
 entry:

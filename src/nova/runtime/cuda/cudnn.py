@@ -39,7 +39,7 @@ from typing import Any
 from nova.abi import ConvPlan
 from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.cublaslt import LibraryCallError, LibraryUnavailableError
-from nova.runtime.cuda.library_jit import NativeLibrary, jit_library
+from nova.runtime.cuda.library_jit import OPERAND_IR, NativeLibrary, fail_ir, jit_library
 
 LIBRARY_SONAME = "libcudnn.so.9"
 ENV_PATH = "NOVA_CUDNN"
@@ -431,20 +431,9 @@ def native_ir(prefix: str = "") -> str:
 {_names()}
 {chr(10).join(decls)}
 
-define internal ptr @operand(ptr %operands, i32 %slot) alwaysinline {{
-entry:
-  %index = sext i32 %slot to i64
-  %at = getelementptr ptr, ptr %operands, i64 %index
-  %value = load ptr, ptr %at
-  ret ptr %value
-}}
+{OPERAND_IR}
 
-define internal void @fail(ptr %call, i32 %status, ptr %plan) noinline {{
-entry:
-  %callback = load ptr, ptr @{ERROR_CALLBACK_GLOBAL}
-  call void %callback(ptr %call, i32 %status, ptr %plan)
-  ret void
-}}
+{fail_ir(ERROR_CALLBACK_GLOBAL, False)}
 
 define i32 @{CALL_NAME}(ptr %plan, ptr %operands, i64 %num, ptr %stream) {{
 entry:

@@ -15,6 +15,25 @@ from nova.errors import DeviceError, RuntimeFailure
 
 ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
 
+OPERAND_IR = """define internal ptr @operand(ptr %operands, i32 %slot) alwaysinline {
+entry:
+  %index = sext i32 %slot to i64
+  %at = getelementptr ptr, ptr %operands, i64 %index
+  %value = load ptr, ptr %at
+  ret ptr %value
+}"""
+"""`ptr @operand(operands, slot)`: the per-call modules' read of one operand pointer from the
+call's operand array (slots are the plan's operand indices)."""
+
+
+def fail_ir(callback_global: str, status_result: bool) -> str:
+    """`@fail(call name, status, plan)`: calls the error callback global; returns i32 1 (for a
+    caller that returns it as its status) or void."""
+    ret = ("i32", "  ret i32 1") if status_result else ("void", "  ret void")
+    return (f"define internal {ret[0]} @fail(ptr %call, i32 %status, ptr %plan) noinline {{\n"
+            f"entry:\n  %callback = load ptr, ptr @{callback_global}\n"
+            f"  call void %callback(ptr %call, i32 %status, ptr %plan)\n{ret[1]}\n}}")
+
 
 @dataclass
 class NativeLibrary:
