@@ -114,6 +114,60 @@ def _install_calls() -> str:
 
 # The per-thread state, mapped on first use: { i32 active, ptr jmpbuf, ptr record, ptr altstack }
 # (record: where the handler writes the FaultRecord)
+def _guarded(signature: str, call: str, first: str, restore: str = "") -> str:
+    """IR of one guarded call (`i32 @name(...) noinline`): unguarded where the thread has no
+    guard state; else the state's jump buffer and record pointer are saved and pointed at this
+    frame and `record`, `call` runs between a sigsetjmp and the restore of the saved words, and a
+    fault (the handler's siglongjmp) restores them too, runs `restore` and returns FAULT_STATUS.
+    `first` is the guard block's first instruction (it defines %record where the signature does
+    not). The saved words are volatile: they live across the sigsetjmp."""
+    extra = f"  {restore}\n" if restore else ""
+    return f"""define i32 {signature} noinline {{
+entry:
+  %jb = alloca [{SIGJMP_BUF_BYTES} x i8], align 16
+  %st = call ptr @nova_fg_thread_state()
+  %none = icmp eq ptr %st, null
+  br i1 %none, label %unguarded, label %guard
+unguarded:
+  %r0 = call i32 {call}
+  ret i32 %r0
+guard:
+  {first}
+  %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
+  %rec.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
+  %prev.active = load volatile i32, ptr %st
+  %prev.jb = load volatile ptr, ptr %jb.at
+  %prev.rec = load volatile ptr, ptr %rec.at
+  store volatile ptr %jb, ptr %jb.at
+  store volatile ptr %record, ptr %rec.at
+  %jumped = call i32 @__sigsetjmp(ptr %jb, i32 0) returns_twice
+  %first = icmp eq i32 %jumped, 0
+  br i1 %first, label %run, label %faulted
+run:
+  store volatile i32 1, ptr %st
+  %r = call i32 {call}
+  store volatile i32 %prev.active, ptr %st
+  store volatile ptr %prev.jb, ptr %jb.at
+  store volatile ptr %prev.rec, ptr %rec.at
+  ret i32 %r
+faulted:
+  store volatile i32 %prev.active, ptr %st
+  store volatile ptr %prev.jb, ptr %jb.at
+  store volatile ptr %prev.rec, ptr %rec.at
+{extra}  ret i32 {FAULT_STATUS}
+}}"""
+
+
+_GUARDED_CALL = _guarded("@nova_cpu_guarded_call(ptr %kernel, ptr %params, ptr %launch)",
+                         "%kernel(ptr %params, ptr %launch)",
+                         f"%record = getelementptr inbounds i8, ptr %launch, i64 {_ERROR_OFFSET}")
+_GUARDED_ENTRY = _guarded(
+    "@nova_cpu_guarded_entry(ptr %call_entry, ptr %target, ptr %args, ptr %results,\n"
+    "                                   ptr %record, i32 %unwind_key)",
+    "%call_entry(ptr %target, ptr %args, ptr %results)",
+    "%frames = call ptr @pthread_getspecific(i32 %unwind_key)",
+    "%restored = call i32 @pthread_setspecific(i32 %unwind_key, ptr %frames)")
+
 _IR = f"""
 %State = type {{ i32, ptr, ptr, ptr }}
 %Actions = type [32 x [{SIGACTION_BYTES} x i8]]  ; the replaced sigaction of each signal number
@@ -296,80 +350,12 @@ done:
 }}
 
 ; ---- the guarded calls ------------------------------------------------------------------------
-define i32 @nova_cpu_guarded_call(ptr %kernel, ptr %params, ptr %launch) noinline {{
-entry:
-  %jb = alloca [{SIGJMP_BUF_BYTES} x i8], align 16
-  %st = call ptr @nova_fg_thread_state()
-  %none = icmp eq ptr %st, null
-  br i1 %none, label %unguarded, label %guard
-unguarded:
-  %r0 = call i32 %kernel(ptr %params, ptr %launch)
-  ret i32 %r0
-guard:
-  %record = getelementptr inbounds i8, ptr %launch, i64 {_ERROR_OFFSET}
-  %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
-  %rec.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
-  %prev.active = load volatile i32, ptr %st
-  %prev.jb = load volatile ptr, ptr %jb.at
-  %prev.rec = load volatile ptr, ptr %rec.at
-  store volatile ptr %jb, ptr %jb.at
-  store volatile ptr %record, ptr %rec.at
-  %jumped = call i32 @__sigsetjmp(ptr %jb, i32 0) returns_twice
-  %first = icmp eq i32 %jumped, 0
-  br i1 %first, label %run, label %faulted
-run:
-  store volatile i32 1, ptr %st
-  %r = call i32 %kernel(ptr %params, ptr %launch)
-  store volatile i32 %prev.active, ptr %st
-  store volatile ptr %prev.jb, ptr %jb.at
-  store volatile ptr %prev.rec, ptr %rec.at
-  ret i32 %r
-faulted:
-  store volatile i32 %prev.active, ptr %st
-  store volatile ptr %prev.jb, ptr %jb.at
-  store volatile ptr %prev.rec, ptr %rec.at
-  ret i32 {FAULT_STATUS}
-}}
+{_GUARDED_CALL}
 
 ; Host code: `i32 call_entry(target, args, results)` (nova_rt_call_entry) guarded the same way, the
 ; FaultRecord written at %record. A fault skips nova_rt_call_entry's own epilogue, so the unwind
 ; frame list (pthread key %unwind_key) is put back as it was before the call.
-define i32 @nova_cpu_guarded_entry(ptr %call_entry, ptr %target, ptr %args, ptr %results,
-                                   ptr %record, i32 %unwind_key) noinline {{
-entry:
-  %jb = alloca [{SIGJMP_BUF_BYTES} x i8], align 16
-  %st = call ptr @nova_fg_thread_state()
-  %none = icmp eq ptr %st, null
-  br i1 %none, label %unguarded, label %guard
-unguarded:
-  %r0 = call i32 %call_entry(ptr %target, ptr %args, ptr %results)
-  ret i32 %r0
-guard:
-  %frames = call ptr @pthread_getspecific(i32 %unwind_key)
-  %jb.at = getelementptr inbounds %State, ptr %st, i32 0, i32 1
-  %rec.at = getelementptr inbounds %State, ptr %st, i32 0, i32 2
-  %prev.active = load volatile i32, ptr %st
-  %prev.jb = load volatile ptr, ptr %jb.at
-  %prev.rec = load volatile ptr, ptr %rec.at
-  store volatile ptr %jb, ptr %jb.at
-  store volatile ptr %record, ptr %rec.at
-  %jumped = call i32 @__sigsetjmp(ptr %jb, i32 0) returns_twice
-  %first = icmp eq i32 %jumped, 0
-  br i1 %first, label %run, label %faulted
-run:
-  store volatile i32 1, ptr %st
-  %r = call i32 %call_entry(ptr %target, ptr %args, ptr %results)
-  store volatile i32 %prev.active, ptr %st
-  store volatile ptr %prev.jb, ptr %jb.at
-  store volatile ptr %prev.rec, ptr %rec.at
-  ret i32 %r
-faulted:
-  store volatile i32 %prev.active, ptr %st
-  store volatile ptr %prev.jb, ptr %jb.at
-  store volatile ptr %prev.rec, ptr %rec.at
-  %restored = call i32 @pthread_setspecific(i32 %unwind_key, ptr %frames)
-  ret i32 {FAULT_STATUS}
-}}
+{_GUARDED_ENTRY}
 
 ; The calling thread's state (mapped on first use; null if that failed): Python code called back
 ; from guarded host code clears its `active` word for the duration, so a fault in the interpreter
