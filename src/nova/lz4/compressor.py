@@ -561,18 +561,20 @@ class PageCompressor:
             scratch.start_event.record(stream)
             scratch.stream.wait(scratch.start_event)
             stream = scratch.stream
-        # the page counters and the scan's scalars in one buffer: one memset for both
+        # the page counters, then the scan's 16 bytes of scalars, in one buffer: one memset
         counters = scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS + 16)
         dev.memset(counters, 0, 4 * K.WORK_WORDS + 16, stream=stream)
+        scalars = view(counters, np.uint8, 16, 4 * K.WORK_WORDS)
         self._tl_event(ctx.index, "k0", stream)
         D.launch_compress(view(ctx.input, np.uint32, k * page // 4), staged, sizes, k, page,
                           stream, fault, work=counters, zero=False, cache=scratch.cache)
         self._tl_event(ctx.index, "k1", stream)
-        return self._stage_copy_engine(ctx, scratch, stream, staged, sizes, offsets, lo, hi)
+        return self._stage_copy_engine(ctx, scratch, stream, staged, sizes, offsets, scalars,
+                                       lo, hi)
 
     def _stage_copy_engine(self, ctx: Any, scratch: D.SlotScratch, stream: nova.Stream,
                            staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer,
-                           lo: int, hi: int) -> int:
+                           scalars: nova.Buffer, lo: int, hi: int) -> int:
         """Compact the slot's blocks into device memory, copy the size
         table and the payload's size back, and hand the payload's D2H to the copy-out thread,
         which waits for the size (not this thread: the next slots' kernels go on being
@@ -586,8 +588,6 @@ class PageCompressor:
         scratch.d2h_queued.wait()  # the slot's previous payload D2H is queued ...
         if scratch.d2h_event is not None:
             stream.wait(scratch.d2h_event)  # ... and the compaction waits until it is done
-        scalars = view(scratch.grow(dev, "work_dev", 4 * K.WORK_WORDS + 16), np.uint8, 16,
-                       4 * K.WORK_WORDS)  # zeroed with the page counters (_compress_stage)
         D.launch_scan_compact(staged, sizes, offsets, payload, k, page, stream,
                               scalars=scalars, zero=False, cache=scratch.cache)
         self._tl_event(ctx.index, "s1", stream)

@@ -75,6 +75,11 @@ class LaunchCache:
         run(*args)
 
 
+def _viewer(cache: LaunchCache | None) -> Any:
+    """`view`, or the cache's (the same views again) when there is a cache."""
+    return view if cache is None else cache.view
+
+
 def _launch(cache: LaunchCache | None, kernel: Any, args: tuple[Any, ...], grid: int,
             block: int, stream: nova.Stream, shared_bytes: int = 0) -> None:
     if cache is None:
@@ -135,8 +140,6 @@ class SlotScratch:
                      "sizes_dev", "payload_dev", "work_dev"):
             buf = getattr(self, name)
             if buf is not None:
-                if isinstance(buf, nova.Buffer):
-                    self.cache.forget(buf)
                 buf.free()
                 setattr(self, name, None)
         for name in ("event", "start_event", "total_event", "d2h_event"):
@@ -147,6 +150,7 @@ class SlotScratch:
         if self.stream is not None:
             self.stream.close()
             self.stream = None
+        self.cache = LaunchCache()  # its views of the freed buffers, its launchers' streams
 
 
 def view(buf: nova.Buffer, dtype: npt.DTypeLike, count: int, byte_offset: int = 0) -> nova.Buffer:
@@ -216,7 +220,7 @@ def _work_counter(stream: nova.Stream, work: nova.Buffer | None, zero: bool = Tr
         raise ValueError(f"page-kernel work scratch needs {nbytes} bytes, got {work.nbytes}")
     if zero:
         stream.device.memset(work, 0, nbytes, stream=stream)
-    return (cache.view if cache is not None else view)(work, np.uint32, K.WORK_WORDS)
+    return _viewer(cache)(work, np.uint32, K.WORK_WORDS)
 
 
 def launch_scan(sizes: nova.Buffer, offsets: nova.Buffer, n: int, run: nova.Buffer,
@@ -237,7 +241,7 @@ def launch_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.Buffer
     if payload.ptr % 16 or staged.ptr % 4:
         raise ValueError("compaction needs a 16-byte aligned payload and 4-byte aligned "
                          "staging")
-    v = cache.view if cache is not None else view
+    v = _viewer(cache)
     args = (v(staged, np.uint32, n * page_size // 4), sizes, offsets, payload,
             v(payload, np.uint32, payload.nbytes // 4), n, page_size, ready)
     _launch(cache, K.compact_kernel, args, -(-n // COMPACT_WARPS), 32 * COMPACT_WARPS, stream)
@@ -256,7 +260,7 @@ def launch_scan_compact(staged: nova.Buffer, sizes: nova.Buffer, offsets: nova.B
         zero = True
     if zero:
         staged.device.memset(scalars, 0, 16, stream=stream)
-    v = cache.view if cache is not None else view
+    v = _viewer(cache)
     ready = v(scalars, np.uint32, 1, 8)
     launch_scan(sizes, offsets, n, v(scalars, np.uint64, 1), ready, stream, cache)
     launch_compact(staged, sizes, offsets, payload, n, page_size, ready, stream, cache)
