@@ -376,7 +376,7 @@ def _compress_kernel(page_size: int, hash_bits: int, in_batch: int, every_match:
                     x1 = load_word_nc(buf32, q + 8) ^ load_word_nc(buf32, c + 8)
                     fwd = nova.int32(nova.ctz(x0) >> nova.uint32(3))
                     if x0 == 0:
-                        fwd = 4 + nova.int32(min(nova.ctz(x1), nova.uint32(32)) >> nova.uint32(3))
+                        fwd = 4 + nova.int32(nova.ctz(x1) >> nova.uint32(3))  # 32 for 0: 8 bytes
                     bk = nova.int32(nova.clz(xb) >> nova.uint32(3))
                     mine = nova.uint32(c) | nova.uint32(fwd << 16) | nova.uint32(bk << 20)
                     while todo != 0:  # the batch's matches in order (one unless every_match)
