@@ -24,6 +24,7 @@ import pytest
 import nova
 from nova.errors import KernelFault
 from nova.runtime.cpu import fault_guard
+from nova.runtime.cpu.fault_record import FaultRecord
 from nova.runtime.selection import get_device
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -363,18 +364,18 @@ def test_host_code_fault_record_is_written_inside_the_record() -> None:
 
     guard = fault_guard.guard()
     assert guard is not None
-    size = ctypes.sizeof(fault_guard.FaultRecord)
+    size = ctypes.sizeof(FaultRecord)
     memory = (ctypes.c_uint8 * (size + 16))(*([0xAB] * (size + 16)))
     strlen = ctypes.cast(ctypes.CDLL(None).strlen, ctypes.c_void_p).value
     status = guard.entry(unwind_symbols()["nova_rt_call_entry"], strlen, None, None,
                          ctypes.addressof(memory), unwind_key())
     assert status == fault_guard.FAULT_STATUS
-    record = fault_guard.FaultRecord.from_buffer(memory)
+    record = FaultRecord.from_buffer(memory)
     assert record.magic == fault_guard.FAULT_MAGIC and record.signal == signal.SIGSEGV
     assert record.address == 0
     assert list(memory[size:]) == [0xAB] * 16
     # the handler's IR stores the NUL at the constant the module names: FaultRecord's `end`
-    assert fault_guard.FaultRecord.end.offset == fault_guard.RECORD_END_OFFSET
+    assert FaultRecord.end.offset == fault_guard.RECORD_END_OFFSET
 
 
 def test_many_faults_in_a_row_do_not_exhaust_anything(oob) -> None:  # type: ignore[no-untyped-def]

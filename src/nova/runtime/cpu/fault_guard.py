@@ -545,18 +545,3 @@ def outside_guard(fn: Callable[..., Any]) -> Callable[..., Any]:
             word.value = 1
 
     return unguarded
-
-
-_REPORTS = frozenset({"FaultRecord", "fault_record", "describe_fault", "describe_host_fault",
-                      "block_coordinates", "release_after_fault"})
-"""Names of nova.runtime.cpu.fault_record (what a caught fault leaves and its report), also read
-from here: that module is imported when a fault is reported, not when kernels launch."""
-
-
-def __getattr__(name: str) -> Any:
-    """The names of nova.runtime.cpu.fault_record (imported on first use)."""
-    if name in _REPORTS:
-        from nova.runtime.cpu import fault_record
-
-        return getattr(fault_record, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
