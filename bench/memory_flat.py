@@ -12,6 +12,13 @@ Three entry points of one compiled program, each called `--calls` times after `-
 - `alloc_only_step(x)`: `step`'s kernel (which also stores its result into a scratch buffer)
   between a gpu.alloc and a gpu.dealloc, no copies: `alloc_only_step / step` is the cost of the
   allocate/free pair against the same kernel without it.
+- automatic graphs (cuda; docs/async.md, "Automatic graphs"): `alloc_step` and `scratch_step`
+  issue three stream operations from replayable host code, so from their third identical call
+  they run as one recorded CUDA graph (graph memory for the allocation); `step` and
+  `alloc_only_step` issue one and run directly. Same run: `alloc_step` and `scratch_step` again
+  with automatic graphs off (`..., no automatic graphs`: the host code and the block cache on
+  every call), and `step` replayed as an explicit graph (`mod.capture`), which shows what a
+  graph does for a single launch.
 - cuda only, same run: `alloc_step` and `alloc_only_step` again with the native block cache off
   (nova.runtime.cuda.native_blocks: every pair then goes to the driver's pool), the peers that
   show what the cache saves.
@@ -278,11 +285,21 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
     if cache is not None:
         cases += [(f"{name}, no block cache", call, value)
                   for name, call, value in cases if name.startswith("alloc")]
+    captured = None
+    if mod.alloc_step.auto_graphs:
+        cases += [(f"{name}, {DIRECT}", call, value) for name, call, value in cases
+                  if name.startswith(("alloc_step", "scratch_step")) and "," not in name]
+        captured = mod.capture("step", buf)
+        cases.append((f"step(device buffer), {CAPTURED}", lambda: captured(buf), buf.numpy))
     cases += [(f"step(device buffer), {REGION}", lambda: region.step(buf), buf.numpy),
               (f"alloc_step(device buffer), {REGION}", lambda: region.alloc_step(buf), buf.numpy)]
     for name, call, value in cases:
         if cache is not None:
             cache.set_block_cache("no block cache" not in name)
+        # the direct path's rows: the host code runs on every call (the block cache serves
+        # its allocations; an automatic graph's are graph memory)
+        graphs = DIRECT not in name and "no block cache" not in name
+        mod.alloc_step.auto_graphs = mod.scratch_step.auto_graphs = graphs
         start_value = float(value()[0])
         row = {"device": kind, "case": name, "calls": calls, "warmup": warmup, "n": n,
                **measure(device, call, calls, warmup)}
@@ -291,12 +308,16 @@ def run_device(kind: str, calls: int, warmup: int, n: int) -> list[dict[str, Any
         rows.append(row)
     if cache is not None:
         cache.set_block_cache(True)
+    if captured is not None:
+        captured.close()
     mod.close()
     region.close()
     return rows
 
 
 REGION = "async-region"
+DIRECT = "no automatic graphs"
+CAPTURED = "mod.capture replay"
 
 
 def async_region_program() -> str:
@@ -426,12 +447,12 @@ def main() -> int:
         return f"{'n/a':>9}" if value is None else f"{value / 2**20:+9.3f}"
 
     print(f"\nMemory over {args.calls} calls (after {args.warmup} warm-up calls), n = {args.n}")
-    head = (f"{'device':<6} {'case':<42} {'us/call':>8} {'RSS MiB':>9} {'RSS/1k':>9} "
+    head = (f"{'device':<6} {'case':<52} {'us/call':>8} {'RSS MiB':>9} {'RSS/1k':>9} "
             f"{'dev/1k':>9} {'pool use':>9} {'raw alloc':>9} {'ok':>3}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['device']:<6} {r['case']:<42} {r['us_per_call']:8.1f} "
+        print(f"{r['device']:<6} {r['case']:<52} {r['us_per_call']:8.1f} "
               f"{r['rss_after'] / 2**20:9.1f} {mib(r['rss_growth_per_1000_calls'])} "
               f"{mib(r['device_used_growth_per_1000_calls'])} "
               f"{r['pool_in_use_after'] / 2**20:9.3f} {r['pool_raw_allocs_during']:>9} "
@@ -443,6 +464,13 @@ def main() -> int:
         print(f"{kind}: alloc_step / step = {alloc / step:.2f}x, "
               f"alloc_step / scratch_step = {alloc / us['scratch_step(device buffers)']:.2f}x, "
               f"alloc_only_step / step = {us['alloc_only_step(device buffer)'] / step:.2f}x")
+        direct = f"alloc_step(device buffer), {DIRECT}"
+        if direct in us:
+            print(f"{kind}, {DIRECT}: alloc_step / step = {us[direct] / step:.2f}x, "
+                  f"alloc_step / scratch_step = "
+                  f"{us[direct] / us[f'scratch_step(device buffers), {DIRECT}']:.2f}x; "
+                  f"step as an explicit graph: "
+                  f"{us[f'step(device buffer), {CAPTURED}'] / step:.2f}x step")
         peer = "{}(device buffer), " + REGION
         if peer.format("alloc_step") in us:
             region_step, region_alloc = us[peer.format("step")], us[peer.format("alloc_step")]

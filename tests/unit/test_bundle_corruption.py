@@ -205,6 +205,10 @@ def test_wrong_arch() -> None:
     (b'"static_shared_bytes": 256', b'"static_shared_bytes": -25', "below the minimum 0"),
     (b'"kind": "cpuobj"', b'"kind": "fatbin"', "unknown payload kind 'fatbin'"),
     (b'"host_triple"', b'"host_tripl_"', "missing field 'host_triple'"),
+    (b'"replay_ops": 0', b'"replay_ops":-1', r"replay_ops: -1 is below the minimum 0"),
+    (b'"replay_ops": 0', b'"replay_ops":[]', r"replay_ops: expected an integer"),
+    # bundles written before entries carried replay_ops: the field is optional (0)
+    (b'"replay_ops": 0', b'"replay_op_": 0', None),
     (b'"abi_version": 1,\n "arch"', b'"abi_version": 1,\n "arch"', None),
 ])
 def test_manifest_schema_errors(old: bytes, new: bytes, message: str | None) -> None:

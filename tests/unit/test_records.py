@@ -137,7 +137,7 @@ def test_the_bundle_manifest_json_is_unchanged() -> None:
         "producer": "nova 0.1.0", "abi_version": 1, "host_triple": "x86_64-unknown-linux-gnu",
         "extra": {"note": "x"},
         "entries": [{"name": "main", "symbol": "__nova_entry_main", "args": [spec_d],
-                     "results": []}],
+                     "results": [], "replay_ops": 0}],
         "modules": [{"name": "m", "kernels": [{
             "name": "k", "args": [spec_d], "static_shared_bytes": 16, "uses_barriers": True,
             "params": [{"llvm_type": "ptr", "size": 8, "arg_index": 0, "align": 8}]}],

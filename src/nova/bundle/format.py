@@ -62,22 +62,29 @@ def payload_section(kind: PayloadKind, module: str) -> str:
 
 
 class EntryPoint(Record):
-    """A public host function callable from Python: `symbol` is its __nova_entry_ wrapper."""
+    """A public host function callable from Python: `symbol` is its __nova_entry_ wrapper.
 
-    __match_args__ = ("name", "symbol", "args", "results")
+    `replay_ops`: 0 when the runtime must run the host code on every call; else the entry is
+    replayable as a recorded graph and issues that many stream operations (loops counted twice;
+    nova.backends.host.replay, docs/async.md "Automatic graphs"). Optional in the JSON (older
+    bundles: 0)."""
+
+    __match_args__ = ("name", "symbol", "args", "results", "replay_ops")
     _fields = __match_args__
 
     name: str
     symbol: str
     args: tuple[TypeSpec, ...]
     results: tuple[TypeSpec, ...]
+    replay_ops: int
 
     def __init__(self, name: str, symbol: str, args: tuple[TypeSpec, ...],
-                 results: tuple[TypeSpec, ...]) -> None:
+                 results: tuple[TypeSpec, ...], replay_ops: int = 0) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "symbol", symbol)
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "results", results)
+        object.__setattr__(self, "replay_ops", replay_ops)
 
 
 class Payload(Record):
@@ -278,7 +285,7 @@ def _types(items: list[_Obj]) -> tuple[TypeSpec, ...]:
 
 def _entry(e: _Obj) -> EntryPoint:
     return EntryPoint(e.str("name"), e.str("symbol"), _types(e.list("args")),
-                      _types(e.list("results")))
+                      _types(e.list("results")), e.int("replay_ops", 0, minimum=0))
 
 
 def _param(p: _Obj) -> KernelParam:

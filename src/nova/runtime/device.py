@@ -239,6 +239,12 @@ class Device(ABC):
     """Whether a host address is a device address (the cpu device): a launch may then pass a
     writable C-contiguous NumPy array's own memory instead of staging a copy."""
 
+    auto_graphs = False
+    """Whether programs on this device run repeated identical calls of their replayable entries
+    as recorded graphs by default (nova.runtime.autograph; NOVA_AUTO_GRAPHS overrides). cuda:
+    yes, a graph launch replaces several submissions; cpu: no, a recording's replay costs about
+    what the host code does."""
+
     def host_memory_in_place(self, address: int, nbytes: int) -> bool:
         """Whether kernels may use the host memory [address, address + nbytes) in place rather
         than a staged copy. The cpu device accepts only its own guarded memory (a returned

@@ -47,8 +47,24 @@ from nova.runtime.results import ResultMemory, argument_spans, view_result
 from nova.runtime.runner_utils import flush_stdout, program_may_print, runner_util_symbols
 from nova.runtime.selection import get_device
 
+MIN_REPLAY_OPS = 2
+"""Entries issuing fewer stream operations never run as automatic graphs (one operation: nothing
+to batch into one submission)."""
+
+
+def auto_graphs_setting(device_default: bool) -> bool:
+    """Whether a program's replayable entries run repeated calls as graphs: NOVA_AUTO_GRAPHS=0
+    turns automatic graphs off, =1 on for every device; unset, the device's default
+    (`Device.auto_graphs`: cuda yes, cpu no)."""
+    value = os.environ.get("NOVA_AUTO_GRAPHS", "")
+    if value in ("0", "1"):
+        return value == "1"
+    return device_default
+
 if TYPE_CHECKING:
     import numpy as np
+
+    from nova.runtime.autograph import PlanGraph
 else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
     from nova.runtime.lazy_numpy import np
 
@@ -88,6 +104,7 @@ class EntryPlan:
         self.results = (ctypes.c_void_p * max(len(entry.results), 1))(
             *(ctypes.addressof(s) for s in self.result_storage))
         self.memo: list[_Memo | None] = [None] * len(entry.args)
+        self.graph_state: PlanGraph | None = None  # automatic graphs (nova.runtime.autograph)
 
 
 class _Memo:
@@ -181,6 +198,27 @@ class EntryFunction:
         self._has_results = bool(entry.results)
         self._may_print = module._may_print
         self._returns_memrefs = any(spec.kind == "memref" for spec in entry.results)
+        self._scalar_indices = tuple(slot[0] for slot in self._scalars)
+        self._auto_graphs = False
+        self._replay: Callable[[EntryFunction, EntryPlan], bool] | None = None
+        if entry.replay_ops >= MIN_REPLAY_OPS and module._auto_graphs:
+            from nova.runtime.autograph import replay_or_record
+
+            self._replay = replay_or_record
+            self._auto_graphs = True
+
+    @property
+    def auto_graphs(self) -> bool:
+        """Whether repeated identical calls run as a recorded graph (docs/async.md, "Automatic
+        graphs"); True only for entries the compiler found replayable, on a device that asks
+        for it. Setting it False drops the recordings this entry holds."""
+        return self._auto_graphs
+
+    @auto_graphs.setter
+    def auto_graphs(self, value: bool) -> None:
+        self._auto_graphs = bool(value) and self._replay is not None
+        if not self._auto_graphs:
+            self.drop_graphs()
 
     def __repr__(self) -> str:
         args = ", ".join(s.mlir for s in self.entry.args)
@@ -199,15 +237,20 @@ class EntryFunction:
         try:
             finish = self._bind_memoised(plan, args)
             if finish is None:  # some memref slot changed: bind everything the general way
+                if plan.graph_state is not None:
+                    plan.graph_state.drop(self._device.default_stream)
                 staged = self._bind_all(plan, args, abi)
                 finish = bool(staged) or self._returns_memrefs or not all(
                     isinstance(args[i], Buffer) for i in self._memrefs)
+                status = self._run(plan)
             else:
                 staged = []
                 if self._scalars:
                     self._bind_scalars(plan, args)
-            clear_error()
-            status = self._call_entry(self.address, plan.args, plan.results)
+                if finish or not self._auto_graphs or not self._replay(self, plan):  # type: ignore
+                    status = self._run(plan)
+                else:
+                    status = 0
             if status:
                 self._raise_failure(abi, staged)
             if finish:
@@ -225,6 +268,22 @@ class EntryFunction:
             if self._may_print:
                 flush_stdout()
             self._plans.append(plan)
+
+    def _run(self, plan: EntryPlan) -> int:
+        """Run the entry's host code on the plan's bound arguments; its status."""
+        clear_error()
+        return self._call_entry(self.address, plan.args, plan.results)
+
+    def graph_counts(self) -> tuple[int, int]:
+        """(recordings made, calls run as a recording) by this entry's idle plans."""
+        states = [p.graph_state for p in list(self._plans) if p.graph_state is not None]
+        return sum(s.recordings for s in states), sum(s.replays for s in states)
+
+    def drop_graphs(self) -> None:
+        """Release the automatic graphs of the plans not in use (after their work)."""
+        for plan in list(self._plans):
+            if plan.graph_state is not None:
+                plan.graph_state.drop(self._device.default_stream)
 
     def wait_for_calls(self) -> None:
         """Block until no call of this entry is in flight (every plan is back in the pool): the
@@ -471,6 +530,7 @@ class NovaModule:
             preload(self._linked)
         self._object_bytes = bundle.object_bytes  # linked again by graph capture
         self._may_print = program_may_print(bundle, device)  # else no fflush per call
+        self._auto_graphs = auto_graphs_setting(device.auto_graphs)
         self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
         self._lock = threading.Lock()
 
@@ -532,6 +592,8 @@ class NovaModule:
         try:
             abi.synchronize()
         finally:
+            for entry in self._entries.values():
+                entry.drop_graphs()
             abi.close()
             flush_stdout()
 

@@ -59,13 +59,13 @@ def type_spec(ty: Attribute, what: str, location: SourceLocation | None) -> Type
         location)
 
 
-def entry_point(name: str, ftype: FunctionType,
-                location: SourceLocation | None = None) -> EntryPoint:
-    """The manifest record of public function `name`."""
+def entry_point(name: str, ftype: FunctionType, location: SourceLocation | None = None,
+                replay_ops: int = 0) -> EntryPoint:
+    """The manifest record of public function `name` (`replay_ops`: see EntryPoint)."""
     args = tuple(type_spec(t, f"argument #{i}", location) for i, t in enumerate(ftype.inputs.data))
     results = tuple(type_spec(t, f"result #{i}", location)
                     for i, t in enumerate(ftype.outputs.data))
-    return EntryPoint(name, ENTRY_PREFIX + name, args, results)
+    return EntryPoint(name, ENTRY_PREFIX + name, args, results, replay_ops)
 
 
 def emit_entry_wrapper(module: ir.Module, name: str, ftype: FunctionType,

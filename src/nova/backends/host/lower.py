@@ -30,6 +30,7 @@ from nova.backends.host.abi import RAISE, AbiCalls
 from nova.backends.host.device import HostDevice
 from nova.backends.host.entry import emit_entry_wrapper, entry_point
 from nova.backends.host.gpu_ops import GpuOpLowering
+from nova.backends.host.replay import replay_ops
 from nova.backends.host.runner import RunnerCalls
 from nova.backends.llvm import types as T
 from nova.backends.llvm.emitter import (
@@ -194,7 +195,7 @@ class HostTarget(TargetBase):
         ftype = attr(op, "function_type")
         assert isinstance(ftype, FunctionType)
         name = symbol_name(op)
-        self.entries.append(entry_point(name, ftype, location_of(op)))
+        self.entries.append(entry_point(name, ftype, location_of(op), replay_ops(op)))
         emit_entry_wrapper(me.module, name, ftype, fn)
 
     def _abi(self) -> AbiCalls:

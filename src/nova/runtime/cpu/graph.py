@@ -43,6 +43,7 @@ class CpuRecorder(CpuAbi):
         self.ops: list[tuple] = []
         self.live: set[int] = set()
         self.kernels = 0
+        self.host_waits = 0  # host synchronizations the host code made while recorded
         super().__init__(device, manifest)
 
     def _vs(self, handle: int | None) -> int:
@@ -59,6 +60,7 @@ class CpuRecorder(CpuAbi):
 
     def _host_wait(self, event: int, source: int | None) -> None:
         """A host wait for `event`: everything issued afterwards, on any stream, follows it."""
+        self.host_waits += 1
         for stream in (ORIGIN, *sorted(self.live)):
             if stream != source:
                 self.ops.append(("wait", stream, event))
@@ -146,6 +148,8 @@ class CpuGraph:
     def __init__(self, recorder: CpuRecorder) -> None:
         self.recorder = recorder
         self.device = recorder.device
+        self.host_waits = recorder.host_waits
+        self.label: str | None = None  # cpu faults name their kernel: the label is not needed
         self._streams: dict[int, Stream] = {}
         self._events: dict[int, Event] = {}
 

@@ -52,6 +52,8 @@ _COPY_CALLS = {"htod": "cuMemcpyHtoDAsync", "dtoh": "cuMemcpyDtoHAsync",
 class CudaDevice(Device):
     """GPU `cuda:<index>`."""
 
+    auto_graphs = True
+
     def __init__(self, index: int) -> None:
         self.driver = CudaDriver(load_bindings(), f"cuda:{index}")
         self.cu_device: Any = self.driver.call("cuDeviceGet", index, current=False)

@@ -64,6 +64,7 @@ class CudaCaptureAbi:
         self.managed: set[int] = set()  # host_shared allocations: kept until close
         self.ordered: set[int] = set()  # stream-ordered allocations made during the capture
         self.kernels = 0
+        self.host_waits = 0  # host synchronizations the host code made while captured
         self._callbacks: dict[str, Any] = {}
         if getattr(self.base, "library_call", 0):  # cuBLASLt calls: on the capture stream
             self.native["nova_rt_library_call"] = \
@@ -137,6 +138,7 @@ class CudaCaptureAbi:
             raise take_error() or RuntimeFailure("cuStreamWaitEvent failed during capture")
 
     def _host_wait(self, event: int, source: int | None) -> None:
+        self.host_waits += 1
         for stream in (self.origin, *sorted(self.live)):
             if stream != source:
                 self._wait(stream, event)
@@ -228,6 +230,9 @@ class CudaGraph:
         self.graph = graph
         self.graph_exec = graph_exec
         self.kernel_count = abi.kernels
+        self.host_waits = abi.host_waits
+        # what a fault found by a wait after a replay names (the driver does not say which node)
+        self.label: str | None = None
         self.node_count = self._count_nodes()
         drv = self.device.driver
         # a CapturedEntry dropped without close() still gives the graph back to the driver
@@ -242,7 +247,10 @@ class CudaGraph:
             return None
 
     def launch(self, origin: Stream) -> None:
-        self.device.driver.call("cuGraphLaunch", self.graph_exec, origin.cu)  # type: ignore
+        self.device.driver.call("cuGraphLaunch", self.graph_exec, origin.cu,  # type: ignore
+                                kernel=self.label)
+        if self.label is not None:
+            origin.last_kernel = self.label  # type: ignore[attr-defined]  # a CudaStream
 
     def synchronize(self, origin: Stream) -> None:
         origin.synchronize()
