@@ -2,8 +2,9 @@
 
 (a) Per-kernel cost of a compiled entry point launching N (default 1000) tiny kernels (an scf.for
     around `gpu.launch async`, all on one stream), and of the same entry captured as a graph and
-    replayed (`mod.capture(...).launch()`). Goals: <= 3.0 us per kernel on streams, <= 1.2 us with
-    graph replay.
+    replayed (`mod.capture(...).launch()`), and of the entry's own calls run as an automatic graph
+    (cuda: docs/async.md, "Automatic graphs"; the stream rows switch it off). Goals: <= 3.0 us per
+    kernel on streams, <= 1.2 us with graph replay.
 (b) Python -> compiled-entry call overhead for a one-kernel program on device-resident buffers
     (goal <= 10 us), beside an entry that launches nothing and, on cuda, the native floor: C++
     calling cuLaunchKernel + cuStreamSynchronize per call (bench/peers/launch_loop.cu "sync").
@@ -376,12 +377,28 @@ def bench_nova(res: Results, dev: Any, n: int, calls: int, repeats: int) -> None
 
     mod = nova.compile(PROGRAM, device=dev)
     launches = mod["launches"]
+    # section a's stream rows measure launches made one by one: automatic graphs (which would
+    # replay the whole loop as one graph from the third identical call) stay off there, and
+    # get a row of their own
+    replayable = launches.auto_graphs
+    launches.auto_graphs = mod["launches_nowait"].auto_graphs = False
 
     def total() -> tuple[dict[str, float], str]:
         x = _zeros(dev)
         return counted(lambda: launches(x, n), n, repeats, x.numpy)
 
     res.run("a", f"nova entry, {n} async launches (total / N)", "us/kernel", total, goal=3.0)
+
+    def automatic() -> tuple[dict[str, float], str]:
+        launches.auto_graphs = True
+        try:
+            return total()
+        finally:
+            launches.auto_graphs = False
+
+    if replayable:
+        res.run("a", f"nova entry, {n} async launches, automatic graph (total / N)",
+                "us/kernel", automatic, goal=1.2)
 
     def marginal() -> tuple[dict[str, float], str]:
         x = _zeros(dev)
