@@ -144,6 +144,10 @@ class FakeDriver:
         self.mem_pools[int(pool)]["trims"].append(keep)
         return (OK,)
 
+    def cuDeviceGraphMemTrim(self, device: Any) -> tuple:
+        self._log("cuDeviceGraphMemTrim")
+        return (OK,)
+
     def cuMemPoolDestroy(self, pool: Any) -> tuple:
         self.mem_pools.pop(int(pool), None)
         return (OK,)

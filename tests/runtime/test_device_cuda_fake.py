@@ -257,6 +257,8 @@ def test_empty_cache_trims_the_ordered_pool(gpu, fake):
     gpu.pool.empty_cache()
     assert fake.mem_pools[handle]["trims"] == [0]
     assert fake.calls.index("cuCtxSynchronize") < fake.calls.index("cuMemPoolTrimTo")
+    # graph memory (automatic graphs, captures) is trimmed with it
+    assert fake.calls.index("cuMemPoolTrimTo") < fake.calls.index("cuDeviceGraphMemTrim")
 
 
 def test_pool_oom_trims_the_ordered_pool_before_retrying(gpu, fake):

@@ -234,6 +234,9 @@ class CudaDevice(Device):
             cache.flush_blocks()
             self._synchronize_all()
         self.driver.quiet("cuMemPoolTrimTo", pool, 0)
+        # graph memory (gpu.alloc inside recorded graphs: nova.runtime.autograph, captures) is
+        # cached per device apart from the pool; the driver frees what no launched graph uses
+        self.driver.quiet("cuDeviceGraphMemTrim", self.cu_device)
 
     def reclaim_for_ordered_alloc(self, stream: int) -> bool:
         """An allocation from the stream-ordered pool on `stream` ran out of memory (called by
