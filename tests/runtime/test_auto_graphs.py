@@ -60,6 +60,27 @@ module attributes {gpu.container_module} {
     return %total : index
   }
 
+  // two launches made by a private helper: calls of module functions are replayable too
+  func.func private @add_one(%x: memref<?xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = memref.dim %x, %c0 : memref<?xf32>
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %n, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+      %v = memref.load %x[%bx] : memref<?xf32>
+      %one = arith.constant 1.0 : f32
+      %r = arith.addf %v, %one : f32
+      memref.store %r, %x[%bx] : memref<?xf32>
+      gpu.terminator
+    }
+    return
+  }
+  func.func @add_two(%x: memref<?xf32>) {
+    call @add_one(%x) : (memref<?xf32>) -> ()
+    call @add_one(%x) : (memref<?xf32>) -> ()
+    return
+  }
+
   // one launch: nothing to batch, always runs directly
   func.func @single(%x: memref<?xf32>) {
     %c0 = arith.constant 0 : index
@@ -122,6 +143,16 @@ def test_loops_steered_by_scalars_and_scalar_results(device: str, program) -> No
     program.synchronize()  # @bump leaves its work in flight: its replays do not wait either
     np.testing.assert_array_equal(x.numpy(), np.full(16, total, np.float32))
     assert program.bump.graph_counts() == (3, 2 + 2 + 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_calls_of_module_functions_replay(device: str, program) -> None:
+    (x,) = _buffers(device, np.zeros(8, np.float32))
+    assert program.add_two.auto_graphs
+    for _ in range(6):
+        program.add_two(x)
+    np.testing.assert_array_equal(x.numpy(), np.full(8, 12, np.float32))
+    assert program.add_two.graph_counts() == (1, 4)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -80,8 +80,32 @@ def test_async_chains_are_replayable() -> None:
     (LAUNCH + LAUNCH + "\n    return %x : memref<?xf32>", "memref<?xf32>"),
 ], ids=["host-load", "host-store", "host-alloc", "call", "host-shared-alloc", "memref-result"])
 def test_host_effects_make_an_entry_not_replayable(body: str, results: str) -> None:
-    helper = "func.func private @helper() {\n    return\n  }"
+    helper = ("func.func private @helper() {\n    %h = memref.alloca() : memref<f32>\n"
+              "    %v = memref.load %h[] : memref<f32>\n    return\n  }")
     assert entries(fn("f", body, results=results) + "\n" + helper) == {"f": 0}
+
+
+def test_calls_count_their_callees_and_must_be_replayable_themselves() -> None:
+    launcher = ("func.func private @launch_twice(%x: memref<?xf32>) {\n"
+                "    %c1 = arith.constant 1 : index" + LAUNCH + LAUNCH + "\n    return\n  }")
+    recursive = ("func.func private @again(%x: memref<?xf32>) {\n"
+                 "    call @again(%x) : (memref<?xf32>) -> ()\n    return\n  }")
+    declared = "func.func private @printMemrefF32(memref<*xf32>)"
+    got = entries("\n".join([
+        launcher, recursive, declared,
+        fn("twice", "    call @launch_twice(%x) : (memref<?xf32>) -> ()" + LAUNCH
+           + "\n    return"),
+        fn("looped", """
+    scf.for %i = %c0 to %c1 step %c1 {
+      call @launch_twice(%x) : (memref<?xf32>) -> ()
+    }
+    return"""),
+        fn("recursion", "    call @again(%x) : (memref<?xf32>) -> ()\n    return"),
+        fn("runner", """
+    %u = memref.cast %x : memref<?xf32> to memref<*xf32>
+    call @printMemrefF32(%u) : (memref<*xf32>) -> ()""" + LAUNCH + LAUNCH + "\n    return"),
+    ]))
+    assert got == {"twice": 3, "looped": 4, "recursion": 0, "runner": 0}
 
 
 def test_scalar_results_are_allowed() -> None:

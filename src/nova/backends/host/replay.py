@@ -16,7 +16,8 @@ the submission of several operations into one, and an entry that issues a single
 nothing to batch.
 
 The check is an allow-list of operations, so any operation it does not know (a new dialect, a
-host load, a library call) makes the entry non-replayable: the safe answer.
+host load, a library call) makes the entry non-replayable: the safe answer. A call is allowed
+when its callee is defined in the module and passes the same check (no recursion).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import FunctionType, MemRefType, UnrankedMemRefType
 from xdsl.ir import Operation
 
-from nova.backends.llvm.emitter import attr
+from nova.backends.llvm.emitter import attr, symbol_name
 
 PURE_DIALECTS = frozenset({"arith", "math", "index", "ub"})
 """Dialects whose every operation computes values from values (no memory, no side effects)."""
@@ -61,6 +62,13 @@ def replay_ops(func: Operation) -> int:
     if not isinstance(ftype, FunctionType) or any(
             isinstance(t, MemRefType | UnrankedMemRefType) for t in ftype.outputs.data):
         return 0  # a returned allocation would be reused by the next replay
+    return _body_ops(func, set()) or 0
+
+
+def _body_ops(func: Operation, calling: set[str]) -> int | None:
+    """Stream operations of `func`'s body (its callees' included), or None when something in
+    it is not allowed. `calling`: the functions on the call path (recursion is not replayable:
+    its depth could depend on memory)."""
     count = 0
     for op in func.walk():
         if op is func:
@@ -69,11 +77,34 @@ def replay_ops(func: Operation) -> int:
         if name.partition(".")[0] in PURE_DIALECTS or name in CONTROL_OPS \
                 or name in DESCRIPTOR_OPS:
             continue
+        if name == "func.call":
+            callee = _callee_ops(op, calling)
+            if callee is None:
+                return None
+            count += 2 * callee if _in_loop(op, func) else callee
+            continue
         if name not in DEVICE_OPS or (name == "gpu.alloc" and "hostShared" in op.properties):
-            return 0
+            return None
         if name in STREAM_OPS:
             count += 2 if _in_loop(op, func) else 1
     return count
+
+
+def _callee_ops(call: Operation, calling: set[str]) -> int | None:
+    """Stream operations of the function `call` calls, if it is defined in the module (not a
+    runner utility or library declaration) and replayable itself."""
+    module = call.parent_op()
+    while module is not None and module.name != "builtin.module":
+        module = module.parent_op()
+    callee_attr = attr(call, "callee")
+    name = getattr(getattr(callee_attr, "root_reference", None), "data", None)
+    if module is None or name is None or name in calling:
+        return None
+    callee = next((op for op in module.body.block.ops  # type: ignore[attr-defined]
+                   if op.name == "func.func" and symbol_name(op) == name), None)
+    if callee is None or not (callee.regions and callee.regions[0].blocks):
+        return None
+    return _body_ops(callee, calling | {name})
 
 
 def _in_loop(op: Operation, func: Operation) -> bool:
