@@ -218,3 +218,24 @@ def test_program_may_print_reads_the_images_of_the_device_kind(source: str, cpu:
         pytest.skip("no PTX backend here: the cuda decision has no image to read")
     cuda_like = SimpleNamespace(images_may_print=gpu_images_may_print)  # CudaDevice's hook
     assert program_may_print(bundle, cuda_like) is cuda  # type: ignore[arg-type]
+
+
+NAMED_LIKE_METHODS = """
+func.func @close(%x: memref<8xf32>) { return }
+func.func @entries(%x: memref<8xf32>) { return }
+func.func @forward(%x: memref<8xf32>) { return }
+"""
+
+
+def test_entries_are_instance_attributes_but_never_shadow_the_module_api() -> None:
+    mod = nova.compile(NAMED_LIKE_METHODS, device="cpu")
+    try:
+        assert vars(mod)["forward"] is mod["forward"]  # a dict hit, no __getattr__ per call
+        assert mod.forward is mod["forward"]
+        assert mod.entries == ("close", "entries", "forward")  # the property, not the entry
+        assert callable(mod.close) and mod.close is not mod["close"]
+        assert "close" not in vars(mod) and "entries" not in vars(mod)
+        mod["close"](np.zeros(8, np.float32))  # an entry named like a method: by item
+    finally:
+        mod.close()
+    assert mod._abi is None  # the method ran

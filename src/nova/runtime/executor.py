@@ -533,6 +533,12 @@ class NovaModule:
         self._auto_graphs = auto_graphs_setting(device.auto_graphs)
         self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
         self._lock = threading.Lock()
+        # `mod.forward` as an instance attribute: a plain dict hit instead of a failed lookup and
+        # __getattr__ on every call. Names the class or the instance already use (`close`,
+        # `capture`, `name`, ...) keep their meaning, as before: such entries are `mod["close"]`.
+        for name, entry in self._entries.items():
+            if name.isidentifier() and name not in self.__dict__ and not hasattr(type(self), name):
+                self.__dict__[name] = entry
 
     @property
     def entries(self) -> tuple[str, ...]:
