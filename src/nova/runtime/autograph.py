@@ -33,13 +33,11 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from nova.errors import NovaError
-from nova.runtime.linker import LinkedObject, link_object
-from nova.runtime.native_support import control_symbols
-from nova.runtime.runner_utils import runner_util_symbols
 
 if TYPE_CHECKING:
     from nova.runtime.executor import EntryFunction, EntryPlan
     from nova.runtime.graph import RecordedGraph
+    from nova.runtime.linker import LinkedObject
     from nova.runtime.stream import Stream
 
 __all__ = ["PlanGraph", "replay_or_record"]
@@ -105,16 +103,16 @@ def replay_or_record(function: EntryFunction, plan: EntryPlan) -> bool:
 
 def _record(function: EntryFunction, plan: EntryPlan) -> RecordedGraph | None:
     """Record the entry for the plan's bound arguments, or turn automatic graphs off for it."""
-    from nova.runtime.graph import CaptureRequest  # imports NumPy: not before a recording
+    # imports NumPy: not before a recording
+    from nova.runtime.graph import CaptureRequest, link_for_recording
 
     module = function.module
     state = plan.graph_state
     assert state is not None
 
     def link(abi_symbols: dict[str, int]) -> int:
-        bindings = {**control_symbols(), **runner_util_symbols(), **abi_symbols}
-        state.linked = link_object(module._object_bytes, bindings,
-                                   f"{module.name} (automatic graph of @{function.name})")
+        state.linked = link_for_recording(
+            module, abi_symbols, f"{module.name} (automatic graph of @{function.name})")
         return state.linked.function_address(function.entry.symbol)
 
     try:

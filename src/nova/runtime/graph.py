@@ -91,6 +91,14 @@ class RecordedGraph(Protocol):
     def close(self) -> None: ...
 
 
+def link_for_recording(module: NovaModule, abi_symbols: dict[str, int],
+                       name: str) -> LinkedObject:
+    """The program's host object linked a second time, against a device's recording bindings
+    (`abi_symbols`) instead of its runtime ABI: what `CaptureRequest.link` returns an entry of."""
+    bindings = {**control_symbols(), **runner_util_symbols(), **abi_symbols}
+    return link_object(module._object_bytes, bindings, name)
+
+
 # --- the public object -------------------------------------------------------------------------
 class CapturedEntry:
     """A compiled entry point captured once; replay it with new inputs of the same shapes."""
@@ -145,9 +153,8 @@ class CapturedEntry:
 
     # --- recording ----------------------------------------------------------------------------
     def _link(self, abi_symbols: dict[str, int]) -> int:
-        bindings = {**control_symbols(), **runner_util_symbols(), **abi_symbols}
-        self._linked = link_object(self.module._object_bytes, bindings,
-                                   f"{self.module.name} (capture of @{self.name})")
+        self._linked = link_for_recording(self.module, abi_symbols,
+                                          f"{self.module.name} (capture of @{self.name})")
         return self._linked.function_address(self.entry.symbol)
 
     def _record(self) -> None:
