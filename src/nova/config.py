@@ -25,7 +25,7 @@ class Config(Record):
 
     __match_args__ = ("device", "dump_dir", "override_dir", "cache_dir", "cache_enabled", "arch",
                       "cpu_workers", "cpu_stack_kib", "cpu_arch", "cpu_regions", "check_bounds",
-                      "debug", "poison_memory", "trusted_keys")
+                      "debug", "poison_memory", "trusted_keys", "auto_graphs")
     _fields = __match_args__
     device: str
     dump_dir: Path | None
@@ -46,6 +46,9 @@ class Config(Record):
     # NOVA_TRUSTED_KEYS: PEM public keys (paths, os.pathsep-separated); when any is given, only
     # bundles signed by one of them load (nova.load's trusted_keys overrides it)
     trusted_keys: tuple[Path, ...]
+    # NOVA_AUTO_GRAPHS: replay repeated identical calls of replayable entries as recorded graphs
+    # (nova.runtime.autograph); None: the device's default (cuda on, cpu off)
+    auto_graphs: bool | None
 
     def __init__(self, device: str = "", dump_dir: Path | None = None,
                  override_dir: Path | None = None,
@@ -53,11 +56,11 @@ class Config(Record):
                  cache_enabled: bool = True, arch: str = "sm_90", cpu_workers: int = 0,
                  cpu_stack_kib: int = 64, cpu_arch: str = "native", cpu_regions: bool = True,
                  check_bounds: bool = False, debug: bool = False, poison_memory: bool = False,
-                 trusted_keys: tuple[Path, ...] = ()) -> None:
+                 trusted_keys: tuple[Path, ...] = (), auto_graphs: bool | None = None) -> None:
         values = (device, dump_dir, override_dir,
                   _default_cache_dir() if cache_dir is None else cache_dir, cache_enabled, arch,
                   cpu_workers, cpu_stack_kib, cpu_arch, cpu_regions, check_bounds, debug,
-                  poison_memory, trusted_keys)
+                  poison_memory, trusted_keys, auto_graphs)
         for name, value in zip(self._fields, values, strict=True):
             object.__setattr__(self, "_cache_dir" if name == "cache_dir" else name, value)
 
@@ -95,7 +98,17 @@ class Config(Record):
             debug=env.get("NOVA_DEBUG", "0") not in ("0", "", "off", "false"),
             poison_memory=env.get("NOVA_POISON", "0") not in ("0", "", "off", "false"),
             trusted_keys=tuple(_paths(*keys)) if keys else (),
+            auto_graphs=_switch(env.get("NOVA_AUTO_GRAPHS", "")),
         )
+
+
+def _switch(value: str) -> bool | None:
+    """An on/off variable: None when unset or empty (the default applies); any other spelling
+    than 0/off/false/no (and their capitals) is on."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    return value not in ("0", "off", "false", "no")
 
 
 def _default_cache_dir() -> str:

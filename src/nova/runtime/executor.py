@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from nova import config
 from nova.abi import UNOWNED_ALLOCATED
 from nova.bundle.format import EntryPoint, Manifest, TypeSpec
 from nova.errors import ArgumentError, BundleFormatError, NovaError, RuntimeFailure
@@ -47,26 +48,16 @@ from nova.runtime.results import ResultMemory, argument_spans, view_result
 from nova.runtime.runner_utils import flush_stdout, program_may_print, runner_util_symbols
 from nova.runtime.selection import get_device
 
-MIN_REPLAY_OPS = 2
-"""Entries issuing fewer stream operations never run as automatic graphs (one operation: nothing
-to batch into one submission)."""
-
-
-def auto_graphs_setting(device_default: bool) -> bool:
-    """Whether a program's replayable entries run repeated calls as graphs: NOVA_AUTO_GRAPHS=0
-    turns automatic graphs off, =1 on for every device; unset, the device's default
-    (`Device.auto_graphs`: cuda yes, cpu no)."""
-    value = os.environ.get("NOVA_AUTO_GRAPHS", "")
-    if value in ("0", "1"):
-        return value == "1"
-    return device_default
-
 if TYPE_CHECKING:
     import numpy as np
 
     from nova.runtime.autograph import PlanGraph
 else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
     from nova.runtime.lazy_numpy import np
+
+MIN_REPLAY_OPS = 2
+"""Entries issuing fewer stream operations never run as automatic graphs (one operation: nothing
+to batch into one submission)."""
 
 
 class DeviceAbi(Protocol):
@@ -199,13 +190,14 @@ class EntryFunction:
         self._may_print = module._may_print
         self._returns_memrefs = any(spec.kind == "memref" for spec in entry.results)
         self._scalar_indices = tuple(slot[0] for slot in self._scalars)
-        self._auto_graphs = False
+        # automatic graphs (nova.runtime.autograph): the recordings released and not yet closed
+        self._retired: list[tuple[Any, Any, Any]] = []
         self._replay: Callable[[EntryFunction, EntryPlan], bool] | None = None
-        if entry.replay_ops >= MIN_REPLAY_OPS and module._auto_graphs:
+        if entry.replay_ops >= MIN_REPLAY_OPS:
             from nova.runtime.autograph import replay_or_record
 
             self._replay = replay_or_record
-            self._auto_graphs = True
+        self._auto_graphs = module._auto_graphs and self._replay is not None
 
     @property
     def auto_graphs(self) -> bool:
@@ -216,9 +208,14 @@ class EntryFunction:
 
     @auto_graphs.setter
     def auto_graphs(self, value: bool) -> None:
-        self._auto_graphs = bool(value) and self._replay is not None
+        if value and self._replay is None:
+            raise ArgumentError(f"@{self.name} cannot run as an automatic graph: its host code "
+                                "is not replayable or issues fewer than "
+                                f"{MIN_REPLAY_OPS} stream operations (docs/async.md, "
+                                "\"Automatic graphs\")")
+        self._auto_graphs = bool(value)
         if not self._auto_graphs:
-            self.drop_graphs()
+            self.release_graphs()
 
     def __repr__(self) -> str:
         args = ", ".join(s.mlir for s in self.entry.args)
@@ -238,7 +235,7 @@ class EntryFunction:
             finish = self._bind_memoised(plan, args)
             if finish is None:  # some memref slot changed: bind everything the general way
                 if plan.graph_state is not None:
-                    plan.graph_state.drop(self._device.default_stream)
+                    plan.graph_state.release(self)
                 staged = self._bind_all(plan, args, abi)
                 finish = bool(staged) or self._returns_memrefs or not all(
                     isinstance(args[i], Buffer) for i in self._memrefs)
@@ -247,10 +244,14 @@ class EntryFunction:
                 staged = []
                 if self._scalars:
                     self._bind_scalars(plan, args)
-                if finish or not self._auto_graphs or not self._replay(self, plan):  # type: ignore
-                    status = self._run(plan)
-                else:
+                if not finish and self._auto_graphs and self._replay(self, plan):  # type: ignore
                     status = 0
+                else:
+                    state = plan.graph_state
+                    if state is None:
+                        status = self._run(plan)
+                    else:
+                        status = self._run_beside_graph(plan, state)
             if status:
                 self._raise_failure(abi, staged)
             if finish:
@@ -274,16 +275,34 @@ class EntryFunction:
         clear_error()
         return self._call_entry(self.address, plan.args, plan.results)
 
+    def _run_beside_graph(self, plan: EntryPlan, state: PlanGraph) -> int:
+        """A direct call of a plan with automatic-graph state (its recording, if any, is
+        released when automatic graphs were turned off while the plan was in use)."""
+        from nova.runtime.autograph import after_direct_call
+
+        if state.graph is not None and not self._auto_graphs:
+            state.release(self)
+        status = 1
+        try:
+            status = self._run(plan)
+        finally:
+            after_direct_call(self, state, bool(status))
+        return status
+
     def graph_counts(self) -> tuple[int, int]:
         """(recordings made, calls run as a recording) by this entry's idle plans."""
         states = [p.graph_state for p in list(self._plans) if p.graph_state is not None]
         return sum(s.recordings for s in states), sum(s.replays for s in states)
 
-    def drop_graphs(self) -> None:
-        """Release the automatic graphs of the plans not in use (after their work)."""
-        for plan in list(self._plans):
-            if plan.graph_state is not None:
-                plan.graph_state.drop(self._device.default_stream)
+    def release_graphs(self, wait: bool = False) -> None:
+        """Release the automatic graphs of the plans not in use; close those whose work is done
+        (all, after waiting for it, with `wait`)."""
+        if self._replay is None:
+            return
+        from nova.runtime.autograph import reap, release_idle
+
+        release_idle(self)
+        reap(self, wait)
 
     def wait_for_calls(self) -> None:
         """Block until no call of this entry is in flight (every plan is back in the pool): the
@@ -530,7 +549,8 @@ class NovaModule:
             preload(self._linked)
         self._object_bytes = bundle.object_bytes  # linked again by graph capture
         self._may_print = program_may_print(bundle, device)  # else no fflush per call
-        self._auto_graphs = auto_graphs_setting(device.auto_graphs)
+        setting = config.get().auto_graphs
+        self._auto_graphs = device.auto_graphs if setting is None else setting
         self._entries = {e.name: EntryFunction(self, e) for e in self.manifest.entries}
         self._lock = threading.Lock()
         # `mod.forward` as an instance attribute: a plain dict hit instead of a failed lookup and
@@ -570,6 +590,12 @@ class NovaModule:
 
         return capture(self, entry, *example_args)
 
+    def release_graphs(self) -> None:
+        """Release the automatic graphs of every entry (their graph memory with them) once the
+        device has finished their work; calls in progress keep theirs until their next call."""
+        for entry in self._entries.values():
+            entry.release_graphs()
+
     def synchronize(self) -> None:
         """Wait for all work the program queued (calls on Nova buffers return without waiting
         for work they left in flight) and raise the first error it hit, naming the kernel."""
@@ -599,7 +625,7 @@ class NovaModule:
             abi.synchronize()
         finally:
             for entry in self._entries.values():
-                entry.drop_graphs()
+                entry.release_graphs(wait=True)
             abi.close()
             flush_stdout()
 
@@ -635,8 +661,6 @@ def trust_policy(trusted_keys: Sequence[str | Path | bytes] | None) -> tuple[byt
     """The raw public keys a bundle must be signed by, or None for no policy: `trusted_keys`
     (paths of PEM public keys, PEM bytes or raw 32-byte keys) when given, else NOVA_TRUSTED_KEYS;
     an empty `trusted_keys` sets no policy (bundles this process compiled itself)."""
-    from nova import config
-
     if trusted_keys is None:
         trusted_keys = config.get().trusted_keys
     elif isinstance(trusted_keys, str | bytes | Path):

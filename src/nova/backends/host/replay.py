@@ -2,16 +2,17 @@
 
 An entry's host code is *replayable* when everything it does, other than the device work it
 issues, is a function of its arguments' descriptors (addresses, shapes, strides) and scalar
-values: no host memory is read or written, no function is called, nothing is printed, and no
-memref is returned. Its control flow can then depend only on those values, so one recording
-(a CUDA graph) made for a given set of argument buffers and scalars issues exactly the device
-work a direct call with the same arguments would issue, and the runtime may replay the recording
-instead of running the host code (docs/async.md, "Automatic graphs").
+values: no host memory is read or written, no function is called but the module's own
+replayable ones, nothing is printed, and no memref is returned. Its control flow can then
+depend only on those values, so one recording (a CUDA graph) made for a given set of argument
+buffers and scalars issues exactly the device work a direct call with the same arguments would
+issue, and the runtime may replay the recording instead of running the host code (docs/async.md,
+"Automatic graphs").
 
 `replay_ops(func)` is the manifest's `EntryPoint.replay_ops`: 0 when the function is not
 replayable, else the number of stream operations (kernel launches, copies, fills) its body
 issues, counting an operation inside a loop twice (it runs any number of times). The runtime
-replays only entries with two or more (nova.runtime.autograph.MIN_REPLAY_OPS): a graph batches
+replays only entries with two or more (nova.runtime.executor.MIN_REPLAY_OPS): a graph batches
 the submission of several operations into one, and an entry that issues a single operation has
 nothing to batch.
 
@@ -62,13 +63,13 @@ def replay_ops(func: Operation) -> int:
     if not isinstance(ftype, FunctionType) or any(
             isinstance(t, MemRefType | UnrankedMemRefType) for t in ftype.outputs.data):
         return 0  # a returned allocation would be reused by the next replay
-    return _body_ops(func, set()) or 0
+    return _body_ops(func, set(), {}) or 0
 
 
-def _body_ops(func: Operation, calling: set[str]) -> int | None:
+def _body_ops(func: Operation, calling: set[str], done: dict[str, int | None]) -> int | None:
     """Stream operations of `func`'s body (its callees' included), or None when something in
     it is not allowed. `calling`: the functions on the call path (recursion is not replayable:
-    its depth could depend on memory)."""
+    its depth could depend on memory); `done`: callees already analysed (each once)."""
     count = 0
     for op in func.walk():
         if op is func:
@@ -78,7 +79,7 @@ def _body_ops(func: Operation, calling: set[str]) -> int | None:
                 or name in DESCRIPTOR_OPS:
             continue
         if name == "func.call":
-            callee = _callee_ops(op, calling)
+            callee = _callee_ops(op, calling, done)
             if callee is None:
                 return None
             count += 2 * callee if _in_loop(op, func) else callee
@@ -90,7 +91,7 @@ def _body_ops(func: Operation, calling: set[str]) -> int | None:
     return count
 
 
-def _callee_ops(call: Operation, calling: set[str]) -> int | None:
+def _callee_ops(call: Operation, calling: set[str], done: dict[str, int | None]) -> int | None:
     """Stream operations of the function `call` calls, if it is defined in the module (not a
     runner utility or library declaration) and replayable itself."""
     module = call.parent_op()
@@ -100,11 +101,15 @@ def _callee_ops(call: Operation, calling: set[str]) -> int | None:
     name = getattr(getattr(callee_attr, "root_reference", None), "data", None)
     if module is None or name is None or name in calling:
         return None
+    if name in done:
+        return done[name]
     callee = next((op for op in module.body.block.ops  # type: ignore[attr-defined]
                    if op.name == "func.func" and symbol_name(op) == name), None)
-    if callee is None or not (callee.regions and callee.regions[0].blocks):
-        return None
-    return _body_ops(callee, calling | {name})
+    result = None
+    if callee is not None and callee.regions and callee.regions[0].blocks:
+        result = _body_ops(callee, calling | {name}, done)
+    done[name] = result
+    return result
 
 
 def _in_loop(op: Operation, func: Operation) -> bool:

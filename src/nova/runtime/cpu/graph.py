@@ -149,6 +149,10 @@ class CpuGraph:
         self.recorder = recorder
         self.device = recorder.device
         self.host_waits = recorder.host_waits
+        # virtual streams besides the origin: their work runs on private replay streams, whose
+        # faults only their own synchronize reports
+        self.private_streams = len({op[1] if op[0] != "record" else op[2]
+                                    for op in recorder.ops} - {ORIGIN})
         self.label: str | None = None  # cpu faults name their kernel: the label is not needed
         self._streams: dict[int, Stream] = {}
         self._events: dict[int, Event] = {}

@@ -101,6 +101,7 @@ class NativeCudaAbi:
     blocks_enabled_at: int = 0
     blocks_cached_at: int = 0
     flush_blocks_at: int = 0
+    last_function_at: int = 0  # @nova_last_function: what a fault found by a wait names
 
     def set_block_cache(self, enabled: bool) -> None:
         """Turn the block cache in front of the stream-ordered pool on or off
@@ -196,6 +197,7 @@ def compile_native(device: Any = None, prefix: str = "",
         blocks_enabled_at=engine.get_global_value_address(BLOCKS_ENABLED_GLOBAL),
         blocks_cached_at=engine.get_global_value_address(CACHED_BYTES_GLOBAL),
         flush_blocks_at=engine.get_function_address(FLUSH_BLOCKS),
+        last_function_at=last[0],
     )
     ctypes.c_void_p.from_address(
         engine.get_global_value_address(ERROR_CALLBACK_GLOBAL)).value = ctypes.cast(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from nova.abi import ABI_BY_NAME
 from nova.errors import CudaError, NovaError, RuntimeFailure
 from nova.runtime.cuda.native_blocks import ALLOC_DIRECT, FREE_DIRECT
+from nova.runtime.cuda.native_errors import KERNEL_NAMES, remember_kernel_name
 from nova.runtime.native_support import clear_error, record_error, take_error
 from nova.runtime.runner_utils import flush_stdout
 from nova.runtime.stream import Stream
@@ -231,6 +232,7 @@ class CudaGraph:
         self.graph_exec = graph_exec
         self.kernel_count = abi.kernels
         self.host_waits = abi.host_waits
+        self.private_streams = 0  # one graph on the launch stream; its faults are sticky
         # what a fault found by a wait after a replay names (the driver does not say which node)
         self.label: str | None = None
         self.node_count = self._count_nodes()
@@ -250,7 +252,22 @@ class CudaGraph:
         self.device.driver.call("cuGraphLaunch", self.graph_exec, origin.cu,  # type: ignore
                                 kernel=self.label)
         if self.label is not None:
+            # a fault a later wait finds names the graph: the Python stream's wait reads
+            # `last_kernel`, the native ABI's (a program's synchronize) its last-function global,
+            # which the graph's handle and KERNEL_NAMES stand in for
             origin.last_kernel = self.label  # type: ignore[attr-defined]  # a CudaStream
+            handle = int(self.graph_exec)
+            if KERNEL_NAMES.get(handle) != self.label:
+                remember_kernel_name(handle, self.label)
+            ctypes.c_void_p.from_address(self._last_function_at()).value = handle
+
+    def _last_function_at(self) -> int:
+        at = self.__dict__.get("_last_at")
+        if at is None:
+            from nova.runtime.cuda.abi import native_for
+
+            at = self._last_at = native_for(self.device).last_function_at
+        return at
 
     def synchronize(self, origin: Stream) -> None:
         origin.synchronize()
@@ -261,6 +278,7 @@ class CudaGraph:
         return address in self.abi.managed or address in self.abi.ordered
 
     def close(self) -> None:
+        KERNEL_NAMES.pop(int(self.graph_exec), None)
         self._finalizer()
         self.abi.close()
 
