@@ -113,3 +113,17 @@ def test_scalar_results_are_allowed() -> None:
     %n = memref.dim %x, %c0 : memref<?xf32>""" + LAUNCH + LAUNCH + """
     return %n : index""", results="index"))
     assert got == {"size": 2}
+
+
+def test_each_callee_is_analysed_once() -> None:
+    """A chain of helpers each calling the next twice issues 2**depth launches; the analysis
+    visits every helper once (it once took seconds for depth 16: 2**16 visits)."""
+    depth = 16
+    helpers = ["func.func private @h0(%x: memref<?xf32>) {\n    %c1 = arith.constant 1 : index"
+               + LAUNCH + "\n    return\n  }"]
+    for i in range(1, depth + 1):
+        call = f"    call @h{i - 1}(%x) : (memref<?xf32>) -> ()\n"
+        helpers.append(f"func.func private @h{i}(%x: memref<?xf32>) {{\n{call}{call}"
+                       "    return\n  }")
+    entry = fn("top", f"    call @h{depth}(%x) : (memref<?xf32>) -> ()\n    return")
+    assert entries("\n".join([*helpers, entry])) == {"top": 2 ** depth}
