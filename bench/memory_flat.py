@@ -343,11 +343,26 @@ def block_cache(device: Any) -> Any:
 NATIVE_CASES = {"step": "step(device buffer)", "alloc_step": "alloc_step(device buffer)",
                 "scratch_step": "scratch_step(device buffers)",
                 "alloc_only_step": "alloc_only_step(device buffer)"}
-"""bench/peers/launch_loop.cu's chain modes and the Nova row each one mirrors."""
+"""bench/peers/launch_loop.cu's chain modes and the Nova row each one mirrors (with automatic
+graphs, the Nova rows of the direct path: `..., no automatic graphs`)."""
+NATIVE_GRAPH_CASES = {"alloc_step": "alloc_step(device buffer)",
+                      "scratch_step": "scratch_step(device buffers)"}
+"""The chain modes the peer also runs as one CUDA graph per call (`graph`: captured once,
+cuGraphLaunch + cuStreamSynchronize per call), beside Nova's automatic graphs."""
 NATIVE_REPEATS = 10
 
 
-def run_native(calls: int, warmup: int, n: int) -> tuple[list[dict[str, Any]], str | None]:
+def native_modes(graphs: bool) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(mode label, the Nova case it mirrors, extra peer arguments) of every native row."""
+    modes = [(mode, f"{case}, {DIRECT}" if graphs and mode in NATIVE_GRAPH_CASES else case, ())
+             for mode, case in NATIVE_CASES.items()]
+    if graphs:
+        modes += [(f"{mode} graph", case, ("graph",)) for mode, case in NATIVE_GRAPH_CASES.items()]
+    return modes
+
+
+def run_native(calls: int, warmup: int, n: int,
+               graphs: bool = False) -> tuple[list[dict[str, Any]], str | None]:
     """The native peer's rows (cuda only): each entry point's driver calls made by C++ per call
     (bench/peers/launch_loop.cu `chain=MODE`: the same kernel shape and parameters, the copies
     as cuMemcpyAsync, the allocation from a pool that keeps freed memory, one
@@ -357,13 +372,14 @@ def run_native(calls: int, warmup: int, n: int) -> tuple[list[dict[str, Any]], s
     and its error as the note. Returns (rows, None), or ([], why) when nvcc is missing."""
     per_repeat = max(1, calls // NATIVE_REPEATS)
     rows = []
-    for mode, nova_case in NATIVE_CASES.items():
+    for mode, nova_case, extra in native_modes(graphs):
         row: dict[str, Any] = {"device": "cuda", "case": f"native C++ {mode}", "mode": mode,
                                "nova_case": nova_case, "calls": per_repeat * NATIVE_REPEATS,
                                "warmup": warmup, "n": n}
         try:
             us = native_peer.run("launch_loop", str(per_repeat), str(NATIVE_REPEATS),
-                                 f"chain={mode}", f"elements={n}", f"warmup={warmup}")
+                                 f"chain={mode.split()[0]}", f"elements={n}",
+                                 f"warmup={warmup}", *extra)
         except native_peer.PeerUnavailable as exc:
             return [], str(exc)
         except native_peer.WrongResult as exc:
@@ -392,7 +408,7 @@ def print_native(native: list[dict[str, Any]], nova_us: dict[str, float]) -> dic
     ratios for the JSON report (empty when a native row did not run)."""
     print("\nNative peer, same GPU, same run (bench/peers/launch_loop.cu: C++ driver calls per "
           "call, same kernel)")
-    head = (f"{'case':<26} {'us/call':>8} {'min us':>8} {'median':>8} {'nova us':>8} "
+    head = (f"{'case':<32} {'us/call':>8} {'min us':>8} {'median':>8} {'nova us':>8} "
             f"{'nova/native':>11}  note")
     print(head)
     print("-" * len(head))
@@ -404,18 +420,28 @@ def print_native(native: list[dict[str, Any]], nova_us: dict[str, float]) -> dic
         else:
             times, vs = f"{'-':>8} {'-':>8} {'-':>8}", f"{'-':>11}"
         nova_text = f"{call:8.1f}" if call else f"{'-':>8}"
-        print(f"{r['case']:<26} {times} {nova_text} {vs}  {r['note']}")
+        print(f"{r['case']:<32} {times} {nova_text} {vs}  {r['note']}")
     native_us = {r["mode"]: r["us_per_call"] for r in native if "us_per_call" in r}
-    nova = {mode: nova_us[case] for mode, case in NATIVE_CASES.items() if case in nova_us}
-    if len(native_us) < len(NATIVE_CASES) or len(nova) < len(NATIVE_CASES):
-        print("native ratios: not all native rows ran")
-        return {}
-    theirs, ours = ratios(native_us), ratios(nova)
-    print("nova:   " + ", ".join(f"{k} = {v:.2f}x" for k, v in ours.items()))
-    print("native: " + ", ".join(f"{k} = {v:.2f}x" for k, v in theirs.items()))
-    print("nova / native: " + ", ".join(f"{k} {ours[k] / v:.2f}" for k, v in theirs.items()))
-    return {"native": theirs, "nova": ours,
-            "nova_over_native": {k: ours[k] / v for k, v in theirs.items()}}
+    nova = {r["mode"]: nova_us[r["nova_case"]] for r in native if r["nova_case"] in nova_us}
+    report: dict[str, Any] = {}
+    for label, suffix in [("one by one", ""), ("as graphs", " graph")]:
+        modes = {m: m + suffix if m + suffix in native_us else m for m in NATIVE_CASES}
+        if not suffix.strip() or any(m != v for m, v in modes.items()):
+            if any(v not in native_us or v not in nova for v in modes.values()):
+                print(f"native ratios ({label}): not all native rows ran")
+                continue
+            theirs = ratios({m: native_us[v] for m, v in modes.items()})
+            ours = ratios({m: nova[v] for m, v in modes.items()})
+            print(f"{label}: alloc_step and scratch_step "
+                  f"{'each one CUDA graph' if suffix else 'op by op'}, step and "
+                  "alloc_only_step direct")
+            print("  nova:   " + ", ".join(f"{k} = {v:.2f}x" for k, v in ours.items()))
+            print("  native: " + ", ".join(f"{k} = {v:.2f}x" for k, v in theirs.items()))
+            print("  nova / native: " + ", ".join(f"{k} {ours[k] / v:.2f}"
+                                                  for k, v in theirs.items()))
+            report[label] = {"native": theirs, "nova": ours,
+                             "nova_over_native": {k: ours[k] / v for k, v in theirs.items()}}
+    return report
 
 
 def main() -> int:
@@ -439,7 +465,8 @@ def main() -> int:
             continue
         rows += run_device(kind, args.calls, args.warmup, args.n)
         if kind == "cuda":
-            native, why = run_native(args.calls, args.warmup, args.n)
+            graphs = any(DIRECT in r["case"] for r in rows)
+            native, why = run_native(args.calls, args.warmup, args.n, graphs)
             if why is not None:
                 skipped["native peer"] = why
 

@@ -14,7 +14,7 @@
 // launches included).
 //
 // Synchronised chains (bench/memory_flat.py), per call what one of its entry points does:
-//   launch_loop N REPEATS chain=MODE [elements=4096] [warmup=200] [noop]
+//   launch_loop N REPEATS chain=MODE [elements=4096] [warmup=200] [graph] [noop]
 // on a buffer x of `elements` floats (kernel: x[i] += 1, 256-thread blocks, parameters shaped
 // as Nova passes them: index n, the memref's five words, the f32 constant), one call being
 //   step             launch on x; cuStreamSynchronize
@@ -24,7 +24,10 @@
 //   scratch_step     the same copies and launch on a preallocated d (no allocation)
 //   alloc_only_step  allocate d; a launch that stores x[i] + 1 into d[i] and x[i]; free d;
 //                    cuStreamSynchronize
-// all on one non-blocking stream. Prints one line per repeat: microseconds per call (N calls).
+// all on one non-blocking stream. With "graph", one call's operations (everything before its
+// wait; the allocation then cuMemAllocAsync, a graph memory node) are captured once into a CUDA
+// graph, and a call is cuGraphLaunch + cuStreamSynchronize (what Nova's automatic graphs do).
+// Prints one line per repeat: microseconds per call (N calls).
 // At the end every element of x must equal the calls made (warm-up included).
 //
 // Exit status: 0 when the results are right; 3 when they are wrong (stderr says what it found;
@@ -102,7 +105,7 @@ enum class Chain { kNone, kStep, kAllocStep, kScratchStep, kAllocOnlyStep };
 struct Options {
   long long n = 0;  // launches (or calls) per repeat
   long long repeats = 0;
-  bool memref = false, sync = false, enqueue = false, noop = false;
+  bool memref = false, sync = false, enqueue = false, noop = false, graph = false;
   Chain chain = Chain::kNone;
   long long elements = 4096;
   long long warmup = -1;  // -1: the mode's default (100 launches; 200 calls for chains)
@@ -157,7 +160,7 @@ static int parse(int argc, char** argv, Options* o) {
     std::fprintf(stderr,
                  "usage: %s N REPEATS [memref] [sync] [enqueue] [noop]\n"
                  "       %s N REPEATS chain=step|alloc_step|scratch_step|alloc_only_step "
-                 "[elements=K] [warmup=K] [noop]\n(N and REPEATS: positive integers)\n",
+                 "[elements=K] [warmup=K] [graph] [noop]\n(N and REPEATS: positive integers)\n",
                  argv[0], argv[0]);
     return 2;
   }
@@ -172,6 +175,8 @@ static int parse(int argc, char** argv, Options* o) {
       o->enqueue = true;
     } else if (std::strcmp(arg, "noop") == 0) {
       o->noop = true;
+    } else if (std::strcmp(arg, "graph") == 0) {
+      o->graph = true;
     } else if (std::strncmp(arg, "chain=", 6) == 0) {
       ok = parse_chain(arg + 6, &o->chain);
     } else if (std::strncmp(arg, "elements=", 9) == 0) {
@@ -183,7 +188,7 @@ static int parse(int argc, char** argv, Options* o) {
     }
     if (!ok) {
       std::fprintf(stderr,
-                   "bad argument '%s' (expected memref, sync, enqueue, noop, chain=step|"
+                   "bad argument '%s' (expected memref, sync, enqueue, noop, graph, chain=step|"
                    "alloc_step|scratch_step|alloc_only_step, elements=K (1..2^30) or "
                    "warmup=K)\n",
                    arg);
@@ -193,6 +198,10 @@ static int parse(int argc, char** argv, Options* o) {
   bool chain = o->chain != Chain::kNone;
   if (chain && (o->memref || o->sync || o->enqueue)) {
     std::fprintf(stderr, "chain=MODE takes no memref, sync or enqueue (every call waits)\n");
+    return 2;
+  }
+  if (!chain && o->graph) {
+    std::fprintf(stderr, "graph is for chain=MODE only\n");
     return 2;
   }
   if (!chain && o->elements != 4096) {
@@ -322,16 +331,17 @@ static CUresult launch(const ChainState& s, CUfunction fn, void** params, bool n
   return cuLaunchKernel(fn, s.grid, 1, 1, 256, 1, 1, 0, s.stream, params, nullptr);
 }
 
-// One call of the chain `mode` (see the header), ending in its wait.
-static int chain_call(ChainState& s, Chain mode, bool noop) {
+// The operations of one call of the chain `mode` (see the header), before its wait; `captured`:
+// they are being captured into a graph (the allocation is then a graph memory node).
+static int chain_ops(ChainState& s, Chain mode, bool noop, bool captured) {
   if (mode == Chain::kStep) {
     CHECK(launch(s, s.add1, s.params_x, noop));
-    CHECK(cuStreamSynchronize(s.stream));
     return 0;
   }
   bool allocates = mode != Chain::kScratchStep;
   CUdeviceptr d = s.scratch;
-  if (allocates) CHECK(cuMemAllocFromPoolAsync(&d, s.bytes, s.pool, s.stream));
+  if (allocates && captured) CHECK(cuMemAllocAsync(&d, s.bytes, s.stream));
+  if (allocates && !captured) CHECK(cuMemAllocFromPoolAsync(&d, s.bytes, s.pool, s.stream));
   s.md.allocated = s.md.aligned = d;  // read by cuLaunchKernel below
   if (mode == Chain::kAllocOnlyStep) {
     CHECK(launch(s, s.add1_store2, s.params_xd, noop));
@@ -341,7 +351,31 @@ static int chain_call(ChainState& s, Chain mode, bool noop) {
     CHECK(cuMemcpyAsync(s.x, d, s.bytes, s.stream));
   }
   if (allocates) CHECK(cuMemFreeAsync(d, s.stream));
+  return 0;
+}
+
+// One call: the chain's operations (or its graph's launch), then the wait.
+static int chain_call(ChainState& s, Chain mode, bool noop, CUgraphExec exec) {
+  if (exec != nullptr) {
+    CHECK(cuGraphLaunch(exec, s.stream));
+  } else {
+    int failed = chain_ops(s, mode, noop, false);
+    if (failed) return failed;
+  }
   CHECK(cuStreamSynchronize(s.stream));
+  return 0;
+}
+
+// Capture one call's operations into a graph and instantiate it.
+static int capture_chain(ChainState& s, Chain mode, bool noop, CUgraphExec* exec) {
+  CHECK(cuStreamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_RELAXED));
+  int failed = chain_ops(s, mode, noop, true);
+  CUgraph graph = nullptr;
+  CUresult ended = cuStreamEndCapture(s.stream, &graph);
+  if (failed) return failed;
+  CHECK(ended);
+  CHECK(cuGraphInstantiate(exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+  CHECK(cuGraphDestroy(graph));
   return 0;
 }
 
@@ -349,14 +383,19 @@ static int chain_loop(const Options& o, CUdevice dev, CUmodule mod) {
   ChainState s;
   int failed = setup_chain(o, dev, mod, &s);
   if (failed) return failed;
+  CUgraphExec exec = nullptr;
+  if (o.graph) {
+    failed = capture_chain(s, o.chain, o.noop, &exec);
+    if (failed) return failed;
+  }
   for (long long warm = 0; warm < o.warmup; ++warm) {
-    failed = chain_call(s, o.chain, o.noop);
+    failed = chain_call(s, o.chain, o.noop, exec);
     if (failed) return failed;
   }
   for (long long r = 0; r < o.repeats; ++r) {
     auto start = std::chrono::steady_clock::now();
     for (long long i = 0; i < o.n; ++i) {
-      failed = chain_call(s, o.chain, o.noop);
+      failed = chain_call(s, o.chain, o.noop, exec);
       if (failed) return failed;
     }
     std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now() - start;

@@ -39,6 +39,8 @@ case "$FAKE_PEER" in
   junk) echo hello ;;
   modes)
     case "$*" in
+      *chain=alloc_step*graph*) echo 12; echo 12 ;;
+      *chain=scratch_step*graph*) echo 11; echo 11 ;;
       *chain=alloc_only_step*) echo 11; echo 11 ;;
       *chain=alloc_step*) echo 25; echo 25 ;;
       *chain=scratch_step*)
@@ -167,7 +169,7 @@ def test_memory_flat_native_rows_and_ratios(peer: Any, monkeypatch: pytest.Monke
     assert rows[0]["note"] == "verified by the peer: x counts 207 calls"  # 7 + 2 repeats x 100
     nova = {"step(device buffer)": 20.0, "alloc_step(device buffer)": 30.0,
             "scratch_step(device buffers)": 30.0, "alloc_only_step(device buffer)": 22.0}
-    ratios = memory_flat.print_native(rows, nova)
+    ratios = memory_flat.print_native(rows, nova)["one by one"]
     assert ratios["native"] == pytest.approx({"alloc_step / step": 2.5,
                                               "alloc_step / scratch_step": 1.0,
                                               "alloc_only_step / step": 1.1})
@@ -176,10 +178,46 @@ def test_memory_flat_native_rows_and_ratios(peer: Any, monkeypatch: pytest.Monke
                                             "alloc_only_step / step": 1.1})
     assert ratios["nova_over_native"]["alloc_step / step"] == pytest.approx(0.6)
     out = capsys.readouterr().out
-    assert "native: alloc_step / step = 2.50x, alloc_step / scratch_step = 1.00x, " \
+    assert "  native: alloc_step / step = 2.50x, alloc_step / scratch_step = 1.00x, " \
            "alloc_only_step / step = 1.10x" in out
-    assert "nova / native: alloc_step / step 0.60" in out
+    assert "  nova / native: alloc_step / step 0.60" in out
+    assert "as graphs" not in out  # no graph rows: no graph ratios
     assert re.search(r"native C\+\+ step +10\.0 +9\.0 +10\.0 +20\.0 +2\.00x", out), out
+
+
+def test_memory_flat_native_graph_rows(peer: Any, monkeypatch: pytest.MonkeyPatch,
+                                       tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """With Nova's automatic graphs: the direct native rows mirror Nova's `no automatic graphs`
+    rows, and alloc_step/scratch_step run again as native graphs beside Nova's graph rows."""
+    memory_flat = _import("memory_flat", monkeypatch)
+    monkeypatch.setenv("FAKE_PEER", "modes")
+    rows, why = memory_flat.run_native(1005, 7, 64, graphs=True)
+    assert why is None
+    assert [r["mode"] for r in rows] == ["step", "alloc_step", "scratch_step", "alloc_only_step",
+                                         "alloc_step graph", "scratch_step graph"]
+    assert _lines(tmp_path / "peer.args")[-2:] == [
+        "100 10 chain=alloc_step elements=64 warmup=7 graph",
+        "100 10 chain=scratch_step elements=64 warmup=7 graph"]
+    direct = memory_flat.DIRECT
+    assert [r["nova_case"] for r in rows] == [
+        "step(device buffer)", f"alloc_step(device buffer), {direct}",
+        f"scratch_step(device buffers), {direct}", "alloc_only_step(device buffer)",
+        "alloc_step(device buffer)", "scratch_step(device buffers)"]
+    nova = {"step(device buffer)": 20.0, "alloc_step(device buffer)": 22.0,
+            "scratch_step(device buffers)": 21.0, "alloc_only_step(device buffer)": 22.0,
+            f"alloc_step(device buffer), {direct}": 30.0,
+            f"scratch_step(device buffers), {direct}": 30.0}
+    report = memory_flat.print_native(rows, nova)
+    assert report["one by one"]["native"]["alloc_step / step"] == pytest.approx(2.5)
+    assert report["one by one"]["nova"]["alloc_step / step"] == pytest.approx(1.5)
+    assert report["as graphs"]["native"]["alloc_step / step"] == pytest.approx(1.2)
+    assert report["as graphs"]["nova"]["alloc_step / step"] == pytest.approx(1.1)
+    assert report["as graphs"]["nova"]["alloc_step / scratch_step"] == pytest.approx(22 / 21)
+    out = capsys.readouterr().out
+    assert "as graphs: alloc_step and scratch_step each one CUDA graph" in out
+    assert re.search(r"native C\+\+ alloc_step graph +12\.0 +12\.0 +12\.0 +22\.0 +1\.83x",
+                     out), out
 
 
 def test_memory_flat_native_wrong_and_missing(peer: Any, monkeypatch: pytest.MonkeyPatch,
@@ -192,7 +230,7 @@ def test_memory_flat_native_wrong_and_missing(peer: Any, monkeypatch: pytest.Mon
     assert [r["mode"] for r in wrong] == ["scratch_step"] and why is None
     assert wrong[0]["note"] == "WRONG: x element 0 is 0" and "us_per_call" not in wrong[0]
     assert memory_flat.print_native(rows, {}) == {}
-    assert "native ratios: not all native rows ran" in capsys.readouterr().out
+    assert "native ratios (one by one): not all native rows ran" in capsys.readouterr().out
     monkeypatch.setenv("FAKE_PEER", "fail")
     rows, why = memory_flat.run_native(20, 1, 64)
     assert all(r["result_ok"] is None and "CUDA_ERROR_NO_DEVICE" in r["note"] for r in rows)
@@ -283,9 +321,12 @@ def test_the_peer_runs_against_an_emulated_driver(emulated: Any, monkeypatch: py
     assert all(r["result_ok"] for r in rows), rows
     assert [len(emulated.run("launch_loop", "6", "2", *mode)) for mode in
             ([], ["memref"], ["sync"], ["memref", "enqueue"])] == [2, 2, 2, 2]
+    graph_rows, why = memory_flat.run_native(30, 4, 1000, graphs=True)  # captured chains
+    assert why is None and len(graph_rows) == 6
+    assert all(r["result_ok"] for r in graph_rows), graph_rows
     monkeypatch.setenv("NOVA_TEST_SABOTAGE", "1")
-    rows, _ = memory_flat.run_native(30, 4, 1000)
-    assert [r["note"] for r in rows] == ["WRONG: x element 0 is 0, expected 34"] * 4
+    rows, _ = memory_flat.run_native(30, 4, 1000, graphs=True)
+    assert [r["note"] for r in rows] == ["WRONG: x element 0 is 0, expected 34"] * 6
     with pytest.raises(emulated.WrongResult, match="counter 0 is 0, expected 112"):
         emulated.run("launch_loop", "6", "2")
     capsys.readouterr()
@@ -311,6 +352,10 @@ def test_the_emulated_peer_frees_what_it_allocates(emulated: Any,
     (["5", "2", "chain=foo"], "", 2, "bad argument 'chain=foo'"),
     (["5", "2", "chain=step", "sync"], "", 2, "chain=MODE takes no memref, sync or enqueue"),
     (["5", "2", "elements=7"], "", 2, "elements=K is for chain=MODE only"),
+    (["5", "2", "graph"], "", 2, "graph is for chain=MODE only"),
+    (["5", "2", "chain=alloc_step", "graph"], "cuStreamBeginCapture", 1,
+     "cuStreamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_RELAXED) failed: "
+     "CUDA_ERROR_NOT_SUPPORTED"),
     (["5", "2", "chain=step", "elements=0"], "", 2, "bad argument 'elements=0'"),
     (["100000", "200", "chain=step"], "", 2, "too many launches to count exactly"),
     (["5", "2", "chain=alloc_step"], "cuMemPoolCreate", 1,
