@@ -94,6 +94,10 @@ class EntryPlan:
             *(ctypes.addressof(s) for s in self.arg_storage))
         self.results = (ctypes.c_void_p * max(len(entry.results), 1))(
             *(ctypes.addressof(s) for s in self.result_storage))
+        # the arrays' addresses: ctypes passes an int to a pointer parameter faster than it
+        # converts an array object (every call passes both)
+        self.args_at = ctypes.addressof(self.args)
+        self.results_at = ctypes.addressof(self.results)
         self.memo: list[_Memo | None] = [None] * len(entry.args)
         self.graph_state: PlanGraph | None = None  # automatic graphs (nova.runtime.autograph)
 
@@ -273,7 +277,7 @@ class EntryFunction:
     def _run(self, plan: EntryPlan) -> int:
         """Run the entry's host code on the plan's bound arguments; its status."""
         clear_error()
-        return self._call_entry(self.address, plan.args, plan.results)
+        return self._call_entry(self.address, plan.args_at, plan.results_at)
 
     def _run_beside_graph(self, plan: EntryPlan, state: PlanGraph) -> int:
         """A direct call of a plan with automatic-graph state (its recording, if any, is
