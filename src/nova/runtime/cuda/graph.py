@@ -235,6 +235,8 @@ class CudaGraph:
         self.private_streams = 0  # one graph on the launch stream; its faults are sticky
         # what a fault found by a wait after a replay names (the driver does not say which node)
         self.label: str | None = None
+        self._handle = int(graph_exec)
+        self._last_function: ctypes.c_void_p | None = None
         self.node_count = self._count_nodes()
         drv = self.device.driver
         # a CapturedEntry dropped without close() still gives the graph back to the driver
@@ -256,18 +258,21 @@ class CudaGraph:
             # `last_kernel`, the native ABI's (a program's synchronize) its last-function global,
             # which the graph's handle and KERNEL_NAMES stand in for
             origin.last_kernel = self.label  # type: ignore[attr-defined]  # a CudaStream
-            handle = int(self.graph_exec)
-            if KERNEL_NAMES.get(handle) != self.label:
-                remember_kernel_name(handle, self.label)
-            ctypes.c_void_p.from_address(self._last_function_at()).value = handle
+            slot = self._last_function
+            if slot is None:
+                slot = self._name_in_errors()
+            slot.value = self._handle
 
-    def _last_function_at(self) -> int:
-        at = self.__dict__.get("_last_at")
-        if at is None:
-            from nova.runtime.cuda.abi import native_for
+    def _name_in_errors(self) -> ctypes.c_void_p:
+        """Register the label as the graph handle's kernel name; the native ABI's last-function
+        global, as a ctypes view written by every launch."""
+        from nova.runtime.cuda.abi import native_for
 
-            at = self._last_at = native_for(self.device).last_function_at
-        return at
+        assert self.label is not None
+        remember_kernel_name(self._handle, self.label)
+        slot = ctypes.c_void_p.from_address(native_for(self.device).last_function_at)
+        self._last_function = slot
+        return slot
 
     def synchronize(self, origin: Stream) -> None:
         origin.synchronize()
@@ -278,7 +283,7 @@ class CudaGraph:
         return address in self.abi.managed or address in self.abi.ordered
 
     def close(self) -> None:
-        KERNEL_NAMES.pop(int(self.graph_exec), None)
+        KERNEL_NAMES.pop(self._handle, None)
         self._finalizer()
         self.abi.close()
 
