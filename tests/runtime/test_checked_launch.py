@@ -378,10 +378,17 @@ def test_native_calls_leave_reference_counts_as_they_were(gpu, native):
     def counts() -> list[int]:
         return [sys.getrefcount(obj) for obj in watched]
 
+    def same(now: list[int], then: list[int]) -> bool:
+        """Equal counts, except False's (`stream._closed` too), which any other thread of the
+        process moves on Python 3.11 (immortal from 3.12): a leak per call would move it by
+        hundreds here, other threads by a few."""
+        return all(abs(a - b) < 50 if obj is False else a == b
+                   for obj, a, b in zip(watched, now, then, strict=True))
+
     before = counts()
     for _ in range(1000):
         run(out, x, value)
-    assert counts() == before
+    assert same(counts(), before), (counts(), before)
     view = x.view(np.float32, (16,))
     for args in ((out, view, value), (out, x, np.float64(1.0))):  # the Python call launches
         for _ in range(100):
@@ -390,4 +397,4 @@ def test_native_calls_leave_reference_counts_as_they_were(gpu, native):
         with pytest.raises(ArgumentError):
             run(out, x, big)
     del view, args
-    assert counts() == before
+    assert same(counts(), before), (counts(), before)
