@@ -5,8 +5,7 @@ stale user cache never hides a compiler change."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -58,16 +57,8 @@ def cuda_device() -> Device:
 
 
 @pytest.fixture(scope="session")
-def python_mma() -> ModuleType:
+def python_mma(load_script: Callable[..., ModuleType]) -> ModuleType:
     """bench/python_mma.py loaded as a module (its kernels, configurations and check), for the
     tests of its WMMA and wgmma matmul kernels."""
-    path = Path(__file__).resolve().parents[2] / "bench" / "python_mma.py"
-    spec = importlib.util.spec_from_file_location("bench_python_mma", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_python_mma"] = module  # its dataclasses resolve their module by name
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["bench_python_mma"]
-    return module
+    return load_script(Path(__file__).resolve().parents[2] / "bench" / "python_mma.py",
+                       "bench_python_mma")
