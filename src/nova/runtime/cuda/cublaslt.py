@@ -39,7 +39,15 @@ from nova.abi import LibraryPlan
 from nova.errors import DeviceError
 from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.gemm_tuning import Tuning, tune_plan, tuning_enabled
-from nova.runtime.cuda.library_jit import OPERAND_IR, NativeLibrary, fail_ir, jit_library
+from nova.runtime.cuda.library_jit import (
+    OPERAND_IR,
+    LibraryApi,
+    NativeLibrary,
+    PerDevice,
+    fail_ir,
+    jit_library,
+    make_current,
+)
 
 LIBRARY_SONAME = "libcublasLt.so.13"
 ENV_PATH = "NOVA_CUBLASLT"
@@ -245,17 +253,12 @@ def gemm_setup(plan: LibraryPlan) -> GemmSetup:
 
 # --- ctypes calls made at plan creation -------------------------------------------------------
 
-class CublasLtApi:
+class CublasLtApi(LibraryApi):
     """The plan-creation entry points of libcublasLt, each checked (a failure raises a
     LibraryCallError naming the call and the status)."""
 
     def __init__(self, lib: Any) -> None:
-        self.lib = lib
-
-    def __call__(self, name: str, *args: Any) -> None:
-        status = int(getattr(self.lib, name)(*args))
-        if status:
-            raise LibraryCallError(f"{name} failed: {status_name(status)} ({status})")
+        super().__init__(lib, status_name, LibraryCallError)
 
 
 def _set(api: CublasLtApi, fn: str, obj: int, attr: int, value: Any) -> None:
@@ -475,9 +478,7 @@ class CublasLtRuntime:
         self._by_address: dict[int, LibraryPlan] = {}
         self._lock = threading.Lock()
         self.native = native or compile_native(self.describe)
-        make_current = getattr(getattr(device, "driver", None), "make_current", None)
-        if make_current is not None:
-            make_current()
+        make_current(device)
         out = ctypes.c_void_p()
         self.api("cublasLtCreate", ctypes.byref(out))
         self.handle = out.value or 0
@@ -492,10 +493,7 @@ class CublasLtRuntime:
         with self._lock:
             native = self._plans.get(plan)
             if native is None:
-                make_current = getattr(getattr(self.device, "driver", None), "make_current",
-                                       None)
-                if make_current is not None:
-                    make_current()
+                make_current(self.device)
                 native = create_plan(self.api, self.handle, plan, self.workspace.ptr,
                                      WORKSPACE_BYTES, self.device.default_stream.handle)
                 if tuning_enabled():
@@ -505,15 +503,6 @@ class CublasLtRuntime:
             return ctypes.addressof(native)
 
 
-_runtimes: dict[int, CublasLtRuntime] = {}
-_runtimes_lock = threading.Lock()
-
-
-def runtime_for(device: Any) -> CublasLtRuntime:
-    """The device's cuBLASLt state (made on first use; LibraryUnavailableError without the
-    library)."""
-    with _runtimes_lock:
-        found = _runtimes.get(id(device))
-        if found is None:
-            found = _runtimes[id(device)] = CublasLtRuntime(device)
-        return found
+runtime_for = PerDevice(CublasLtRuntime)
+"""The device's cuBLASLt state (made on first use; LibraryUnavailableError without the
+library)."""
