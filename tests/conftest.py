@@ -1,5 +1,7 @@
 """Helpers shared by every test directory: `load_script` runs a Python file that is not part of
-an importable package (a bench/ or scripts/ program, a module a test writes) as a module.
+an importable package (a bench/ or scripts/ program, a module a test writes) as a module; the
+`cpu_device` and `cuda_device` fixtures (cuda skipped, with the reason, where none is usable).
+The directories' `device` parametrisation is tests/device_params.py.
 
 Test modules reach it through the `load_script` fixture (a conftest's module name is shared by
 every conftest, so importing from it is unreliable); tests/fuzz/runner.py, which runs outside
@@ -13,8 +15,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from nova.runtime.device import Device
 
 
 def load_script(path: Path, name: str, *, keep: bool = False) -> ModuleType:
@@ -48,3 +54,22 @@ def load_script(path: Path, name: str, *, keep: bool = False) -> ModuleType:
 def _load_script() -> Callable[..., ModuleType]:
     """The `load_script` helper above, for test modules."""
     return load_script
+
+
+@pytest.fixture
+def cpu_device() -> Device:
+    """The cpu device."""
+    from nova.runtime.selection import get_device
+
+    return get_device("cpu")
+
+
+@pytest.fixture
+def cuda_device() -> Device:
+    """The cuda device; the test is skipped, with the reason, where none is usable."""
+    from nova.runtime.selection import cuda_status, get_device
+
+    status = cuda_status()
+    if not status.usable:
+        pytest.skip(f"no usable CUDA device: {status.reason}")
+    return get_device("cuda")

@@ -1,7 +1,7 @@
 """Fixtures of the Python-kernel tests: `device` runs each test on cpu (always) and cuda (marked
-`gpu`, skipped with the reason when no CUDA device is usable) -- the same parametrisation as
-tests/runtime/conftest.py. Kernels compile into a per-session temporary cache directory so a
-stale user cache never hides a compiler change."""
+`gpu`, skipped with the reason when no CUDA device is usable; tests/device_params.py). Kernels
+compile into a per-session temporary cache directory so a stale user cache never hides a
+compiler change."""
 
 from __future__ import annotations
 
@@ -11,19 +11,10 @@ from types import ModuleType
 
 import pytest
 
+from device_params import DEVICE_PARAMS
 from nova import config
 from nova.runtime.device import Device
-from nova.runtime.selection import cuda_status, get_device
-
-_CUDA = cuda_status()
-
-DEVICE_PARAMS = [
-    pytest.param("cpu", id="cpu"),
-    pytest.param("cuda", id="cuda", marks=[
-        pytest.mark.gpu,
-        pytest.mark.skipif(not _CUDA.usable, reason=f"no usable CUDA device: {_CUDA.reason}"),
-    ]),
-]
+from nova.runtime.selection import get_device
 
 
 @pytest.fixture(scope="session")
@@ -42,18 +33,6 @@ def device(request: pytest.FixtureRequest) -> Device:
     dev = get_device(request.param)
     yield dev
     dev.synchronize()
-
-
-@pytest.fixture
-def cpu_device() -> Device:
-    return get_device("cpu")
-
-
-@pytest.fixture
-def cuda_device() -> Device:
-    if not _CUDA.usable:
-        pytest.skip(f"no usable CUDA device: {_CUDA.reason}")
-    return get_device("cuda")
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import nova
-from conftest import DEVICE_PARAMS
+from device_params import DEVICE_PARAMS
 from nova.errors import OutOfMemoryError
 
 # The memref is returned, so the allocation escapes and LLVM cannot elide malloc.

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import nova
-from conftest import DEVICE_PARAMS
+from device_params import DEVICE_PARAMS
 from nova.errors import ArgumentError, NovaError
 from nova.runtime.device import Device
 
