@@ -233,6 +233,28 @@ def print_arrow_types(printer: Printer, types: Sequence[Attribute]) -> None:
         printer.print_string(")")
 
 
+def split_properties(attrs: dict[str, Attribute], names: Sequence[str]
+                     ) -> dict[str, Attribute]:
+    """Move the op's inherent attributes (printed inside `attr-dict`) out of `attrs`."""
+    return {name: attrs.pop(name) for name in names if name in attrs}
+
+
+def parse_memref_access(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+    """`%m[%i, %j]` as unresolved operands."""
+    ref = parser.parse_unresolved_operand()
+    indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE,
+                                                parser.parse_unresolved_operand)
+    return ref, indices
+
+
+def print_memref_access(printer: Printer, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
+    """`%m[%i, %j]`."""
+    printer.print_operand(ref)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_operand)
+    printer.print_string("]")
+
+
 def index_attr(value: int) -> IntegerAttr:
     """An `index`-typed integer attribute."""
     return IntegerAttr(value, IndexType())
