@@ -63,9 +63,9 @@ from nova.ir.gpu.base import (
     AddressSpace,
     AddressSpaceAttr,
     UnprefixedVerifyError,
-    parse_memref_access,
+    parse_memref_read,
     print_attr_dict,
-    print_memref_access,
+    print_memref_read,
     split_properties,
 )
 
@@ -219,27 +219,14 @@ class LdMatrixOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        ref, indices = parse_memref_access(parser)
-        attrs = dict(parser.parse_optional_attr_dict())
-        props = split_properties(attrs, ("numTiles", "transpose"))
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        res_type = parser.parse_type()
-        operands = [parser.resolve_operand(ref, src_type),
-                    *(parser.resolve_operand(i, IndexType()) for i in indices)]
+        operands, res_type, props, attrs = parse_memref_read(parser, ("numTiles", "transpose"))
         return cls.create(operands=operands, result_types=[res_type], properties=props,
                           attributes=attrs)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_memref_access(printer, self.srcMemref, self.indices)
-        print_attr_dict(printer, {"numTiles": self.numTiles, "transpose": self.transpose,
-                                  **self.attributes})
-        printer.print_string(" : ")
-        printer.print_attribute(self.srcMemref.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res.type)
+        print_memref_read(printer, self.srcMemref, self.indices,
+                          {"numTiles": self.numTiles, "transpose": self.transpose,
+                           **self.attributes}, self.res.type)
 
     def verify_(self) -> None:
         if not isinstance(self.numTiles.type, IntegerType) or self.numTiles.type.width.data != 32:

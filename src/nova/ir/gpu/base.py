@@ -255,6 +255,35 @@ def print_memref_access(printer: Printer, ref: SSAValue, indices: Sequence[SSAVa
     printer.print_string("]")
 
 
+def parse_memref_read(parser: Parser, properties: Sequence[str]) -> tuple[
+        list[SSAValue], Attribute, dict[str, Attribute], dict[str, Attribute]]:
+    """`%m[%i, %j] {attr-dict} : memref-type -> result-type`, an op reading through a memref:
+    its operands (the memref, then the indices), result type, `properties` (moved out of the
+    attribute dict) and other attributes."""
+    ref, indices = parse_memref_access(parser)
+    attrs = dict(parser.parse_optional_attr_dict())
+    props = split_properties(attrs, properties)
+    parser.parse_punctuation(":")
+    src_type = parser.parse_type()
+    parser.parse_punctuation("->")
+    res_type: Attribute = parser.parse_type()
+    operands: list[SSAValue] = [parser.resolve_operand(ref, src_type),
+                                *(parser.resolve_operand(i, IndexType()) for i in indices)]
+    return operands, res_type, props, attrs
+
+
+def print_memref_read(printer: Printer, memref: SSAValue, indices: Sequence[SSAValue],
+                      attributes: Mapping[str, Attribute], result: Attribute) -> None:
+    """The syntax `parse_memref_read` reads."""
+    printer.print_string(" ")
+    print_memref_access(printer, memref, indices)
+    print_attr_dict(printer, attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(memref.type)
+    printer.print_string(" -> ")
+    printer.print_attribute(result)
+
+
 def index_attr(value: int) -> IntegerAttr:
     """An `index`-typed integer attribute."""
     return IntegerAttr(value, IndexType())

@@ -67,8 +67,10 @@ from xdsl.utils.str_enum import StrEnum
 from nova.ir.gpu.base import (
     UnprefixedVerifyError,
     parse_memref_access,
+    parse_memref_read,
     print_attr_dict,
     print_memref_access,
+    print_memref_read,
     split_properties,
 )
 
@@ -240,26 +242,13 @@ class SubgroupMmaLoadMatrixOp(_MatrixMemoryOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        ref, indices = parse_memref_access(parser)
-        attrs = dict(parser.parse_optional_attr_dict())
-        props = split_properties(attrs, ("leadDimension", "transpose"))
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        res_type = parser.parse_type()
-        src = parser.resolve_operand(ref, src_type)
-        idx = [parser.resolve_operand(i, IndexType()) for i in indices]
-        return cls.create(operands=[src, *idx], result_types=[res_type], properties=props,
+        operands, res_type, props, attrs = parse_memref_read(parser,
+                                                             ("leadDimension", "transpose"))
+        return cls.create(operands=operands, result_types=[res_type], properties=props,
                           attributes=attrs)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_memref_access(printer, self.srcMemref, self.indices)
-        print_attr_dict(printer, self._inherent())
-        printer.print_string(" : ")
-        printer.print_attribute(self.srcMemref.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res.type)
+        print_memref_read(printer, self.srcMemref, self.indices, self._inherent(), self.res.type)
 
     def verify_(self) -> None:
         self._check_memref(self.srcMemref.type, "0")
