@@ -41,11 +41,13 @@ from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.gemm_tuning import Tuning, tune_plan, tuning_enabled
 from nova.runtime.cuda.library_jit import (
     OPERAND_IR,
+    STATUS_BAD_COUNT,
     LibraryApi,
     NativeLibrary,
     PerDevice,
     fail_ir,
     jit_library,
+    library_status_name,
     make_current,
 )
 
@@ -87,14 +89,8 @@ class LibraryCallError(DeviceError):
     """A cuBLASLt call failed; names the call, the status and the plan."""
 
 
-STATUS_BAD_COUNT = -1
-"""The status the native call reports when the host passed the wrong number of operands."""
-
-
 def status_name(code: int) -> str:
-    if code == STATUS_BAD_COUNT:
-        return "wrong operand count"
-    return STATUS_NAMES.get(code, f"CUBLAS_STATUS_{code}")
+    return library_status_name(STATUS_NAMES, "CUBLAS_STATUS_", code)
 
 
 # --- finding the library ----------------------------------------------------------------------

@@ -41,11 +41,13 @@ from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.cublaslt import LibraryCallError, LibraryUnavailableError
 from nova.runtime.cuda.library_jit import (
     OPERAND_IR,
+    STATUS_BAD_COUNT,
     LibraryApi,
     NativeLibrary,
     PerDevice,
     fail_ir,
     jit_library,
+    library_status_name,
     make_current,
 )
 
@@ -81,14 +83,10 @@ STATUS_NAMES = {0: "CUDNN_STATUS_SUCCESS", 1001: "CUDNN_STATUS_NOT_INITIALIZED",
                 4004: "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED",
                 5000: "CUDNN_STATUS_EXECUTION_FAILED",
                 5001: "CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER"}
-STATUS_BAD_COUNT = -1
-"""The status the native call reports when the host passed the wrong number of operands."""
 
 
 def status_name(code: int) -> str:
-    if code == STATUS_BAD_COUNT:
-        return "wrong operand count"
-    return STATUS_NAMES.get(code, f"CUDNN_STATUS_{code}")
+    return library_status_name(STATUS_NAMES, "CUDNN_STATUS_", code)
 
 
 # --- finding the library ----------------------------------------------------------------------

@@ -15,6 +15,8 @@ from typing import Any, Generic, TypeVar
 from nova.errors import DeviceError, RuntimeFailure
 
 R = TypeVar("R")
+STATUS_BAD_COUNT = -1
+"""The status the native calls report when the host passed the wrong number of operands."""
 ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
 
 OPERAND_IR = """define internal ptr @operand(ptr %operands, i32 %slot) alwaysinline {
@@ -51,6 +53,14 @@ class LibraryApi:
         status = int(getattr(self.lib, name)(*args))
         if status:
             raise self._error(f"{name} failed: {self._status_name(status)} ({status})")
+
+
+def library_status_name(names: Mapping[int, str], prefix: str, code: int) -> str:
+    """A library's name of status `code` (`<prefix><code>` for one `names` lacks), or Nova's
+    STATUS_BAD_COUNT."""
+    if code == STATUS_BAD_COUNT:
+        return "wrong operand count"
+    return names.get(code, f"{prefix}{code}")
 
 
 def make_current(device: Any) -> None:
