@@ -13,9 +13,9 @@ provide a handful of raw primitives (`_raw_alloc`, `_enqueue_copy`, `_launch`, .
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import math
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from enum import StrEnum
@@ -249,7 +249,7 @@ class Device(ABC):
     def __init__(self, kind: DeviceKind, index: int) -> None:
         self.kind = kind
         self.index = index
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
         self._default_stream: Stream | None = None
         self._modules: dict[str, DeviceModule] = {}
         self.pool = MemoryPool(f"{kind}:{index} device pool", self._raw_alloc, self._raw_free,

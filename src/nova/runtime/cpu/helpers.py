@@ -19,9 +19,10 @@ from __future__ import annotations
 import _thread
 import atexit
 import contextlib
-import threading
 import weakref
 from collections import deque
+
+from nova.runtime.sync import Condition
 
 TYPE_CHECKING = False  # typing is not imported at run time (cold start)
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class HelperThreads:
         self.count = count
         self.prefix = thread_name_prefix
         self._work: deque[Callable[[], object]] = deque()
-        self._cond = threading.Condition(threading.Lock())
+        self._cond = Condition(_thread.allocate_lock())
         self._threads: list[_thread.LockType] = []
         """One lock per started thread, held while it runs (`close` joins by acquiring it)."""
         self._running: dict[int, _thread.LockType] = {}  # thread id -> its lock, while it runs

@@ -16,11 +16,11 @@ releases the GIL) with its own CpuLaunch and dynamic shared scratch.
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import functools
 import os
 import struct
-import threading
 from typing import TYPE_CHECKING
 
 from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
@@ -31,6 +31,7 @@ from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.objload import LoadedObject, ObjectLoadError
+from nova.runtime.sync import Condition
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 KERNEL_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
 _llvm_ready = False
-_llvm_lock = threading.Lock()
+_llvm_lock = _thread.allocate_lock()
 
 
 def _target_machine() -> object:
@@ -245,7 +246,7 @@ class BlockRun:
         self.chunk = -(-total // self.chunks)
         self.chunks = -(-total // self.chunk)
         self.workers = workers
-        self._cond = threading.Condition()
+        self._cond = Condition()
         self._next = 0
         self._grabbed = 0
         self._finished = 0
