@@ -265,8 +265,8 @@ print(*sorted({t.name.rstrip("0123456789") for t in threading.enumerate()}))
 AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argparse", "tempfile",
            "shutil", "subprocess", "pathlib", "json", "threading"}
 """What a warm cached kernel's first call must not import (NumPy, the caller's, imports none;
-`threading`: the runtime's Condition is nova.runtime.sync's, and a synchronous launch starts no
-stream worker)."""
+`threading`: the runtime's Condition is nova.runtime.cpu.helpers', and a synchronous launch starts
+no stream worker)."""
 LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtime.linker",
         "binascii", "mmap", "_bisect", "importlib.util", "cuda", "nova.abi.functions",
         "nova.abi.plans", "nova.bundle.format", "nova.runtime.cpu.deferred_free",

@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
-_COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi",
-                   "errors.py")
+_COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi", "errors")
 
 
 def _dist_version(package: str) -> str:

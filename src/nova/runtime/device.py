@@ -368,8 +368,9 @@ class Device(ABC):
     def _new_event(self, timing: bool) -> Event: ...
 
     @abstractmethod
-    def _load(self, images: ModuleImages) -> DeviceModule:
-        """Load the image this device runs (the one `_module_key` names)."""
+    def _load(self, images: ModuleImages, key: str) -> DeviceModule:
+        """Load the image this device runs (the one `_module_key` names; `key` is that digest,
+        computed once)."""
 
     @abstractmethod
     def _module_key(self, images: ModuleImages) -> str:
@@ -546,7 +547,7 @@ class Device(ABC):
         with self._lock:
             module = self._modules.get(key)
             if module is None:
-                module = self._load(images)
+                module = self._load(images, key)
                 self._modules[key] = module
             return module
 

@@ -288,8 +288,8 @@ class CpuDevice(Device):
                               f"device needs (it was compiled without the cpu target)")
         return image_digest(images.cpu_object)
 
-    def _load(self, images: ModuleImages) -> DeviceModule:
-        return CpuModule(self, images)
+    def _load(self, images: ModuleImages, key: str) -> DeviceModule:
+        return CpuModule(self, images, digest=key)
 
     def _launch(self, function: DeviceFunction, grid: Dim3, block: Dim3, params: Any,
                 shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None:

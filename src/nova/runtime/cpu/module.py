@@ -27,11 +27,11 @@ from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
 from nova.bundle.elf import ElfFile
 from nova.bundle.kernel_entry import Kernel
 from nova.bundle.verify import verify_object
-from nova.errors import BundleFormatError, DeviceError, KernelFault
+from nova.errors import BundleFormatError, DeviceError
 from nova.runtime.cpu import fault_guard
+from nova.runtime.cpu.helpers import Condition
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.objload import LoadedObject, ObjectLoadError
-from nova.runtime.sync import Condition
 
 if TYPE_CHECKING:
     from nova.runtime.cpu.device import CpuDevice
@@ -140,11 +140,13 @@ def check_cpu_target(address: int, name: str) -> None:
 class CpuModule(DeviceModule):
     """A CPU object placed in memory by objload (else in its own MCJIT engine)."""
 
-    def __init__(self, device: CpuDevice, images: ModuleImages) -> None:
+    def __init__(self, device: CpuDevice, images: ModuleImages,
+                 digest: str | None = None) -> None:
+        """`digest`: the CPU object's `image_digest` where the caller has it already."""
         super().__init__(device, images.name)
         if images.cpu_object is None:
             raise DeviceError(f"device module {images.name!r} has no CPU object")
-        self.digest = image_digest(images.cpu_object)
+        self.digest = image_digest(images.cpu_object) if digest is None else digest
         elf = check_elf_object(images.cpu_object, images.name)
         self._engine: object
         try:
@@ -263,6 +265,8 @@ class BlockRun:
         with self._cond:
             self._cond.wait_for(lambda: self._finished >= self._grabbed)
         if self._failure is not None:
+            from nova.errors import KernelFault  # made on first use (nova.errors)
+
             raise KernelFault(f"kernel @{self.function.name} failed: {self._failure}")
 
     def _grab(self) -> int | None:

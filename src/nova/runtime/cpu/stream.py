@@ -32,8 +32,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nova.errors import DeviceError, NovaError, RuntimeFailure
+from nova.runtime.cpu.helpers import Condition
 from nova.runtime.stream import Event, Stream
-from nova.runtime.sync import Condition
 
 if TYPE_CHECKING:
     from threading import Thread

@@ -1,7 +1,7 @@
-"""nova.runtime.sync.Condition behaves as threading.Condition for what the runtime uses: waits
-that are notified or time out, notify(n)/notify_all, wait_for, RLock depth kept across a wait,
-a lock shared by two conditions, and RuntimeError without the lock. Each test runs against both
-classes, so a difference between them fails here."""
+"""nova.runtime.cpu.helpers.Condition behaves as threading.Condition for what the runtime uses:
+waits that are notified or time out, notify(n)/notify_all, wait_for, RLock depth kept across a
+wait, a lock shared by two conditions, and RuntimeError without the lock. Each test runs against
+both classes, so a difference between them fails here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from nova.runtime.sync import Condition
+from nova.runtime.cpu.helpers import Condition
 
 KINDS = [Condition, threading.Condition]
 
