@@ -26,9 +26,12 @@ if TYPE_CHECKING:
     from nova.errors.rare import ParseError as ParseError
     from nova.errors.rare import PassError as PassError
     from nova.errors.rare import ScalarConversionError as ScalarConversionError
+    from nova.errors.rare import UnsupportedError as UnsupportedError
+    from nova.errors.rare import VerifyError as VerifyError
 
-RARE = frozenset({"ParseError", "LoweringError", "PassError", "BackendError", "CudaError",
-                  "KernelFault", "CudaOutOfMemoryError", "ScalarConversionError", "InputError"})
+RARE = frozenset({"ParseError", "VerifyError", "UnsupportedError", "LoweringError", "PassError",
+                  "BackendError", "CudaError", "KernelFault", "CudaOutOfMemoryError",
+                  "ScalarConversionError", "InputError"})
 """The classes of nova.errors.rare, served by `__getattr__`."""
 
 
@@ -88,14 +91,6 @@ def _render_one(severity: str, message: str, location: SourceLocation | None) ->
     head = f"{location}: {severity}: {message}"
     excerpt = location.excerpt()
     return f"{head}\n{excerpt}" if excerpt else head
-
-
-class VerifyError(DiagnosticError):
-    """Well-formed text that breaks an op's rules (types, operands, regions)."""
-
-
-class UnsupportedError(DiagnosticError):
-    """An op, type or attribute Nova does not compile (yet); names what is supported instead."""
 
 
 class BundleFormatError(NovaError):

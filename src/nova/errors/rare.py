@@ -26,6 +26,18 @@ class ParseError(DiagnosticError):
     __module__ = "nova.errors"
 
 
+class VerifyError(DiagnosticError):
+    """Well-formed text that breaks an op's rules (types, operands, regions)."""
+
+    __module__ = "nova.errors"
+
+
+class UnsupportedError(DiagnosticError):
+    """An op, type or attribute Nova does not compile (yet); names what is supported instead."""
+
+    __module__ = "nova.errors"
+
+
 class LoweringError(DiagnosticError):
     """A failure while lowering a (verified) program to LLVM IR."""
 
