@@ -271,7 +271,7 @@ LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtim
         "binascii", "mmap", "_bisect", "importlib.util", "cuda", "nova.abi.functions",
         "nova.abi.plans", "nova.bundle.format", "nova.runtime.cpu.deferred_free",
         "nova.runtime.launch_params", "nova.runtime.cpu.fault_record",
-        "nova.runtime.cpu.grace", "nova.runtime.cpu.events", "nova.errors.rare",
+        "nova.runtime.cpu.events", "nova.errors.rare",
         "nova.lang.kernel_errors", "nova.runtime.lazy_numpy"}
 """Modules the cached first call imports only where it needs them: the intrinsics and mma (no
 kernel body runs on the host), the launch guard (a NumPy launch never runs it), the host-object
@@ -280,10 +280,9 @@ cuda-bindings on the cpu device, the ABI's function table and library plans (nov
 submodules: a launch needs only its CpuLaunch record), the manifest schema (a launch reads one
 kernel entry: nova.bundle.kernel_entry), the cpu device's deferred frees (nothing is handed
 back to its arena), Device.launch's parameter packing (a launcher packs its own slots), the
-fault guard's FaultRecord (read only when a fault is reported), the cpu streams' grace timer (no
-inline item is queued: the launch runs on the caller), cpu events (none is made), the rarer error
-classes and the kernel language's errors (nothing is raised or translated) and the NumPy proxy
-(the program imported NumPy itself)."""
+fault guard's FaultRecord (read only when a fault is reported), cpu events (none is made), the
+rarer error classes and the kernel language's errors (nothing is raised or translated) and the
+NumPy proxy (the program imported NumPy itself)."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:

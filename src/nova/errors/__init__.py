@@ -5,7 +5,7 @@ Every failure a user can cause or meet (bad source, bad bundle, device faults) r
 ``file:line:col: error: message`` followed by the source line and a caret.
 
 All of them are `nova.errors.<Name>`. The ones a cached kernel's first call never needs (`RARE`:
-compiler, backend and CUDA driver errors, kernel faults, scalar conversions, unreadable inputs) are
+compiler, backend and CUDA driver errors, scalar conversions) are
 defined in `nova.errors.rare` and made on first use through this module's `__getattr__`, so
 `from nova.errors import ParseError` works as for the others (creating an exception class costs
 more than its code: ~0.1 million instructions each).
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from nova.errors.rare import BackendError as BackendError
     from nova.errors.rare import CudaError as CudaError
     from nova.errors.rare import CudaOutOfMemoryError as CudaOutOfMemoryError
-    from nova.errors.rare import InputError as InputError
-    from nova.errors.rare import KernelFault as KernelFault
     from nova.errors.rare import LoweringError as LoweringError
     from nova.errors.rare import ParseError as ParseError
     from nova.errors.rare import PassError as PassError
@@ -30,8 +28,7 @@ if TYPE_CHECKING:
     from nova.errors.rare import VerifyError as VerifyError
 
 RARE = frozenset({"ParseError", "VerifyError", "UnsupportedError", "LoweringError", "PassError",
-                  "BackendError", "CudaError", "KernelFault", "CudaOutOfMemoryError",
-                  "ScalarConversionError", "InputError"})
+                  "BackendError", "CudaError", "CudaOutOfMemoryError", "ScalarConversionError"})
 """The classes of nova.errors.rare, served by `__getattr__`."""
 
 
@@ -105,6 +102,10 @@ class DeviceError(RuntimeFailure):
     """The device layer failed (no device, out of memory, invalid handle)."""
 
 
+class KernelFault(RuntimeFailure):
+    """A kernel trapped or failed an assertion (on the GPU or on the CPU device)."""
+
+
 class OutOfMemoryError(DeviceError):
     """An allocation exceeded the device's memory or the pool's limit."""
 
@@ -123,6 +124,11 @@ def cuda_error(call: str, error_name: str, code: int, detail: str = "",
 
 class ArgumentError(NovaError, TypeError):
     """A Python call passed arguments of the wrong number, type, dtype, rank or shape."""
+
+
+class InputError(NovaError):
+    """An input file that cannot be read or an output file that cannot be written (the command-line
+    tools import it at start-up)."""
 
 
 def __getattr__(name: str) -> type[NovaError]:

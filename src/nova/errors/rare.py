@@ -1,7 +1,7 @@
 """The rarer classes of Nova's error hierarchy, made on first use (see nova.errors).
 
-They are errors of the compiler and the CUDA driver, host-side scalar conversions, kernel faults
-and unreadable inputs: nothing a cached kernel's first call imports. Making a class is the costly
+They are errors of the compiler and the CUDA driver and host-side scalar conversions: nothing a
+cached kernel's first call imports. Making a class is the costly
 part of defining an exception (its type slots are looked up along the MRO), so `nova.errors`
 creates these only when one is named: `from nova.errors import ParseError` and
 `nova.errors.ParseError` load this module through the package's `__getattr__`. Each class names
@@ -16,7 +16,6 @@ from nova.errors import (
     DiagnosticError,
     NovaError,
     OutOfMemoryError,
-    RuntimeFailure,
 )
 
 
@@ -79,12 +78,6 @@ class CudaError(DeviceError):
         super().__init__(text)
 
 
-class KernelFault(RuntimeFailure):
-    """A kernel trapped or failed an assertion (on the GPU or on the CPU device)."""
-
-    __module__ = "nova.errors"
-
-
 class CudaOutOfMemoryError(CudaError, OutOfMemoryError):
     """The driver ran out of device memory (CUDA_ERROR_OUT_OF_MEMORY); also an OutOfMemoryError,
     so `except OutOfMemoryError` catches it whichever path (pool or compiled code) allocated."""
@@ -97,7 +90,3 @@ class ScalarConversionError(ArgumentError, ValueError, OverflowError):
     convert (still a TypeError, ValueError or OverflowError, as NumPy's conversion raised)."""
 
     __module__ = "nova.errors"
-
-
-class InputError(NovaError):
-    """An input file that cannot be read or an output file that cannot be written."""

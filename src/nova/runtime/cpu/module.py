@@ -27,7 +27,7 @@ from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
 from nova.bundle.elf import ElfFile
 from nova.bundle.kernel_entry import Kernel
 from nova.bundle.verify import verify_object
-from nova.errors import BundleFormatError, DeviceError
+from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
 from nova.runtime.cpu.helpers import Condition
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
@@ -265,8 +265,6 @@ class BlockRun:
         with self._cond:
             self._cond.wait_for(lambda: self._finished >= self._grabbed)
         if self._failure is not None:
-            from nova.errors import KernelFault  # made on first use (nova.errors)
-
             raise KernelFault(f"kernel @{self.function.name} failed: {self._failure}")
 
     def _grab(self) -> int | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import _thread
 import contextlib
 import itertools
+import os
 import time
 import weakref
 from collections import deque
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from threading import Thread
 
     from nova.runtime.cpu.device import CpuDevice
-    from nova.runtime.cpu.grace import GraceTimer
 
 _ids = itertools.count(1)
 _STOP = object()
@@ -47,16 +47,62 @@ INLINE_GRACE_S = 200e-6
 """How long the worker leaves a new inline item for a synchronizing thread to take."""
 
 
-_grace_timer: GraceTimer | None = None
-"""The process-wide grace timer (`nova.runtime.cpu.grace`), made by the first inline item."""
+class _GraceTimer:
+    """One process-wide thread that wakes a stream's worker when an inline item it was not told
+    about (no hand-off: `put` does not wake it) is still queued after its grace. In a loop of
+    synchronous tiny launches it wakes at most once per grace period instead of the worker waking
+    for every launch."""
+
+    def __init__(self) -> None:
+        self.cond = Condition()
+        self.queues: dict[int, tuple[_Queue, float]] = {}  # id -> (queue, when to look at it)
+        self.wake_at: float | None = None  # None: waiting until told; -inf: busy (looks again)
+        self.thread: Thread | None = None
+        self.pid = 0
+
+    def schedule(self, q: _Queue, deadline: float) -> None:
+        with self.cond:
+            entry = self.queues.get(id(q))
+            if entry is None or deadline < entry[1]:
+                self.queues[id(q)] = (q, deadline)
+            if self.thread is None or self.pid != os.getpid():  # first use, or a forked child
+                import threading  # here, not at the top: a cached kernel's first call starts none
+
+                self.pid = os.getpid()
+                self.thread = threading.Thread(target=self._run, name="nova-cpu-grace",
+                                               daemon=True)
+                self.thread.start()
+            if self.wake_at is None or deadline < self.wake_at:
+                self.cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                while True:
+                    if not self.queues:
+                        self.wake_at = None
+                        self.cond.wait()
+                        continue
+                    now = time.monotonic()
+                    wake = min(due for _, due in self.queues.values())
+                    if wake <= now:
+                        break
+                    self.wake_at = wake
+                    self.cond.wait(wake - now)
+                due_now = [(key, q) for key, (q, due) in self.queues.items() if due <= now]
+                for key, _ in due_now:
+                    del self.queues[key]  # a put from now on schedules the queue afresh
+                self.wake_at = float("-inf")
+            for key, q in due_now:
+                later = q.wake_if_due(time.monotonic())
+                if later is not None:
+                    with self.cond:
+                        entry = self.queues.get(key)
+                        if entry is None or later < entry[1]:
+                            self.queues[key] = (q, later)
 
 
-def _timer() -> GraceTimer:
-    global _grace_timer
-    from nova.runtime.cpu.grace import timer  # made once, under the import lock
-
-    _grace_timer = timer
-    return timer
+_grace_timer = _GraceTimer()
 
 
 class _Queue:
@@ -107,8 +153,7 @@ class _Queue:
             if not inline or self.hurried:
                 self._wake()
                 return
-        (_grace_timer or _timer()).schedule(self, deadline)  # outside our lock: the timer
-        # takes it too
+        _grace_timer.schedule(self, deadline)  # outside our lock: the timer takes it too
 
     def wake_if_due(self, now: float) -> float | None:
         """For the grace timer: wake the worker if an idle queue's head is due; the head's
