@@ -117,7 +117,7 @@ def _compiler_fingerprint() -> str:
 @cache
 def source_fingerprint(parts: tuple[str, ...]) -> str:
     """Hash of (path, size, mtime) of every *.py file of `parts` (packages or modules of nova,
-    e.g. ("compiler", "errors.py")): changes whenever one of them is edited. nova.models keys its
+    e.g. ("compiler", "errors")): changes whenever one of them is edited. nova.models keys its
     model cache on its own sources this way."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nova package
     lines: list[str] = []
