@@ -267,20 +267,26 @@ import threading
 print(*sorted({t.name.rstrip("0123456789") for t in threading.enumerate()}))
 """
 AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argparse", "tempfile",
-           "shutil", "subprocess", "pathlib", "json"}
-"""What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
+           "shutil", "subprocess", "pathlib", "json", "threading"}
+"""What a warm cached kernel's first call must not import (NumPy, the caller's, imports none;
+`threading`: the runtime's Condition is nova.runtime.cpu.helpers', and a synchronous launch starts
+no stream worker)."""
 LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtime.linker",
         "binascii", "mmap", "_bisect", "importlib.util", "cuda", "nova.abi.functions",
         "nova.abi.plans", "nova.bundle.format", "nova.runtime.cpu.deferred_free",
-        "nova.runtime.launch_params", "nova.runtime.cpu.fault_record"}
+        "nova.runtime.launch_params", "nova.runtime.cpu.fault_record",
+        "nova.runtime.cpu.events", "nova.errors.rare",
+        "nova.lang.kernel_errors", "nova.runtime.lazy_numpy"}
 """Modules the cached first call imports only where it needs them: the intrinsics and mma (no
 kernel body runs on the host), the launch guard (a NumPy launch never runs it), the host-object
 linker, the extension modules base64 decoding, page sizes and freeing need, importlib.util,
 cuda-bindings on the cpu device, the ABI's function table and library plans (nova.abi's
 submodules: a launch needs only its CpuLaunch record), the manifest schema (a launch reads one
 kernel entry: nova.bundle.kernel_entry), the cpu device's deferred frees (nothing is handed
-back to its arena), Device.launch's parameter packing (a launcher packs its own slots) and the
-fault guard's FaultRecord (read only when a fault is reported)."""
+back to its arena), Device.launch's parameter packing (a launcher packs its own slots), the
+fault guard's FaultRecord (read only when a fault is reported), cpu events (none is made), the
+rarer error classes and the kernel language's errors (nothing is raised or translated) and the
+NumPy proxy (the program imported NumPy itself)."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:
