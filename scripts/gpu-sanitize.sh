@@ -61,8 +61,8 @@ deselect+=" and not host_assert and not no_kernel_named and not missing_kernel"
 # nova.lz4's fault injection: a device-side assert in the compress kernel on purpose (one warp's
 # 32 "Warp assert" reports in a memcheck run over tests/lz4, 2026-11-26)
 deselect+=" and not fault_in_a_slot"
-# automatic graphs: a device-side assert in a replayed graph on purpose
-deselect+=" and not fault_in_a_replay"
+# automatic graphs: device-side asserts in replayed graphs on purpose
+deselect+=" and not fault_in_a_replay and not fault_in_an_unwaited_replay"
 status=0
 for tool in ${tools//,/ }; do
   planted=$([ "$tool" = racecheck ] && echo race || echo oob)

@@ -145,7 +145,10 @@ def test_checks_module(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 _CUDA = cuda_status()
-NATIVE_MODES = ("step", "alloc_step", "scratch_step", "alloc_only_step")
+NATIVE_MODES = ("step", "alloc_step", "scratch_step", "alloc_only_step", "alloc_step graph",
+                "scratch_step graph")
+"""memory_flat's native rows on cuda, where Nova's automatic graphs are on by default: the four
+chain modes op by op, and the two that Nova replays, as native graphs."""
 
 
 @pytest.mark.gpu
@@ -155,7 +158,7 @@ NATIVE_MODES = ("step", "alloc_step", "scratch_step", "alloc_only_step")
 def test_memory_flat_native_peer_rows(sabotage: bool, tmp_path: Path) -> None:
     """On cuda, bench/memory_flat.py's native peer rows are verified: with the peer's kernels
     skipped (sabotage reaches only the native peer here: Nova's cuda kernels still run) exactly
-    its four rows fail the benchmark; without, they pass and the native ratios are printed."""
+    its six rows fail the benchmark; without, they pass and the native ratios are printed."""
     run = _run("memory_flat.py", tmp_path, sabotage, gpu=True, arguments=[
         "--device", "cuda", "--calls", "50", "--warmup", "5", "--n", "1000", "--json", "OUT"])
     text = run.stdout + run.stderr
@@ -168,6 +171,7 @@ def test_memory_flat_native_peer_rows(sabotage: bool, tmp_path: Path) -> None:
         assert not (tmp_path / "out").exists()
     else:
         assert run.returncode == 0 and not failed, text
-        assert run.stdout.count("verified by the peer: x counts 55 calls") == 4, text
+        assert run.stdout.count("verified by the peer: x counts 55 calls") == 6, text
         assert "native: alloc_step / step = " in run.stdout, text
         assert "nova / native: alloc_step / step " in run.stdout, text
+        assert "as graphs: alloc_step and scratch_step each one CUDA graph" in run.stdout, text
