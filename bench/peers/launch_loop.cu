@@ -44,60 +44,60 @@
 #include <cstring>
 #include <vector>
 
+// The body of add1 and add1_memref after their parameter lists: x[tid.x] += 1.
+#define PTX_ADD1_BODY                                                                         \
+  "  .reg .b32 %r<2>;\n  .reg .f32 %f<3>;\n  .reg .b64 %rd<5>;\n"                             \
+  "  ld.param.u64 %rd1, [x];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n"     \
+  "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n" \
+  "  add.f32 %f2, %f1, 0f3F800000;\n  st.global.f32 [%rd4], %f2;\n  ret;\n}\n"
+// The chain kernels' first instructions (after their register declarations): %rd2 = the global
+// thread index i, done when i >= n, %rd9 = the address of element i of memref x.
+#define PTX_CHAIN_X_ELEMENT                                                                   \
+  "  ld.param.u64 %rd1, [n];\n  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n"            \
+  "  mov.u32 %r3, %tid.x;\n  mad.lo.s32 %r4, %r1, %r2, %r3;\n  cvt.u64.u32 %rd2, %r4;\n"      \
+  "  setp.ge.u64 %p1, %rd2, %rd1;\n  @%p1 bra DONE;\n"                                        \
+  "  ld.param.u64 %rd3, [x];\n  ld.param.u64 %rd4, [xo];\n  ld.param.u64 %rd5, [xt];\n"       \
+  "  mad.lo.s64 %rd6, %rd2, %rd5, %rd4;\n  shl.b64 %rd7, %rd6, 2;\n"                          \
+  "  cvta.to.global.u64 %rd8, %rd3;\n  add.s64 %rd9, %rd8, %rd7;\n"
+
 static const char* kPtx =
     ".version 7.8\n.target sm_80\n.address_size 64\n"
-    ".visible .entry add1(.param .u64 x) {\n"
-    "  .reg .b32 %r<2>;\n  .reg .f32 %f<3>;\n  .reg .b64 %rd<5>;\n"
-    "  ld.param.u64 %rd1, [x];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n"
-    "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n"
-    "  add.f32 %f2, %f1, 0f3F800000;\n  st.global.f32 [%rd4], %f2;\n  ret;\n}\n"
+    ".visible .entry add1(.param .u64 x) {\n" PTX_ADD1_BODY
     // The same kernel taking a memref the way Nova passes one (allocated, aligned, offset,
     // size, stride): five parameters instead of one.
     ".visible .entry add1_memref(.param .u64 a, .param .u64 x, .param .u64 o, .param .u64 n,"
-    " .param .u64 s) {\n"
-    "  .reg .b32 %r<2>;\n  .reg .f32 %f<3>;\n  .reg .b64 %rd<5>;\n"
-    "  ld.param.u64 %rd1, [x];\n  cvta.to.global.u64 %rd2, %rd1;\n  mov.u32 %r1, %tid.x;\n"
-    "  mul.wide.u32 %rd3, %r1, 4;\n  add.s64 %rd4, %rd2, %rd3;\n  ld.global.f32 %f1, [%rd4];\n"
-    "  add.f32 %f2, %f1, 0f3F800000;\n  st.global.f32 [%rd4], %f2;\n  ret;\n}\n"
+    " .param .u64 s) {\n" PTX_ADD1_BODY
     // The chains' kernels, parameters as Nova's outlined kernels of bench/memory_flat.py take
     // them: (index n, memref x, f32 one) and, for alloc_only_step, (n, memref x, one, memref d).
     // Element i of a memref is at aligned + 4 * (offset + i * stride).
     ".visible .entry chain_add1(.param .u64 n, .param .u64 xa, .param .u64 x, .param .u64 xo,"
     " .param .u64 xs, .param .u64 xt, .param .f32 one) {\n"
     "  .reg .pred %p<2>;\n  .reg .b32 %r<5>;\n  .reg .f32 %f<4>;\n  .reg .b64 %rd<10>;\n"
-    "  ld.param.u64 %rd1, [n];\n  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n"
-    "  mov.u32 %r3, %tid.x;\n  mad.lo.s32 %r4, %r1, %r2, %r3;\n  cvt.u64.u32 %rd2, %r4;\n"
-    "  setp.ge.u64 %p1, %rd2, %rd1;\n  @%p1 bra DONE;\n"
-    "  ld.param.u64 %rd3, [x];\n  ld.param.u64 %rd4, [xo];\n  ld.param.u64 %rd5, [xt];\n"
-    "  mad.lo.s64 %rd6, %rd2, %rd5, %rd4;\n  shl.b64 %rd7, %rd6, 2;\n"
-    "  cvta.to.global.u64 %rd8, %rd3;\n  add.s64 %rd9, %rd8, %rd7;\n"
+    PTX_CHAIN_X_ELEMENT
     "  ld.global.f32 %f1, [%rd9];\n  ld.param.f32 %f2, [one];\n  add.f32 %f3, %f1, %f2;\n"
     "  st.global.f32 [%rd9], %f3;\nDONE:\n  ret;\n}\n"
     ".visible .entry chain_add1_store2(.param .u64 n, .param .u64 xa, .param .u64 x,"
     " .param .u64 xo, .param .u64 xs, .param .u64 xt, .param .f32 one, .param .u64 da,"
     " .param .u64 d, .param .u64 do_, .param .u64 ds, .param .u64 dt) {\n"
     "  .reg .pred %p<2>;\n  .reg .b32 %r<5>;\n  .reg .f32 %f<4>;\n  .reg .b64 %rd<16>;\n"
-    "  ld.param.u64 %rd1, [n];\n  mov.u32 %r1, %ctaid.x;\n  mov.u32 %r2, %ntid.x;\n"
-    "  mov.u32 %r3, %tid.x;\n  mad.lo.s32 %r4, %r1, %r2, %r3;\n  cvt.u64.u32 %rd2, %r4;\n"
-    "  setp.ge.u64 %p1, %rd2, %rd1;\n  @%p1 bra DONE;\n"
-    "  ld.param.u64 %rd3, [x];\n  ld.param.u64 %rd4, [xo];\n  ld.param.u64 %rd5, [xt];\n"
-    "  mad.lo.s64 %rd6, %rd2, %rd5, %rd4;\n  shl.b64 %rd7, %rd6, 2;\n"
-    "  cvta.to.global.u64 %rd8, %rd3;\n  add.s64 %rd9, %rd8, %rd7;\n"
+    PTX_CHAIN_X_ELEMENT
     "  ld.param.u64 %rd10, [d];\n  ld.param.u64 %rd11, [do_];\n  ld.param.u64 %rd12, [dt];\n"
     "  mad.lo.s64 %rd13, %rd2, %rd12, %rd11;\n  shl.b64 %rd14, %rd13, 2;\n"
     "  cvta.to.global.u64 %rd15, %rd10;\n  add.s64 %rd15, %rd15, %rd14;\n"
     "  ld.global.f32 %f1, [%rd9];\n  ld.param.f32 %f2, [one];\n  add.f32 %f3, %f1, %f2;\n"
     "  st.global.f32 [%rd15], %f3;\n  st.global.f32 [%rd9], %f3;\nDONE:\n  ret;\n}\n";
+#undef PTX_ADD1_BODY
+#undef PTX_CHAIN_X_ELEMENT
 
-#define CHECK(call)                                                        \
-  do {                                                                     \
-    CUresult r = (call);                                                   \
-    if (r != CUDA_SUCCESS) {                                               \
-      const char* name = nullptr;                                          \
-      cuGetErrorName(r, &name);                                            \
-      std::fprintf(stderr, "%s failed: %s\n", #call, name ? name : "?");   \
-      return 1;                                                            \
-    }                                                                      \
+#define CHECK(call)                                                                           \
+  do {                                                                                        \
+    CUresult r = (call);                                                                      \
+    if (r != CUDA_SUCCESS) {                                                                  \
+      const char* name = nullptr;                                                             \
+      cuGetErrorName(r, &name);                                                               \
+      std::fprintf(stderr, "%s failed: %s\n", #call, name ? name : "?");                      \
+      return 1;                                                                               \
+    }                                                                                         \
   } while (0)
 
 enum class Chain { kNone, kStep, kAllocStep, kScratchStep, kAllocOnlyStep };

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import hashlib
-import importlib.util
 import json
 import os
 import random
@@ -31,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.conftest import load_script
 from tests.fuzz.kernels import HEADER, SEEDS
 from tests.fuzz.mutate import BYTE_MUTATIONS, MLIR_MUTATIONS, PY_MUTATIONS
 
@@ -92,11 +92,8 @@ def _run_kernel(data: bytes) -> str | None:
         path.write_bytes(data)
         if not _is_python(data.decode("utf-8")):
             return "python"
-        spec = importlib.util.spec_from_file_location("fuzz_kernel", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
         try:
-            spec.loader.exec_module(module)
+            module = load_script(path, "fuzz_kernel")
         except Exception as exc:
             from nova.errors import NovaError
 

@@ -1,30 +1,20 @@
 """Fixtures of the Python-kernel tests: `device` runs each test on cpu (always) and cuda (marked
-`gpu`, skipped with the reason when no CUDA device is usable) -- the same parametrisation as
-tests/runtime/conftest.py. Kernels compile into a per-session temporary cache directory so a
-stale user cache never hides a compiler change."""
+`gpu`, skipped with the reason when no CUDA device is usable; tests/device_params.py). Kernels
+compile into a per-session temporary cache directory so a stale user cache never hides a
+compiler change."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from device_params import DEVICE_PARAMS
 from nova import config
 from nova.runtime.device import Device
-from nova.runtime.selection import cuda_status, get_device
-
-_CUDA = cuda_status()
-
-DEVICE_PARAMS = [
-    pytest.param("cpu", id="cpu"),
-    pytest.param("cuda", id="cuda", marks=[
-        pytest.mark.gpu,
-        pytest.mark.skipif(not _CUDA.usable, reason=f"no usable CUDA device: {_CUDA.reason}"),
-    ]),
-]
+from nova.runtime.selection import get_device
 
 
 @pytest.fixture(scope="session")
@@ -45,29 +35,9 @@ def device(request: pytest.FixtureRequest) -> Device:
     dev.synchronize()
 
 
-@pytest.fixture
-def cpu_device() -> Device:
-    return get_device("cpu")
-
-
-@pytest.fixture
-def cuda_device() -> Device:
-    if not _CUDA.usable:
-        pytest.skip(f"no usable CUDA device: {_CUDA.reason}")
-    return get_device("cuda")
-
-
 @pytest.fixture(scope="session")
-def python_mma() -> ModuleType:
+def python_mma(load_script: Callable[..., ModuleType]) -> ModuleType:
     """bench/python_mma.py loaded as a module (its kernels, configurations and check), for the
     tests of its WMMA and wgmma matmul kernels."""
-    path = Path(__file__).resolve().parents[2] / "bench" / "python_mma.py"
-    spec = importlib.util.spec_from_file_location("bench_python_mma", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_python_mma"] = module  # its dataclasses resolve their module by name
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["bench_python_mma"]
-    return module
+    return load_script(Path(__file__).resolve().parents[2] / "bench" / "python_mma.py",
+                       "bench_python_mma")

@@ -4,15 +4,17 @@ launches a kernel in a fresh process without importing xDSL or llvmlite."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
+import pytest
 
 import nova
 from nova import config
@@ -22,19 +24,20 @@ from nova.lang.fingerprint import source_key
 
 SIG = (nova.float32[:], nova.float32[:])
 _names = itertools.count()
+MakeModule = Callable[..., ModuleType]
 
 
-def _module(tmp_path: Path, text: str, name: str | None = None) -> object:
-    """Import `text` as a fresh module from a file (kernels need their source in a file)."""
-    name = name or f"nova_skey_{next(_names)}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(text))
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def make_module(tmp_path: Path, load_script: Callable[..., ModuleType]) -> MakeModule:
+    """Imports a text as a fresh module from a file (kernels need their source in a file); the
+    module stays in sys.modules, where other generated modules import it by name."""
+    def make(text: str, name: str | None = None) -> ModuleType:
+        name = name or f"nova_skey_{next(_names)}"
+        path = tmp_path / f"{name}.py"
+        path.write_text(textwrap.dedent(text))
+        return load_script(path, name, keep=True)
+
+    return make
 
 
 def _key(kern: object, sig: tuple = SIG, target: str = "cpu", arch: str = "x86_64",
@@ -54,34 +57,34 @@ def k(out, x):
 """
 
 
-def _kernel(tmp_path: Path, body: str = "x[i] * 2", prelude: str = "",
+def _kernel(make_module: MakeModule, body: str = "x[i] * 2", prelude: str = "",
             name: str | None = None) -> object:
     text = KERNEL.format(body=body, prelude=prelude)
-    return _module(tmp_path, text, name).k  # type: ignore[attr-defined]
+    return make_module(text, name).k  # type: ignore[attr-defined]
 
 
-def test_the_same_source_gives_the_same_key(tmp_path):
-    a = _kernel(tmp_path, name="same")
+def test_the_same_source_gives_the_same_key(make_module):
+    a = _kernel(make_module, name="same")
     key = _key(a)
     assert key is not None and len(key) == 64
     assert key == _key(a)  # deterministic
-    assert _key(_kernel(tmp_path, name="same")) == key  # same text, file and line: same key
-    assert _key(_kernel(tmp_path, name="other")) != key  # another file
+    assert _key(_kernel(make_module, name="same")) == key  # same text, file and line: same key
+    assert _key(_kernel(make_module, name="other")) != key  # another file
 
 
-def test_kernel_source_changes_the_key(tmp_path):
-    assert _key(_kernel(tmp_path, "x[i] * 2")) != _key(_kernel(tmp_path, "x[i] * 3"))
+def test_kernel_source_changes_the_key(make_module):
+    assert _key(_kernel(make_module, "x[i] * 2")) != _key(_kernel(make_module, "x[i] * 3"))
 
 
-def test_global_constant_value_and_type_change_the_key(tmp_path):
-    keys = {_key(_kernel(tmp_path, "x[i] * F", f"F = {value}"))
+def test_global_constant_value_and_type_change_the_key(make_module):
+    keys = {_key(_kernel(make_module, "x[i] * F", f"F = {value}"))
             for value in ("2", "3", "2.0", "True", "(2, 3)", "nova.float32(2)",
                           "__import__('numpy').float64(2)")}
     assert None not in keys and len(keys) == 7
 
 
-def test_closure_constants_change_the_key(tmp_path):
-    mod = _module(tmp_path, """
+def test_closure_constants_change_the_key(make_module):
+    mod = make_module("""
         import nova
 
         def make(factor):
@@ -107,33 +110,33 @@ OFFSET = {offset}
 """
 
 
-def test_called_device_functions_and_their_globals_change_the_key(tmp_path):
+def test_called_device_functions_and_their_globals_change_the_key(make_module):
     def key(op: str, offset: str) -> str | None:
-        helpers = _module(tmp_path, HELPER.format(op=op, offset=offset))
-        kern = _kernel(tmp_path, "helpers.helper(x[i])", f"import {helpers.__name__} as helpers")
-        same_file = _kernel(tmp_path, "helper(x[i])", HELPER.format(op=op, offset=offset))
+        helpers = make_module(HELPER.format(op=op, offset=offset))
+        kern = _kernel(make_module, "helpers.helper(x[i])", f"import {helpers.__name__} as helpers")
+        same_file = _kernel(make_module, "helper(x[i])", HELPER.format(op=op, offset=offset))
         return f"{_key(kern)}/{_key(same_file)}"
 
     keys = {key("+", "1"), key("-", "1"), key("+", "2")}
     assert len(keys) == 3 and all("None" not in k for k in keys)
 
 
-def test_module_attributes_the_kernel_reads_change_the_key(tmp_path):
+def test_module_attributes_the_kernel_reads_change_the_key(make_module):
     def key(n: int) -> str | None:
-        cfg = _module(tmp_path, f"N = {n}\n")
-        return _key(_kernel(tmp_path, "x[i] * cfg.N", f"import {cfg.__name__} as cfg"))
+        cfg = make_module(f"N = {n}\n")
+        return _key(_kernel(make_module, "x[i] * cfg.N", f"import {cfg.__name__} as cfg"))
 
     assert key(2) != key(3)
 
 
-def test_module_attributes_read_by_a_helper_change_the_key(tmp_path):
+def test_module_attributes_read_by_a_helper_change_the_key(make_module):
     # the kernel hands a module to a device function, which reads an attribute the kernel
     # never names
-    helpers = _module(tmp_path, "import nova\n\n@nova.func\ndef get_n(m):\n    return m.N\n")
+    helpers = make_module("import nova\n\n@nova.func\ndef get_n(m):\n    return m.N\n")
 
     def key(n: int) -> str | None:
-        cfg = _module(tmp_path, f"N = {n}\n", name="cfg_shared")
-        return _key(_kernel(tmp_path, "x[i] * helpers.get_n(cfg)",
+        cfg = make_module(f"N = {n}\n", name="cfg_shared")
+        return _key(_kernel(make_module, "x[i] * helpers.get_n(cfg)",
                             f"import {helpers.__name__} as helpers\nimport {cfg.__name__} as cfg",
                             name="kernel_shared"))
 
@@ -141,9 +144,9 @@ def test_module_attributes_read_by_a_helper_change_the_key(tmp_path):
     assert key(2) != key(3)
 
 
-def test_annotations_are_fingerprinted(tmp_path):
+def test_annotations_are_fingerprinted(make_module):
     def key(ty: str) -> str | None:
-        kern = _module(tmp_path, f"""
+        kern = make_module(f"""
             import nova
             T = nova.{ty}
 
@@ -159,8 +162,8 @@ def test_annotations_are_fingerprinted(tmp_path):
     assert key("float32") != key("float64")
 
 
-def test_signature_target_arch_and_bounds_option_change_the_key(tmp_path):
-    kern = _kernel(tmp_path)
+def test_signature_target_arch_and_bounds_option_change_the_key(make_module):
+    kern = _kernel(make_module)
     keys = {
         _key(kern), _key(kern, (nova.float64[:], nova.float64[:])),
         _key(kern, kern.signature(np.zeros(4, np.float32), np.zeros(4, np.float32))),
@@ -170,16 +173,16 @@ def test_signature_target_arch_and_bounds_option_change_the_key(tmp_path):
     assert None not in keys and len(keys) == 6
 
 
-def test_the_cpu_fiber_stack_size_changes_the_key(tmp_path):
-    kern = _kernel(tmp_path)
+def test_the_cpu_fiber_stack_size_changes_the_key(make_module):
+    kern = _kernel(make_module)
     with config.scoped(cpu_stack_kib=64):
         small = _key(kern)
     with config.scoped(cpu_stack_kib=128):
         assert _key(kern) != small
 
 
-def test_nova_version_and_compiler_sources_change_the_key(tmp_path, monkeypatch):
-    kern = _kernel(tmp_path)
+def test_nova_version_and_compiler_sources_change_the_key(make_module, monkeypatch):
+    kern = _kernel(make_module)
     before = _key(kern)
     cache._tool_fingerprint.cache_clear()
     monkeypatch.setattr(nova, "__version__", nova.__version__ + ".post1")
@@ -195,14 +198,14 @@ def test_nova_version_and_compiler_sources_change_the_key(tmp_path, monkeypatch)
     assert _key(kern) != before
 
 
-def test_parameters_shadowing_globals_are_not_fingerprinted(tmp_path):
+def test_parameters_shadowing_globals_are_not_fingerprinted(make_module):
     # a script's global arrays often share the kernel's parameter names
-    kern = _kernel(tmp_path, "x[i] * 2", "import numpy\nx = numpy.zeros(3)\nout = object()")
+    kern = _kernel(make_module, "x[i] * 2", "import numpy\nx = numpy.zeros(3)\nout = object()")
     assert _key(kern) is not None
 
 
-def test_values_it_cannot_describe_fall_back_to_the_mlir_key(tmp_path, cpu_device):
-    mod = _module(tmp_path, KERNEL.format(
+def test_values_it_cannot_describe_fall_back_to_the_mlir_key(tmp_path, make_module, cpu_device):
+    mod = make_module(KERNEL.format(
         body="x[i] * cfg.N", prelude="class Cfg:\n    N = 3\ncfg = Cfg()"))
     kern = mod.k  # type: ignore[attr-defined]
     assert _key(kern) is None
@@ -218,8 +221,9 @@ def test_values_it_cannot_describe_fall_back_to_the_mlir_key(tmp_path, cpu_devic
         np.testing.assert_array_equal(out, x * 4)
 
 
-def test_a_changed_global_is_not_served_stale_from_disk(tmp_path, cpu_device, monkeypatch):
-    mod = _module(tmp_path, KERNEL.format(body="x[i] * F", prelude="F = 2"))
+def test_a_changed_global_is_not_served_stale_from_disk(tmp_path, make_module, cpu_device,
+                                                        monkeypatch):
+    mod = make_module(KERNEL.format(body="x[i] * F", prelude="F = 2"))
     x = np.arange(6, dtype=np.float32)
     out = np.zeros_like(x)
     with config.scoped(cache_dir=tmp_path / "cache"):
@@ -263,20 +267,26 @@ import threading
 print(*sorted({t.name.rstrip("0123456789") for t in threading.enumerate()}))
 """
 AVOIDED = {"hashlib", "concurrent", "logging", "dataclasses", "base64", "argparse", "tempfile",
-           "shutil", "subprocess", "pathlib", "json"}
-"""What a warm cached kernel's first call must not import (NumPy, the caller's, imports none)."""
+           "shutil", "subprocess", "pathlib", "json", "threading"}
+"""What a warm cached kernel's first call must not import (NumPy, the caller's, imports none;
+`threading`: the runtime's Condition is nova.runtime.cpu.helpers', and a synchronous launch starts
+no stream worker)."""
 LAZY = {"nova.lang.intrinsics", "nova.lang.mma", "nova.lang.guard", "nova.runtime.linker",
         "binascii", "mmap", "_bisect", "importlib.util", "cuda", "nova.abi.functions",
         "nova.abi.plans", "nova.bundle.format", "nova.runtime.cpu.deferred_free",
-        "nova.runtime.launch_params", "nova.runtime.cpu.fault_record"}
+        "nova.runtime.launch_params", "nova.runtime.cpu.fault_record",
+        "nova.runtime.cpu.events", "nova.errors.rare",
+        "nova.lang.kernel_errors", "nova.runtime.lazy_numpy"}
 """Modules the cached first call imports only where it needs them: the intrinsics and mma (no
 kernel body runs on the host), the launch guard (a NumPy launch never runs it), the host-object
 linker, the extension modules base64 decoding, page sizes and freeing need, importlib.util,
 cuda-bindings on the cpu device, the ABI's function table and library plans (nova.abi's
 submodules: a launch needs only its CpuLaunch record), the manifest schema (a launch reads one
 kernel entry: nova.bundle.kernel_entry), the cpu device's deferred frees (nothing is handed
-back to its arena), Device.launch's parameter packing (a launcher packs its own slots) and the
-fault guard's FaultRecord (read only when a fault is reported)."""
+back to its arena), Device.launch's parameter packing (a launcher packs its own slots), the
+fault guard's FaultRecord (read only when a fault is reported), cpu events (none is made), the
+rarer error classes and the kernel language's errors (nothing is raised or translated) and the
+NumPy proxy (the program imported NumPy itself)."""
 
 
 def _run(folder: Path, cache_dir: Path) -> list[str]:
@@ -312,17 +322,17 @@ def test_a_warm_cache_launches_without_importing_the_compiler(tmp_path):
     assert edited[0] == "0 3 6 9 12 15 18 21" and edited[1].startswith("True")
 
 
-def test_sequences_are_fingerprinted_by_content_and_other_containers_are_not(tmp_path):
+def test_sequences_are_fingerprinted_by_content_and_other_containers_are_not(make_module):
     def key(value: str) -> str | None:
-        return _key(_kernel(tmp_path, "x[i] * F[0]", f"F = {value}"))
+        return _key(_kernel(make_module, "x[i] * F[0]", f"F = {value}"))
 
     assert None not in {key("[1, 2]"), key("[1, 3]"), key("(1, 2)")}
     assert len({key("[1, 2]"), key("[1, 3]"), key("(1, 2)")}) == 3
     assert key("{0: 1}") is None  # a dict: the MLIR key serves
 
 
-def test_objects_failing_inspection_only_disable_the_source_key(tmp_path):
-    mod = _module(tmp_path, KERNEL.format(body="x[i] * N", prelude=(
+def test_objects_failing_inspection_only_disable_the_source_key(make_module):
+    mod = make_module(KERNEL.format(body="x[i] * N", prelude=(
         "class Hostile:\n    def __getattr__(self, name):\n        raise RuntimeError(name)\n"
         "N = 3\nH = Hostile()")))
     kern = mod.k  # type: ignore[attr-defined]
@@ -332,5 +342,5 @@ def test_objects_failing_inspection_only_disable_the_source_key(tmp_path):
     assert _key(kern) is not None
 
 
-def test_unrelated_globals_are_not_fingerprinted(tmp_path):
-    assert _key(_kernel(tmp_path, "x[i]", "F = {'a': 1}\nG = object()")) is not None
+def test_unrelated_globals_are_not_fingerprinted(make_module):
+    assert _key(_kernel(make_module, "x[i]", "F = {'a': 1}\nG = object()")) is not None

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import inspect
 import json
 import sys
 import textwrap
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -118,15 +118,11 @@ def _check(functions: list[object]) -> int:
     return checked
 
 
-def test_tricky_layouts(tmp_path: Path) -> None:
+def test_tricky_layouts(load_script: Callable[..., types.ModuleType], tmp_path: Path) -> None:
     path = tmp_path / "nova_tricky_source.py"
     path.write_text(TRICKY)
-    spec = importlib.util.spec_from_file_location("nova_tricky_source", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    module = load_script(path, "nova_tricky_source", keep=True)
     try:
-        spec.loader.exec_module(module)
         fns = [*_functions(module), module.decorated.__wrapped__]  # type: ignore[attr-defined]
         assert _check(fns) >= 12
         from nova.lang.source import _block_end
@@ -154,7 +150,7 @@ def test_tricky_layouts(tmp_path: Path) -> None:
             assert ast.dump(tree, include_attributes=True) == \
                 ast.dump(expected, include_attributes=True), fn
     finally:
-        del sys.modules[spec.name]
+        del sys.modules["nova_tricky_source"]
 
 
 @pytest.mark.parametrize("name", [

@@ -9,8 +9,8 @@ import importlib.util
 
 import numpy as np
 import pytest
-from lz4_helpers import CUDA_REASON, CUDA_USABLE
 
+from device_params import DEVICE_PARAMS
 from nova import config
 from nova.lz4.corpus import build_corpus
 
@@ -26,14 +26,6 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     if MISSING:
         return f"tests/lz4 skipped: missing {', '.join(MISSING)} (pip install -e '.[lz4]')"
     return None
-
-
-DEVICE_PARAMS = [
-    pytest.param("cpu", id="cpu"),
-    pytest.param("cuda", id="cuda", marks=[pytest.mark.gpu,
-                                           pytest.mark.skipif(not CUDA_USABLE,
-                                                              reason=CUDA_REASON)]),
-]
 
 
 @pytest.fixture(scope="session")

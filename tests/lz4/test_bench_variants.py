@@ -3,9 +3,9 @@ unknown one is refused by name (the bench itself runs in tests/unit/test_bench_c
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,19 +15,10 @@ BENCH = Path(__file__).resolve().parents[2] / "bench" / "lz4.py"
 
 
 @pytest.fixture(scope="module")
-def bench():
+def bench(load_script: Callable[..., ModuleType]) -> ModuleType:
     """bench/lz4.py as a module. It drops its own folder from sys.path when it starts (run as
-    a script, `import lz4` would find it); other tests put that folder there, so the path is
-    restored."""
-    saved = list(sys.path)
-    spec = importlib.util.spec_from_file_location("nova_bench_lz4", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
+    a script, `import lz4` would find it); load_script restores the path."""
+    return load_script(BENCH, "nova_bench_lz4")
 
 
 def test_variants_reach_the_kernel_options(bench):

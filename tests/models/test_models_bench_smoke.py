@@ -3,9 +3,9 @@ and its Nova outputs pass the script's own check against PyTorch eager."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -14,15 +14,8 @@ pytest.importorskip("torch")
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "models.py"
 
 
-def test_bench_models_quick_cpu(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("bench_models", BENCH)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["bench_models"] = bench  # dataclasses look their module up while defining
-    try:
-        spec.loader.exec_module(bench)
-    finally:
-        del sys.modules["bench_models"]
+def test_bench_models_quick_cpu(load_script: Callable[..., ModuleType], tmp_path: Path) -> None:
+    bench = load_script(BENCH, "bench_models")
     rows = bench.rows(quick=True)
     result = bench.run_row(rows["mlp-b1"], "fp32", "cpu", seconds=0.01)
     assert result["nova ok"], result

@@ -8,18 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from device_params import DEVICE_PARAMS
 from nova.runtime.device import Device
-from nova.runtime.selection import cuda_status, get_device
-
-_CUDA = cuda_status()
-
-DEVICE_PARAMS = [
-    pytest.param("cpu", id="cpu"),
-    pytest.param("cuda", id="cuda", marks=[
-        pytest.mark.gpu,
-        pytest.mark.skipif(not _CUDA.usable, reason=f"no usable CUDA device: {_CUDA.reason}"),
-    ]),
-]
+from nova.runtime.selection import get_device
 
 
 @pytest.fixture(params=DEVICE_PARAMS)
@@ -30,14 +21,3 @@ def device(request: pytest.FixtureRequest) -> Device:
     dev.synchronize()
     dev.pool.limit = None
 
-
-@pytest.fixture
-def cpu_device() -> Device:
-    return get_device("cpu")
-
-
-@pytest.fixture
-def cuda_device() -> Device:
-    if not _CUDA.usable:
-        pytest.skip(f"no usable CUDA device: {_CUDA.reason}")
-    return get_device("cuda")

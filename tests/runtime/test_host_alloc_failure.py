@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DEVICE_PARAMS
 
 import nova
+from device_params import DEVICE_PARAMS
 from nova.errors import OutOfMemoryError
 
 # The memref is returned, so the allocation escapes and LLVM cannot elide malloc.

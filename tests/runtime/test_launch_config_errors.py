@@ -15,9 +15,9 @@ from pathlib import Path
 import device_test_kernels as tk
 import numpy as np
 import pytest
-from conftest import DEVICE_PARAMS
 
 import nova
+from device_params import DEVICE_PARAMS
 from nova.errors import ArgumentError, NovaError
 from nova.runtime.device import Device
 

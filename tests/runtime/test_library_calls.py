@@ -4,50 +4,13 @@ batch layout, and a located / named error for every malformed use."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from library_programs import entry_arg, load, program
 
-import nova
 from nova.abi import LIBRARY_PLANS_KEY, LibraryPlan, library_plans
-from nova.compiler.driver import compile_to_bundle, make_options
 from nova.errors import NovaError, UnsupportedError
 from nova.runtime.cpu.library import narrow, widen
-
-_TYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-
-
-def _program(counts: list[int], dtype: str, callee: str = "__nova_library_0") -> str:
-    ty = _TYPES[dtype]
-    types = [f"memref<{c}x{ty}>" for c in counts]
-    args = ", ".join(f"%m{i}: {t}" for i, t in enumerate(types))
-    refs = ", ".join(f"%m{i}" for i in range(len(types)))
-    return f"""
-module {{
-  func.func private @{callee}({', '.join(types)})
-  func.func @forward({args}) {{
-    func.call @{callee}({refs}) : ({', '.join(types)}) -> ()
-    return
-  }}
-}}
-"""
-
-
-def _load(mlir: str, plans: list[dict[str, object]] | str) -> object:
-    text = plans if isinstance(plans, str) else json.dumps(plans)
-    bundle = compile_to_bundle(mlir, "lib.mlir", make_options(
-        cpu_image=True, manifest_extra=((LIBRARY_PLANS_KEY, text),)))
-    return nova.load(bundle, device="cpu")
-
-
-def _arg(values: np.ndarray, dtype: str) -> np.ndarray:
-    """What the entry takes: bf16 bits viewed as ml_dtypes.bfloat16 (same memory)."""
-    if dtype != "bfloat16":
-        return values
-    import ml_dtypes
-
-    return values.view(ml_dtypes.bfloat16)
 
 
 def _storage(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -68,8 +31,8 @@ def test_batched_gemm_with_epilogue_matches_numpy(dtype: str, trans_a: bool,
     bias = _storage(rng.standard_normal(n), dtype)
     c = _storage(rng.standard_normal((batch, m, n)), dtype)
     d = np.zeros(batch * m * n, a.dtype)
-    module = _load(_program([a.size, b.size, n, c.size, d.size], dtype), [plan.to_json()])
-    module.forward(*(_arg(v.reshape(-1), dtype) for v in (a, b, bias, c, d)))  # type: ignore[attr-defined]
+    module = load(program([a.size, b.size, n, c.size, d.size], dtype), [plan.to_json()])
+    module.forward(*(entry_arg(v.reshape(-1), dtype) for v in (a, b, bias, c, d)))  # type: ignore[attr-defined]
 
     def f64(x: np.ndarray) -> np.ndarray:
         return widen(x, dtype, np.float64)
@@ -85,7 +48,7 @@ def test_batched_gemm_with_epilogue_matches_numpy(dtype: str, trans_a: bool,
 
 def test_library_call_in_a_capture_replays() -> None:
     plan = LibraryPlan(m=2, n=3, k=4, dtype="float32", activation="relu")
-    module = _load(_program([8, 12, 6], "float32"), [plan.to_json()])
+    module = load(program([8, 12, 6], "float32"), [plan.to_json()])
     a = np.arange(8, dtype=np.float32) - 4
     b = np.ones(12, np.float32)
     d = np.zeros(6, np.float32)
@@ -98,15 +61,15 @@ def test_library_call_in_a_capture_replays() -> None:
 
 def test_wrong_operand_count_is_an_error() -> None:
     plan = LibraryPlan(m=2, n=3, k=4, dtype="float32", bias=True)  # a, b, bias, d
-    module = _load(_program([8, 12, 6], "float32"), [plan.to_json()])
+    module = load(program([8, 12, 6], "float32"), [plan.to_json()])
     with pytest.raises(NovaError, match="3 operands passed, the plan takes 4"):
         module.forward(np.zeros(8, np.float32), np.zeros(12, np.float32),  # type: ignore[attr-defined]
                        np.zeros(6, np.float32))
 
 
 def test_missing_plan_is_an_error() -> None:
-    module = _load(_program([8, 12, 6], "float32", "__nova_library_3"),
-                   [LibraryPlan(m=2, n=3, k=4, dtype="float32").to_json()])
+    module = load(program([8, 12, 6], "float32", "__nova_library_3"),
+                  [LibraryPlan(m=2, n=3, k=4, dtype="float32").to_json()])
     with pytest.raises(NovaError, match="plan 3 does not exist"):
         module.forward(np.zeros(8, np.float32), np.zeros(12, np.float32),  # type: ignore[attr-defined]
                        np.zeros(6, np.float32))
@@ -125,14 +88,14 @@ def test_missing_plan_is_an_error() -> None:
 def test_malformed_plans_are_errors(plans: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         library_plans({LIBRARY_PLANS_KEY: plans})
-    module = _load(_program([1, 1, 1], "float32"), plans)
+    module = load(program([1, 1, 1], "float32"), plans)
     with pytest.raises(NovaError, match=message):
         module.forward(*(np.zeros(1, np.float32) for _ in range(3)))  # type: ignore[attr-defined]
 
 
 def test_bad_callee_name_and_operands_are_located_errors() -> None:
     with pytest.raises(UnsupportedError, match="named __nova_library_<plan index>"):
-        _load(_program([1, 1, 1], "float32", "__nova_library_x"), [])
+        load(program([1, 1, 1], "float32", "__nova_library_x"), [])
     scalar = """
 module {
   func.func private @__nova_library_0(f32)
@@ -143,7 +106,7 @@ module {
 }
 """
     with pytest.raises(UnsupportedError, match="operand #0 is f32; library calls take ranked"):
-        _load(scalar, [])
+        load(scalar, [])
 
 
 def test_bf16_rounding_is_nearest_even() -> None:

@@ -8,47 +8,13 @@ import json
 
 import numpy as np
 import pytest
+from library_programs import entry_arg, load, program
 
-import nova
 from nova.abi import LIBRARY_PLANS_KEY, ConvPlan, library_plans
-from nova.compiler.driver import compile_to_bundle, make_options
 from nova.errors import NovaError
 from nova.runtime.cpu.library import narrow, widen
 
 torch = pytest.importorskip("torch")
-
-_TYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-
-
-def _program(counts: list[int], dtype: str) -> str:
-    types = [f"memref<{c}x{_TYPES[dtype]}>" for c in counts]
-    args = ", ".join(f"%m{i}: {t}" for i, t in enumerate(types))
-    refs = ", ".join(f"%m{i}" for i in range(len(types)))
-    return f"""
-module {{
-  func.func private @__nova_library_0({', '.join(types)})
-  func.func @forward({args}) {{
-    func.call @__nova_library_0({refs}) : ({', '.join(types)}) -> ()
-    return
-  }}
-}}
-"""
-
-
-def _load(mlir: str, plans: list[dict[str, object]] | str) -> object:
-    text = plans if isinstance(plans, str) else json.dumps(plans)
-    bundle = compile_to_bundle(mlir, "conv.mlir", make_options(
-        cpu_image=True, manifest_extra=((LIBRARY_PLANS_KEY, text),)))
-    return nova.load(bundle, device="cpu")
-
-
-def _arg(values: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype != "bfloat16":
-        return values
-    import ml_dtypes
-
-    return values.view(ml_dtypes.bfloat16)
-
 
 CASES = {
     "plain": {},
@@ -79,8 +45,8 @@ def test_conv_plan_matches_torch(case: str, epilogue: str, dtype: str) -> None:
     b, z = storage(k), storage(2, k, p, q)
     y = np.zeros(2 * k * p * q, x.dtype)
     operands = [x, w, *([b] if bias else []), *([z] if residual else []), y]
-    module = _load(_program([o.size for o in operands], dtype), [plan.to_json()])
-    module.forward(*(_arg(o.reshape(-1), dtype) for o in operands))  # type: ignore[attr-defined]
+    module = load(program([o.size for o in operands], dtype), [plan.to_json()], "conv.mlir")
+    module.forward(*(entry_arg(o.reshape(-1), dtype) for o in operands))  # type: ignore[attr-defined]
 
     def t64(v: np.ndarray) -> object:
         return torch.from_numpy(widen(v, dtype, np.float64))
@@ -125,13 +91,13 @@ def test_malformed_conv_plans_are_errors(change: dict[str, object], message: str
     plans = json.dumps([{**_GOOD, **change}])
     with pytest.raises(ValueError, match=message):
         library_plans({LIBRARY_PLANS_KEY: plans})
-    module = _load(_program([1, 1, 1], "float32"), plans)
+    module = load(program([1, 1, 1], "float32"), plans, "conv.mlir")
     with pytest.raises(NovaError, match=message):
         module.forward(*(np.zeros(1, np.float32) for _ in range(3)))  # type: ignore[attr-defined]
 
 
 def test_wrong_operand_count_is_an_error() -> None:
     plan = ConvPlan(n=1, c=1, h=2, w=2, k=1, r=1, s=1, dtype="float32", bias=True)
-    module = _load(_program([4, 1, 4], "float32"), [plan.to_json()])
+    module = load(program([4, 1, 4], "float32"), [plan.to_json()], "conv.mlir")
     with pytest.raises(NovaError, match=r"3 operands passed, the plan takes 4 \(x, w, bias, y\)"):
         module.forward(*(np.zeros(n, np.float32) for n in (4, 1, 4)))  # type: ignore[attr-defined]

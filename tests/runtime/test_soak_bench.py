@@ -4,10 +4,10 @@ the memory check. The gpu-marked copy runs the quick mode on cuda."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -19,13 +19,10 @@ from nova.runtime.selection import cuda_status
 SOAK = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
 
 
-def _soak() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("nova_bench_soak", SOAK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def soak(load_script: Callable[..., ModuleType]) -> ModuleType:
+    """bench/soak.py as a module, loaded anew for each test."""
+    return load_script(SOAK, "nova_bench_soak", keep=True)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -33,12 +30,12 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=600)
 
 
-def test_quick_soak_passes_on_cpu(tmp_path: Path) -> None:
+def test_quick_soak_passes_on_cpu(soak: ModuleType, tmp_path: Path) -> None:
     out = tmp_path / "soak.json"
     done = _run("--device", "cpu", "--quick", "--json", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = json.loads(out.read_text())["rows"]
-    assert [r["shape"] for r in rows] == list(_soak().SHAPES)
+    assert [r["shape"] for r in rows] == list(soak.SHAPES)
     assert all(r["ok"] and r["flat"] and r["bad_calls"] == 0 for r in rows)
     assert "all shapes flat and correct" in done.stdout
 
@@ -46,8 +43,8 @@ def test_quick_soak_passes_on_cpu(tmp_path: Path) -> None:
 @pytest.mark.parametrize("shape", ["scalars", "memref numpy", "memref buffer", "returned heap",
                                    "returned device", "async tokens", "graph replay",
                                    "python kernel"])
-def test_sabotaged_shape_fails_its_check(shape: str, capsys: pytest.CaptureFixture[str]) -> None:
-    soak = _soak()
+def test_sabotaged_shape_fails_its_check(soak: ModuleType, shape: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     status = soak.main(["--device", "cpu", "--calls", "20", "--warmup", "2", "--shapes", shape,
                         "--sabotage", shape])
     text = capsys.readouterr().out
@@ -55,11 +52,11 @@ def test_sabotaged_shape_fails_its_check(shape: str, capsys: pytest.CaptureFixtu
     assert f"FAILED: {shape}" in text
 
 
-def test_reintroduced_leak_fails_the_memory_check(monkeypatch: pytest.MonkeyPatch,
+def test_reintroduced_leak_fails_the_memory_check(soak: ModuleType,
+                                                  monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Returned memrefs copied and never freed again (the api1 bug): 64 KiB per call, so 200
     calls leak 12.5 MiB, far above the 1 MiB limit, on any machine load."""
-    soak = _soak()
     monkeypatch.setattr(soak, "N", 16384)
     monkeypatch.setattr(EntryFunction, "_take_owners", lambda self, plan, abi: {})
     status = soak.main(["--device", "cpu", "--calls", "200", "--warmup", "10", "--shapes",

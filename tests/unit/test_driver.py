@@ -6,6 +6,7 @@ import importlib
 from pathlib import Path
 
 import pytest
+from driver_programs import PROGRAM
 
 from nova import config
 from nova.compiler import driver
@@ -20,21 +21,6 @@ from nova.compiler.driver import (
     compile_until,
 )
 from nova.errors import ParseError
-
-PROGRAM = """\
-func.func @scale(%buf: memref<16xf32>, %factor: f32) {
-  %c1 = arith.constant 1 : index
-  %c16 = arith.constant 16 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
-    %v = memref.load %buf[%tx] : memref<16xf32>
-    %s = arith.mulf %v, %factor : f32
-    memref.store %s, %buf[%tx] : memref<16xf32>
-    gpu.terminator
-  }
-  return
-}
-"""
 
 
 def test_stage_table_order_and_names() -> None:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from driver_programs import PROGRAM
 
 from nova import config
 from nova.backends.nvptx import ptx as nvptx
@@ -15,21 +16,6 @@ from nova.bundle.reader import PayloadKind, read_bundle
 from nova.compiler import stages as driver_stages
 from nova.compiler.driver import CompileOptions, compile_source
 from nova.errors import BackendError
-
-PROGRAM = """\
-func.func @scale(%buf: memref<16xf32>, %factor: f32) {
-  %c1 = arith.constant 1 : index
-  %c16 = arith.constant 16 : index
-  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
-             threads(%tx, %ty, %tz) in (%sx = %c16, %sy = %c1, %sz = %c1) {
-    %v = memref.load %buf[%tx] : memref<16xf32>
-    %s = arith.mulf %v, %factor : f32
-    memref.store %s, %buf[%tx] : memref<16xf32>
-    gpu.terminator
-  }
-  return
-}
-"""
 
 
 def _compile(**scoped: object) -> bytes:

@@ -5,10 +5,10 @@ planted faults are for the sanitizer on the GPU machine)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -45,44 +45,44 @@ RACECHECK = """\
 CLEAN = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
 
 
-def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("nova_gpu_sanitize", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture
+def sanitize(load_script: Callable[..., ModuleType]) -> ModuleType:
+    return load_script(SCRIPT, "nova_gpu_sanitize")
 
 
-def test_memcheck_errors_are_counted_with_their_kernels(tmp_path: Path) -> None:
+def test_memcheck_errors_are_counted_with_their_kernels(sanitize: ModuleType,
+                                                        tmp_path: Path) -> None:
     (tmp_path / "memcheck.101.log").write_text(MEMCHECK)
     (tmp_path / "memcheck.102.log").write_text(CLEAN)
-    processes, errors, headlines, refused = _module().summarize("memcheck", tmp_path)
+    processes, errors, headlines, refused = sanitize.summarize("memcheck", tmp_path)
     assert (processes, errors, refused) == (2, 3, [])
     assert headlines["Invalid __global__ write of size 4 bytes in add1_kernel"] == 2
     assert any(line.startswith("Program hit CUDA_ERROR_LAUNCH_FAILED") for line in headlines)
 
 
-def test_racecheck_hazards_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_racecheck_hazards_are_errors(sanitize: ModuleType, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "racecheck.7.log").write_text(RACECHECK)
-    assert _module().summary("racecheck", tmp_path) == 1
+    assert sanitize.summary("racecheck", tmp_path) == 1
     out = capsys.readouterr().out
     assert "1 errors" in out and "Race reported between Write access at race_kernel" in out
 
 
-def test_clean_logs_pass(tmp_path: Path) -> None:
+def test_clean_logs_pass(sanitize: ModuleType, tmp_path: Path) -> None:
     (tmp_path / "memcheck.1.log").write_text(CLEAN)
-    assert _module().summary("memcheck", tmp_path) == 0
+    assert sanitize.summary("memcheck", tmp_path) == 0
 
 
 @pytest.mark.parametrize("text", ["", "========= Error: Device not supported\n" + CLEAN])
-def test_no_summary_or_a_refused_device_is_not_a_pass(text: str, tmp_path: Path) -> None:
+def test_no_summary_or_a_refused_device_is_not_a_pass(sanitize: ModuleType, text: str,
+                                                       tmp_path: Path) -> None:
     """An empty log directory, a log without a summary (the tool never ran the process) and a
     refused device must not read as 0 errors."""
     if text:
         (tmp_path / "memcheck.1.log").write_text(text)
     else:
         (tmp_path / "memcheck.1.log").write_text("========= COMPUTE-SANITIZER\n")
-    assert _module().summary("memcheck", tmp_path) == 2
+    assert sanitize.summary("memcheck", tmp_path) == 2
 
 
 @pytest.mark.parametrize("mode", ["clean", "race", "oob"])
@@ -98,8 +98,9 @@ def test_probe_kernels_run_on_the_cpu_device(mode: str, tmp_path: Path) -> None:
         assert "KernelFault" in done.stdout and "out-of-bounds" in done.stdout
 
 
-def test_unknown_arguments_print_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _module().main(["probe"]) == 2
+def test_unknown_arguments_print_the_usage(sanitize: ModuleType,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert sanitize.main(["probe"]) == 2
     assert "probe MODE" in capsys.readouterr().err
 
 

@@ -258,13 +258,25 @@ needs_nvcc = pytest.mark.skipif(
     reason="nvcc, ptxas, the CUDA headers or g++ are not installed")
 
 
+_LITERAL_OR_MACRO = re.compile(r'"((?:[^"\\]|\\.)*)"|\b(PTX_\w+)\b')
+
+
+def _literals(text: str, macros: dict[str, str]) -> str:
+    """The string literals of C++ `text` joined, its PTX_* macros expanded."""
+    return "".join(ast.literal_eval(f'"{lit}"') if name is None else macros[name]
+                   for lit, name in ((m.group(1), m.group(2))
+                                     for m in _LITERAL_OR_MACRO.finditer(text)))
+
+
 def _peer_ptx() -> str:
-    """The PTX text launch_loop.cu loads (its kPtx string literals, joined)."""
-    source = PEER_SOURCE.read_text()
+    """The PTX text launch_loop.cu loads: its kPtx string literals and the PTX_* macros (runs
+    of literals) between them, joined."""
+    source = re.sub(r"(?m)^\s*//.*$", "", PEER_SOURCE.read_text())  # comments
+    macros: dict[str, str] = {}
+    for name, body in re.findall(r"#define (PTX_\w+)((?:[^\n]*\\\n)*[^\n]*)", source):
+        macros[name] = _literals(body, macros)
     start = source.index("kPtx =")
-    body = source[start:source.index('";\n', start) + 2]
-    return "".join(ast.literal_eval(f'"{lit}"')
-                   for lit in re.findall(r'"((?:[^"\\]|\\.)*)"', body))
+    return _literals(source[start:source.index('";\n', start) + 2], macros)
 
 
 @needs_nvcc

@@ -21,8 +21,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 # Compiler-side packages whose sources decide a bundle's bytes (the runtime's do not).
-_COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi",
-                   "errors.py")
+_COMPILER_PARTS = ("compiler", "lang", "ir", "passes", "backends", "bundle", "abi", "errors")
 
 
 def _dist_version(package: str) -> str:
@@ -118,7 +117,7 @@ def _compiler_fingerprint() -> str:
 @cache
 def source_fingerprint(parts: tuple[str, ...]) -> str:
     """Hash of (path, size, mtime) of every *.py file of `parts` (packages or modules of nova,
-    e.g. ("compiler", "errors.py")): changes whenever one of them is edited. nova.models keys its
+    e.g. ("compiler", "errors")): changes whenever one of them is edited. nova.models keys its
     model cache on its own sources this way."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the nova package
     lines: list[str] = []

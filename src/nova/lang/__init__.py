@@ -3,9 +3,10 @@ pipeline (Python AST -> gpu.module -> PTX/cubin or the CPU device's x86-64 objec
 
 docs/python-kernels.md describes the language subset, the type rules and the launch API.
 
-The intrinsics (`nova.lang.intrinsics`) and `mma` are imported on first use (module
-`__getattr__`): a cached kernel's first call never runs a kernel body on the host, so it does not
-pay for them.
+The intrinsics (`nova.lang.intrinsics`), `mma` and the kernel errors (`KernelTypeError`,
+`KernelSyntaxError`: nova.lang.kernel_errors) are imported on first use (module `__getattr__`): a
+cached kernel's first call never runs a kernel body on the host nor translates one, so it does
+not pay for them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import importlib
 
 from nova.lang.api import DeviceFunction, KernelFunction, func, kernel
-from nova.lang.source import KernelSyntaxError, KernelTypeError
 from nova.lang.types import (
     ArrayType,
     ScalarType,
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from nova.lang import mma, wgmma
     from nova.lang.intrinsics import *  # noqa: F403
     from nova.lang.intrinsics import INTRINSIC_NAMES, WARP_SIZE, KernelCallError
+    from nova.lang.kernel_errors import KernelSyntaxError, KernelTypeError
 
 _INTRINSIC_NAMES = (
     "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "syncthreads",
@@ -70,11 +71,13 @@ def save_bundle(path: Any, kernels_with_signatures: Any, **options: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """The intrinsics, `mma` and `wgmma`, imported on first use (see the module docstring)."""
+    """The intrinsics, `mma`, `wgmma` and the kernel errors, imported on first use (see the
+    module docstring)."""
     if name in ("mma", "wgmma"):
         return importlib.import_module(f"nova.lang.{name}")
-    if name in _FROM_INTRINSICS:
-        value = getattr(importlib.import_module("nova.lang.intrinsics"), name)
+    if name in _FROM_INTRINSICS or name in ("KernelSyntaxError", "KernelTypeError"):
+        module = "nova.lang.intrinsics" if name in _FROM_INTRINSICS else "nova.lang.source"
+        value = getattr(importlib.import_module(module), name)
         globals()[name] = value  # later lookups find it directly
         return value
     raise AttributeError(f"module 'nova.lang' has no attribute {name!r}")

@@ -22,8 +22,8 @@ configuration (nova.lang.prepared).
 
 from __future__ import annotations
 
+import _thread
 import operator
-import threading
 import types
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -186,7 +186,7 @@ class KernelFunction:
         (one tuple: threads see both or neither)."""
         self._modules: dict[Signature, tuple[Any, str]] = {}
         self._images: dict[tuple[Signature, str, str, bool], CompiledImages] = {}
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
 
     def __repr__(self) -> str:
         return f"<nova.kernel {self.__name__}>"

@@ -11,11 +11,15 @@ import ast
 import inspect
 import linecache
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nova.errors import DiagnosticError, SourceLocation, UnsupportedError, VerifyError
+from nova.errors import DiagnosticError, SourceLocation
 from nova.hashing import sha256
 from nova.records import MutableRecord
+
+if TYPE_CHECKING:
+    from nova.lang.kernel_errors import KernelSyntaxError as KernelSyntaxError
+    from nova.lang.kernel_errors import KernelTypeError as KernelTypeError
 
 
 def source_lines(func: Any) -> tuple[list[str], int]:
@@ -117,14 +121,6 @@ def _block_end(code: Any, lines: list[str], lnum: int) -> tuple[int, ast.Module 
             continue
         return (end, tree if end == last else None) if _indent(line) <= first else None
     return end, tree if end == last else None
-
-
-class KernelTypeError(VerifyError, TypeError):
-    """A type error in a kernel (operands, assignments, arguments), located in its source."""
-
-
-class KernelSyntaxError(UnsupportedError):
-    """A Python construct kernels do not support, located in its source; names what is."""
 
 
 class FunctionSource(MutableRecord):
@@ -259,3 +255,17 @@ class _AssignmentCounter:
                 self.counts[node.id] = self.counts.get(node.id, 0) + 1
                 if top_level:
                     self.top.add(node.id)
+
+
+_KERNEL_ERRORS = ("KernelTypeError", "KernelSyntaxError")
+
+
+def __getattr__(name: str) -> Any:
+    """`KernelTypeError` and `KernelSyntaxError`, made on first use (nova.lang.kernel_errors)."""
+    if name not in _KERNEL_ERRORS:
+        raise AttributeError(f"module 'nova.lang.source' has no attribute {name!r}")
+    from nova.lang import kernel_errors  # the import lock makes each class once
+
+    value = getattr(kernel_errors, name)
+    globals()[name] = value
+    return value

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nova.errors import ArgumentError, ScalarConversionError
+from nova.errors import ArgumentError
 from nova.records import Record
 
 if TYPE_CHECKING:  # xDSL is imported only to build MLIR: launching a cached kernel never does
@@ -128,6 +128,8 @@ class ScalarType(Record):
         try:
             return self.np_dtype.type(value)
         except (TypeError, ValueError, OverflowError) as exc:
+            from nova.errors import ScalarConversionError  # made on first use (nova.errors)
+
             raise ScalarConversionError(
                 f"nova.{self.name}() cannot convert {_describe(value)}: {exc}") from None
 

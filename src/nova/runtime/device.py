@@ -13,9 +13,9 @@ provide a handful of raw primitives (`_raw_alloc`, `_enqueue_copy`, `_launch`, .
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import math
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from enum import StrEnum
@@ -255,7 +255,7 @@ class Device(ABC):
     def __init__(self, kind: DeviceKind, index: int) -> None:
         self.kind = kind
         self.index = index
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
         self._default_stream: Stream | None = None
         self._modules: dict[str, DeviceModule] = {}
         self.pool = MemoryPool(f"{kind}:{index} device pool", self._raw_alloc, self._raw_free,
@@ -374,8 +374,9 @@ class Device(ABC):
     def _new_event(self, timing: bool) -> Event: ...
 
     @abstractmethod
-    def _load(self, images: ModuleImages) -> DeviceModule:
-        """Load the image this device runs (the one `_module_key` names)."""
+    def _load(self, images: ModuleImages, key: str) -> DeviceModule:
+        """Load the image this device runs (the one `_module_key` names; `key` is that digest,
+        computed once)."""
 
     @abstractmethod
     def _module_key(self, images: ModuleImages) -> str:
@@ -552,7 +553,7 @@ class Device(ABC):
         with self._lock:
             module = self._modules.get(key)
             if module is None:
-                module = self._load(images)
+                module = self._load(images, key)
                 self._modules[key] = module
             return module
 

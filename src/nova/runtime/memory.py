@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 import struct
+import sys
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,8 +24,11 @@ from nova.runtime.selection import get_device
 
 if TYPE_CHECKING:
     import numpy as np
-else:  # NumPy is imported on first use (nova.runtime.lazy_numpy)
-    from nova.runtime.lazy_numpy import np
+else:  # NumPy itself where the program imported it already (a kernel launched with arrays: no
+    # proxy module to import), else imported on first use (nova.runtime.lazy_numpy)
+    np = sys.modules.get("numpy")
+    if np is None:
+        from nova.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
     from nova.runtime.stream import Stream

@@ -24,10 +24,10 @@ EH frames are copied but not registered: nothing unwinds through kernels (faults
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import ctypes
 import struct
-import threading
 from typing import TYPE_CHECKING
 
 from nova.bundle.elf import SHN_UNDEF, SHT_NOBITS, ElfFile, ElfSection, ElfSymbol
@@ -57,7 +57,7 @@ class ObjectLoadError(DeviceError):
 
 _libc: ctypes.CDLL | None = None
 _more_libraries: list[ctypes.CDLL] | None = None
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _MORE_SONAMES = ("libm.so.6", "libgcc_s.so.1")
 """Searched, in this order, for symbols the process's global namespace lacks (opened on the
 first such symbol: Nova's objects rarely need one, and dlopen costs a cold start)."""

@@ -12,7 +12,7 @@ caches (`trim`) and retries once before raising `OutOfMemoryError`.
 
 from __future__ import annotations
 
-import threading
+import _thread
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -113,7 +113,7 @@ class MemoryPool:
         self._free = free
         self._synchronize = synchronize
         self._trim = trim
-        self._lock = threading.RLock()
+        self._lock = _thread.RLock()
         self._cache: dict[tuple[int | None, int], list[int]] = {}
         self._pending: list[tuple[Block, tuple[Any, ...]]] = []
         self._limit = limit

@@ -8,7 +8,7 @@ NOVA_DEVICE) is cuda when a GPU is usable, else cpu; `devices()` lists every usa
 
 from __future__ import annotations
 
-import threading
+import _thread
 import warnings
 
 from nova import config
@@ -17,7 +17,7 @@ from nova.records import Record
 from nova.runtime.device import Device, DeviceKind
 
 _devices: dict[tuple[DeviceKind, int], Device] = {}
-_devices_lock = threading.Lock()
+_devices_lock = _thread.allocate_lock()
 
 
 class CudaStatus(Record):

@@ -49,7 +49,7 @@ from xdsl.irdl import (
     result_def,
     var_operand_def,
 )
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
@@ -57,7 +57,9 @@ from nova.ir.gpu.base import (
     AddressSpace,
     UnprefixedVerifyError,
     address_space_of,
+    parse_memref_access,
     print_attr_dict,
+    print_memref_access,
 )
 
 COPY_BYTES = (4, 8, 16)
@@ -106,20 +108,6 @@ def type_text(ty: Attribute) -> str:
     return stream.getvalue()
 
 
-def _access(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
-    ref = parser.parse_unresolved_operand()
-    indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE,
-                                                parser.parse_unresolved_operand)
-    return ref, indices
-
-
-def _print_access(printer: Printer, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
-    printer.print_operand(ref)
-    printer.print_string("[")
-    printer.print_list(indices, printer.print_operand)
-    printer.print_string("]")
-
-
 @irdl_op_definition
 class DeviceAsyncCopyOp(IRDLOperation):
     """`%t = nvgpu.device_async_copy %src[%i], %dst[%j], 8 (, %srcElements)? {bypassL1}? :
@@ -153,9 +141,9 @@ class DeviceAsyncCopyOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        src, src_idx = _access(parser)
+        src, src_idx = parse_memref_access(parser)
         parser.parse_punctuation(",")
-        dst, dst_idx = _access(parser)
+        dst, dst_idx = parse_memref_access(parser)
         parser.parse_punctuation(",")
         count = parser.parse_integer(allow_boolean=False, allow_negative=False)
         src_elements = None
@@ -180,9 +168,9 @@ class DeviceAsyncCopyOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        _print_access(printer, self.src, self.srcIndices)
+        print_memref_access(printer, self.src, self.srcIndices)
         printer.print_string(", ")
-        _print_access(printer, self.dst, self.dstIndices)
+        print_memref_access(printer, self.dst, self.dstIndices)
         printer.print_string(f", {self.elements}")
         if self.srcElements is not None:
             printer.print_string(", ")

@@ -59,7 +59,15 @@ from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from nova.ir.gpu.base import AddressSpace, AddressSpaceAttr, UnprefixedVerifyError, print_attr_dict
+from nova.ir.gpu.base import (
+    AddressSpace,
+    AddressSpaceAttr,
+    UnprefixedVerifyError,
+    parse_memref_read,
+    print_attr_dict,
+    print_memref_read,
+    split_properties,
+)
 
 WARP_SIZE = 32
 SHARED_ADDRESS_SPACE = 3
@@ -74,10 +82,6 @@ def _bit_width(ty: Attribute) -> int | None:
     if isinstance(ty, IntegerType):
         return ty.width.data
     return width if isinstance(width, int) else None
-
-
-def _split(attrs: dict[str, Attribute], names: tuple[str, ...]) -> dict[str, Attribute]:
-    return {n: attrs.pop(n) for n in names if n in attrs}
 
 
 @irdl_op_definition
@@ -110,7 +114,7 @@ class MmaSyncOp(IRDLOperation):
         names = parser.parse_comma_separated_list(Parser.Delimiter.PAREN,
                                                   parser.parse_unresolved_operand)
         attrs = dict(parser.parse_optional_attr_dict())
-        props = _split(attrs, ("mmaShape", "tf32Enabled"))
+        props = split_properties(attrs, ("mmaShape", "tf32Enabled"))
         parser.parse_punctuation(":")
         pos = parser.pos
         types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
@@ -215,32 +219,14 @@ class LdMatrixOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        ref = parser.parse_unresolved_operand()
-        indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE,
-                                                    parser.parse_unresolved_operand)
-        attrs = dict(parser.parse_optional_attr_dict())
-        props = _split(attrs, ("numTiles", "transpose"))
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        res_type = parser.parse_type()
-        operands = [parser.resolve_operand(ref, src_type),
-                    *(parser.resolve_operand(i, IndexType()) for i in indices)]
+        operands, res_type, props, attrs = parse_memref_read(parser, ("numTiles", "transpose"))
         return cls.create(operands=operands, result_types=[res_type], properties=props,
                           attributes=attrs)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.srcMemref)
-        printer.print_string("[")
-        printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("]")
-        print_attr_dict(printer, {"numTiles": self.numTiles, "transpose": self.transpose,
-                                  **self.attributes})
-        printer.print_string(" : ")
-        printer.print_attribute(self.srcMemref.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res.type)
+        print_memref_read(printer, self.srcMemref, self.indices,
+                          {"numTiles": self.numTiles, "transpose": self.transpose,
+                           **self.attributes}, self.res.type)
 
     def verify_(self) -> None:
         if not isinstance(self.numTiles.type, IntegerType) or self.numTiles.type.width.data != 32:

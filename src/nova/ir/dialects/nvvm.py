@@ -164,6 +164,17 @@ def _resolve(parser: Parser, names: Sequence[UnresolvedOperand],
     return list(parser.resolve_operands(names, types, parser.pos))
 
 
+def _print_kind_op(printer: Printer, op: ShflSyncOp | MatchSyncOp) -> None:
+    """`  <kind> %operands {attrs} : <val type> -> <result type>` (nvvm.shfl.sync, match.sync)."""
+    printer.print_string(f"  {op.kind.data.value} ")
+    printer.print_list(op.operands, printer.print_operand)
+    print_attr_dict(printer, op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.val.type)
+    printer.print_string(" -> ")
+    printer.print_attribute(op.res.type)
+
+
 @irdl_op_definition
 class ShflSyncOp(IRDLOperation):
     """`nvvm.shfl.sync  bfly %mask, %value, %offset, %c : f32 -> f32`: PTX `shfl.sync`.
@@ -208,13 +219,7 @@ class ShflSyncOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f"  {self.kind.data.value} ")
-        printer.print_list(self.operands, printer.print_operand)
-        print_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.val.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res.type)
+        _print_kind_op(printer, self)
 
     def verify_(self) -> None:
         if self.res.type != self.val.type:
@@ -341,13 +346,7 @@ class MatchSyncOp(IRDLOperation):
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f"  {self.kind.data.value} ")
-        printer.print_list(self.operands, printer.print_operand)
-        print_attr_dict(printer, self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.val.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res.type)
+        _print_kind_op(printer, self)
 
     def verify_(self) -> None:
         ty = self.val.type

@@ -233,6 +233,57 @@ def print_arrow_types(printer: Printer, types: Sequence[Attribute]) -> None:
         printer.print_string(")")
 
 
+def split_properties(attrs: dict[str, Attribute], names: Sequence[str]
+                     ) -> dict[str, Attribute]:
+    """Move the op's inherent attributes (printed inside `attr-dict`) out of `attrs`."""
+    return {name: attrs.pop(name) for name in names if name in attrs}
+
+
+def parse_memref_access(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+    """`%m[%i, %j]` as unresolved operands."""
+    ref = parser.parse_unresolved_operand()
+    indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE,
+                                                parser.parse_unresolved_operand)
+    return ref, indices
+
+
+def print_memref_access(printer: Printer, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
+    """`%m[%i, %j]`."""
+    printer.print_operand(ref)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_operand)
+    printer.print_string("]")
+
+
+def parse_memref_read(parser: Parser, properties: Sequence[str]) -> tuple[
+        list[SSAValue], Attribute, dict[str, Attribute], dict[str, Attribute]]:
+    """`%m[%i, %j] {attr-dict} : memref-type -> result-type`, an op reading through a memref:
+    its operands (the memref, then the indices), result type, `properties` (moved out of the
+    attribute dict) and other attributes."""
+    ref, indices = parse_memref_access(parser)
+    attrs = dict(parser.parse_optional_attr_dict())
+    props = split_properties(attrs, properties)
+    parser.parse_punctuation(":")
+    src_type = parser.parse_type()
+    parser.parse_punctuation("->")
+    res_type: Attribute = parser.parse_type()
+    operands: list[SSAValue] = [parser.resolve_operand(ref, src_type),
+                                *(parser.resolve_operand(i, IndexType()) for i in indices)]
+    return operands, res_type, props, attrs
+
+
+def print_memref_read(printer: Printer, memref: SSAValue, indices: Sequence[SSAValue],
+                      attributes: Mapping[str, Attribute], result: Attribute) -> None:
+    """The syntax `parse_memref_read` reads."""
+    printer.print_string(" ")
+    print_memref_access(printer, memref, indices)
+    print_attr_dict(printer, attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(memref.type)
+    printer.print_string(" -> ")
+    printer.print_attribute(result)
+
+
 def index_attr(value: int) -> IntegerAttr:
     """An `index`-typed integer attribute."""
     return IntegerAttr(value, IndexType())

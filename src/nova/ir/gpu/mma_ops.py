@@ -58,13 +58,21 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from nova.ir.gpu.base import UnprefixedVerifyError, print_attr_dict
+from nova.ir.gpu.base import (
+    UnprefixedVerifyError,
+    parse_memref_access,
+    parse_memref_read,
+    print_attr_dict,
+    print_memref_access,
+    print_memref_read,
+    split_properties,
+)
 
 MMA_OPERANDS = ("AOp", "BOp", "COp")
 """The fragment kinds: A and B (multiplicands) and C (accumulator / result)."""
@@ -176,27 +184,6 @@ def _unit_stride_last(ty: MemRefType) -> bool:
     return strides[-1] == 1
 
 
-def _split_properties(attrs: dict[str, Attribute], names: Sequence[str]
-                      ) -> dict[str, Attribute]:
-    """Move the op's inherent attributes (printed inside `attr-dict`) out of `attrs`."""
-    return {name: attrs.pop(name) for name in names if name in attrs}
-
-
-def _parse_memref_access(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
-    """`%m[%i, %j]` as unresolved operands."""
-    ref = parser.parse_unresolved_operand()
-    indices = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE,
-                                                parser.parse_unresolved_operand)
-    return ref, indices
-
-
-def _print_memref_access(printer: Printer, ref: SSAValue, indices: Sequence[SSAValue]) -> None:
-    printer.print_operand(ref)
-    printer.print_string("[")
-    printer.print_list(indices, printer.print_operand)
-    printer.print_string("]")
-
-
 _MMA_SCALARS = ("8-bit signless integer or 32-bit signless integer or 16-bit float or 32-bit "
                 "float or 64-bit float")
 """Upstream's GPU_MMAMemRef element types (i8, i32, f16, f32, f64, or 1-D vectors of them),
@@ -255,26 +242,13 @@ class SubgroupMmaLoadMatrixOp(_MatrixMemoryOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        ref, indices = _parse_memref_access(parser)
-        attrs = dict(parser.parse_optional_attr_dict())
-        props = _split_properties(attrs, ("leadDimension", "transpose"))
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        res_type = parser.parse_type()
-        src = parser.resolve_operand(ref, src_type)
-        idx = [parser.resolve_operand(i, IndexType()) for i in indices]
-        return cls.create(operands=[src, *idx], result_types=[res_type], properties=props,
+        operands, res_type, props, attrs = parse_memref_read(parser,
+                                                             ("leadDimension", "transpose"))
+        return cls.create(operands=operands, result_types=[res_type], properties=props,
                           attributes=attrs)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_memref_access(printer, self.srcMemref, self.indices)
-        print_attr_dict(printer, self._inherent())
-        printer.print_string(" : ")
-        printer.print_attribute(self.srcMemref.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res.type)
+        print_memref_read(printer, self.srcMemref, self.indices, self._inherent(), self.res.type)
 
     def verify_(self) -> None:
         self._check_memref(self.srcMemref.type, "0")
@@ -305,9 +279,9 @@ class SubgroupMmaStoreMatrixOp(_MatrixMemoryOp):
     def parse(cls, parser: Parser) -> Self:
         value = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        ref, indices = _parse_memref_access(parser)
+        ref, indices = parse_memref_access(parser)
         attrs = dict(parser.parse_optional_attr_dict())
-        props = _split_properties(attrs, ("leadDimension", "transpose"))
+        props = split_properties(attrs, ("leadDimension", "transpose"))
         parser.parse_punctuation(":")
         src_type = parser.parse_type()
         parser.parse_punctuation(",")
@@ -321,7 +295,7 @@ class SubgroupMmaStoreMatrixOp(_MatrixMemoryOp):
         printer.print_string(" ")
         printer.print_operand(self.src)
         printer.print_string(", ")
-        _print_memref_access(printer, self.dstMemref, self.indices)
+        print_memref_access(printer, self.dstMemref, self.indices)
         print_attr_dict(printer, self._inherent())
         printer.print_string(" : ")
         printer.print_attribute(self.src.type)
@@ -364,7 +338,7 @@ class SubgroupMmaComputeOp(IRDLOperation):
         names = parser.parse_comma_separated_list(Parser.Delimiter.NONE,
                                                   parser.parse_unresolved_operand)
         attrs = dict(parser.parse_optional_attr_dict())
-        props = _split_properties(attrs, ("a_transpose", "b_transpose"))
+        props = split_properties(attrs, ("a_transpose", "b_transpose"))
         parser.parse_punctuation(":")
         a_type = parser.parse_type()
         parser.parse_punctuation(",")

@@ -27,9 +27,9 @@ range is reserved when it is full (up to `MAX_RANGES`). Where the address space 
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import os
-import threading
 
 from nova.errors import OutOfMemoryError
 from nova.records import MutableRecord
@@ -115,7 +115,7 @@ class GuardedArena:
         self._guard = guard
         self._ranges: list[_Range] = []
         self._live: dict[int, tuple[_Range, int]] = {}  # address -> (range, mapped bytes)
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     @property
     def guard_bytes(self) -> int:

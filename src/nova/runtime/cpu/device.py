@@ -11,9 +11,9 @@ same arena (`HostHeap`). Fresh allocations are filled with 0xCD when `config.poi
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import os
-import threading
 import weakref
 from collections.abc import Callable
 from functools import cached_property
@@ -24,7 +24,7 @@ from nova.errors import DeviceError
 from nova.runtime.cpu.arena import GuardedArena
 from nova.runtime.cpu.helpers import HelperThreads
 from nova.runtime.cpu.module import BlockRun, CpuFunction, CpuModule
-from nova.runtime.cpu.stream import CpuEvent, CpuStream, StreamQueue
+from nova.runtime.cpu.stream import CpuStream, StreamQueue
 from nova.runtime.device import (
     Device,
     DeviceFunction,
@@ -122,7 +122,7 @@ class CpuDevice(Device):
         # every stream's queue, also of streams already collected whose workers still run
         self._queues: weakref.WeakSet[StreamQueue] = weakref.WeakSet()
         self._deferred: DeferredFrees | None = None  # `_frees`, made on the first raw free
-        self._deferred_lock = threading.Lock()
+        self._deferred_lock = _thread.allocate_lock()
         super().__init__(DeviceKind.CPU, 0)
         self.workers = max(1, config.get().cpu_workers or os.cpu_count() or 1)
         self._helpers = (HelperThreads(self.workers - 1, thread_name_prefix="nova-cpu-block")
@@ -256,6 +256,8 @@ class CpuDevice(Device):
         return stream
 
     def _new_event(self, timing: bool) -> Event:
+        from nova.runtime.cpu.events import CpuEvent
+
         return CpuEvent(self, timing)
 
     def _cpu_stream(self, stream: Stream) -> CpuStream:
@@ -266,9 +268,8 @@ class CpuDevice(Device):
     def _sync_for_pool(self) -> None:
         # Wait for every stream before the pool frees cached memory, but leave stream errors to
         # the streams' own next synchronize (and never wait for the stream we are running on).
-        me = threading.current_thread()
         for s in [s for s in list(self._streams) if not s.closed]:
-            if s._q.thread is not me:
+            if not s._q.on_worker():
                 s._q.drain()
         self._flush_frees()
 
@@ -287,8 +288,8 @@ class CpuDevice(Device):
                               f"device needs (it was compiled without the cpu target)")
         return image_digest(images.cpu_object)
 
-    def _load(self, images: ModuleImages) -> DeviceModule:
-        return CpuModule(self, images)
+    def _load(self, images: ModuleImages, key: str) -> DeviceModule:
+        return CpuModule(self, images, digest=key)
 
     def _launch(self, function: DeviceFunction, grid: Dim3, block: Dim3, params: Any,
                 shared_bytes: int, stream: Stream, cluster: Dim3 | None) -> None:

@@ -48,10 +48,10 @@ the kernel entry), and call a fault in the no-access guard zone below the fiber 
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import os
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -425,7 +425,7 @@ class FaultGuard(Record):
         object.__setattr__(self, "state", state)
 
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _guard: FaultGuard | None = None
 _unsupported: str | None = None
 
@@ -515,7 +515,7 @@ def prepare(launch: CpuLaunch) -> None:
 
 # ---- Python called back from guarded host code -------------------------------------------------
 
-_local = threading.local()
+_local = _thread._local()
 
 
 def _active_word() -> ctypes.c_int32 | None:

@@ -16,11 +16,11 @@ releases the GIL) with its own CpuLaunch and dynamic shared scratch.
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import functools
 import os
 import struct
-import threading
 from typing import TYPE_CHECKING
 
 from nova.abi import CPU_TARGET_RECORD_BYTES, CPU_TARGET_SYMBOL, CpuLaunch
@@ -29,6 +29,7 @@ from nova.bundle.kernel_entry import Kernel
 from nova.bundle.verify import verify_object
 from nova.errors import BundleFormatError, DeviceError, KernelFault
 from nova.runtime.cpu import fault_guard
+from nova.runtime.cpu.helpers import Condition
 from nova.runtime.device import DeviceFunction, DeviceModule, Dim3, ModuleImages, image_digest
 from nova.runtime.objload import LoadedObject, ObjectLoadError
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 KERNEL_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 
 _llvm_ready = False
-_llvm_lock = threading.Lock()
+_llvm_lock = _thread.allocate_lock()
 
 
 def _target_machine() -> object:
@@ -139,11 +140,13 @@ def check_cpu_target(address: int, name: str) -> None:
 class CpuModule(DeviceModule):
     """A CPU object placed in memory by objload (else in its own MCJIT engine)."""
 
-    def __init__(self, device: CpuDevice, images: ModuleImages) -> None:
+    def __init__(self, device: CpuDevice, images: ModuleImages,
+                 digest: str | None = None) -> None:
+        """`digest`: the CPU object's `image_digest` where the caller has it already."""
         super().__init__(device, images.name)
         if images.cpu_object is None:
             raise DeviceError(f"device module {images.name!r} has no CPU object")
-        self.digest = image_digest(images.cpu_object)
+        self.digest = image_digest(images.cpu_object) if digest is None else digest
         elf = check_elf_object(images.cpu_object, images.name)
         self._engine: object
         try:
@@ -245,7 +248,7 @@ class BlockRun:
         self.chunk = -(-total // self.chunks)
         self.chunks = -(-total // self.chunk)
         self.workers = workers
-        self._cond = threading.Condition()
+        self._cond = Condition()
         self._next = 0
         self._grabbed = 0
         self._finished = 0

@@ -22,10 +22,10 @@ items.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import itertools
 import os
-import threading
 import time
 import weakref
 from collections import deque
@@ -33,9 +33,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nova.errors import DeviceError, NovaError, RuntimeFailure
+from nova.runtime.cpu.helpers import Condition
 from nova.runtime.stream import Event, Stream
 
 if TYPE_CHECKING:
+    from threading import Thread
+
     from nova.runtime.cpu.device import CpuDevice
 
 _ids = itertools.count(1)
@@ -51,10 +54,10 @@ class _GraceTimer:
     for every launch."""
 
     def __init__(self) -> None:
-        self.cond = threading.Condition()
+        self.cond = Condition()
         self.queues: dict[int, tuple[_Queue, float]] = {}  # id -> (queue, when to look at it)
         self.wake_at: float | None = None  # None: waiting until told; -inf: busy (looks again)
-        self.thread: threading.Thread | None = None
+        self.thread: Thread | None = None
         self.pid = 0
 
     def schedule(self, q: _Queue, deadline: float) -> None:
@@ -63,6 +66,8 @@ class _GraceTimer:
             if entry is None or deadline < entry[1]:
                 self.queues[id(q)] = (q, deadline)
             if self.thread is None or self.pid != os.getpid():  # first use, or a forked child
+                import threading  # here, not at the top: a cached kernel's first call starts none
+
                 self.pid = os.getpid()
                 self.thread = threading.Thread(target=self._run, name="nova-cpu-grace",
                                                daemon=True)
@@ -113,22 +118,25 @@ class _Queue:
         self.label = label
         # (fn, what, always, inline deadline: 0.0 = not inline) or _STOP
         self.items: deque[tuple[Callable[[], object], str, bool, float] | object] = deque()
-        self.cond = threading.Condition()
-        self.work = threading.Condition(self.cond._lock)  # type: ignore[attr-defined]
+        self.cond = Condition()
+        self.work = Condition(self.cond._lock)
         self.submitted = 0
         self.completed = 0
         self.error: tuple[str, BaseException] | None = None
         self.closed = False
-        self.runner: threading.Thread | None = None  # the thread running an item, if any
+        self.runner: int | None = None  # the ident of the thread running an item, if any
         self.hurried = False  # someone waits for progress: no grace until the queue empties
         # started on first need (`_wake`): a stream whose work synchronizing threads run
         # themselves (copies, tiny synchronous launches) never pays for a thread
-        self.thread: threading.Thread | None = None
+        self.thread: Thread | None = None
+        self.worker: int | None = None  # the worker thread's ident while its loop runs
 
     def _wake(self) -> None:
         """Tell the worker there is work, starting it first if it has not run yet (with `cond`
         held)."""
         if self.thread is None:
+            import threading  # only where a worker starts: a cached first call runs none
+
             self.thread = threading.Thread(target=self._run, name=f"nova-{self.label}",
                                            daemon=True)
             self.thread.start()  # it looks at the queue before it first waits
@@ -170,7 +178,13 @@ class _Queue:
                     self.error = (what, exc)
 
     def _run(self) -> None:
-        me = threading.current_thread()
+        me = self.worker = _thread.get_ident()
+        try:
+            self._serve(me)
+        finally:
+            self.worker = None  # idents are reused once a thread has ended
+
+    def _serve(self, me: int) -> None:
         while True:
             with self.cond:
                 while True:
@@ -205,14 +219,18 @@ class _Queue:
 
     def in_item(self) -> bool:
         """Whether the calling thread is this queue's worker or is running one of its items."""
-        me = threading.current_thread()
-        return me is self.thread or me is self.runner
+        me = _thread.get_ident()
+        return me == self.worker or me == self.runner
+
+    def on_worker(self) -> bool:
+        """Whether the calling thread is this queue's worker."""
+        return _thread.get_ident() == self.worker
 
     def drain(self) -> None:
         if self.in_item():
             raise DeviceError(f"{self.label}: work running on a stream cannot wait for that "
                               f"same stream")
-        me = threading.current_thread()
+        me = _thread.get_ident()
         with self.cond:
             target = self.submitted
             while self.completed < target:
@@ -309,7 +327,7 @@ class CpuStream(Stream):
                     or q.runner is not None:
                 return False
             q.submitted += 1
-            q.runner = threading.current_thread()
+            q.runner = _thread.get_ident()
         try:
             fn()
         finally:
@@ -333,6 +351,8 @@ class CpuStream(Stream):
         return done
 
     def wait(self, event: Event) -> None:
+        from nova.runtime.cpu.events import CpuEvent
+
         if not isinstance(event, CpuEvent):
             raise DeviceError(f"{event!r} is not a cpu event")
         mark = event._mark
@@ -354,69 +374,3 @@ class CpuStream(Stream):
 
     def _pending_error(self) -> bool:
         return self._q.error is not None
-
-
-class _Mark:
-    """One recording of an event: set when the stream's worker reaches it."""
-
-    def __init__(self, q: _Queue) -> None:
-        self.done = threading.Event()
-        self.time = 0.0
-        self.queue = q
-
-    def wait(self) -> None:
-        if not self.done.is_set():
-            self.queue.hurry()
-            self.done.wait()
-
-    def hit(self) -> None:
-        self.time = time.perf_counter()
-        self.done.set()
-
-
-class CpuEvent(Event):
-    """A cpu event: the latest position recorded in some stream."""
-
-    def __init__(self, device: CpuDevice, timing: bool) -> None:
-        super().__init__(device, timing)
-        self._id = next(_ids)
-        self._mark: _Mark | None = None
-
-    @property
-    def handle(self) -> int:
-        return self._id
-
-    def record(self, stream: Stream | None = None) -> Event:
-        s = self.device._stream(stream)
-        assert isinstance(s, CpuStream)
-        mark = _Mark(s._q)
-        s.enqueue(mark.hit, "event record", always=True, inline=True)
-        self._mark = mark
-        return self
-
-    def query(self) -> bool:
-        mark = self._mark
-        if mark is None or mark.done.is_set():
-            return True
-        mark.queue.hurry()
-        return False
-
-    def synchronize(self) -> None:
-        if self._mark is not None:
-            self._mark.wait()
-
-    def elapsed_ms(self, other: Event) -> float:
-        if not isinstance(other, CpuEvent):
-            raise DeviceError(f"{other!r} is not a cpu event")
-        for ev in (self, other):
-            if not ev.timing:
-                raise DeviceError("elapsed_ms needs events created with timing=True")
-            if ev._mark is None:
-                raise DeviceError("elapsed_ms: an event was never recorded")
-            if not ev._mark.done.is_set():
-                raise DeviceError("elapsed_ms: an event has not completed yet")
-        assert self._mark is not None and other._mark is not None
-        return (other._mark.time - self._mark.time) * 1000.0
-
-    def close(self) -> None:
-        self._mark = None

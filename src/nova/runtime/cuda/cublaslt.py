@@ -39,7 +39,17 @@ from nova.abi import LibraryPlan
 from nova.errors import DeviceError
 from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.gemm_tuning import Tuning, tune_plan, tuning_enabled
-from nova.runtime.cuda.library_jit import OPERAND_IR, NativeLibrary, fail_ir, jit_library
+from nova.runtime.cuda.library_jit import (
+    OPERAND_IR,
+    STATUS_BAD_COUNT,
+    LibraryApi,
+    NativeLibrary,
+    PerDevice,
+    fail_ir,
+    jit_library,
+    library_status_name,
+    make_current,
+)
 
 LIBRARY_SONAME = "libcublasLt.so.13"
 ENV_PATH = "NOVA_CUBLASLT"
@@ -79,14 +89,8 @@ class LibraryCallError(DeviceError):
     """A cuBLASLt call failed; names the call, the status and the plan."""
 
 
-STATUS_BAD_COUNT = -1
-"""The status the native call reports when the host passed the wrong number of operands."""
-
-
 def status_name(code: int) -> str:
-    if code == STATUS_BAD_COUNT:
-        return "wrong operand count"
-    return STATUS_NAMES.get(code, f"CUBLAS_STATUS_{code}")
+    return library_status_name(STATUS_NAMES, "CUBLAS_STATUS_", code)
 
 
 # --- finding the library ----------------------------------------------------------------------
@@ -245,17 +249,12 @@ def gemm_setup(plan: LibraryPlan) -> GemmSetup:
 
 # --- ctypes calls made at plan creation -------------------------------------------------------
 
-class CublasLtApi:
+class CublasLtApi(LibraryApi):
     """The plan-creation entry points of libcublasLt, each checked (a failure raises a
     LibraryCallError naming the call and the status)."""
 
     def __init__(self, lib: Any) -> None:
-        self.lib = lib
-
-    def __call__(self, name: str, *args: Any) -> None:
-        status = int(getattr(self.lib, name)(*args))
-        if status:
-            raise LibraryCallError(f"{name} failed: {status_name(status)} ({status})")
+        super().__init__(lib, status_name, LibraryCallError)
 
 
 def _set(api: CublasLtApi, fn: str, obj: int, attr: int, value: Any) -> None:
@@ -475,9 +474,7 @@ class CublasLtRuntime:
         self._by_address: dict[int, LibraryPlan] = {}
         self._lock = threading.Lock()
         self.native = native or compile_native(self.describe)
-        make_current = getattr(getattr(device, "driver", None), "make_current", None)
-        if make_current is not None:
-            make_current()
+        make_current(device)
         out = ctypes.c_void_p()
         self.api("cublasLtCreate", ctypes.byref(out))
         self.handle = out.value or 0
@@ -492,10 +489,7 @@ class CublasLtRuntime:
         with self._lock:
             native = self._plans.get(plan)
             if native is None:
-                make_current = getattr(getattr(self.device, "driver", None), "make_current",
-                                       None)
-                if make_current is not None:
-                    make_current()
+                make_current(self.device)
                 native = create_plan(self.api, self.handle, plan, self.workspace.ptr,
                                      WORKSPACE_BYTES, self.device.default_stream.handle)
                 if tuning_enabled():
@@ -505,15 +499,6 @@ class CublasLtRuntime:
             return ctypes.addressof(native)
 
 
-_runtimes: dict[int, CublasLtRuntime] = {}
-_runtimes_lock = threading.Lock()
-
-
-def runtime_for(device: Any) -> CublasLtRuntime:
-    """The device's cuBLASLt state (made on first use; LibraryUnavailableError without the
-    library)."""
-    with _runtimes_lock:
-        found = _runtimes.get(id(device))
-        if found is None:
-            found = _runtimes[id(device)] = CublasLtRuntime(device)
-        return found
+runtime_for = PerDevice(CublasLtRuntime)
+"""The device's cuBLASLt state (made on first use; LibraryUnavailableError without the
+library)."""

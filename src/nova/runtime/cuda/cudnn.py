@@ -39,7 +39,17 @@ from typing import Any
 from nova.abi import ConvPlan
 from nova.runtime.cuda import library_paths
 from nova.runtime.cuda.cublaslt import LibraryCallError, LibraryUnavailableError
-from nova.runtime.cuda.library_jit import OPERAND_IR, NativeLibrary, fail_ir, jit_library
+from nova.runtime.cuda.library_jit import (
+    OPERAND_IR,
+    STATUS_BAD_COUNT,
+    LibraryApi,
+    NativeLibrary,
+    PerDevice,
+    fail_ir,
+    jit_library,
+    library_status_name,
+    make_current,
+)
 
 LIBRARY_SONAME = "libcudnn.so.9"
 ENV_PATH = "NOVA_CUDNN"
@@ -73,14 +83,10 @@ STATUS_NAMES = {0: "CUDNN_STATUS_SUCCESS", 1001: "CUDNN_STATUS_NOT_INITIALIZED",
                 4004: "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED",
                 5000: "CUDNN_STATUS_EXECUTION_FAILED",
                 5001: "CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER"}
-STATUS_BAD_COUNT = -1
-"""The status the native call reports when the host passed the wrong number of operands."""
 
 
 def status_name(code: int) -> str:
-    if code == STATUS_BAD_COUNT:
-        return "wrong operand count"
-    return STATUS_NAMES.get(code, f"CUDNN_STATUS_{code}")
+    return library_status_name(STATUS_NAMES, "CUDNN_STATUS_", code)
 
 
 # --- finding the library ----------------------------------------------------------------------
@@ -254,17 +260,12 @@ def describe(plan: ConvPlan) -> str:
 
 # --- ctypes calls made at plan creation -------------------------------------------------------
 
-class CudnnApi:
+class CudnnApi(LibraryApi):
     """The plan-creation entry points of libcudnn, each checked (a failure raises a
     LibraryCallError naming the call and the status)."""
 
     def __init__(self, lib: Any) -> None:
-        self.lib = lib
-
-    def __call__(self, name: str, *args: Any) -> None:
-        status = int(getattr(self.lib, name)(*args))
-        if status:
-            raise LibraryCallError(f"{name} failed: {status_name(status)} ({status})")
+        super().__init__(lib, status_name, LibraryCallError)
 
 
 def _create(api: CudnnApi, what: str) -> int:
@@ -526,15 +527,10 @@ class CudnnRuntime:
         self.handle_lock = ctypes.c_int32(0)
         self.native = native or compile_native(self.describe, "",
                                                library_symbols(self.api.lib))
-        self._make_current()
+        make_current(device)
         out = ctypes.c_void_p()
         self.api("cudnnCreate", ctypes.byref(out))
         self.handle = out.value or 0
-
-    def _make_current(self) -> None:
-        make_current = getattr(getattr(self.device, "driver", None), "make_current", None)
-        if make_current is not None:
-            make_current()
 
     def describe(self, address: int) -> str:
         plan = self._by_address.get(address)
@@ -550,7 +546,7 @@ class CudnnRuntime:
         with self._lock:
             native = self._plans.get(plan)
             if native is None:
-                self._make_current()
+                make_current(self.device)
                 try:
                     native = create_plan(self.api, self.handle, plan, self._allocate,
                                          self.device.default_stream.handle,
@@ -594,15 +590,6 @@ class CudnnRuntime:
                 buffer.free()
 
 
-_runtimes: dict[int, CudnnRuntime] = {}
-_runtimes_lock = threading.Lock()
-
-
-def runtime_for(device: Any) -> CudnnRuntime:
-    """The device's cuDNN state (made on first use; LibraryUnavailableError without the
-    library)."""
-    with _runtimes_lock:
-        found = _runtimes.get(id(device))
-        if found is None:
-            found = _runtimes[id(device)] = CudnnRuntime(device)
-        return found
+runtime_for = PerDevice(CudnnRuntime)
+"""The device's cuDNN state (made on first use; LibraryUnavailableError without the
+library)."""

@@ -307,7 +307,7 @@ class CudaDevice(Device):
     def _module_key(self, images: ModuleImages) -> str:
         return image_digest(pick_image(images, self.arch)[1])
 
-    def _load(self, images: ModuleImages) -> DeviceModule:
+    def _load(self, images: ModuleImages, key: str) -> DeviceModule:
         return CudaModule(self, images)
 
     def _launch(self, function: DeviceFunction, grid: Dim3, block: Dim3, params: Any,

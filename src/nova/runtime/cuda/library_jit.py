@@ -7,12 +7,16 @@ One place for what both bindings share; each gives its IR, names and messages.""
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from nova.errors import DeviceError, RuntimeFailure
 
+R = TypeVar("R")
+STATUS_BAD_COUNT = -1
+"""The status the native calls report when the host passed the wrong number of operands."""
 ERROR_CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p)
 
 OPERAND_IR = """define internal ptr @operand(ptr %operands, i32 %slot) alwaysinline {
@@ -33,6 +37,55 @@ def fail_ir(callback_global: str, status_result: bool) -> str:
     return (f"define internal {ret[0]} @fail(ptr %call, i32 %status, ptr %plan) noinline {{\n"
             f"entry:\n  %callback = load ptr, ptr @{callback_global}\n"
             f"  call void %callback(ptr %call, i32 %status, ptr %plan)\n{ret[1]}\n}}")
+
+
+class LibraryApi:
+    """A library's plan-creation entry points, called by name through ctypes, each checked: a
+    nonzero status raises `error("<name> failed: <status name> (<status>)")`."""
+
+    def __init__(self, lib: Any, status_name: Callable[[int], str],
+                 error: type[DeviceError]) -> None:
+        self.lib = lib
+        self._status_name = status_name
+        self._error = error
+
+    def __call__(self, name: str, *args: Any) -> None:
+        status = int(getattr(self.lib, name)(*args))
+        if status:
+            raise self._error(f"{name} failed: {self._status_name(status)} ({status})")
+
+
+def library_status_name(names: Mapping[int, str], prefix: str, code: int) -> str:
+    """A library's name of status `code` (`<prefix><code>` for one `names` lacks), or Nova's
+    STATUS_BAD_COUNT."""
+    if code == STATUS_BAD_COUNT:
+        return "wrong operand count"
+    return names.get(code, f"{prefix}{code}")
+
+
+def make_current(device: Any) -> None:
+    """Make `device`'s context current on this thread before a library call (a device without
+    a driver's `make_current`, such as the tests' stand-ins, has none to make)."""
+    make = getattr(getattr(device, "driver", None), "make_current", None)
+    if make is not None:
+        make()
+
+
+class PerDevice(Generic[R]):
+    """A library's state per device: `make(device)` on the first call for a device, the same
+    object after (thread-safe)."""
+
+    def __init__(self, make: Callable[[Any], R]) -> None:
+        self._make = make
+        self._made: dict[int, R] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, device: Any) -> R:
+        with self._lock:
+            found = self._made.get(id(device))
+            if found is None:
+                found = self._made[id(device)] = self._make(device)
+            return found
 
 
 @dataclass

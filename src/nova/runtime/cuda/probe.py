@@ -9,7 +9,7 @@ cached kernel's cold start); both are imported only where the library opens.
 
 from __future__ import annotations
 
-import threading
+import _thread
 from typing import Any
 
 DRIVER_LIBRARY = "libcuda.so.1"
@@ -33,7 +33,7 @@ class CudaStatusProbe:
     """Caches the result of probing for CUDA (the probe calls cuInit once)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._result: Any = None
 
     def __call__(self) -> Any:

@@ -199,6 +199,25 @@ class _Ir:
         self(f"  {fn} = load ptr, ptr {at}")
         self(f"  call void {fn}({args})")
 
+    def new_ref(self, name: str, args: str, tag: str, then: str, null: str = "clear",
+                drop: str | None = None) -> str:
+        """`%tag`, the new reference C-API function `name` returns; on in block `then`, to block
+        `null` when it is NULL (an exception set). `drop`, a reference of the caller's, is
+        released once the call returned, either way."""
+        value = self.call("ptr", name, args)
+        self(f"  %{tag} = getelementptr i8, ptr {value}, i64 0")
+        if drop is not None:
+            self.call_void("Py_DecRef", f"ptr {drop}")
+        self(f"  %{tag}.null = icmp eq ptr %{tag}, null")
+        self(f"  br i1 %{tag}.null, label %{null}, label %{then}")
+        self(f"{then}:")
+        return f"%{tag}"
+
+    def get_attr(self, obj: str, name: str, tag: str, then: str, null: str = "clear",
+                drop: str | None = None) -> str:
+        """`%tag` = `obj.<name>` (`name` a str object), as `new_ref`."""
+        return self.new_ref("PyObject_GetAttr", f"ptr {obj}, ptr {name}", tag, then, null, drop)
+
     def at(self, obj: str, offset: int, index: str = "0", kind: str = "ptr") -> str:
         """The `kind` value at byte `offset` + 8 * `index` of `obj`."""
         base, item, value = self.fresh(), self.fresh(), self.fresh()
@@ -283,11 +302,7 @@ def _array(b: _Ir) -> None:
     b("array:")
     b("  %is.buffer = icmp eq ptr %arg.type, %buffer.type")
     b.require("%is.buffer", "array.get")
-    acc = b.call("ptr", "PyObject_GetAttr", f"ptr %arg, ptr {b.obj('s_accepted')}")
-    b(f"  %acc = getelementptr i8, ptr {acc}, i64 0")
-    b("  %acc.null = icmp eq ptr %acc, null")
-    b("  br i1 %acc.null, label %clear, label %array.tuple")
-    b("array.tuple:")
+    b.get_attr("%arg", b.obj("s_accepted"), "acc", "array.tuple")
     acc_type = b.at("%acc", 8)
     b(f"  %acc.is.tuple = icmp eq ptr {acc_type}, %k.tuple")
     b.require("%acc.is.tuple", "array.size", "array.miss")
@@ -297,15 +312,9 @@ def _array(b: _Ir) -> None:
     key = b.item("%acc", 0)
     b(f"  %key.ok = icmp eq ptr {key}, %obj")
     b.require("%key.ok", "array.shape", "array.miss")
-    shape = b.call("ptr", "PyObject_GetAttr", f"ptr %arg, ptr {b.obj('s_shape')}")
-    b(f"  %shape = getelementptr i8, ptr {shape}, i64 0")
-    b("  %shape.null = icmp eq ptr %shape, null")
-    b("  br i1 %shape.null, label %array.clear, label %array.same")
-    b("array.same:")
     known = b.item("%acc", 1)
-    b(f"  %shape.ok = icmp eq ptr {known}, %shape")
-    b.call_void("Py_DecRef", "ptr %shape")
-    b.require("%shape.ok", "array.words", "array.miss")
+    _getattr_is(b, "%arg", b.obj("s_shape"), known, "shape", "array.words", "array.miss",
+                "array.clear")
     words = b.item("%acc", 3)
     b(f"  %words.obj = getelementptr i8, ptr {words}, i64 0")
     words_type = b.at("%words.obj", 8)
@@ -490,16 +499,14 @@ def _overlaps(b: _Ir) -> None:
     b("  br label %pair.loop")
 
 
-def _getattr_is(b: _Ir, obj: str, name: str, want: str, then: str) -> None:
-    """Go on in block `then` when `obj.<name>` is `want` (an error is cleared: a miss)."""
-    value = b.call("ptr", "PyObject_GetAttr", f"ptr {obj}, ptr {name}")
-    b(f"  %{then}.value = getelementptr i8, ptr {value}, i64 0")
-    b(f"  %{then}.null = icmp eq ptr %{then}.value, null")
-    b(f"  br i1 %{then}.null, label %clear, label %{then}.test")
-    b(f"{then}.test:")
-    b(f"  %{then}.same = icmp eq ptr %{then}.value, {want}")
-    b.call_void("Py_DecRef", f"ptr %{then}.value")
-    b.require(f"%{then}.same", then)
+def _getattr_is(b: _Ir, obj: str, name: str, want: str, tag: str, then: str,
+                miss: str = "fallback", null: str = "clear", drop: str | None = None) -> None:
+    """Go on in block `then` when `obj.<name>` is `want`, else to `miss`; a failed lookup goes
+    to `null` (see `_Ir.new_ref`, also for `drop`)."""
+    value = b.get_attr(obj, name, tag, f"{tag}.test", null, drop)
+    b(f"  %{tag}.same = icmp eq ptr {value}, {want}")
+    b.call_void("Py_DecRef", f"ptr {value}")
+    b.require(f"%{tag}.same", then, miss)
 
 
 def _state(b: _Ir) -> None:
@@ -509,28 +516,15 @@ def _state(b: _Ir) -> None:
     b("  %has.setting = icmp ne i64 %setting.bit, 0")
     b("  br i1 %has.setting, label %setting.check, label %live")
     b("setting.check:")
-    current = b.call("ptr", "PyObject_GetAttr",
-                     f"ptr {b.obj('setting_object')}, ptr {b.obj('setting_a')}")
-    b(f"  %current = getelementptr i8, ptr {current}, i64 0")
-    b("  %current.null = icmp eq ptr %current, null")
-    b("  br i1 %current.null, label %clear, label %current.some")
-    b("current.some:")
-    b("  %current.none = icmp eq ptr %current, %k.none")
+    current = b.get_attr(b.obj("setting_object"), b.obj("setting_a"), "current", "current.some")
+    b(f"  %current.none = icmp eq ptr {current}, %k.none")
     b("  br i1 %current.none, label %current.miss, label %current.read")
     b("current.miss:")
-    b.call_void("Py_DecRef", "ptr %current")
+    b.call_void("Py_DecRef", f"ptr {current}")
     b("  br label %fallback")
     b("current.read:")
-    value = b.call("ptr", "PyObject_GetAttr", f"ptr %current, ptr {b.obj('setting_b')}")
-    b(f"  %setting.value = getelementptr i8, ptr {value}, i64 0")
-    b.call_void("Py_DecRef", "ptr %current")
-    b("  %setting.null = icmp eq ptr %setting.value, null")
-    b("  br i1 %setting.null, label %clear, label %setting.test")
-    b("setting.test:")
-    b(f"  %setting.same = icmp eq ptr %setting.value, {b.obj('setting_value')}")
-    b.call_void("Py_DecRef", "ptr %setting.value")
-    b("  br i1 %setting.same, label %live, label %fallback")
-    b("live:")
+    _getattr_is(b, current, b.obj("setting_b"), b.obj("setting_value"), "setting.value", "live",
+                drop=current)
     lost_at = b.word("%rec", 13)
     b(f"  %lost.ptr = inttoptr i64 {lost_at} to ptr")
     b("  %lost = load volatile i64, ptr %lost.ptr, align 8")
@@ -540,7 +534,7 @@ def _state(b: _Ir) -> None:
     b("  %check.closed = icmp ne i64 %closed.bit, 0")
     b("  br i1 %check.closed, label %closed.check, label %go")
     b("closed.check:")
-    _getattr_is(b, b.obj("stream"), b.obj("s_closed"), "%k.false", "open")
+    _getattr_is(b, b.obj("stream"), b.obj("s_closed"), "%k.false", "closed", "open")
     b("  br label %go")
 
 
@@ -566,11 +560,7 @@ def _launch(b: _Ir, launch_packed: str) -> None:
     b("  ret ptr %k.none")
     b("failed:")
     b("  %status.64 = sext i32 %status to i64")
-    code = b.call("ptr", "PyLong_FromLong", "i64 %status.64")
-    b(f"  %code = getelementptr i8, ptr {code}, i64 0")
-    b("  %code.null = icmp eq ptr %code, null")
-    b("  br i1 %code.null, label %error, label %report")
-    b("report:")
+    b.new_ref("PyLong_FromLong", "i64 %status.64", "code", "report", "error")
     b("  store ptr %code, ptr %code.arg")
     raised = b.call("ptr", "PyObject_Vectorcall",
                     f"ptr {b.obj('failed')}, ptr %code.arg, i64 1, ptr null")

@@ -3,11 +3,33 @@
 Every failure a user can cause or meet (bad source, bad bundle, device faults) raises a subclass of
 `NovaError`. Errors about source input carry a `SourceLocation` and render MLIR-style:
 ``file:line:col: error: message`` followed by the source line and a caret.
+
+All of them are `nova.errors.<Name>`. The ones a cached kernel's first call never needs (`RARE`:
+compiler, backend and CUDA driver errors, scalar conversions) are
+defined in `nova.errors.rare` and made on first use through this module's `__getattr__`, so
+`from nova.errors import ParseError` works as for the others (creating an exception class costs
+more than its code: ~0.1 million instructions each).
 """
 
 from __future__ import annotations
 
 from nova.records import Record
+
+TYPE_CHECKING = False  # typing is not imported at run time (cold start)
+if TYPE_CHECKING:
+    from nova.errors.rare import BackendError as BackendError
+    from nova.errors.rare import CudaError as CudaError
+    from nova.errors.rare import CudaOutOfMemoryError as CudaOutOfMemoryError
+    from nova.errors.rare import LoweringError as LoweringError
+    from nova.errors.rare import ParseError as ParseError
+    from nova.errors.rare import PassError as PassError
+    from nova.errors.rare import ScalarConversionError as ScalarConversionError
+    from nova.errors.rare import UnsupportedError as UnsupportedError
+    from nova.errors.rare import VerifyError as VerifyError
+
+RARE = frozenset({"ParseError", "VerifyError", "UnsupportedError", "LoweringError", "PassError",
+                  "BackendError", "CudaError", "CudaOutOfMemoryError", "ScalarConversionError"})
+"""The classes of nova.errors.rare, served by `__getattr__`."""
 
 
 class SourceLocation(Record):
@@ -68,30 +90,6 @@ def _render_one(severity: str, message: str, location: SourceLocation | None) ->
     return f"{head}\n{excerpt}" if excerpt else head
 
 
-class ParseError(DiagnosticError):
-    """Malformed MLIR text."""
-
-
-class VerifyError(DiagnosticError):
-    """Well-formed text that breaks an op's rules (types, operands, regions)."""
-
-
-class UnsupportedError(DiagnosticError):
-    """An op, type or attribute Nova does not compile (yet); names what is supported instead."""
-
-
-class LoweringError(DiagnosticError):
-    """A failure while lowering a (verified) program to LLVM IR."""
-
-
-class PassError(DiagnosticError):
-    """A pass found input it cannot transform (e.g. an ill-formed kernel for outlining)."""
-
-
-class BackendError(NovaError):
-    """LLVM, ptxas or object emission failed."""
-
-
 class BundleFormatError(NovaError):
     """A .nova file that is truncated, corrupt, tampered with, or of another version or arch."""
 
@@ -102,27 +100,6 @@ class RuntimeFailure(NovaError):
 
 class DeviceError(RuntimeFailure):
     """The device layer failed (no device, out of memory, invalid handle)."""
-
-
-class CudaError(DeviceError):
-    """A CUDA driver call failed; names the call, the CUDA error and, for launches, the kernel."""
-
-    def __init__(self, call: str, error_name: str, code: int, detail: str = "",
-                 kernel: str | None = None, context_lost: bool = False) -> None:
-        self.call = call
-        self.error_name = error_name
-        self.code = code
-        self.kernel = kernel
-        self.context_lost = context_lost
-        text = f"{call} failed: {error_name} ({code})"
-        if kernel:
-            text += f" in kernel @{kernel}"
-        if detail:
-            text += f": {detail}"
-        if context_lost:
-            text += (". The CUDA context is lost: device memory and modules of this process are "
-                     "invalid; start a new process to use the GPU again.")
-        super().__init__(text)
 
 
 class KernelFault(RuntimeFailure):
@@ -136,14 +113,11 @@ class OutOfMemoryError(DeviceError):
 CUDA_ERROR_OUT_OF_MEMORY = 2
 
 
-class CudaOutOfMemoryError(CudaError, OutOfMemoryError):
-    """The driver ran out of device memory (CUDA_ERROR_OUT_OF_MEMORY); also an OutOfMemoryError,
-    so `except OutOfMemoryError` catches it whichever path (pool or compiled code) allocated."""
-
-
 def cuda_error(call: str, error_name: str, code: int, detail: str = "",
                kernel: str | None = None, context_lost: bool = False) -> CudaError:
     """The CudaError subclass for a failed driver call (one place maps codes to classes)."""
+    from nova.errors.rare import CudaError, CudaOutOfMemoryError
+
     cls = CudaOutOfMemoryError if code == CUDA_ERROR_OUT_OF_MEMORY else CudaError
     return cls(call, error_name, code, detail, kernel=kernel, context_lost=context_lost)
 
@@ -152,10 +126,19 @@ class ArgumentError(NovaError, TypeError):
     """A Python call passed arguments of the wrong number, type, dtype, rank or shape."""
 
 
-class ScalarConversionError(ArgumentError, ValueError, OverflowError):
-    """`nova.int8(x)`, `nova.float32(x)`, ... on the host with a value the type cannot hold or
-    convert (still a TypeError, ValueError or OverflowError, as NumPy's conversion raised)."""
-
-
 class InputError(NovaError):
-    """An input file that cannot be read or an output file that cannot be written."""
+    """An input file that cannot be read or an output file that cannot be written (the command-line
+    tools import it at start-up)."""
+
+
+def __getattr__(name: str) -> type[NovaError]:
+    if name not in RARE:
+        raise AttributeError(f"module 'nova.errors' has no attribute {name!r}")
+    from nova.errors import rare  # the import lock makes each class once
+
+    globals().update({n: getattr(rare, n) for n in RARE})  # later reads are dict hits
+    return getattr(rare, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *RARE})
