@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from checks import failed, finish, record
@@ -226,49 +227,73 @@ def child(sizes: list[int], repeat: int) -> list[dict[str, object]]:
     for n in sizes:
         x = rng.standard_normal(n).astype(np.float32)
         y0 = rng.standard_normal(n).astype(np.float32)
-        rows += _saxpy_rows(mlir["saxpy"], py.saxpy, n, x, y0, repeat)  # type: ignore[attr-defined]
-        rows += _block_sum_rows(mlir["block_sum"], py.block_sum, n, x, repeat)  # type: ignore[attr-defined]
+        for staged in (False, True):
+            rows += _saxpy_rows(mlir["saxpy"], py.saxpy, n, x, y0, repeat, staged)  # type: ignore[attr-defined]
+            rows += _block_sum_rows(mlir["block_sum"], py.block_sum, n, x, repeat, staged)  # type: ignore[attr-defined]
     return rows
 
 
+def _arrays(staged: bool) -> tuple[Callable[[np.ndarray], Any], Callable[[Any], np.ndarray], str,
+                                   Callable[[], None]]:
+    """How a row passes its arrays: cpu-device Buffers (kernels use them in place), or NumPy
+    arrays, which the cpu device stages (copies in and back: it runs kernels in place only on
+    its own guarded memory, docs/device-layer.md "Memory isolation on the cpu device"). Also
+    what a timed call waits with: a launch on Buffers is stream-ordered (it returns once
+    enqueued), so those calls end with the device's synchronize."""
+    if staged:
+        return (lambda a: a), (lambda a: a), "/np", (lambda: None)
+    from nova.runtime.selection import get_device
+
+    device = get_device("cpu")
+    return device.to_device, (lambda b: b.numpy()), "", device.synchronize
+
+
 def _saxpy_rows(mlir: Callable[..., object], py: object, n: int, x: np.ndarray, y0: np.ndarray,
-                repeat: int) -> list[dict[str, object]]:
+                repeat: int, staged: bool) -> list[dict[str, object]]:
     a = np.float32(2.0)
     work = y0.copy()
     t_np = best_of(repeat, lambda: np.add(np.multiply(a, x), work, out=work))
+    put, get, tag, wait = _arrays(staged)
+    xs = put(x)
     launches = {
-        "mlir": lambda y: mlir(a, x, y),
-        "python": lambda y: py[(n + BLOCK - 1) // BLOCK, BLOCK](a, x, y),  # type: ignore[index]
+        "mlir": lambda y: (mlir(a, xs, y), wait()),
+        "python": lambda y: (py[(n + BLOCK - 1) // BLOCK, BLOCK](a, xs, y), wait()),  # type: ignore[index]
     }
     rows: list[dict[str, object]] = []
     for frontend, launch in launches.items():
-        buffer = y0.copy()
+        buffer = put(y0.copy())
         seconds = best_of(repeat, lambda launch=launch, buffer=buffer: launch(buffer))  # type: ignore[misc]
         cpu = CPU_SECONDS[-1]
-        check = y0.copy()
+        check = put(y0.copy())
         launch(check)
-        ok = bool(np.allclose(check, a * x + y0, rtol=1e-5, atol=1e-6))
-        rows.append({"kernel": "saxpy", "frontend": frontend, "n": n, "nova_s": seconds,
+        ok = bool(np.allclose(get(check), a * x + y0, rtol=1e-5, atol=1e-6))
+        rows.append({"kernel": "saxpy", "frontend": frontend + tag, "n": n, "nova_s": seconds,
                      "nova_cpu_s": cpu, "numpy_s": t_np, "correct": ok})
     return rows
 
 
 def _block_sum_rows(mlir: Callable[..., object], py: object, n: int, x: np.ndarray,
-                    repeat: int) -> list[dict[str, object]]:
-    out = np.zeros(n // BLOCK, np.float32)
+                    repeat: int, staged: bool) -> list[dict[str, object]]:
+    put, get, tag, wait = _arrays(staged)
+    out = put(np.zeros(n // BLOCK, np.float32))
+    xs = put(x)
     t_np = best_of(repeat, lambda: x.reshape(-1, BLOCK).sum(axis=1))
     expect = x.reshape(-1, BLOCK).sum(axis=1, dtype=np.float64)
     sums = {
-        "mlir": lambda: mlir(x, out),
-        "python": lambda: py[n // BLOCK, BLOCK](x, out),  # type: ignore[index]
+        "mlir": lambda: (mlir(xs, out), wait()),
+        "python": lambda: (py[n // BLOCK, BLOCK](xs, out), wait()),  # type: ignore[index]
     }
     rows: list[dict[str, object]] = []
     for frontend, launch in sums.items():
-        out[:] = 0
+        if staged:
+            out[:] = 0
+        else:
+            out.copy_from_host(np.zeros(n // BLOCK, np.float32))
         seconds = best_of(repeat, launch)
-        ok = bool(np.allclose(out, expect, rtol=1e-4, atol=1e-4))
-        rows.append({"kernel": "block_sum", "frontend": frontend, "n": n, "nova_s": seconds,
-                     "nova_cpu_s": CPU_SECONDS[-1], "numpy_s": t_np, "correct": ok})
+        ok = bool(np.allclose(get(out), expect, rtol=1e-4, atol=1e-4))
+        rows.append({"kernel": "block_sum", "frontend": frontend + tag, "n": n,
+                     "nova_s": seconds, "nova_cpu_s": CPU_SECONDS[-1], "numpy_s": t_np,
+                     "correct": ok})
     return rows
 
 
@@ -330,13 +355,13 @@ def main() -> int:
     print(f"CPU device benchmark, {date.today()}, {cpu_model()}, {os.cpu_count()} cores, "
           f"load average {load:.1f} at the end; best of {args.repeat} wall-clock calls "
           f"(cpu time: process CPU seconds of that call, {names[0]}, all threads)")
-    head = f"{'kernel':<10} {'frontend':<7} {'n':>9} {'numpy':>10}"
+    head = f"{'kernel':<10} {'frontend':<9} {'n':>9} {'numpy':>10}"
     for name in names:
         head += f" {name:>15} {'/numpy':>7}"
     print(head + f" {'cpu time':>10} correct")
     rows = []
     for i, base in enumerate(results[names[0]]):
-        line = (f"{base['kernel']:<10} {base['frontend']:<7} {base['n']:>9} "
+        line = (f"{base['kernel']:<10} {base['frontend']:<9} {base['n']:>9} "
                 f"{base['numpy_s'] * 1e3:>8.3f}ms")
         correct = True
         row = dict(base)
