@@ -165,19 +165,20 @@ def _record(function: EntryFunction, plan: EntryPlan, state: PlanGraph) -> Recor
             module, abi_symbols, f"{module.name} (automatic graph of @{function.name})")
         return state.linked.function_address(function.entry.symbol)
 
+    graph: RecordedGraph | None = None
     try:
         graph = function._device.record_graph(CaptureRequest(
             name=function.name, manifest=module.manifest, link=link, args=plan.args,
             results=plan.results))
     except NovaError:
-        state.linked = None
-        state.record_failed = True
-        return None
+        pass
     except BaseException:
         state.linked = None
         raise
-    if graph.private_streams:
+    if graph is not None and graph.private_streams:
         graph.close()
+        graph = None
+    if graph is None:
         state.linked = None
         state.record_failed = True
         return None
@@ -204,8 +205,7 @@ def reap(function: EntryFunction, wait: bool) -> None:
                 with contextlib.suppress(NovaError):  # reported by the program's own wait
                     event.synchronize()
             event.close()
-        graph.close()
-        del linked
+        graph.close()  # the linked host object goes with the entry
 
 
 def release_idle(function: EntryFunction) -> None:

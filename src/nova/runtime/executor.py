@@ -197,17 +197,19 @@ class EntryFunction:
         # automatic graphs (nova.runtime.autograph): the recordings released and not yet closed
         self._retired: list[tuple[Any, Any, Any]] = []
         self._replay: Callable[[EntryFunction, EntryPlan], bool] | None = None
+        self._after_direct: Callable[[EntryFunction, PlanGraph, bool], None] | None = None
         if entry.replay_ops >= MIN_REPLAY_OPS:
-            from nova.runtime.autograph import replay_or_record
+            from nova.runtime.autograph import after_direct_call, replay_or_record
 
-            self._replay = replay_or_record
+            self._replay, self._after_direct = replay_or_record, after_direct_call
         self._auto_graphs = module._auto_graphs and self._replay is not None
 
     @property
     def auto_graphs(self) -> bool:
         """Whether repeated identical calls run as a recorded graph (docs/async.md, "Automatic
-        graphs"); True only for entries the compiler found replayable, on a device that asks
-        for it. Setting it False drops the recordings this entry holds."""
+        graphs"). Starts as the module's setting (the device's default, NOVA_AUTO_GRAPHS) for
+        entries the compiler found replayable, False for the others; setting it True raises
+        for those, setting it False drops the recordings this entry's idle plans hold."""
         return self._auto_graphs
 
     @auto_graphs.setter
@@ -282,15 +284,13 @@ class EntryFunction:
     def _run_beside_graph(self, plan: EntryPlan, state: PlanGraph) -> int:
         """A direct call of a plan with automatic-graph state (its recording, if any, is
         released when automatic graphs were turned off while the plan was in use)."""
-        from nova.runtime.autograph import after_direct_call
-
         if state.graph is not None and not self._auto_graphs:
             state.release(self)
         status = 1
         try:
             status = self._run(plan)
         finally:
-            after_direct_call(self, state, bool(status))
+            self._after_direct(self, state, bool(status))  # type: ignore[misc]
         return status
 
     def graph_counts(self) -> tuple[int, int]:
